@@ -1,0 +1,23 @@
+# tessel_add_mpi_test(NAME <name> TARGET <exe> RANKS <n...> [TIMEOUT <s>] [ARGS <args...>])
+#
+# Registers one ctest per rank count, named <name>.np<n>, launched by MPIEXEC with
+# oversubscription, the container's MPI environment (scripts/mpi-env.sh), a timeout and the
+# labels "mpi" and "np<n>".
+function(tessel_add_mpi_test)
+  cmake_parse_arguments(T "" "NAME;TARGET;TIMEOUT" "RANKS;ARGS" ${ARGN})
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 300)
+  endif()
+  set(_extra "")
+  if(TESSEL_MPI_FLAVOUR STREQUAL "openmpi")
+    set(_extra --oversubscribe)
+  endif()
+  foreach(np IN LISTS T_RANKS)
+    add_test(NAME ${T_NAME}.np${np}
+      COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np} ${_extra}
+              ${MPIEXEC_PREFLAGS} $<TARGET_FILE:${T_TARGET}> ${MPIEXEC_POSTFLAGS} ${T_ARGS})
+    set_tests_properties(${T_NAME}.np${np} PROPERTIES
+      TIMEOUT ${T_TIMEOUT} PROCESSORS 2 LABELS "mpi;np${np}"
+      ENVIRONMENT "${TESSEL_MPI_ENV};TESSEL_SHARED_DATA=${PROJECT_SOURCE_DIR}/../shared/data")
+  endforeach()
+endfunction()

@@ -1,0 +1,118 @@
+#pragma once
+/// @file comm.hpp
+/// Comm: an RAII communicator handle whose every operation is recorded in a CommLedger.
+/// This folder is the only place in tessel that calls MPI.
+#include <mpi.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tessel/comm/mpi_type.hpp"
+#include "tessel/core/error.hpp"
+#include "tessel/core/ledger.hpp"
+
+namespace tessel::comm {
+
+/// Throws MpiError naming the call when rc is not MPI_SUCCESS.
+void check_mpi(int rc, const char* call);
+
+/// A set of outstanding nonblocking requests. Waits for all of them on destruction.
+class RequestSet {
+ public:
+  RequestSet() = default;
+  RequestSet(RequestSet&&) noexcept = default;
+  RequestSet& operator=(RequestSet&& o) noexcept;
+  RequestSet(const RequestSet&) = delete;
+  RequestSet& operator=(const RequestSet&) = delete;
+  ~RequestSet();
+
+  MPI_Request* add() { reqs_.push_back(MPI_REQUEST_NULL); return &reqs_.back(); }
+  std::size_t size() const { return reqs_.size(); }
+  bool empty() const { return reqs_.empty(); }
+  /// Drives progress without blocking; true when all requests completed.
+  bool test_all();
+  /// Blocks until all complete. Polls MPI_Testall with a short sleep so that oversubscribed
+  /// ranks yield the core (MPICH busy-polls in MPI_Waitall).
+  void wait_all();
+
+ private:
+  std::vector<MPI_Request> reqs_;
+};
+
+/// A communicator, owned (freed on destruction) or borrowed, plus the ledger it records into.
+/// Copying is not allowed; dup() makes a new owned communicator.
+class Comm {
+ public:
+  /// Borrows `c` (not freed). `ledger` may be null (nothing is recorded).
+  Comm(MPI_Comm c, CommLedger* ledger) : comm_(c), owned_(false), ledger_(ledger) { init(); }
+  Comm(Comm&& o) noexcept;
+  Comm& operator=(Comm&& o) noexcept;
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+  ~Comm();
+
+  /// Collective: an owned duplicate recording into the same ledger.
+  Comm dup() const;
+  /// Collective: MPI_Comm_split; color < 0 gives a null Comm (is_null()).
+  Comm split(int color, int key) const;
+
+  MPI_Comm raw() const { return comm_; }
+  bool is_null() const { return comm_ == MPI_COMM_NULL; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  CommLedger* ledger() const { return ledger_; }
+
+  // ---- point-to-point (recorded as p2p) ----
+  /// Not collective. Posts a send of `count` items; completes in `rs`.
+  template <class T>
+  void isend(const T* buf, std::int64_t count, int dest, int tag, RequestSet& rs) const {
+    isend_bytes(buf, count, mpi_type<T>(), sizeof(T), dest, tag, rs);
+  }
+  /// Not collective. Posts a receive of exactly `count` items.
+  template <class T>
+  void irecv(T* buf, std::int64_t count, int src, int tag, RequestSet& rs) const {
+    irecv_bytes(buf, count, mpi_type<T>(), sizeof(T), src, tag, rs);
+  }
+
+  // ---- collectives (recorded with the payload rule of shared/tools/commcount) ----
+  /// Collective. In-place sum/min/max over all ranks.
+  template <class T>
+  void allreduce(T* buf, int count, MPI_Op op) const {
+    allreduce_raw(buf, count, mpi_type<T>(), sizeof(T), op);
+  }
+  template <class T>
+  T allreduce_value(T v, MPI_Op op) const { allreduce(&v, 1, op); return v; }
+  /// Collective. Broadcast from root.
+  template <class T>
+  void bcast(T* buf, int count, int root) const {
+    bcast_raw(buf, count, mpi_type<T>(), sizeof(T), root);
+  }
+  /// Collective. Every rank contributes `count` items; recv holds size()*count.
+  template <class T>
+  void allgather(const T* send, int count, T* recv) const {
+    allgather_raw(send, count, recv, mpi_type<T>(), sizeof(T));
+  }
+  /// Collective.
+  void barrier() const;
+
+ private:
+  void init();
+  void isend_bytes(const void* buf, std::int64_t count, MPI_Datatype t, std::size_t sz, int dest,
+                   int tag, RequestSet& rs) const;
+  void irecv_bytes(void* buf, std::int64_t count, MPI_Datatype t, std::size_t sz, int src,
+                   int tag, RequestSet& rs) const;
+  void allreduce_raw(void* buf, int count, MPI_Datatype t, std::size_t sz, MPI_Op op) const;
+  void bcast_raw(void* buf, int count, MPI_Datatype t, std::size_t sz, int root) const;
+  void allgather_raw(const void* send, int count, void* recv, MPI_Datatype t,
+                     std::size_t sz) const;
+  PhaseCounts* counts() const { return ledger_ ? &ledger_->now() : nullptr; }
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  bool owned_ = false;
+  CommLedger* ledger_ = nullptr;
+  int rank_ = -1, size_ = 0;
+};
+
+}  // namespace tessel::comm

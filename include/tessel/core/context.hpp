@@ -1,0 +1,41 @@
+#pragma once
+/// @file context.hpp
+/// Context: what every collective tessel call needs — a private duplicate of the user's
+/// communicator and the CommLedger that records its traffic. No global state: pass it.
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "tessel/comm/comm.hpp"
+#include "tessel/core/ledger.hpp"
+
+namespace tessel {
+
+class Context {
+ public:
+  /// Collective over `user_comm`: duplicates it, so tessel's messages never mix with the
+  /// caller's. The ledger lives in the Context (stable address, the Context is not movable).
+  explicit Context(MPI_Comm user_comm);
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  const comm::Comm& comm() const { return comm_; }
+  int rank() const { return comm_.rank(); }
+  int size() const { return comm_.size(); }
+  CommLedger& ledger() { return *ledger_; }
+  const CommLedger& ledger() const { return *ledger_; }
+
+  /// Collective. Runs `check` on every rank; if it throws a tessel::Error on any rank, every
+  /// rank throws an error of the same kind with that rank's message (the lowest failing
+  /// rank's). One allreduce when all succeed, so no rank waits forever on a peer that failed.
+  void agree(const std::function<void()>& check) const;
+
+ private:
+  std::unique_ptr<CommLedger> ledger_;
+  comm::Comm comm_;
+};
+
+/// Collective over `c`: as Context::agree, on any communicator.
+void agree_on(const comm::Comm& c, const std::function<void()>& check);
+
+}  // namespace tessel

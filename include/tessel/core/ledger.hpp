@@ -1,0 +1,66 @@
+#pragma once
+/// @file ledger.hpp
+/// CommLedger: bytes and messages moved, per named phase and per kind of traffic.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tessel {
+
+/// Counters of one phase on one rank. Collective bytes follow the payload rule of
+/// shared/tools/commcount (bytes of the caller's buffers that go to or come from other ranks).
+struct PhaseCounts {
+  std::int64_t p2p_sent_bytes = 0, p2p_sent_msgs = 0;
+  std::int64_t p2p_recv_bytes = 0, p2p_recv_msgs = 0;
+  std::int64_t coll_bytes = 0, coll_calls = 0;
+  std::int64_t rma_put_bytes = 0, rma_get_bytes = 0, rma_acc_bytes = 0, rma_ops = 0;
+
+  /// Bytes this rank received (point-to-point + one-sided get). Collectives not included.
+  std::int64_t recv_bytes() const { return p2p_recv_bytes + rma_get_bytes; }
+  /// Bytes this rank sent (point-to-point + one-sided put/accumulate).
+  std::int64_t sent_bytes() const { return p2p_sent_bytes + rma_put_bytes + rma_acc_bytes; }
+  PhaseCounts& operator+=(const PhaseCounts& o);
+};
+
+/// Statistics of one counter over the ranks of a communicator.
+struct LedgerStat {
+  double max = 0, mean = 0, total = 0;
+};
+
+/// Per-phase, per-rank counts. Not thread safe; owned by a Context. Phases nest by name
+/// ("gemm/redistribute A"); a PhaseScope sets the current phase for its lifetime.
+class CommLedger {
+ public:
+  /// Current phase name ("" when none is open).
+  const std::string& phase() const { return current_; }
+  void push_phase(const std::string& name);
+  void pop_phase();
+  /// The counters of the current phase (created on first use).
+  PhaseCounts& now() { return phases_[current_]; }
+  const std::map<std::string, PhaseCounts>& phases() const { return phases_; }
+  /// Sum over all phases.
+  PhaseCounts total() const;
+  /// Sum over the phases whose name starts with prefix.
+  PhaseCounts total(const std::string& prefix) const;
+  void reset() { phases_.clear(); }
+
+ private:
+  std::string current_;
+  std::vector<std::string> stack_;
+  std::map<std::string, PhaseCounts> phases_;
+};
+
+/// RAII: opens phase `name` (nested under the current one) for the scope's lifetime.
+class PhaseScope {
+ public:
+  PhaseScope(CommLedger& l, const std::string& name) : l_(l) { l_.push_phase(name); }
+  ~PhaseScope() { l_.pop_phase(); }
+  PhaseScope(const PhaseScope&) = delete;
+  PhaseScope& operator=(const PhaseScope&) = delete;
+
+ private:
+  CommLedger& l_;
+};
+
+}  // namespace tessel

@@ -1,0 +1,154 @@
+#include "tessel/comm/comm.hpp"
+
+#include <chrono>
+#include <climits>
+#include <thread>
+#include <utility>
+
+namespace tessel::comm {
+
+void check_mpi(int rc, const char* call) {
+  if (rc == MPI_SUCCESS) return;
+  char msg[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, msg, &len);
+  throw MpiError(detail::concat(call, " failed: ", std::string(msg, len)));
+}
+
+// ---------------------------------------------------------------- RequestSet
+RequestSet& RequestSet::operator=(RequestSet&& o) noexcept {
+  if (this != &o) {
+    try { wait_all(); } catch (...) {}
+    reqs_ = std::move(o.reqs_);
+    o.reqs_.clear();
+  }
+  return *this;
+}
+
+RequestSet::~RequestSet() {
+  try { wait_all(); } catch (...) {}
+}
+
+bool RequestSet::test_all() {
+  if (reqs_.empty()) return true;
+  int flag = 0;
+  check_mpi(MPI_Testall(static_cast<int>(reqs_.size()), reqs_.data(), &flag, MPI_STATUSES_IGNORE),
+            "MPI_Testall");
+  if (flag) reqs_.clear();
+  return flag != 0;
+}
+
+void RequestSet::wait_all() {
+  int spins = 0;
+  while (!test_all()) {
+    // Spin briefly for latency, then sleep so oversubscribed ranks give up the core.
+    if (++spins > 64) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+// ---------------------------------------------------------------- Comm
+void Comm::init() {
+  if (comm_ == MPI_COMM_NULL) return;
+  check_mpi(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
+}
+
+Comm::Comm(Comm&& o) noexcept
+    : comm_(o.comm_), owned_(o.owned_), ledger_(o.ledger_), rank_(o.rank_), size_(o.size_) {
+  o.comm_ = MPI_COMM_NULL;
+  o.owned_ = false;
+}
+
+Comm& Comm::operator=(Comm&& o) noexcept {
+  if (this != &o) {
+    if (owned_ && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+    comm_ = o.comm_;
+    owned_ = o.owned_;
+    ledger_ = o.ledger_;
+    rank_ = o.rank_;
+    size_ = o.size_;
+    o.comm_ = MPI_COMM_NULL;
+    o.owned_ = false;
+  }
+  return *this;
+}
+
+Comm::~Comm() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (owned_ && comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm_);
+}
+
+Comm Comm::dup() const {
+  MPI_Comm c;
+  check_mpi(MPI_Comm_dup(comm_, &c), "MPI_Comm_dup");
+  Comm out(c, ledger_);
+  out.owned_ = true;
+  return out;
+}
+
+Comm Comm::split(int color, int key) const {
+  MPI_Comm c;
+  check_mpi(MPI_Comm_split(comm_, color < 0 ? MPI_UNDEFINED : color, key, &c), "MPI_Comm_split");
+  Comm out(c, ledger_);
+  out.owned_ = (c != MPI_COMM_NULL);
+  return out;
+}
+
+static int checked_count(std::int64_t count, const char* what) {
+  TESSEL_CHECK(count >= 0 && count <= INT_MAX, Error, what, ": message of ", count,
+               " items exceeds the MPI int count limit (", INT_MAX, ")");
+  return static_cast<int>(count);
+}
+
+void Comm::isend_bytes(const void* buf, std::int64_t count, MPI_Datatype t, std::size_t sz,
+                       int dest, int tag, RequestSet& rs) const {
+  int c = checked_count(count, "isend");
+  check_mpi(MPI_Isend(buf, c, t, dest, tag, comm_, rs.add()), "MPI_Isend");
+  if (auto* k = counts()) {
+    k->p2p_sent_bytes += count * static_cast<std::int64_t>(sz);
+    k->p2p_sent_msgs += 1;
+  }
+}
+
+void Comm::irecv_bytes(void* buf, std::int64_t count, MPI_Datatype t, std::size_t sz, int src,
+                       int tag, RequestSet& rs) const {
+  int c = checked_count(count, "irecv");
+  check_mpi(MPI_Irecv(buf, c, t, src, tag, comm_, rs.add()), "MPI_Irecv");
+  if (auto* k = counts()) {
+    k->p2p_recv_bytes += count * static_cast<std::int64_t>(sz);
+    k->p2p_recv_msgs += 1;
+  }
+}
+
+void Comm::allreduce_raw(void* buf, int count, MPI_Datatype t, std::size_t sz, MPI_Op op) const {
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, buf, count, t, op, comm_), "MPI_Allreduce");
+  if (auto* k = counts()) {
+    k->coll_bytes += static_cast<std::int64_t>(count) * sz;
+    k->coll_calls += 1;
+  }
+}
+
+void Comm::bcast_raw(void* buf, int count, MPI_Datatype t, std::size_t sz, int root) const {
+  check_mpi(MPI_Bcast(buf, count, t, root, comm_), "MPI_Bcast");
+  if (auto* k = counts()) {
+    k->coll_bytes += static_cast<std::int64_t>(count) * sz;
+    k->coll_calls += 1;
+  }
+}
+
+void Comm::allgather_raw(const void* send, int count, void* recv, MPI_Datatype t,
+                         std::size_t sz) const {
+  check_mpi(MPI_Allgather(send, count, t, recv, count, t, comm_), "MPI_Allgather");
+  if (auto* k = counts()) {
+    k->coll_bytes += static_cast<std::int64_t>(count) * sz * size_;  // own + (p-1) received
+    k->coll_calls += 1;
+  }
+}
+
+void Comm::barrier() const {
+  check_mpi(MPI_Barrier(comm_), "MPI_Barrier");
+  if (auto* k = counts()) k->coll_calls += 1;
+}
+
+}  // namespace tessel::comm

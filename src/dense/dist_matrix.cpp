@@ -1,0 +1,71 @@
+// Explicit instantiations of the dense layer's scalar types live here, in one place.
+#include "tessel/dense/dist_matrix.hpp"
+
+#include <algorithm>
+
+#include "tessel/layout/redistribute.hpp"
+
+namespace tessel::dense {
+
+template <class T>
+DistMatrix<T>::DistMatrix(const Context& ctx, layout::Layout layout)
+    : layout_(std::move(layout)), rank_(ctx.rank()) {
+  TESSEL_CHECK(layout_.comm_size() == ctx.size(), LayoutMismatch, "DistMatrix: layout is for ",
+               layout_.comm_size(), " ranks, the context has ", ctx.size());
+  const std::int64_t lr = local_rows(), lc = local_cols();
+  ld_ = std::max<std::int64_t>(1, lr);
+  store_.assign(static_cast<std::size_t>(lr * lc), T{});
+  data_ = store_.empty() ? nullptr : store_.data();
+}
+
+template <class T>
+DistMatrix<T> DistMatrix<T>::view(layout::Layout layout, int rank, T* data, std::int64_t ld) {
+  DistMatrix<T> m;
+  m.layout_ = std::move(layout);
+  m.rank_ = rank;
+  TESSEL_CHECK(ld >= std::max<std::int64_t>(1, m.local_rows()), LayoutMismatch,
+               "DistMatrix view: leading dimension ld = ", ld, ", expected >= local rows ",
+               std::max<std::int64_t>(1, m.local_rows()));
+  m.ld_ = ld;
+  m.data_ = data;
+  return m;
+}
+
+template <class T>
+DistMatrix<T> redistribute(const Context& ctx, const DistMatrix<T>& x, const layout::Layout& to) {
+  DistMatrix<T> y(ctx, to);
+  layout::redistribute(ctx.comm(), x.layout(), x.data(), x.ld(), to, y.data(), y.ld());
+  return y;
+}
+
+template <class T>
+std::vector<T> gather(const Context& ctx, const DistMatrix<T>& x, int root) {
+  auto to = layout::Layout::on_rank(x.rows(), x.cols(), root, ctx.size());
+  DistMatrix<T> y = redistribute(ctx, x, to);
+  std::vector<T> out;
+  if (ctx.rank() == root) {
+    out.assign(static_cast<std::size_t>(x.rows() * x.cols()), T{});
+    for (std::int64_t j = 0; j < x.cols(); ++j)
+      std::copy(y.data() + j * y.ld(), y.data() + j * y.ld() + x.rows(), out.data() + j * x.rows());
+  }
+  return out;
+}
+
+template <class T>
+DistMatrix<T> scatter(const Context& ctx, const T* full, const layout::Layout& to, int root) {
+  auto from = layout::Layout::on_rank(to.rows(), to.cols(), root, ctx.size());
+  auto src = DistMatrix<T>::view(from, ctx.rank(), const_cast<T*>(full),
+                                 std::max<std::int64_t>(1, to.rows()));
+  return redistribute(ctx, src, to);
+}
+
+#define TESSEL_INSTANTIATE(T)                                                               \
+  template class DistMatrix<T>;                                                             \
+  template DistMatrix<T> redistribute(const Context&, const DistMatrix<T>&, const layout::Layout&); \
+  template std::vector<T> gather(const Context&, const DistMatrix<T>&, int);               \
+  template DistMatrix<T> scatter(const Context&, const T*, const layout::Layout&, int);
+TESSEL_INSTANTIATE(double)
+TESSEL_INSTANTIATE(std::complex<double>)
+#undef TESSEL_INSTANTIATE
+
+}  // namespace tessel::dense

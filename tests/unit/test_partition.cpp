@@ -1,0 +1,60 @@
+#include <gtest/gtest.h>
+
+#include "tessel/core/error.hpp"
+#include "tessel/layout/layout.hpp"
+#include "tessel/layout/redistribute.hpp"
+
+using namespace tessel::layout;
+
+TEST(Partition, BlockCyclicMatchesNumroc) {
+  // numroc(n=10, nb=3, iproc, isrc=1, nprocs=3): blocks 0..3 go to procs 1,2,0,1.
+  auto p = Partition1D::block_cyclic(10, 3, 3, 1);
+  ASSERT_EQ(p.intervals().size(), 4u);
+  EXPECT_EQ(p.local_extent(1), 3 + 1);
+  EXPECT_EQ(p.local_extent(2), 3);
+  EXPECT_EQ(p.local_extent(0), 3);
+  EXPECT_EQ(p.intervals()[3].group, 1);
+  EXPECT_EQ(p.intervals()[3].local, 3);
+}
+
+TEST(Partition, SubKeepsLocalOffsets) {
+  auto p = Partition1D::block_cyclic(10, 3, 2, 0);  // [0,3)->0 [3,6)->1 [6,9)->0 [9,10)->1
+  auto s = p.sub(4, 5);                             // global [4,9)
+  ASSERT_EQ(s.intervals().size(), 2u);
+  EXPECT_EQ(s.intervals()[0].begin, 0);
+  EXPECT_EQ(s.intervals()[0].len, 2);
+  EXPECT_EQ(s.intervals()[0].group, 1);
+  EXPECT_EQ(s.intervals()[0].local, 1);
+  EXPECT_EQ(s.intervals()[1].group, 0);
+  EXPECT_EQ(s.intervals()[1].local, 3);
+}
+
+TEST(Partition, MergeRefinesBoth) {
+  auto a = Partition1D::block_cyclic(10, 4, 2, 0);
+  auto b = Partition1D::block_cyclic(10, 3, 3, 0);
+  auto m = merge(a, b);
+  std::int64_t total = 0;
+  for (auto& s : m) total += s.len;
+  EXPECT_EQ(total, 10);
+  EXPECT_EQ(m.size(), 6u);  // cuts at 3,4,6,8,9
+}
+
+TEST(Partition, RejectsBadInput) {
+  EXPECT_THROW(Partition1D::block_cyclic(10, 0, 2, 0), tessel::LayoutMismatch);
+  EXPECT_THROW(Partition1D::block_cyclic(10, 2, 2, 2), tessel::LayoutMismatch);
+  EXPECT_THROW(Layout::block_cyclic(4, 4, 2, 2, 3, 3, 0, 0, 8), tessel::GridError);
+  EXPECT_THROW(Layout::block_cyclic(-1, 4, 2, 2, 1, 1, 0, 0, 1), tessel::DimensionMismatch);
+}
+
+TEST(Redistribute, VolumeFormula) {
+  // 8 x 8 from one rank to a 2 x 2 block layout: rank 0 keeps 16, sends 48 in 3 messages.
+  auto src = Layout::on_rank(8, 8, 0, 4);
+  auto dst = Layout::block_cyclic(8, 8, 4, 4, 2, 2, 0, 0, 4);
+  auto v0 = redist_volume(src, dst, 0);
+  EXPECT_EQ(v0.self_elems, 16);
+  EXPECT_EQ(v0.send_elems, 48);
+  EXPECT_EQ(v0.send_msgs, 3);
+  auto v3 = redist_volume(src, dst, 3);
+  EXPECT_EQ(v3.recv_elems, 16);
+  EXPECT_EQ(v3.recv_msgs, 1);
+}

@@ -1,0 +1,362 @@
+/// @file gemm_plan.cpp
+/// The multiply planner: grid fitting with idle ranks, rounds under a memory budget, predicted
+/// volume and the Theorem 2 bound (COSMA §6.3, §7.1–7.3). Pure code, no MPI.
+#include "tessel/dense/gemm_plan.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <vector>
+
+#include "tessel/core/error.hpp"
+#include "tessel/layout/partition.hpp"
+
+namespace tessel::dense {
+
+namespace {
+
+/// The largest piece of a balanced split of n into `parts` (= ceil(n / parts)).
+std::int64_t max_piece(std::int64_t n, int parts) {
+  if (parts <= 1) return n;
+  return layout::split_begin(n, parts, 1) - layout::split_begin(n, parts, 0);
+}
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+bool unlimited(double budget) { return !(budget > 0); }
+
+bool fits(double needed, double budget) { return unlimited(budget) || needed <= budget; }
+
+double mib(double words) { return words * 8.0 / (1024.0 * 1024.0); }
+
+std::string words_str(double w) { return fmt::format("{:.0f}", w); }
+
+std::string budget_str(double budget) {
+  if (unlimited(budget)) return "unlimited";
+  return fmt::format("{} words ({:.4g} MiB)", budget, mib(budget));
+}
+
+void validate(const GemmPlanRequest& req) {
+  TESSEL_CHECK(req.m >= 0, DimensionMismatch, "multiply: m = ", req.m, " must be >= 0");
+  TESSEL_CHECK(req.n >= 0, DimensionMismatch, "multiply: n = ", req.n, " must be >= 0");
+  TESSEL_CHECK(req.k >= 0, DimensionMismatch, "multiply: k = ", req.k, " must be >= 0");
+  TESSEL_CHECK(req.p >= 1, InputError, "multiply: p = ", req.p, " ranks; need at least 1");
+  TESSEL_CHECK(req.delta >= 0 && req.delta < 1, InputError, "multiply: delta = ", req.delta,
+               " must be in [0, 1)");
+  TESSEL_CHECK(req.rounds >= 0, InputError, "multiply: rounds = ", req.rounds,
+               " must be >= 0 (0 = automatic)");
+  TESSEL_CHECK(!std::isnan(req.memory_words), InputError,
+               "multiply: memory budget is NaN (use <= 0 for unlimited)");
+}
+
+GemmPlan base_plan(const GemmPlanRequest& req) {
+  GemmPlan g;
+  g.m = req.m;
+  g.n = req.n;
+  g.k = req.k;
+  g.p = req.p;
+  g.delta = req.delta;
+  g.memory_words = req.memory_words;
+  return g;
+}
+
+/// The least t in [1, max(1, dk)] whose memory fits the budget; nullopt if none does.
+std::optional<int> min_rounds(const GemmPlan& g) {
+  if (unlimited(g.memory_words)) return 1;
+  std::int64_t dk = std::max<std::int64_t>(1, g.dom_k());
+  int hi = static_cast<int>(std::min<std::int64_t>(dk, std::numeric_limits<int>::max()));
+  if (!fits(g.memory_words_needed(hi), g.memory_words)) return std::nullopt;
+  int lo = 1;  // memory is non-increasing in t: binary search the first fitting t
+  while (lo < hi) {
+    int mid = lo + (hi - lo) / 2;
+    if (fits(g.memory_words_needed(mid), g.memory_words))
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo;
+}
+
+int clamp_rounds(std::int64_t want, std::int64_t dk) {
+  std::int64_t hi = std::max<std::int64_t>(1, dk);
+  hi = std::min<std::int64_t>(hi, std::numeric_limits<int>::max());
+  return static_cast<int>(std::clamp<std::int64_t>(want, 1, hi));
+}
+
+/// The rounds to use on grid g: forced (clamped), or max(t_min, overlap rounds). nullopt if
+/// the memory does not fit.
+std::optional<int> choose_rounds(const GemmPlan& g, int forced, std::int64_t auto_rounds) {
+  if (forced > 0) {
+    int t = clamp_rounds(forced, g.dom_k());
+    if (!fits(g.memory_words_needed(t), g.memory_words)) return std::nullopt;
+    return t;
+  }
+  auto tmin = min_rounds(g);
+  if (!tmin) return std::nullopt;
+  return std::max(*tmin, clamp_rounds(auto_rounds, g.dom_k()));
+}
+
+double compute_volume(const GemmPlan& g) {
+  return static_cast<double>(g.dom_m()) * static_cast<double>(g.dom_n()) *
+         static_cast<double>(g.dom_k());
+}
+
+bool same_volume(double a, double b) {
+  return std::abs(a - b) <= 1e-12 * std::max({1.0, std::abs(a), std::abs(b)});
+}
+
+/// a strictly better than b: less volume, more ranks, less compute, fewer rounds.
+bool better(const GemmPlan& a, const GemmPlan& b) {
+  double va = a.recv_words(), vb = b.recv_words();
+  if (!same_volume(va, vb)) return va < vb;
+  if (a.used() != b.used()) return a.used() > b.used();
+  double ca = compute_volume(a), cb = compute_volume(b);
+  if (ca != cb) return ca < cb;
+  return a.rounds < b.rounds;
+}
+
+/// The divisors of q, ascending.
+std::vector<int> divisors(int q) {
+  std::vector<int> lo, hi;
+  for (int d = 1; static_cast<std::int64_t>(d) * d <= q; ++d) {
+    if (q % d != 0) continue;
+    lo.push_back(d);
+    if (d != q / d) hi.push_back(q / d);
+  }
+  lo.insert(lo.end(), hi.rbegin(), hi.rend());
+  return lo;
+}
+
+/// Every (pm, pn, pk) with product q and pm <= m, pn <= n, pk <= k, (pm, pn) ascending.
+template <class F>
+void for_each_grid(int q, std::int64_t m, std::int64_t n, std::int64_t k, F&& f) {
+  const std::vector<int> divs = divisors(q);
+  for (int pm : divs) {
+    if (pm > m) break;
+    int r = q / pm;
+    for (int pn : divs) {
+      if (pn > r || pn > n) break;
+      if (r % pn != 0) continue;
+      int pk = r / pn;
+      if (pk > k) continue;
+      f(pm, pn, pk);
+    }
+  }
+}
+
+bool has_grid(int q, std::int64_t m, std::int64_t n, std::int64_t k) {
+  bool any = false;
+  for_each_grid(q, m, n, k, [&](int, int, int) { any = true; });
+  return any;
+}
+
+[[noreturn]] void throw_too_small(const GemmPlanRequest& req, double least) {
+  throw GridError(fmt::format(
+      "multiply: memory budget {} per rank is too small for any plan of {} x {} x {} on {} "
+      "ranks: at least {} words ({:.4g} MiB) needed",
+      budget_str(req.memory_words), req.m, req.n, req.k, req.p, words_str(least), mib(least)));
+}
+
+[[noreturn]] void throw_forced(const GemmPlanRequest& req, double least) {
+  throw GridError(fmt::format(
+      "multiply: memory budget {} per rank is too small for {} x {} x {} on {} ranks with "
+      "rounds = {}: at least {} words ({:.4g} MiB) needed; use more rounds or rounds = 0 "
+      "(automatic)",
+      budget_str(req.memory_words), req.m, req.n, req.k, req.p, req.rounds, words_str(least),
+      mib(least)));
+}
+
+}  // namespace
+
+// ---- GemmPlan ------------------------------------------------------------------------------
+
+std::int64_t GemmPlan::dom_m() const { return max_piece(m, pm); }
+std::int64_t GemmPlan::dom_n() const { return max_piece(n, pn); }
+std::int64_t GemmPlan::dom_k() const { return max_piece(k, pk); }
+
+std::int64_t GemmPlan::k_per_round(int t) const {
+  if (t <= 0) t = rounds;
+  return max_piece(dom_k(), std::max(1, t));
+}
+
+double GemmPlan::recv_words_a() const {
+  return static_cast<double>(dom_m()) * static_cast<double>(dom_k()) * (pn - 1) / pn;
+}
+double GemmPlan::recv_words_b() const {
+  return static_cast<double>(dom_k()) * static_cast<double>(dom_n()) * (pm - 1) / pm;
+}
+double GemmPlan::recv_words_c() const {
+  return static_cast<double>(dom_m()) * static_cast<double>(dom_n()) * (pk - 1) / pk;
+}
+double GemmPlan::recv_words() const { return recv_words_a() + recv_words_b() + recv_words_c(); }
+
+GemmMemory GemmPlan::memory(int t) const {
+  const std::int64_t dm = dom_m(), dn = dom_n(), dk = dom_k(), kr = k_per_round(t);
+  GemmMemory mem;
+  mem.c_partial = static_cast<double>(dm * dn);
+  mem.a_piece = static_cast<double>(ceil_div(dm * dk, pn));
+  mem.b_piece = static_cast<double>(ceil_div(dk * dn, pm));
+  mem.a_rounds = 2.0 * static_cast<double>(dm * kr);
+  mem.b_rounds = 2.0 * static_cast<double>(kr * dn);
+  mem.c_out = static_cast<double>(dm * ceil_div(dn, pk));
+  mem.c_recv = static_cast<double>(dm * dn);
+  return mem;
+}
+
+double GemmPlan::memory_words_needed() const { return memory(rounds).total(); }
+double GemmPlan::memory_words_needed(int t) const { return memory(t).total(); }
+
+double GemmPlan::bound_words() const {
+  double mnk = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  double cubic = 3.0 * std::cbrt((mnk / p) * (mnk / p));
+  if (unlimited(memory_words) || std::isinf(memory_words)) return cubic;
+  double limited = 2.0 * mnk / (p * std::sqrt(memory_words)) + memory_words;
+  return std::min(limited, cubic);
+}
+
+double GemmPlan::bound_words_eq4() const {
+  double x = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) / p;
+  double a = std::cbrt(x);
+  if (!unlimited(memory_words) && !std::isinf(memory_words))
+    a = std::min(a, std::sqrt(memory_words));
+  return a > 0 ? 2.0 * x / a + a * a : 0.0;
+}
+
+std::string GemmPlan::to_string() const {
+  std::string s;
+  auto line = [&s](const std::string& l) { s += l + "\n"; };
+  line(fmt::format("multiply plan: C ({} x {}) = A ({} x {}) * B ({} x {}) on {} ranks", m, n,
+                   m, k, k, n, p));
+  int max_idle = gemm_max_idle(p, delta);
+  std::string idle_txt = idle() == 0 ? std::string("no rank idle")
+                                     : fmt::format("{} of {} ranks idle", idle(), p);
+  line(fmt::format("  grid pm x pn x pk = {} x {} x {}: {} ranks used, {} (delta {} allows up "
+                   "to {})",
+                   pm, pn, pk, used(), idle_txt, delta, max_idle));
+  line(fmt::format("  local domain (largest) dm x dn x dk = {} x {} x {} ({:.4g} multiply-adds "
+                   "per rank)",
+                   dom_m(), dom_n(), dom_k(), compute_volume(*this)));
+  line(fmt::format("  rounds over k: {}, k per round <= {}", rounds, k_per_round()));
+  double total = recv_words();
+  line(fmt::format("  predicted words received per rank: A {}, B {}, C {}, total {} "
+                   "({:.4g} MiB)",
+                   words_str(recv_words_a()), words_str(recv_words_b()),
+                   words_str(recv_words_c()), words_str(total), mib(total)));
+  double bound = bound_words();
+  std::string ratio = bound > 0 ? fmt::format("{:.3f}", total / bound) : std::string("n/a");
+  line(fmt::format("  Theorem 2 lower bound (p = {}, S = {}): {} words; predicted / bound = {}",
+                   p, unlimited(memory_words) ? std::string("unlimited")
+                                              : fmt::format("{}", memory_words),
+                   words_str(bound), ratio));
+  double eq4 = bound_words_eq4();
+  if (eq4 > bound * (1 + 1e-9))
+    line(fmt::format("  with the memory budget (eq. 4, a = sqrt(S)): {} words; predicted / that = "
+                     "{:.3f}",
+                     words_str(eq4), total / eq4));
+  GemmMemory mem = memory();
+  line(fmt::format("  memory per rank: {} words ({:.4g} MiB) needed, budget {}",
+                   words_str(mem.total()), mib(mem.total()), budget_str(memory_words)));
+  line(fmt::format("    C partial {}, A piece {}, B piece {}, A round buffers {}, B round "
+                   "buffers {}, C reduce-scatter out {}, C reduce-scatter recv {}",
+                   words_str(mem.c_partial), words_str(mem.a_piece), words_str(mem.b_piece),
+                   words_str(mem.a_rounds), words_str(mem.b_rounds), words_str(mem.c_out),
+                   words_str(mem.c_recv)));
+  return s;
+}
+
+// ---- planners ------------------------------------------------------------------------------
+
+int gemm_max_idle(int p, double delta) {
+  if (p < 1 || !(delta > 0)) return 0;
+  int idle = static_cast<int>(std::floor(delta * p + 1e-9));
+  return std::clamp(idle, 0, p - 1);
+}
+
+GemmPlan make_gemm_plan(const GemmPlanRequest& req) {
+  validate(req);
+  GemmPlan best = base_plan(req);
+  if (req.m == 0 || req.n == 0 || req.k == 0) return best;  // trivial 1x1x1, 1 round
+
+  const int max_idle = gemm_max_idle(req.p, req.delta);
+  int qhi = req.p, qlo = req.p - max_idle;
+  bool any = false;
+  for (int q = qhi; q >= qlo && !any; --q) any = has_grid(q, req.m, req.n, req.k);
+  if (!any) {  // tiny matrices: anchor the window at the largest usable rank count
+    qhi = qlo - 1;
+    while (qhi > 1 && !has_grid(qhi, req.m, req.n, req.k)) --qhi;
+    qlo = std::max(1, qhi - max_idle);
+  }
+
+  bool found = false;
+  double least_any = std::numeric_limits<double>::infinity();     // t = dk, any grid
+  double least_forced = std::numeric_limits<double>::infinity();  // forced rounds
+  for (int q = qhi; q >= qlo; --q) {
+    for_each_grid(q, req.m, req.n, req.k, [&](int pm, int pn, int pk) {
+      GemmPlan g = base_plan(req);
+      g.pm = pm;
+      g.pn = pn;
+      g.pk = pk;
+      std::int64_t dk = g.dom_k();
+      least_any = std::min(least_any, g.memory_words_needed(clamp_rounds(dk, dk)));
+      if (req.rounds > 0)
+        least_forced =
+            std::min(least_forced, g.memory_words_needed(clamp_rounds(req.rounds, dk)));
+      auto t = choose_rounds(g, req.rounds, std::clamp<std::int64_t>(dk / 512, 1, 8));
+      if (!t) return;
+      g.rounds = *t;
+      if (!found || better(g, best)) {
+        best = g;
+        found = true;
+      }
+    });
+  }
+  if (!found) {
+    if (!fits(least_any, req.memory_words)) throw_too_small(req, least_any);
+    throw_forced(req, least_forced);
+  }
+  return best;
+}
+
+GemmPlan make_summa_plan(const GemmPlanRequest& req) {
+  validate(req);
+  GemmPlan best = base_plan(req);
+  if (req.m == 0 || req.n == 0 || req.k == 0) return best;
+
+  int a = 1;  // the largest divisor of p with a*a <= p
+  for (int d = 1; static_cast<std::int64_t>(d) * d <= req.p; ++d)
+    if (req.p % d == 0) a = d;
+  const int b = req.p / a;
+
+  bool found = false;
+  double least_any = std::numeric_limits<double>::infinity();
+  double least_forced = std::numeric_limits<double>::infinity();
+  for (int orient = 0; orient < (a == b ? 1 : 2); ++orient) {
+    GemmPlan g = base_plan(req);
+    g.pm = orient == 0 ? a : b;
+    g.pn = orient == 0 ? b : a;
+    g.pk = 1;
+    std::int64_t dk = g.dom_k();
+    least_any = std::min(least_any, g.memory_words_needed(clamp_rounds(dk, dk)));
+    if (req.rounds > 0)
+      least_forced = std::min(least_forced, g.memory_words_needed(clamp_rounds(req.rounds, dk)));
+    auto t = choose_rounds(g, req.rounds, ceil_div(req.k, 256));
+    if (!t) continue;
+    g.rounds = *t;
+    // Orientation with less volume; ties keep pm <= pn (the first).
+    if (!found || (!same_volume(g.recv_words(), best.recv_words()) &&
+                   g.recv_words() < best.recv_words())) {
+      best = g;
+      found = true;
+    }
+  }
+  if (!found) {
+    if (!fits(least_any, req.memory_words)) throw_too_small(req, least_any);
+    throw_forced(req, least_forced);
+  }
+  return best;
+}
+
+}  // namespace tessel::dense

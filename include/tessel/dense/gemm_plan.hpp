@@ -24,9 +24,11 @@ struct GemmPlanRequest {
   std::int64_t m = 0, n = 0, k = 0;  ///< C is m x n, A is m x k, B is k x n
   int p = 1;                         ///< ranks available
   double memory_words = 0;           ///< per-rank budget S in words (elements); <= 0: unlimited
-  /// Fraction of ranks allowed to idle if that lowers the volume (the COSMA paper's 3%). At
-  /// most floor(delta * p) ranks idle, so with the default 0.03 no rank idles for p < 34.
-  double delta = 0.03;
+  /// Fraction of ranks allowed to idle if that lowers the volume: at most floor(delta * p)
+  /// ranks idle. The COSMA paper used 3% on thousands of cores; at tens of ranks 3% is not one
+  /// rank, so the default 0.15 lets a prime count such as 7 or 13 drop one rank for a grid
+  /// that factors (compute per rank grows by at most 1/(1 - delta)).
+  double delta = 0.15;
   int rounds = 0;                    ///< 0 = automatic; else forced number of rounds over k
 };
 
@@ -50,7 +52,7 @@ struct GemmPlan {
   int p = 1;                   ///< ranks available (Theorem 2 uses this p)
   int pm = 1, pn = 1, pk = 1;  ///< grid; used = pm*pn*pk <= p
   int rounds = 1;              ///< sequential steps over the local k range (>= 1)
-  double delta = 0.03;         ///< as requested
+  double delta = 0.15;         ///< as requested
   double memory_words = 0;     ///< budget as requested (<= 0: unlimited)
 
   int used() const { return pm * pn * pk; }

@@ -1,0 +1,14 @@
+#pragma once
+// The `tessel` command's subcommands. Each registers its options on a CLI11 app and runs
+// collectively over MPI_COMM_WORLD.
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace tessel::app {
+
+/// Registers `gemm`; returns the function that runs it after parsing.
+std::function<int()> add_gemm(CLI::App& app);
+/// Registers `info`.
+std::function<int()> add_info(CLI::App& app);
+
+}  // namespace tessel::app

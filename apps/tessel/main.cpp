@@ -1,0 +1,43 @@
+// tessel: communication-bound kernels of electronic-structure codes, on MPI.
+#include <mpi.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "commands.hpp"
+#include "tessel/core/error.hpp"
+#include "tessel/version.hpp"
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  int rc = 0;
+  {
+    CLI::App app{"tessel " TESSEL_VERSION
+                 " — communication-optimal kernels for electronic-structure codes, on MPI.\n"
+                 "Run under mpirun/srun; every subcommand is collective over all ranks."};
+    app.require_subcommand(1);
+    app.set_version_flag("--version", TESSEL_VERSION);
+    auto run_gemm = tessel::app::add_gemm(app);
+    auto run_info = tessel::app::add_info(app);
+    try {
+      app.parse(argc, argv);
+      if (app.got_subcommand("gemm")) rc = run_gemm();
+      else if (app.got_subcommand("info")) rc = run_info();
+    } catch (const CLI::ParseError& e) {
+      // Every rank parses the same arguments; only rank 0 speaks.
+      if (rank == 0) rc = app.exit(e);
+      else rc = e.get_exit_code();
+    } catch (const tessel::Error& e) {
+      // tessel errors are agreed on all ranks; print once.
+      if (rank == 0) std::fprintf(stderr, "tessel: error: %s\n", e.what());
+      rc = 2;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "tessel: internal error on rank %d: %s\n", rank, e.what());
+      MPI_Abort(MPI_COMM_WORLD, 3);
+    }
+  }
+  MPI_Finalize();
+  return rc;
+}

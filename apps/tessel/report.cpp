@@ -1,0 +1,79 @@
+#include "report.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+
+#include "tessel/version.hpp"
+
+namespace tessel::app {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::string human_bytes(double b) {
+  const char* unit[] = {"B", "kB", "MB", "GB", "TB"};
+  int u = 0;
+  while (b >= 1000 && u < 4) { b /= 1000; ++u; }
+  return fmt::format("{:.3g} {}", b, unit[u]);
+}
+
+std::string ledger_table(const std::vector<comm::PhaseStats>& s) {
+  std::string out = fmt::format("  {:<26} {:>12} {:>12} {:>10} {:>10}\n", "phase", "recv max",
+                                "recv mean", "msgs max", "msgs mean");
+  for (const auto& p : s)
+    out += fmt::format("  {:<26} {:>12} {:>12} {:>10.1f} {:>10.1f}\n", p.prefix,
+                       human_bytes(p.recv_bytes.max), human_bytes(p.recv_bytes.mean),
+                       p.recv_msgs.max, p.recv_msgs.mean);
+  return out;
+}
+
+nlohmann::json ledger_json(const std::vector<comm::PhaseStats>& s) {
+  nlohmann::json j = nlohmann::json::object();
+  auto stat = [](const LedgerStat& x) {
+    return nlohmann::json{{"max", x.max}, {"mean", x.mean}, {"total", x.total}};
+  };
+  for (const auto& p : s)
+    j[p.prefix.empty() ? "all" : p.prefix] = {
+        {"recv_bytes", stat(p.recv_bytes)}, {"sent_bytes", stat(p.sent_bytes)},
+        {"recv_msgs", stat(p.recv_msgs)},   {"sent_msgs", stat(p.sent_msgs)},
+        {"coll_bytes", stat(p.coll_bytes)}, {"rma_bytes", stat(p.rma_bytes)}};
+  return j;
+}
+
+nlohmann::json run_header(const Context& ctx) {
+  char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  MPI_Get_library_version(lib, &len);
+  std::string l(lib, static_cast<std::size_t>(len));
+  l = l.substr(0, l.find('\n'));
+  return {{"tessel_version", TESSEL_VERSION}, {"mpi", l}, {"ranks", ctx.size()}};
+}
+
+void write_json(const Context& ctx, const std::string& path, const nlohmann::json& j) {
+  ctx.agree([&] {
+    if (ctx.rank() != 0) return;
+    const std::string tmp = path + ".tmp";
+    {
+      std::ofstream f(tmp);
+      TESSEL_CHECK(f.good(), InputError, "--json ", path, ": cannot open for writing");
+      f << j.dump(2) << "\n";
+      if (!f.good()) {
+        std::remove(tmp.c_str());
+        throw InputError("--json " + path + ": write failed");
+      }
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+      std::remove(tmp.c_str());
+      throw InputError("--json " + path + ": cannot rename the temporary file into place");
+    }
+  });
+}
+
+}  // namespace tessel::app

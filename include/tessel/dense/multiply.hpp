@@ -1,0 +1,51 @@
+#pragma once
+/// @file multiply.hpp
+/// Distributed dense multiply C = alpha op(A) op(B) + beta C.
+#include <string>
+
+#include "tessel/core/context.hpp"
+#include "tessel/dense/dist_matrix.hpp"
+#include "tessel/dense/gemm_plan.hpp"
+
+namespace tessel::dense {
+
+/// op(X): as stored, transposed, or conjugate-transposed (C is T for real types).
+enum class Op { N, T, C };
+/// Multiply strategies. Auto picks Optimal.
+enum class Algorithm { Auto, Optimal, Summa2D };
+
+Op parse_op(const std::string& s);                ///< "N", "T", "C" (case-insensitive)
+Algorithm parse_algorithm(const std::string& s);  ///< "auto", "optimal", "summa2d"
+std::string to_string(Op op);
+std::string to_string(Algorithm a);
+
+struct MultiplyOptions {
+  Algorithm algorithm = Algorithm::Auto;
+  double memory_words = 0;  ///< per-rank budget S in elements; <= 0: unlimited
+  double delta = 0.15;      ///< fraction of ranks that may idle to lower the volume (seed 004 §7.1; see GemmPlanRequest)
+  int rounds = 0;           ///< 0: automatic; else the number of sequential rounds over k
+  bool check_finite = false;  ///< refuse NaN/Inf in A, B (and C when beta != 0)
+};
+
+/// What a multiply did: the plan it ran. Traffic is in ctx.ledger(), under phases
+/// "gemm/redistribute A|B|C" (layout changes) and "gemm/rounds A|B", "gemm/reduce C" (the plan).
+struct MultiplyReport {
+  Algorithm algorithm = Algorithm::Optimal;
+  GemmPlan plan;
+};
+
+/// The plan multiply() would run for these shapes and options, without MPI traffic.
+GemmPlan plan_multiply(std::int64_t m, std::int64_t n, std::int64_t k, int p,
+                       const MultiplyOptions& opt);
+
+/// Collective over ctx. C = alpha op(A) op(B) + beta C for any m, n, k >= 0, any layouts of
+/// A, B, C over ctx's ranks. With beta == 0, C is not read (NaN in C does not propagate).
+/// Throws (on every rank): DimensionMismatch for inconsistent shapes, LayoutMismatch for
+/// layouts of another communicator size, GridError when memory is too small, InputError for
+/// NaN/Inf when opt.check_finite.
+template <class T>
+MultiplyReport multiply(Context& ctx, T alpha, Op opa, const DistMatrix<T>& A, Op opb,
+                        const DistMatrix<T>& B, T beta, DistMatrix<T>& C,
+                        const MultiplyOptions& opt = {});
+
+}  // namespace tessel::dense

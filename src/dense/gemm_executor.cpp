@@ -1,0 +1,173 @@
+// Executor of a GemmPlan. Reads as: redistribute A, B -> rounds (gather A and B panels,
+// local GEMM) -> reduce-scatter C over pk -> redistribute C -> C = result + beta C.
+#include "gemm_executor.hpp"
+
+#include <algorithm>
+#include <complex>
+
+#include "local_gemm.hpp"
+#include "tessel/comm/group_p2p.hpp"
+#include "tessel/dense/plan_layouts.hpp"
+#include "tessel/layout/redistribute.hpp"
+
+namespace tessel::dense::detail {
+namespace {
+
+char op_char(Op op) { return op == Op::N ? 'N' : (op == Op::T ? 'T' : 'C'); }
+
+// The pieces of round r's panel and where this rank's piece sits in its plan-layout storage.
+struct RoundPieces {
+  comm::Pieces pieces;
+  std::int64_t klen = 0;          // k extent of the round
+  std::int64_t local_offset = 0;  // k_in_cols: first local column; else first local row
+};
+
+RoundPieces round_pieces(const GatherSpec& s, int rounds, int r) {
+  RoundPieces rp;
+  std::int64_t rb = round_begin(s.k_len, rounds, r);
+  rp.klen = round_begin(s.k_len, rounds, r + 1) - rb;
+  rp.pieces.offset.resize(static_cast<std::size_t>(s.q));
+  rp.pieces.count.resize(static_cast<std::size_t>(s.q));
+  for (int g = 0; g < s.q; ++g) {
+    if (s.k_in_cols) {  // panel free_len x klen, split by k columns
+      std::int64_t b = layout::split_begin(rp.klen, s.q, g), e = layout::split_begin(rp.klen, s.q, g + 1);
+      rp.pieces.offset[g] = s.free_len * b;
+      rp.pieces.count[g] = s.free_len * (e - b);
+    } else {  // panel klen x free_len, split by free columns
+      std::int64_t b = layout::split_begin(s.free_len, s.q, g), e = layout::split_begin(s.free_len, s.q, g + 1);
+      rp.pieces.offset[g] = rp.klen * b;
+      rp.pieces.count[g] = rp.klen * (e - b);
+    }
+  }
+  if (s.k_in_cols) {
+    for (int rr = 0; rr < r; ++rr) {
+      std::int64_t kl = round_begin(s.k_len, rounds, rr + 1) - round_begin(s.k_len, rounds, rr);
+      rp.local_offset += layout::split_begin(kl, s.q, s.me + 1) - layout::split_begin(kl, s.q, s.me);
+    }
+  } else {
+    rp.local_offset = rb;
+  }
+  return rp;
+}
+
+// Copies this rank's piece of round r from its plan-layout storage into the panel.
+template <class T>
+void place_own_piece(const GatherSpec& s, const RoundPieces& rp, const DistMatrix<T>& X, T* panel) {
+  const std::int64_t cnt = rp.pieces.count[s.me];
+  if (cnt == 0) return;
+  T* dst = panel + rp.pieces.offset[s.me];
+  if (s.k_in_cols) {  // local columns [local_offset, +w): contiguous when ld == free_len
+    const std::int64_t w = cnt / std::max<std::int64_t>(1, s.free_len);
+    for (std::int64_t j = 0; j < w; ++j)
+      std::copy_n(X.data() + (rp.local_offset + j) * X.ld(), s.free_len, dst + j * s.free_len);
+  } else {  // local rows [local_offset, +klen) of every local column
+    const std::int64_t w = cnt / std::max<std::int64_t>(1, rp.klen);
+    for (std::int64_t j = 0; j < w; ++j)
+      std::copy_n(X.data() + j * X.ld() + rp.local_offset, rp.klen, dst + j * rp.klen);
+  }
+}
+
+// One operand's double-buffered round gathers.
+template <class T>
+struct Gatherer {
+  const comm::Comm& c;
+  GatherSpec spec;
+  const DistMatrix<T>& X;
+  int rounds;
+  int tag_base;
+  std::vector<T> buf[2];
+  comm::RequestSet pending[2];
+  RoundPieces rp[2];
+
+  void post(CommLedger& ledger, const char* phase, int r) {
+    PhaseScope ph(ledger, phase);
+    const int b = r % 2;
+    rp[b] = round_pieces(spec, rounds, r);
+    std::int64_t need = spec.free_len * rp[b].klen;
+    if (static_cast<std::int64_t>(buf[b].size()) < need) buf[b].resize(static_cast<std::size_t>(need));
+    place_own_piece(spec, rp[b], X, buf[b].data());
+    comm::post_allgather(c, spec.members, spec.me, rp[b].pieces, buf[b].data(), tag_base + b,
+                         pending[b]);
+  }
+  const T* wait(int r) { pending[r % 2].wait_all(); return buf[r % 2].data(); }
+  std::int64_t klen(int r) const { return rp[r % 2].klen; }
+};
+
+}  // namespace
+
+template <class T>
+void execute_plan(Context& ctx, const GemmPlan& plan, T alpha, Op opa, const DistMatrix<T>& A,
+                  Op opb, const DistMatrix<T>& B, T beta, DistMatrix<T>& C) {
+  const bool at = opa != Op::N, bt = opb != Op::N;
+  const PlanLayouts L = make_plan_layouts(plan, at, bt, ctx.size());
+  PhaseScope gemm_phase(ctx.ledger(), "gemm");
+
+  DistMatrix<T> Ap, Bp;
+  { PhaseScope ph(ctx.ledger(), "redistribute A"); Ap = redistribute(ctx, A, L.a); }
+  { PhaseScope ph(ctx.ledger(), "redistribute B"); Bp = redistribute(ctx, B, L.b); }
+
+  DistMatrix<T> Cp(ctx, L.c);
+  const PlanCoords pc = plan_coords(plan, ctx.rank());
+  if (pc.active) {
+    Gatherer<T> ga{ctx.comm(), gather_spec_a(plan, at, ctx.rank()), Ap, plan.rounds, 100, {}, {}, {}};
+    Gatherer<T> gb{ctx.comm(), gather_spec_b(plan, bt, ctx.rank()), Bp, plan.rounds, 200, {}, {}, {}};
+    const std::int64_t mi = ga.spec.free_len, nj = gb.spec.free_len;
+    std::vector<T> partial(static_cast<std::size_t>(mi * nj), T(0));
+
+    ga.post(ctx.ledger(), "rounds A", 0);
+    gb.post(ctx.ledger(), "rounds B", 0);
+    for (int r = 0; r < plan.rounds; ++r) {
+      const T* a = ga.wait(r);
+      const T* b = gb.wait(r);
+      const std::int64_t kr = ga.klen(r);
+      if (r + 1 < plan.rounds) {  // the next round's transfer overlaps this round's GEMM
+        ga.post(ctx.ledger(), "rounds A", r + 1);
+        gb.post(ctx.ledger(), "rounds B", r + 1);
+      }
+      auto& na = ga.pending[(r + 1) % 2];
+      auto& nb = gb.pending[(r + 1) % 2];
+      kernels::gemm<T>(op_char(opa), op_char(opb), mi, nj, kr, alpha, a, at ? kr : mi, b,
+                       bt ? nj : kr, T(1), partial.data(), mi,
+                       [&] { na.test_all(); nb.test_all(); }, 256);
+    }
+
+    PhaseScope ph(ctx.ledger(), "reduce C");
+    comm::Pieces cp;
+    std::vector<int> members;
+    for (int l = 0; l < plan.pk; ++l) {
+      std::int64_t b = layout::split_begin(nj, plan.pk, l), e = layout::split_begin(nj, plan.pk, l + 1);
+      cp.offset.push_back(mi * b);
+      cp.count.push_back(mi * (e - b));
+      members.push_back(plan_rank(plan, pc.i, pc.j, l));
+    }
+    comm::reduce_scatter(ctx.comm(), members, pc.l, cp, partial.data(), Cp.data(), 300);
+  }
+
+  DistMatrix<T> R;
+  { PhaseScope ph(ctx.ledger(), "redistribute C"); R = redistribute(ctx, Cp, C.layout()); }
+  // C = R + beta C over this rank's part of C (beta == 0: C is not read).
+  const bool keep = beta != T(0);
+  auto g = C.layout().groups_of(ctx.rank());
+  if (!g) return;
+  for (const auto& cj : C.layout().col_partition().intervals()) {
+    if (cj.group != g->second) continue;
+    for (const auto& ri : C.layout().row_partition().intervals()) {
+      if (ri.group != g->first) continue;
+      for (std::int64_t j = 0; j < cj.len; ++j) {
+        T* c = C.data() + (cj.local + j) * C.ld() + ri.local;
+        const T* r = R.data() + (cj.local + j) * R.ld() + ri.local;
+        for (std::int64_t i = 0; i < ri.len; ++i) c[i] = keep ? r[i] + beta * c[i] : r[i];
+      }
+    }
+  }
+}
+
+template void execute_plan<double>(Context&, const GemmPlan&, double, Op, const DistMatrix<double>&,
+                                   Op, const DistMatrix<double>&, double, DistMatrix<double>&);
+template void execute_plan<std::complex<double>>(Context&, const GemmPlan&, std::complex<double>, Op,
+                                                 const DistMatrix<std::complex<double>>&, Op,
+                                                 const DistMatrix<std::complex<double>>&,
+                                                 std::complex<double>,
+                                                 DistMatrix<std::complex<double>>&);
+
+}  // namespace tessel::dense::detail

@@ -1,0 +1,17 @@
+#pragma once
+// Local BLAS kernels: raw pointers and sizes, no MPI.
+#include <complex>
+#include <cstdint>
+#include <functional>
+
+namespace tessel::dense::kernels {
+
+/// C(m x n) = alpha op(A) op(B) + beta C, column-major, opa/opb in {'N','T','C'}. Runs in column
+/// chunks of C and calls `between` (may be empty) after each chunk, so a caller can drive
+/// outstanding communication while the kernel runs.
+template <class T>
+void gemm(char opa, char opb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha,
+          const T* a, std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c,
+          std::int64_t ldc, const std::function<void()>& between = {}, std::int64_t chunk = 0);
+
+}  // namespace tessel::dense::kernels

@@ -1,0 +1,113 @@
+// Public multiply(): validate on every rank, agree, plan, then execute.
+#include "tessel/dense/multiply.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <complex>
+
+#include "gemm_executor.hpp"
+
+namespace tessel::dense {
+
+Op parse_op(const std::string& s) {
+  std::string u = s;
+  for (auto& ch : u) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  if (u == "N") return Op::N;
+  if (u == "T") return Op::T;
+  if (u == "C") return Op::C;
+  throw InputError("op = '" + s + "', expected N, T or C");
+}
+
+Algorithm parse_algorithm(const std::string& s) {
+  if (s == "auto") return Algorithm::Auto;
+  if (s == "optimal") return Algorithm::Optimal;
+  if (s == "summa2d") return Algorithm::Summa2D;
+  throw InputError("algorithm = '" + s + "', expected auto, optimal or summa2d");
+}
+
+std::string to_string(Op op) { return op == Op::N ? "N" : (op == Op::T ? "T" : "C"); }
+std::string to_string(Algorithm a) {
+  switch (a) {
+    case Algorithm::Auto: return "auto";
+    case Algorithm::Optimal: return "optimal";
+    case Algorithm::Summa2D: return "summa2d";
+  }
+  return "?";
+}
+
+GemmPlan plan_multiply(std::int64_t m, std::int64_t n, std::int64_t k, int p,
+                       const MultiplyOptions& opt) {
+  GemmPlanRequest req;
+  req.m = m;
+  req.n = n;
+  req.k = k;
+  req.p = p;
+  req.memory_words = opt.memory_words;
+  req.delta = opt.delta;
+  req.rounds = opt.rounds;
+  return opt.algorithm == Algorithm::Summa2D ? make_summa_plan(req) : make_gemm_plan(req);
+}
+
+namespace {
+
+template <class T>
+bool finite(const T& v) {
+  if constexpr (std::is_same_v<T, double>) return std::isfinite(v);
+  else return std::isfinite(v.real()) && std::isfinite(v.imag());
+}
+
+// Rank-local: throws InputError naming the first non-finite element of x.
+template <class T>
+void check_finite(const char* name, const DistMatrix<T>& x) {
+  bool bad = false;
+  std::int64_t bi = 0, bj = 0;
+  const_cast<DistMatrix<T>&>(x).for_each_local([&](std::int64_t i, std::int64_t j, T& v) {
+    if (!bad && !finite(v)) { bad = true; bi = i; bj = j; }
+  });
+  TESSEL_CHECK(!bad, InputError, "multiply: ", name, " contains NaN or Inf at (", bi, ", ", bj,
+               "); refusing to propagate it");
+}
+
+}  // namespace
+
+template <class T>
+MultiplyReport multiply(Context& ctx, T alpha, Op opa, const DistMatrix<T>& A, Op opb,
+                        const DistMatrix<T>& B, T beta, DistMatrix<T>& C,
+                        const MultiplyOptions& opt) {
+  const std::int64_t m = C.rows(), n = C.cols();
+  const std::int64_t am = opa == Op::N ? A.rows() : A.cols();
+  const std::int64_t ak = opa == Op::N ? A.cols() : A.rows();
+  const std::int64_t bk = opb == Op::N ? B.rows() : B.cols();
+  const std::int64_t bn = opb == Op::N ? B.cols() : B.rows();
+  MultiplyReport rep;
+  // Metadata checks: every rank holds the same shapes, so every rank throws together.
+  TESSEL_CHECK(ak == bk, DimensionMismatch, "multiply: op(A) is ", am, " x ", ak, " but op(B) is ",
+               bk, " x ", bn, ": inner dimensions differ");
+  TESSEL_CHECK(am == m && bn == n, DimensionMismatch, "multiply: op(A) op(B) is ", am, " x ", bn,
+               " but C is ", m, " x ", n);
+  for (const auto* x : {&A.layout(), &B.layout(), &C.layout()})
+    TESSEL_CHECK(x->comm_size() == ctx.size(), LayoutMismatch, "multiply: a layout is for ",
+                 x->comm_size(), " ranks, the context has ", ctx.size());
+  rep.algorithm = opt.algorithm == Algorithm::Auto ? Algorithm::Optimal : opt.algorithm;
+  rep.plan = plan_multiply(m, n, ak, ctx.size(), opt);
+  if (opt.check_finite) {
+    ctx.agree([&] {
+      check_finite("A", A);
+      check_finite("B", B);
+      if (beta != T(0)) check_finite("C", C);
+    });
+  }
+  detail::execute_plan(ctx, rep.plan, alpha, opa, A, opb, B, beta, C);
+  return rep;
+}
+
+template MultiplyReport multiply<double>(Context&, double, Op, const DistMatrix<double>&, Op,
+                                         const DistMatrix<double>&, double, DistMatrix<double>&,
+                                         const MultiplyOptions&);
+template MultiplyReport multiply<std::complex<double>>(
+    Context&, std::complex<double>, Op, const DistMatrix<std::complex<double>>&, Op,
+    const DistMatrix<std::complex<double>>&, std::complex<double>,
+    DistMatrix<std::complex<double>>&, const MultiplyOptions&);
+
+}  // namespace tessel::dense

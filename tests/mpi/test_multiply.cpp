@@ -1,0 +1,190 @@
+// multiply() against serial BLAS on gathered data: random shapes and layouts, every op
+// combination, alpha/beta cases, double and complex, both algorithms.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "tessel/dense/multiply.hpp"
+#include "test_util.hpp"
+
+using namespace tessel;
+using namespace tessel::dense;
+using tessel::testing::frob;
+using tessel::testing::frob_diff;
+
+namespace {
+
+struct Case {
+  std::int64_t m, n, k;
+};
+
+template <class T>
+void run_case(Context& ctx, std::mt19937& rng, Case cs, Op opa, Op opb, T alpha, T beta,
+              Algorithm alg, int rounds, const std::string& what) {
+  const int p = ctx.size();
+  const std::int64_t ar = opa == Op::N ? cs.m : cs.k, ac = opa == Op::N ? cs.k : cs.m;
+  const std::int64_t br = opb == Op::N ? cs.k : cs.n, bc = opb == Op::N ? cs.n : cs.k;
+  auto la = tessel::testing::random_layout(rng, ar, ac, p);
+  auto lb = tessel::testing::random_layout(rng, br, bc, p);
+  auto lc = tessel::testing::random_layout(rng, cs.m, cs.n, p);
+  std::vector<T> fa(static_cast<std::size_t>(ar * ac)), fb(static_cast<std::size_t>(br * bc)),
+      fc(static_cast<std::size_t>(cs.m * cs.n));
+  for (auto& x : fa) x = tessel::testing::random_value<T>(rng);
+  for (auto& x : fb) x = tessel::testing::random_value<T>(rng);
+  const bool nan_c = (beta == T(0));
+  for (auto& x : fc)
+    x = nan_c ? T(std::numeric_limits<double>::quiet_NaN()) : tessel::testing::random_value<T>(rng);
+  auto A = scatter(ctx, fa.data(), la);
+  auto B = scatter(ctx, fb.data(), lb);
+  auto C = scatter(ctx, fc.data(), lc);
+  MultiplyOptions opt;
+  opt.algorithm = alg;
+  opt.rounds = rounds;
+  multiply(ctx, alpha, opa, A, opb, B, beta, C, opt);
+  auto got = gather(ctx, C);
+  if (ctx.rank() == 0) {
+    std::vector<T> ref = fc;
+    if (nan_c) std::fill(ref.begin(), ref.end(), T(0));
+    auto oc = [](Op o) { return o == Op::N ? 'N' : (o == Op::T ? 'T' : 'C'); };
+    tessel::testing::ref_gemm(oc(opa), oc(opb), static_cast<int>(cs.m), static_cast<int>(cs.n),
+                              static_cast<int>(cs.k), alpha, fa.data(),
+                              static_cast<int>(std::max<std::int64_t>(1, ar)), fb.data(),
+                              static_cast<int>(std::max<std::int64_t>(1, br)), beta, ref.data(),
+                              static_cast<int>(std::max<std::int64_t>(1, cs.m)));
+    double err = frob_diff(got, ref), nrm = frob(ref);
+    EXPECT_LE(err, 1e-12 * std::max(1.0, nrm)) << what;
+  }
+}
+
+const Case kShapes[] = {{17, 13, 11}, {1, 9, 7},  {9, 1, 7},   {8, 7, 1},  {40, 3, 150},
+                        {3, 50, 2},   {64, 64, 64}, {31, 29, 97}, {0, 5, 3},  {5, 4, 0}};
+
+}  // namespace
+
+TEST(Multiply, DoubleAllOpsBothAlgorithms) {
+  Context ctx(MPI_COMM_WORLD);
+  std::mt19937 rng(1234);
+  for (Algorithm alg : {Algorithm::Optimal, Algorithm::Summa2D})
+    for (const Case& cs : kShapes)
+      for (Op oa : {Op::N, Op::T})
+        for (Op ob : {Op::N, Op::T}) {
+          std::string what = to_string(alg) + " " + std::to_string(cs.m) + "x" + std::to_string(cs.n) +
+                             "x" + std::to_string(cs.k) + " " + to_string(oa) + to_string(ob);
+          run_case<double>(ctx, rng, cs, oa, ob, 1.0, 0.0, alg, 0, what + " a=1 b=0");
+          run_case<double>(ctx, rng, cs, oa, ob, -0.5, 2.0, alg, 3, what + " a=-.5 b=2 rounds=3");
+        }
+}
+
+TEST(Multiply, ComplexAllOps) {
+  Context ctx(MPI_COMM_WORLD);
+  std::mt19937 rng(99);
+  using Z = std::complex<double>;
+  for (Algorithm alg : {Algorithm::Optimal, Algorithm::Summa2D})
+    for (Case cs : {Case{13, 11, 17}, Case{2, 30, 5}, Case{25, 1, 40}})
+      for (Op oa : {Op::N, Op::T, Op::C})
+        for (Op ob : {Op::N, Op::T, Op::C}) {
+          std::string what = to_string(alg) + " complex " + to_string(oa) + to_string(ob);
+          run_case<Z>(ctx, rng, cs, oa, ob, Z(0.5, -1.0), Z(0.0, 0.0), alg, 0, what + " b=0");
+          run_case<Z>(ctx, rng, cs, oa, ob, Z(1.0, 0.0), Z(-1.0, 0.5), alg, 2, what + " b!=0");
+        }
+}
+
+TEST(Multiply, PlanLayoutVolumeMatchesFormula) {
+  // The traffic of the plan phases (rounds + reduce) equals, on every rank, the exact count of
+  // the elements it does not own: per round, the A panel (|I_i| x |K_lr|) minus its own piece
+  // and the B panel minus its own piece; then (pk - 1) copies of its piece of C[I_i, J_j].
+  Context ctx(MPI_COMM_WORLD);
+  using layout::split_begin;
+  for (Case cs : {Case{64, 64, 64}, Case{24, 24, 600}, Case{200, 8, 8}, Case{37, 41, 43}}) {
+    const int p = ctx.size();
+    auto la = layout::Layout::block_cyclic(cs.m, cs.k, 8, 8, 1, p, 0, 0, p);
+    auto lb = layout::Layout::block_cyclic(cs.k, cs.n, 8, 8, 1, p, 0, 0, p);
+    auto lc = layout::Layout::block_cyclic(cs.m, cs.n, 8, 8, 1, p, 0, 0, p);
+    DistMatrix<double> A(ctx, la), B(ctx, lb), C(ctx, lc);
+    ctx.ledger().reset();
+    MultiplyOptions opt;
+    opt.rounds = 3;
+    auto rep = multiply(ctx, 1.0, Op::N, A, Op::N, B, 0.0, C, opt);
+    const auto& pl = rep.plan;
+    const std::int64_t got = ctx.ledger().total("gemm/rounds").p2p_recv_bytes +
+                             ctx.ledger().total("gemm/reduce").p2p_recv_bytes;
+    std::int64_t want = 0;
+    const int r = ctx.rank();
+    if (r < pl.used()) {
+      const int i = r % pl.pm, j = (r / pl.pm) % pl.pn, l = r / (pl.pm * pl.pn);
+      auto len = [](std::int64_t n, int parts, int x) { return split_begin(n, parts, x + 1) - split_begin(n, parts, x); };
+      const std::int64_t mi = len(cs.m, pl.pm, i), nj = len(cs.n, pl.pn, j), kl = len(cs.k, pl.pk, l);
+      for (int t = 0; t < pl.rounds; ++t) {
+        const std::int64_t kr = len(kl, pl.rounds, t);
+        want += mi * (kr - len(kr, pl.pn, j));  // A panel split by its k columns over j
+        want += kr * (nj - len(nj, pl.pm, i));  // B panel split by its n columns over i
+      }
+      want += (pl.pk - 1) * mi * len(nj, pl.pk, l);
+    }
+    EXPECT_EQ(got, want * 8) << cs.m << "x" << cs.n << "x" << cs.k;
+    // the most loaded rank moves no more than the Theorem 2 bound (unlimited memory)
+    const double maxb = ctx.comm().allreduce_value(static_cast<double>(got), MPI_MAX);
+    EXPECT_LE(maxb, 1.05 * pl.bound_words() * 8);
+  }
+}
+
+TEST(MultiplyErrors, InnerDimensionMismatch) {
+  Context ctx(MPI_COMM_WORLD);
+  const int p = ctx.size();
+  DistMatrix<double> A(ctx, layout::Layout::block_cyclic(5, 4, 2, 2, 1, p, 0, 0, p));
+  DistMatrix<double> B(ctx, layout::Layout::block_cyclic(3, 6, 2, 2, 1, p, 0, 0, p));
+  DistMatrix<double> C(ctx, layout::Layout::block_cyclic(5, 6, 2, 2, 1, p, 0, 0, p));
+  try {
+    multiply(ctx, 1.0, Op::N, A, Op::N, B, 0.0, C);
+    FAIL() << "no error";
+  } catch (const DimensionMismatch& e) {
+    EXPECT_NE(std::string(e.what()).find("inner dimensions differ"), std::string::npos) << e.what();
+  }
+  DistMatrix<double> C2(ctx, layout::Layout::block_cyclic(5, 7, 2, 2, 1, p, 0, 0, p));
+  DistMatrix<double> B2(ctx, layout::Layout::block_cyclic(4, 6, 2, 2, 1, p, 0, 0, p));
+  EXPECT_THROW(multiply(ctx, 1.0, Op::N, A, Op::N, B2, 0.0, C2), DimensionMismatch);
+}
+
+TEST(MultiplyErrors, MemoryTooSmall) {
+  Context ctx(MPI_COMM_WORLD);
+  const int p = ctx.size();
+  auto l = layout::Layout::block_cyclic(64, 64, 8, 8, 1, p, 0, 0, p);
+  DistMatrix<double> A(ctx, l), B(ctx, l), C(ctx, l);
+  MultiplyOptions opt;
+  opt.memory_words = 10;
+  try {
+    multiply(ctx, 1.0, Op::N, A, Op::N, B, 0.0, C, opt);
+    FAIL() << "no error";
+  } catch (const GridError& e) {
+    EXPECT_NE(std::string(e.what()).find("needed"), std::string::npos) << e.what();
+  }
+}
+
+TEST(MultiplyErrors, NanRefusedWhenChecked) {
+  Context ctx(MPI_COMM_WORLD);
+  const int p = ctx.size();
+  auto l = layout::Layout::block_cyclic(9, 9, 2, 2, 1, p, 0, 0, p);
+  std::vector<double> fa(81, 1.0);
+  fa[80] = std::numeric_limits<double>::quiet_NaN();  // lives on one rank only
+  auto A = scatter(ctx, fa.data(), l);
+  DistMatrix<double> B(ctx, l), C(ctx, l);
+  MultiplyOptions opt;
+  opt.check_finite = true;
+  try {
+    multiply(ctx, 1.0, Op::N, A, Op::N, B, 0.0, C, opt);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("(8, 8)"), std::string::npos) << e.what();
+  }
+}
+
+TEST(MultiplyErrors, LayoutOfAnotherCommunicator) {
+  Context ctx(MPI_COMM_WORLD);
+  const int p = ctx.size();
+  auto l = layout::Layout::block_cyclic(4, 4, 2, 2, 1, 1, 0, 0, p + 1);
+  auto good = layout::Layout::block_cyclic(4, 4, 2, 2, 1, 1, 0, 0, p);
+  DistMatrix<double> B(ctx, good), C(ctx, good);
+  auto A = DistMatrix<double>::view(l, ctx.rank(), nullptr, 4);
+  EXPECT_THROW(multiply(ctx, 1.0, Op::N, A, Op::N, B, 0.0, C), LayoutMismatch);
+}

@@ -1,0 +1,73 @@
+#pragma once
+// Helpers shared by the MPI tests: random layouts and the serial reference multiply.
+#include <complex>
+#include <random>
+#include <vector>
+
+#include "tessel/dense/dist_matrix.hpp"
+
+namespace tessel::testing {
+
+extern "C" {
+void dgemm_(const char*, const char*, const int*, const int*, const int*, const double*,
+            const double*, const int*, const double*, const int*, const double*, double*,
+            const int*);
+void zgemm_(const char*, const char*, const int*, const int*, const int*,
+            const std::complex<double>*, const std::complex<double>*, const int*,
+            const std::complex<double>*, const int*, const std::complex<double>*,
+            std::complex<double>*, const int*);
+}
+
+/// Serial reference: C = alpha op(A) op(B) + beta C on full column-major arrays.
+inline void ref_gemm(char ta, char tb, int m, int n, int k, double al, const double* a, int lda,
+                     const double* b, int ldb, double be, double* c, int ldc) {
+  if (ta == 'C') ta = 'T';
+  if (tb == 'C') tb = 'T';
+  if (m && n) dgemm_(&ta, &tb, &m, &n, &k, &al, a, &lda, b, &ldb, &be, c, &ldc);
+}
+inline void ref_gemm(char ta, char tb, int m, int n, int k, std::complex<double> al,
+                     const std::complex<double>* a, int lda, const std::complex<double>* b,
+                     int ldb, std::complex<double> be, std::complex<double>* c, int ldc) {
+  if (m && n) zgemm_(&ta, &tb, &m, &n, &k, &al, a, &lda, b, &ldb, &be, c, &ldc);
+}
+
+template <class T>
+T random_value(std::mt19937& rng) {
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  if constexpr (std::is_same_v<T, double>) return u(rng);
+  else return T(u(rng), u(rng));
+}
+
+/// A random block-cyclic layout of m x n over some grid of at most p ranks (same on all ranks
+/// when rng is seeded the same).
+inline layout::Layout random_layout(std::mt19937& rng, std::int64_t m, std::int64_t n, int p) {
+  int q = 1 + static_cast<int>(rng() % static_cast<unsigned>(p));  // ranks in the grid
+  std::vector<int> divs;
+  for (int d = 1; d <= q; ++d)
+    if (q % d == 0) divs.push_back(d);
+  int pr = divs[rng() % divs.size()], pc = q / pr;
+  std::int64_t mb = 1 + rng() % 9, nb = 1 + rng() % 9;
+  int rsrc = static_cast<int>(rng() % static_cast<unsigned>(pr));
+  int csrc = static_cast<int>(rng() % static_cast<unsigned>(pc));
+  // a random permutation of ranks for the grid positions
+  std::vector<int> ranks(static_cast<std::size_t>(p));
+  for (int i = 0; i < p; ++i) ranks[static_cast<std::size_t>(i)] = i;
+  std::shuffle(ranks.begin(), ranks.end(), rng);
+  ranks.resize(static_cast<std::size_t>(q));
+  return layout::Layout::block_cyclic(m, n, mb, nb, pr, pc, rsrc, csrc, p, ranks);
+}
+
+template <class T>
+double frob_diff(const std::vector<T>& a, const std::vector<T>& b) {
+  double s = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) s += std::norm(a[i] - b[i]);
+  return std::sqrt(s);
+}
+template <class T>
+double frob(const std::vector<T>& a) {
+  double s = 0;
+  for (const auto& x : a) s += std::norm(x);
+  return std::sqrt(s);
+}
+
+}  // namespace tessel::testing

@@ -7,6 +7,9 @@
 #include <complex>
 
 #include "gemm_executor.hpp"
+#include "summa_native.hpp"
+#include "tessel/dense/plan_layouts.hpp"
+#include "tessel/layout/redistribute.hpp"
 
 namespace tessel::dense {
 
@@ -49,6 +52,24 @@ GemmPlan plan_multiply(std::int64_t m, std::int64_t n, std::int64_t k, int p,
   return opt.algorithm == Algorithm::Summa2D ? make_summa_plan(req) : make_gemm_plan(req);
 }
 
+PredictedWords predict_words(int p, const GemmPlan& plan, Op opa, Op opb, const layout::Layout& a,
+                             const layout::Layout& b, const layout::Layout& c) {
+  PredictedWords w;
+  const auto L = make_plan_layouts(plan, opa != Op::N, opb != Op::N, p);
+  const bool native = detail::summa_native_applies(opa, opb, a, b, c);
+  for (int r = 0; r < p; ++r) {
+    const double redist = static_cast<double>(layout::redist_volume(a, L.a, r).recv_elems +
+                                              layout::redist_volume(b, L.b, r).recv_elems +
+                                              layout::redist_volume(L.c, c, r).recv_elems);
+    w.redistribution = std::max(w.redistribution, redist);
+    if (native)
+      w.native = std::max(w.native, static_cast<double>(detail::summa_native_recv_elems(a, b, c, r)));
+  }
+  w.optimal = w.redistribution + plan.recv_words();
+  if (!native) w.native = -1;
+  return w;
+}
+
 namespace {
 
 template <class T>
@@ -89,8 +110,22 @@ MultiplyReport multiply(Context& ctx, T alpha, Op opa, const DistMatrix<T>& A, O
   for (const auto* x : {&A.layout(), &B.layout(), &C.layout()})
     TESSEL_CHECK(x->comm_size() == ctx.size(), LayoutMismatch, "multiply: a layout is for ",
                  x->comm_size(), " ranks, the context has ", ctx.size());
-  rep.algorithm = opt.algorithm == Algorithm::Auto ? Algorithm::Optimal : opt.algorithm;
   rep.plan = plan_multiply(m, n, ak, ctx.size(), opt);
+  const bool native = detail::summa_native_applies(opa, opb, A.layout(), B.layout(), C.layout());
+  rep.algorithm = opt.algorithm == Algorithm::Auto ? Algorithm::Optimal : opt.algorithm;
+  if (opt.algorithm == Algorithm::Summa2D && native) {
+    rep.executed = "summa2d on the caller's layout";
+  } else if (opt.algorithm == Algorithm::Auto && native) {
+    // Keep the caller's layout when that moves fewer words than redistributing into the plan.
+    const auto cost = predict_words(ctx.size(), rep.plan, opa, opb, A.layout(), B.layout(), C.layout());
+    if (cost.native <= cost.optimal) {
+      rep.algorithm = Algorithm::Summa2D;
+      rep.executed = "summa2d on the caller's layout";
+    }
+  }
+  if (rep.executed.empty())
+    rep.executed = to_string(rep.algorithm) + " (grid " + std::to_string(rep.plan.pm) + "x" +
+                   std::to_string(rep.plan.pn) + "x" + std::to_string(rep.plan.pk) + ")";
   if (opt.check_finite) {
     ctx.agree([&] {
       check_finite("A", A);
@@ -98,7 +133,10 @@ MultiplyReport multiply(Context& ctx, T alpha, Op opa, const DistMatrix<T>& A, O
       if (beta != T(0)) check_finite("C", C);
     });
   }
-  detail::execute_plan(ctx, rep.plan, alpha, opa, A, opb, B, beta, C);
+  if (rep.executed.rfind("summa2d on", 0) == 0)
+    detail::summa_native(ctx, alpha, A, B, beta, C);
+  else
+    detail::execute_plan(ctx, rep.plan, alpha, opa, A, opb, B, beta, C);
   return rep;
 }
 

@@ -11,7 +11,8 @@ namespace tessel::dense {
 
 /// op(X): as stored, transposed, or conjugate-transposed (C is T for real types).
 enum class Op { N, T, C };
-/// Multiply strategies. Auto picks Optimal.
+/// Multiply strategies. Auto runs Optimal unless 2D SUMMA on the caller's block-cyclic layouts
+/// moves fewer words (then no redistribution happens at all).
 enum class Algorithm { Auto, Optimal, Summa2D };
 
 Op parse_op(const std::string& s);                ///< "N", "T", "C" (case-insensitive)
@@ -32,7 +33,19 @@ struct MultiplyOptions {
 struct MultiplyReport {
   Algorithm algorithm = Algorithm::Optimal;
   GemmPlan plan;
+  std::string executed;  ///< what ran, e.g. "optimal (grid 2x2x2)", "summa2d on the caller's layout"
 };
+
+/// Predicted words received per rank (max over ranks) of the two ways to run a multiply.
+struct PredictedWords {
+  double redistribution = 0;  ///< into and out of the plan layouts
+  double optimal = 0;         ///< redistribution + the plan's rounds and reduction
+  double native = -1;         ///< 2D SUMMA on the caller's layouts (-1: layouts not compatible)
+};
+/// Pure (no MPI): prices the plan against 2D SUMMA on the caller's layouts. multiply() with
+/// Algorithm::Auto keeps the caller's layout when `native` <= `optimal`.
+PredictedWords predict_words(int p, const GemmPlan& plan, Op opa, Op opb, const layout::Layout& a,
+                             const layout::Layout& b, const layout::Layout& c);
 
 /// The plan multiply() would run for these shapes and options, without MPI traffic.
 GemmPlan plan_multiply(std::int64_t m, std::int64_t n, std::int64_t k, int p,

@@ -1,0 +1,140 @@
+// 2D SUMMA on the caller's block-cyclic layouts. Reads as: scale C by beta -> for each k
+// segment: broadcast the A panel along process rows and the B panel along process columns
+// (point-to-point, posted one segment ahead) -> local GEMM.
+#include "summa_native.hpp"
+
+#include <algorithm>
+#include <complex>
+
+#include "local_gemm.hpp"
+
+namespace tessel::dense::detail {
+using layout::Layout;
+using layout::Segment;
+
+namespace {
+// Every group's intervals fill its local storage from 0 without gaps (not so for a submatrix
+// view that starts inside a block).
+bool packed_from_zero(const layout::Partition1D& part) {
+  std::vector<std::int64_t> next(static_cast<std::size_t>(part.groups()), 0);
+  for (const auto& v : part.intervals()) {
+    if (v.local != next[static_cast<std::size_t>(v.group)]) return false;
+    next[static_cast<std::size_t>(v.group)] += v.len;
+  }
+  return true;
+}
+}  // namespace
+
+bool summa_native_applies(Op opa, Op opb, const Layout& a, const Layout& b, const Layout& c) {
+  if (opa != Op::N || opb != Op::N) return false;
+  if (!packed_from_zero(c.row_partition()) || !packed_from_zero(c.col_partition())) return false;
+  if (a.row_partition() != c.row_partition() || b.col_partition() != c.col_partition()) return false;
+  const int pr = c.row_partition().groups(), pc = c.col_partition().groups();
+  if (a.col_partition().groups() != pc || b.row_partition().groups() != pr) return false;
+  for (int r = 0; r < pr; ++r)
+    for (int q = 0; q < pc; ++q) {
+      const int o = c.owner(r, q);
+      if (o < 0 || a.owner(r, q) != o || b.owner(r, q) != o) return false;
+    }
+  return true;
+}
+
+namespace {
+// Local extent of the intervals of `part` that belong to group g.
+std::int64_t owned(const layout::Partition1D& part, int g) {
+  std::int64_t s = 0;
+  for (const auto& v : part.intervals())
+    if (v.group == g) s += v.len;
+  return s;
+}
+}  // namespace
+
+std::int64_t summa_native_recv_elems(const Layout& a, const Layout& b, const Layout& c, int rank) {
+  auto g = c.groups_of(rank);
+  if (!g) return 0;
+  const std::int64_t k = a.cols();
+  const std::int64_t mr = owned(c.row_partition(), g->first), nc = owned(c.col_partition(), g->second);
+  const std::int64_t ka = owned(a.col_partition(), g->second), kb = owned(b.row_partition(), g->first);
+  return mr * (k - ka) + (k - kb) * nc;
+}
+
+namespace {
+
+template <class T>
+struct Panel {
+  std::vector<T> a, b;
+  comm::RequestSet pending;
+};
+
+}  // namespace
+
+template <class T>
+void summa_native(Context& ctx, T alpha, const DistMatrix<T>& A, const DistMatrix<T>& B, T beta,
+                  DistMatrix<T>& C) {
+  PhaseScope gemm_phase(ctx.ledger(), "gemm");
+  const Layout& lc = C.layout();
+  auto g = lc.groups_of(ctx.rank());
+  if (!g) return;  // not in the grid
+  const int myr = g->first, myc = g->second;
+  const int pr = lc.row_partition().groups(), pc = lc.col_partition().groups();
+  const std::int64_t mr = owned(lc.row_partition(), myr), nc = owned(lc.col_partition(), myc);
+  const auto segs = layout::merge(A.layout().col_partition(), B.layout().row_partition());
+
+  // C = beta C on the owned part (beta == 0: not read).
+  for (std::int64_t j = 0; j < nc; ++j)
+    for (std::int64_t i = 0; i < mr; ++i) {
+      T& x = C.local(i, j);
+      x = beta == T(0) ? T(0) : beta * x;
+    }
+
+  Panel<T> buf[2];
+  auto post = [&](std::size_t s) {
+    const Segment& sg = segs[s];
+    Panel<T>& P = buf[s % 2];
+    P.a.resize(static_cast<std::size_t>(mr * sg.len));
+    P.b.resize(static_cast<std::size_t>(sg.len * nc));
+    {
+      PhaseScope ph(ctx.ledger(), "summa A");  // owner column sends along the process row
+      if (sg.a_group == myc) {
+        for (std::int64_t j = 0; j < sg.len; ++j)
+          std::copy_n(A.data() + (sg.a_local + j) * A.ld(), mr, P.a.data() + j * mr);
+        for (int q = 0; q < pc; ++q)
+          if (q != myc && mr * sg.len > 0) ctx.comm().isend(P.a.data(), mr * sg.len, lc.owner(myr, q), 11, P.pending);
+      } else if (mr * sg.len > 0) {
+        ctx.comm().irecv(P.a.data(), mr * sg.len, lc.owner(myr, sg.a_group), 11, P.pending);
+      }
+    }
+    {
+      PhaseScope ph(ctx.ledger(), "summa B");  // owner row sends along the process column
+      if (sg.b_group == myr) {
+        for (std::int64_t j = 0; j < nc; ++j)
+          std::copy_n(B.data() + j * B.ld() + sg.b_local, sg.len, P.b.data() + j * sg.len);
+        for (int r = 0; r < pr; ++r)
+          if (r != myr && sg.len * nc > 0) ctx.comm().isend(P.b.data(), sg.len * nc, lc.owner(r, myc), 12, P.pending);
+      } else if (sg.len * nc > 0) {
+        ctx.comm().irecv(P.b.data(), sg.len * nc, lc.owner(sg.b_group, myc), 12, P.pending);
+      }
+    }
+  };
+
+  if (!segs.empty()) post(0);
+  for (std::size_t s = 0; s < segs.size(); ++s) {
+    Panel<T>& P = buf[s % 2];
+    P.pending.wait_all();
+    if (s + 1 < segs.size()) post(s + 1);
+    auto& next = buf[(s + 1) % 2].pending;
+    kernels::gemm<T>('N', 'N', mr, nc, segs[s].len, alpha, P.a.data(), std::max<std::int64_t>(1, mr),
+                     P.b.data(), std::max<std::int64_t>(1, segs[s].len), T(1), C.data(), C.ld(),
+                     [&] { next.test_all(); }, 256);
+  }
+}
+
+template void summa_native<double>(Context&, double, const DistMatrix<double>&,
+                                   const DistMatrix<double>&, double, DistMatrix<double>&);
+template void summa_native<std::complex<double>>(Context&, std::complex<double>,
+                                                 const DistMatrix<std::complex<double>>&,
+                                                 const DistMatrix<std::complex<double>>&,
+                                                 std::complex<double>,
+                                                 DistMatrix<std::complex<double>>&);
+
+}  // namespace tessel::dense::detail

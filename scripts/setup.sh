@@ -1,0 +1,124 @@
+#!/bin/bash
+# setup.sh — install tessel's system dependencies (Debian 12) and build it.
+#
+#   scripts/setup.sh [--mpi openmpi|mpich] [--build-dir DIR] [--no-build]
+#
+#   --mpi        MPI implementation to build against (default openmpi)
+#   --build-dir  build folder (default: build for openmpi, build-mpich for mpich)
+#   --no-build   only install the packages; do not configure or build
+#
+# Idempotent: packages already installed are not touched (apt-get update runs only when
+# something is missing), an existing build folder is re-used and only rebuilt where needed.
+# Besides tessel it builds the commcount traffic counter from ../shared/tools/commcount into
+# <build-dir>/commcount/<mpi>/libcommcount.so (skipped with a message when that folder is absent).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+MPI=openmpi
+BUILD_DIR=
+DO_BUILD=1
+
+usage() { sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+die() { echo "setup.sh: $*" >&2; exit 1; }
+
+while [ $# -gt 0 ]; do
+  case $1 in
+    --mpi) [ $# -ge 2 ] || die "--mpi needs a value (openmpi or mpich)"; MPI=$2; shift 2;;
+    --mpi=*) MPI=${1#--mpi=}; shift;;
+    --build-dir) [ $# -ge 2 ] || die "--build-dir needs a value"; BUILD_DIR=$2; shift 2;;
+    --build-dir=*) BUILD_DIR=${1#--build-dir=}; shift;;
+    --no-build) DO_BUILD=0; shift;;
+    -h|--help) usage; exit 0;;
+    *) die "unknown argument '$1' (see --help)";;
+  esac
+done
+case $MPI in
+  openmpi|mpich) ;;
+  *) die "--mpi must be openmpi or mpich, not '$MPI'";;
+esac
+if [ -z "$BUILD_DIR" ]; then
+  if [ "$MPI" = openmpi ]; then BUILD_DIR=build; else BUILD_DIR=build-mpich; fi
+fi
+case $BUILD_DIR in /*) ;; *) BUILD_DIR=$ROOT/$BUILD_DIR;; esac
+
+# ---------------------------------------------------------------- packages
+# gfortran: commcount's `make test` compiles its Fortran-caller check with mpifort.
+# bc: used by ../shared/tools/netcluster (bench/netcluster_gemm.sh).
+PACKAGES=(
+  cmake ninja-build make gcc g++ gfortran
+  libopenmpi-dev openmpi-bin libmpich-dev mpich
+  libopenblas-dev liblapack-dev libscalapack-openmpi-dev libscalapack-mpich-dev
+  libgtest-dev libcli11-dev nlohmann-json3-dev libfmt-dev
+  python3 python3-numpy python3-matplotlib
+  iproute2 bc
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+  [ "$status" = installed ] || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup.sh: all ${#PACKAGES[@]} packages already installed"
+else
+  echo "setup.sh: installing ${missing[*]}"
+  SUDO=()
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || die "not root and no sudo: install as root: apt-get install ${missing[*]}"
+    SUDO=(sudo -n)
+  fi
+  "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q </dev/null
+  "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+    "${missing[@]}" </dev/null
+fi
+
+if [ $DO_BUILD = 0 ]; then
+  echo "setup.sh: --no-build: packages ready, nothing configured or built"
+  exit 0
+fi
+
+# ---------------------------------------------------------------- build
+# shellcheck source=mpi-env.sh
+source "$ROOT/scripts/mpi-env.sh"
+
+MPICC=/usr/bin/mpicc.$MPI
+MPICXX=/usr/bin/mpicxx.$MPI
+MPIEXEC=/usr/bin/mpirun.$MPI
+for t in "$MPICC" "$MPICXX" "$MPIEXEC"; do [ -x "$t" ] || die "$t not found"; done
+
+# A build folder configured for another MPI or generator cannot be switched in place. One
+# configured for the same MPI (e.g. as mpicxx.openmpi or mpicxx) is re-used as it is.
+resolve() { local p; p=$(command -v "$1" 2>/dev/null) && readlink -f "$p" || echo "$1"; }
+cache=$BUILD_DIR/CMakeCache.txt
+mpi_args=(-DMPI_C_COMPILER="$MPICC" -DMPI_CXX_COMPILER="$MPICXX" -DMPIEXEC_EXECUTABLE="$MPIEXEC")
+if [ -f "$cache" ]; then
+  old_cxx=$(sed -n 's/^MPI_CXX_COMPILER:[A-Z]*=//p' "$cache")
+  old_exec=$(sed -n 's/^MPIEXEC_EXECUTABLE:[A-Z]*=//p' "$cache")
+  old_gen=$(sed -n 's/^CMAKE_GENERATOR:INTERNAL=//p' "$cache")
+  if [ -n "$old_gen" ] && [ "$old_gen" != Ninja ]; then
+    die "$BUILD_DIR uses the '$old_gen' generator, not Ninja: use another --build-dir or remove it"
+  fi
+  if [ -n "$old_cxx" ]; then
+    if [ "$(resolve "$old_cxx")" != "$(resolve "$MPICXX")" ] ||
+       { [ -n "$old_exec" ] && [ "$(resolve "$old_exec")" != "$(resolve "$MPIEXEC")" ]; }; then
+      die "$BUILD_DIR is configured with $old_cxx / ${old_exec:-?}, not $MPICXX / $MPIEXEC: use another --build-dir or remove it"
+    fi
+    mpi_args=()   # same MPI: keep the cache as it is
+  fi
+fi
+
+echo "setup.sh: configuring $BUILD_DIR for $MPI"
+cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja "${mpi_args[@]}"
+echo "setup.sh: building $BUILD_DIR"
+cmake --build "$BUILD_DIR" --parallel "$(nproc)"
+
+COMMCOUNT_SRC=$ROOT/../shared/tools/commcount
+if [ -d "$COMMCOUNT_SRC" ]; then
+  echo "setup.sh: building commcount ($MPI) into $BUILD_DIR/commcount"
+  make -s -C "$COMMCOUNT_SRC" "$MPI" OUT="$BUILD_DIR/commcount"
+  echo "setup.sh: commcount at $BUILD_DIR/commcount/$MPI/libcommcount.so"
+else
+  echo "setup.sh: $COMMCOUNT_SRC not found: commcount not built (benchmarks run without traffic counts)"
+fi
+echo "setup.sh: done ($MPI, $BUILD_DIR)"

@@ -95,6 +95,21 @@ Comm Comm::split(int color, int key) const {
   return out;
 }
 
+Comm Comm::create_group(MPI_Comm parent, const std::vector<int>& ranks, CommLedger* ledger) {
+  MPI_Group world_group, group;
+  check_mpi(MPI_Comm_group(parent, &world_group), "MPI_Comm_group");
+  int rc = MPI_Group_incl(world_group, static_cast<int>(ranks.size()), ranks.data(), &group);
+  MPI_Group_free(&world_group);
+  check_mpi(rc, "MPI_Group_incl");
+  MPI_Comm c = MPI_COMM_NULL;
+  rc = MPI_Comm_create_group(parent, group, 7301, &c);
+  MPI_Group_free(&group);
+  check_mpi(rc, "MPI_Comm_create_group");
+  Comm out(c, ledger);
+  out.owned_ = (c != MPI_COMM_NULL);
+  return out;
+}
+
 static int checked_count(std::int64_t count, const char* what) {
   TESSEL_CHECK(count >= 0 && count <= INT_MAX, Error, what, ": message of ", count,
                " items exceeds the MPI int count limit (", INT_MAX, ")");

@@ -57,6 +57,9 @@ class Comm {
   Comm dup() const;
   /// Collective: MPI_Comm_split; color < 0 gives a null Comm (is_null()).
   Comm split(int color, int key) const;
+  /// Collective over the listed ranks of `parent` only (MPI_Comm_create_group): an owned
+  /// communicator whose rank i is parent rank ranks[i].
+  static Comm create_group(MPI_Comm parent, const std::vector<int>& ranks, CommLedger* ledger);
 
   MPI_Comm raw() const { return comm_; }
   bool is_null() const { return comm_ == MPI_COMM_NULL; }

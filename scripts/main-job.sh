@@ -16,7 +16,7 @@ while [ $# -gt 0 ]; do
     *) echo "main-job.sh: unknown argument '$1'" >&2; exit 2;;
   esac
 done
-bash "$ROOT/scripts/setup.sh" >/dev/null
+bash "$ROOT/scripts/setup.sh" >&2
 # shellcheck source=mpi-env.sh
 source "$ROOT/scripts/mpi-env.sh"
 exec mpirun.openmpi -np "$RANKS" "$ROOT/build/apps/tessel/tessel" gemm \

@@ -23,7 +23,9 @@ DistMatrix<T> DistMatrix<T>::view(layout::Layout layout, int rank, T* data, std:
   DistMatrix<T> m;
   m.layout_ = std::move(layout);
   m.rank_ = rank;
-  TESSEL_CHECK(ld >= std::max<std::int64_t>(1, m.local_rows()), LayoutMismatch,
+  // A rank that holds no element may pass any ld >= 1.
+  const bool empty = m.local_rows() == 0 || m.local_cols() == 0;
+  TESSEL_CHECK(ld >= 1 && (empty || ld >= m.local_rows()), LayoutMismatch,
                "DistMatrix view: leading dimension ld = ", ld, ", expected >= local rows ",
                std::max<std::int64_t>(1, m.local_rows()));
   m.ld_ = ld;

@@ -78,19 +78,32 @@ struct Gatherer {
   std::vector<T> buf[2];
   comm::RequestSet pending[2];
   RoundPieces rp[2];
+  const T* direct[2] = {nullptr, nullptr};  // q == 1: the panel is read in place
 
   void post(CommLedger& ledger, const char* phase, int r) {
     PhaseScope ph(ledger, phase);
     const int b = r % 2;
     rp[b] = round_pieces(spec, rounds, r);
+    if (spec.q == 1) {  // nothing to gather: use the plan-layout storage itself
+      direct[b] = spec.k_in_cols ? X.data() + rp[b].local_offset * X.ld() : X.data() + rp[b].local_offset;
+      return;
+    }
     std::int64_t need = spec.free_len * rp[b].klen;
     if (static_cast<std::int64_t>(buf[b].size()) < need) buf[b].resize(static_cast<std::size_t>(need));
     place_own_piece(spec, rp[b], X, buf[b].data());
     comm::post_allgather(c, spec.members, spec.me, rp[b].pieces, buf[b].data(), tag_base + b,
                          pending[b]);
   }
-  const T* wait(int r) { pending[r % 2].wait_all(); return buf[r % 2].data(); }
+  const T* wait(int r) {
+    pending[r % 2].wait_all();
+    return spec.q == 1 ? direct[r % 2] : buf[r % 2].data();
+  }
   std::int64_t klen(int r) const { return rp[r % 2].klen; }
+  /// Leading dimension of round r's panel.
+  std::int64_t ld(int r) const {
+    if (spec.q == 1) return X.ld();
+    return std::max<std::int64_t>(1, spec.k_in_cols ? spec.free_len : rp[r % 2].klen);
+  }
 };
 
 }  // namespace
@@ -102,9 +115,15 @@ void execute_plan(Context& ctx, const GemmPlan& plan, T alpha, Op opa, const Dis
   const PlanLayouts L = make_plan_layouts(plan, at, bt, ctx.size());
   PhaseScope gemm_phase(ctx.ledger(), "gemm");
 
-  DistMatrix<T> Ap, Bp;
-  { PhaseScope ph(ctx.ledger(), "redistribute A"); Ap = redistribute(ctx, A, L.a); }
-  { PhaseScope ph(ctx.ledger(), "redistribute B"); Bp = redistribute(ctx, B, L.b); }
+  // Inputs already in the plan layout (e.g. on one rank) are used in place.
+  auto into_plan = [&](const DistMatrix<T>& X, const layout::Layout& to, const char* phase) {
+    if (layout::same_storage(X.layout(), to))
+      return DistMatrix<T>::view(to, ctx.rank(), const_cast<T*>(X.data()), X.ld());
+    PhaseScope ph(ctx.ledger(), phase);
+    return redistribute(ctx, X, to);
+  };
+  DistMatrix<T> Ap = into_plan(A, L.a, "redistribute A");
+  DistMatrix<T> Bp = into_plan(B, L.b, "redistribute B");
 
   DistMatrix<T> Cp(ctx, L.c);
   const PlanCoords pc = plan_coords(plan, ctx.rank());
@@ -126,8 +145,9 @@ void execute_plan(Context& ctx, const GemmPlan& plan, T alpha, Op opa, const Dis
       }
       auto& na = ga.pending[(r + 1) % 2];
       auto& nb = gb.pending[(r + 1) % 2];
-      kernels::gemm<T>(op_char(opa), op_char(opb), mi, nj, kr, alpha, a, at ? kr : mi, b,
-                       bt ? nj : kr, T(1), partial.data(), mi,
+      const std::int64_t lda = ga.ld(r), ldb = gb.ld(r);
+      kernels::gemm<T>(op_char(opa), op_char(opb), mi, nj, kr, alpha, a, lda, b, ldb, T(1),
+                       partial.data(), std::max<std::int64_t>(1, mi),
                        [&] { na.test_all(); nb.test_all(); }, 256);
     }
 
@@ -144,7 +164,12 @@ void execute_plan(Context& ctx, const GemmPlan& plan, T alpha, Op opa, const Dis
   }
 
   DistMatrix<T> R;
-  { PhaseScope ph(ctx.ledger(), "redistribute C"); R = redistribute(ctx, Cp, C.layout()); }
+  if (layout::same_storage(L.c, C.layout())) {
+    R = DistMatrix<T>::view(C.layout(), ctx.rank(), Cp.data(), Cp.ld());
+  } else {
+    PhaseScope ph(ctx.ledger(), "redistribute C");
+    R = redistribute(ctx, Cp, C.layout());
+  }
   // C = R + beta C over this rank's part of C (beta == 0: C is not read).
   const bool keep = beta != T(0);
   auto g = C.layout().groups_of(ctx.rank());

@@ -78,7 +78,20 @@ void summa_native(Context& ctx, T alpha, const DistMatrix<T>& A, const DistMatri
   const int myr = g->first, myc = g->second;
   const int pr = lc.row_partition().groups(), pc = lc.col_partition().groups();
   const std::int64_t mr = owned(lc.row_partition(), myr), nc = owned(lc.col_partition(), myc);
-  const auto segs = layout::merge(A.layout().col_partition(), B.layout().row_partition());
+  // k segments with one A owner column and one B owner row; neighbours with the same owners
+  // and contiguous local storage are joined (on one rank: a single GEMM over all of k).
+  std::vector<Segment> segs;
+  for (const Segment& sg : layout::merge(A.layout().col_partition(), B.layout().row_partition())) {
+    if (!segs.empty()) {
+      Segment& t = segs.back();
+      if (t.a_group == sg.a_group && t.b_group == sg.b_group && t.a_local + t.len == sg.a_local &&
+          t.b_local + t.len == sg.b_local) {
+        t.len += sg.len;
+        continue;
+      }
+    }
+    segs.push_back(sg);
+  }
 
   // C = beta C on the owned part (beta == 0: not read).
   for (std::int64_t j = 0; j < nc; ++j)
@@ -88,44 +101,65 @@ void summa_native(Context& ctx, T alpha, const DistMatrix<T>& A, const DistMatri
     }
 
   Panel<T> buf[2];
+  const T* pa[2] = {nullptr, nullptr};  // this segment's A panel (in place or received)
+  const T* pb[2] = {nullptr, nullptr};
+  std::int64_t lda[2] = {1, 1}, ldb[2] = {1, 1};
   auto post = [&](std::size_t s) {
     const Segment& sg = segs[s];
-    Panel<T>& P = buf[s % 2];
-    P.a.resize(static_cast<std::size_t>(mr * sg.len));
-    P.b.resize(static_cast<std::size_t>(sg.len * nc));
+    const int x = static_cast<int>(s % 2);
+    Panel<T>& P = buf[x];
     {
       PhaseScope ph(ctx.ledger(), "summa A");  // owner column sends along the process row
       if (sg.a_group == myc) {
-        for (std::int64_t j = 0; j < sg.len; ++j)
-          std::copy_n(A.data() + (sg.a_local + j) * A.ld(), mr, P.a.data() + j * mr);
-        for (int q = 0; q < pc; ++q)
-          if (q != myc && mr * sg.len > 0) ctx.comm().isend(P.a.data(), mr * sg.len, lc.owner(myr, q), 11, P.pending);
-      } else if (mr * sg.len > 0) {
-        ctx.comm().irecv(P.a.data(), mr * sg.len, lc.owner(myr, sg.a_group), 11, P.pending);
+        pa[x] = A.data() + sg.a_local * A.ld();
+        lda[x] = A.ld();
+        if (pc > 1 && mr * sg.len > 0) {
+          if (A.ld() != mr) {  // pack to send contiguously
+            P.a.resize(static_cast<std::size_t>(mr * sg.len));
+            for (std::int64_t j = 0; j < sg.len; ++j)
+              std::copy_n(A.data() + (sg.a_local + j) * A.ld(), mr, P.a.data() + j * mr);
+            pa[x] = P.a.data();
+            lda[x] = mr;
+          }
+          for (int q = 0; q < pc; ++q)
+            if (q != myc) ctx.comm().isend(pa[x], mr * sg.len, lc.owner(myr, q), 11, P.pending);
+        }
+      } else {
+        P.a.resize(static_cast<std::size_t>(mr * sg.len));
+        pa[x] = P.a.data();
+        lda[x] = std::max<std::int64_t>(1, mr);
+        if (mr * sg.len > 0) ctx.comm().irecv(P.a.data(), mr * sg.len, lc.owner(myr, sg.a_group), 11, P.pending);
       }
     }
     {
       PhaseScope ph(ctx.ledger(), "summa B");  // owner row sends along the process column
       if (sg.b_group == myr) {
-        for (std::int64_t j = 0; j < nc; ++j)
-          std::copy_n(B.data() + j * B.ld() + sg.b_local, sg.len, P.b.data() + j * sg.len);
-        for (int r = 0; r < pr; ++r)
-          if (r != myr && sg.len * nc > 0) ctx.comm().isend(P.b.data(), sg.len * nc, lc.owner(r, myc), 12, P.pending);
-      } else if (sg.len * nc > 0) {
-        ctx.comm().irecv(P.b.data(), sg.len * nc, lc.owner(sg.b_group, myc), 12, P.pending);
+        pb[x] = B.data() + sg.b_local;
+        ldb[x] = B.ld();
+        if (pr > 1 && sg.len * nc > 0) {
+          P.b.resize(static_cast<std::size_t>(sg.len * nc));
+          for (std::int64_t j = 0; j < nc; ++j)
+            std::copy_n(B.data() + j * B.ld() + sg.b_local, sg.len, P.b.data() + j * sg.len);
+          for (int r = 0; r < pr; ++r)
+            if (r != myr) ctx.comm().isend(P.b.data(), sg.len * nc, lc.owner(r, myc), 12, P.pending);
+        }
+      } else {
+        P.b.resize(static_cast<std::size_t>(sg.len * nc));
+        pb[x] = P.b.data();
+        ldb[x] = std::max<std::int64_t>(1, sg.len);
+        if (sg.len * nc > 0) ctx.comm().irecv(P.b.data(), sg.len * nc, lc.owner(sg.b_group, myc), 12, P.pending);
       }
     }
   };
 
   if (!segs.empty()) post(0);
   for (std::size_t s = 0; s < segs.size(); ++s) {
-    Panel<T>& P = buf[s % 2];
-    P.pending.wait_all();
+    const int x = static_cast<int>(s % 2);
+    buf[x].pending.wait_all();
     if (s + 1 < segs.size()) post(s + 1);
     auto& next = buf[(s + 1) % 2].pending;
-    kernels::gemm<T>('N', 'N', mr, nc, segs[s].len, alpha, P.a.data(), std::max<std::int64_t>(1, mr),
-                     P.b.data(), std::max<std::int64_t>(1, segs[s].len), T(1), C.data(), C.ld(),
-                     [&] { next.test_all(); }, 256);
+    kernels::gemm<T>('N', 'N', mr, nc, segs[s].len, alpha, pa[x], lda[x], pb[x], ldb[x], T(1),
+                     C.data(), C.ld(), [&] { next.test_all(); }, 256);
   }
 }
 

@@ -1,5 +1,6 @@
 #include "tessel/layout/layout.hpp"
 
+#include <set>
 #include <sstream>
 
 #include "tessel/core/error.hpp"
@@ -71,6 +72,23 @@ std::string Layout::describe() const {
   os << rows() << " x " << cols() << " over " << comm_size_ << " ranks (" << rows_.groups()
      << " row groups x " << cols_.groups() << " column groups)";
   return os.str();
+}
+
+bool same_storage(const Layout& a, const Layout& b) {
+  if (a.rows() != b.rows() || a.cols() != b.cols() || a.comm_size() != b.comm_size()) return false;
+  std::set<std::pair<int, int>> rg, cg;  // (group in a, group in b) that meet
+  for (const auto& s : merge(a.row_partition(), b.row_partition())) {
+    if (s.a_local != s.b_local) return false;
+    rg.insert({s.a_group, s.b_group});
+  }
+  for (const auto& s : merge(a.col_partition(), b.col_partition())) {
+    if (s.a_local != s.b_local) return false;
+    cg.insert({s.a_group, s.b_group});
+  }
+  for (const auto& r : rg)
+    for (const auto& c : cg)
+      if (a.owner(r.first, c.first) != b.owner(r.second, c.second)) return false;
+  return true;
 }
 
 }  // namespace tessel::layout

@@ -56,4 +56,8 @@ class Layout {
   int comm_size_ = 1;
 };
 
+/// Pure. True when a and b (same shape and communicator size) place every element on the same
+/// rank at the same local (row, column) offset, so storage in one is storage in the other.
+bool same_storage(const Layout& a, const Layout& b);
+
 }  // namespace tessel::layout

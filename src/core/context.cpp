@@ -8,8 +8,12 @@
 namespace tessel {
 
 Context::Context(MPI_Comm user_comm)
-    : ledger_(std::make_unique<CommLedger>()),
-      comm_(comm::Comm(user_comm, ledger_.get()).dup()) {}
+    : own_(std::make_unique<CommLedger>()),
+      ledger_(own_.get()),
+      comm_(comm::Comm(user_comm, ledger_).dup()) {}
+
+Context::Context(MPI_Comm user_comm, CommLedger& ledger)
+    : ledger_(&ledger), comm_(comm::Comm(user_comm, ledger_).dup()) {}
 
 void Context::agree(const std::function<void()>& check) const { agree_on(comm_, check); }
 

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "tessel/dense/multiply.hpp"
+#include "tessel/scalapack/pgemm.hpp"
 
 extern "C" {
 void Cblacs_gridinfo(int ctxt, int* nprow, int* npcol, int* myrow, int* mycol);
@@ -56,11 +56,14 @@ layout::Layout sub_layout(const char* name, const int* d, int nprow, int npcol, 
   return full.sub(i - 1, j - 1, rows, cols);
 }
 
+}  // namespace
+
 template <class T>
-int entry(const char* routine, const char* transa, const char* transb, const int* m, const int* n,
+int pgemm(const char* routine, const char* transa, const char* transb, const int* m, const int* n,
           const int* k, const T* alpha, const T* a, const int* ia, const int* ja, const int* desca,
           const T* b, const int* ib, const int* jb, const int* descb, const T* beta, T* c,
-          const int* ic, const int* jc, const int* descc) {
+          const int* ic, const int* jc, const int* descc, const dense::MultiplyOptions& opt,
+          CommLedger* ledger, dense::MultiplyReport* report) {
   const int ctxt = desca[CTXT];
   int nprow = -1, npcol = -1, myrow = -1, mycol = -1;
   Cblacs_gridinfo(ctxt, &nprow, &npcol, &myrow, &mycol);
@@ -72,7 +75,8 @@ int entry(const char* routine, const char* transa, const char* transb, const int
     for (int q = 0; q < npcol; ++q) ranks[static_cast<std::size_t>(r) * npcol + q] = Cblacs_pnum(ctxt, r, q);
   // The grid's own communicator: rank r * npcol + q is grid position (r, q).
   comm::Comm grid = comm::Comm::create_group(Cblacs2sys_handle(sysctxt), ranks, nullptr);
-  Context ctx(grid.raw());
+  CommLedger scratch;
+  Context ctx(grid.raw(), ledger ? *ledger : scratch);
   const int p = ctx.size();
   try {
     dense::Op opa{}, opb{};
@@ -96,7 +100,8 @@ int entry(const char* routine, const char* transa, const char* transb, const int
     auto A = dense::DistMatrix<T>::view(la, me, const_cast<T*>(a), desca[LLD]);
     auto B = dense::DistMatrix<T>::view(lb, me, const_cast<T*>(b), descb[LLD]);
     auto C = dense::DistMatrix<T>::view(lc, me, c, descc[LLD]);
-    dense::multiply(ctx, *alpha, opa, A, opb, B, *beta, C);
+    auto rep = dense::multiply(ctx, *alpha, opa, A, opb, B, *beta, C, opt);
+    if (report) *report = rep;
     return 0;
   } catch (const tessel::Error& e) {
     if (myrow == 0 && mycol == 0) std::fprintf(stderr, "%s: %s\n", routine, e.what());
@@ -104,10 +109,19 @@ int entry(const char* routine, const char* transa, const char* transb, const int
   }
 }
 
-}  // namespace
+#define TESSEL_PGEMM(T)                                                                          \
+  template int pgemm<T>(const char*, const char*, const char*, const int*, const int*, const int*, \
+                        const T*, const T*, const int*, const int*, const int*, const T*,          \
+                        const int*, const int*, const int*, const T*, T*, const int*, const int*,  \
+                        const int*, const dense::MultiplyOptions&, CommLedger*,                    \
+                        dense::MultiplyReport*);
+TESSEL_PGEMM(double)
+TESSEL_PGEMM(std::complex<double>)
+#undef TESSEL_PGEMM
+
 }  // namespace tessel::scalapack
 
-using tessel::scalapack::entry;
+using tessel::scalapack::pgemm;
 
 extern "C" {
 
@@ -115,7 +129,7 @@ int tessel_pdgemm(const char* transa, const char* transb, const int* m, const in
                   const double* alpha, const double* a, const int* ia, const int* ja, const int* desca,
                   const double* b, const int* ib, const int* jb, const int* descb, const double* beta,
                   double* c, const int* ic, const int* jc, const int* descc) {
-  return entry<double>("tessel_pdgemm", transa, transb, m, n, k, alpha, a, ia, ja, desca, b, ib, jb,
+  return pgemm<double>("tessel_pdgemm", transa, transb, m, n, k, alpha, a, ia, ja, desca, b, ib, jb,
                        descb, beta, c, ic, jc, descc);
 }
 
@@ -124,7 +138,7 @@ int tessel_pzgemm(const char* transa, const char* transb, const int* m, const in
                   const int* desca, const tessel_dcomplex* b, const int* ib, const int* jb,
                   const int* descb, const tessel_dcomplex* beta, tessel_dcomplex* c, const int* ic,
                   const int* jc, const int* descc) {
-  return entry<std::complex<double>>("tessel_pzgemm", transa, transb, m, n, k, alpha, a, ia, ja, desca,
+  return pgemm<std::complex<double>>("tessel_pzgemm", transa, transb, m, n, k, alpha, a, ia, ja, desca,
                                      b, ib, jb, descb, beta, c, ic, jc, descc);
 }
 
@@ -132,7 +146,7 @@ void pdgemm_(const char* transa, const char* transb, const int* m, const int* n,
              const double* alpha, const double* a, const int* ia, const int* ja, const int* desca,
              const double* b, const int* ib, const int* jb, const int* descb, const double* beta,
              double* c, const int* ic, const int* jc, const int* descc) {
-  entry<double>("PDGEMM (tessel)", transa, transb, m, n, k, alpha, a, ia, ja, desca, b, ib, jb, descb,
+  pgemm<double>("PDGEMM (tessel)", transa, transb, m, n, k, alpha, a, ia, ja, desca, b, ib, jb, descb,
                 beta, c, ic, jc, descc);
 }
 
@@ -141,7 +155,7 @@ void pzgemm_(const char* transa, const char* transb, const int* m, const int* n,
              const int* desca, const tessel_dcomplex* b, const int* ib, const int* jb, const int* descb,
              const tessel_dcomplex* beta, tessel_dcomplex* c, const int* ic, const int* jc,
              const int* descc) {
-  entry<std::complex<double>>("PZGEMM (tessel)", transa, transb, m, n, k, alpha, a, ia, ja, desca, b,
+  pgemm<std::complex<double>>("PZGEMM (tessel)", transa, transb, m, n, k, alpha, a, ia, ja, desca, b,
                               ib, jb, descb, beta, c, ic, jc, descc);
 }
 

@@ -16,6 +16,9 @@ class Context {
   /// Collective over `user_comm`: duplicates it, so tessel's messages never mix with the
   /// caller's. The ledger lives in the Context (stable address, the Context is not movable).
   explicit Context(MPI_Comm user_comm);
+  /// Collective, as above, but records into `ledger` (owned by the caller, outliving this
+  /// Context) instead of a ledger of its own: several Contexts can report into one ledger.
+  Context(MPI_Comm user_comm, CommLedger& ledger);
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
 
@@ -31,7 +34,8 @@ class Context {
   void agree(const std::function<void()>& check) const;
 
  private:
-  std::unique_ptr<CommLedger> ledger_;
+  std::unique_ptr<CommLedger> own_;
+  CommLedger* ledger_;
   comm::Comm comm_;
 };
 

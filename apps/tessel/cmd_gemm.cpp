@@ -7,7 +7,9 @@
 #include <complex>
 #include <cstdint>
 #include <iostream>
+#include <limits>
 #include <optional>
+#include <sys/stat.h>
 
 #include "commands.hpp"
 #include "report.hpp"
@@ -23,7 +25,7 @@ using dense::DistMatrix;
 using dense::Op;
 
 struct GemmArgs {
-  std::int64_t m = -1, n = -1, k = -1;  // -1: from the files, else 1024
+  std::optional<std::int64_t> m, n, k;  // unset: from the files, else 1024
   std::string transa = "N", transb = "N", algorithm = "auto", dtype = "double";
   double alpha = 1.0, beta = 0.0, memory_mib = 0, delta = 0.15;
   int rounds = 0, repeat = 3, nb = 128;
@@ -61,7 +63,8 @@ std::pair<int, int> parse_grid(const std::string& g, int p) {
   char x = 0;
   TESSEL_CHECK(std::sscanf(g.c_str(), "%d%c%d", &pr, &x, &pc) == 3 && (x == 'x' || x == 'X'),
                InputError, "--grid '", g, "': expected PRxPC, e.g. 2x4");
-  TESSEL_CHECK(pr >= 1 && pc >= 1 && pr * pc <= p, GridError, "--grid ", g, " needs ", pr * pc,
+  TESSEL_CHECK(pr >= 1 && pc >= 1, InputError, "--grid ", g, ": expected PR >= 1 and PC >= 1");
+  TESSEL_CHECK(pr * pc <= p, GridError, "--grid ", g, " needs ", pr * pc,
                " ranks, the run has ", p);
   return {pr, pc};
 }
@@ -75,19 +78,38 @@ void check_writable(const Context& ctx, const std::string& option, const std::st
     std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
     TESSEL_CHECK(::access(dir.c_str(), W_OK) == 0, InputError, option, " ", path,
                  ": directory '", dir, "' does not exist or is not writable");
+    struct stat st {};
+    TESSEL_CHECK(::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode), InputError, option, " ",
+                 path, ": is a directory");
   });
+}
+
+// An option value parsed by the library, with the option's name in the error message.
+template <class F>
+auto parse_named(const char* option, const std::string& value, const char* expected, F parse) {
+  try {
+    return parse(value);
+  } catch (const InputError&) {
+    throw InputError(detail::concat(option, " '", value, "': expected ", expected));
+  }
 }
 
 template <class T>
 int run_gemm_typed(const GemmArgs& g) {
   Context ctx(MPI_COMM_WORLD);
   const int p = ctx.size();
-  const Op opa = dense::parse_op(g.transa), opb = dense::parse_op(g.transb);
+  const Op opa = parse_named("--transa", g.transa, "N, T or C", dense::parse_op);
+  const Op opb = parse_named("--transb", g.transb, "N, T or C", dense::parse_op);
   dense::MultiplyOptions opt;
-  opt.algorithm = dense::parse_algorithm(g.algorithm);
+  opt.algorithm = parse_named("--algorithm", g.algorithm, "auto, optimal or summa2d", dense::parse_algorithm);
   TESSEL_CHECK(g.memory_mib >= 0 && std::isfinite(g.memory_mib), InputError, "--memory ",
                g.memory_mib, ": expected MiB per rank >= 0 (0 = unlimited)");
   opt.memory_words = g.memory_mib * 1048576.0 / sizeof(T);
+  TESSEL_CHECK(g.delta >= 0 && g.delta < 1, InputError, "--delta ", g.delta,
+               ": expected a fraction in [0, 1)");
+  TESSEL_CHECK(g.rounds >= 0, InputError, "--rounds ", g.rounds, ": expected >= 0 (0 = automatic)");
+  TESSEL_CHECK(std::isfinite(g.alpha), InputError, "--alpha ", g.alpha, ": expected a finite number");
+  TESSEL_CHECK(std::isfinite(g.beta), InputError, "--beta ", g.beta, ": expected a finite number");
   opt.delta = g.delta;
   opt.rounds = g.rounds;
   opt.check_finite = g.verify;
@@ -105,33 +127,54 @@ int run_gemm_typed(const GemmArgs& g) {
   if (!g.a.empty()) A = io::read_npy<T>(ctx, g.a, bc);
   if (!g.b.empty()) B = io::read_npy<T>(ctx, g.b, bc);
   if (!g.c.empty()) C = io::read_npy<T>(ctx, g.c, bc);
-  auto pick = [](std::int64_t given, std::optional<std::int64_t> file, const char* name) {
-    if (file && given >= 0)
-      TESSEL_CHECK(*file == given, DimensionMismatch, "--", name, " ", given,
-                   " disagrees with the input file, where it is ", *file);
-    TESSEL_CHECK(given >= -1, DimensionMismatch, "--", name, " ", given, ": expected >= 0");
-    return file ? *file : (given >= 0 ? given : 1024);
+  // Each of m, n, k comes from the first file that holds it, else from the option; `from`
+  // records where, for the messages ("--a A.npy").
+  struct Dim { std::int64_t value; std::string from; };
+  auto pick = [](const std::optional<std::int64_t>& given, std::optional<std::int64_t> file,
+                 const std::string& file_name, const char* name) -> Dim {
+    if (given)
+      TESSEL_CHECK(*given >= 0, DimensionMismatch, "--", name, " ", *given, ": expected >= 0");
+    if (file && given)
+      TESSEL_CHECK(*file == *given, DimensionMismatch, "--", name, " ", *given,
+                   " disagrees with the input file ", file_name, ", where it is ", *file);
+    if (file) return {*file, file_name};
+    if (given) return {*given, std::string("--") + name};
+    return {1024, std::string("the default of --") + name};
   };
   auto dim_of = [&](const std::optional<DistMatrix<T>>& x, bool rows) -> std::optional<std::int64_t> {
     if (!x) return std::nullopt;
     return rows ? x->rows() : x->cols();
   };
-  const std::int64_t m = pick(g.m, A ? dim_of(A, opa == Op::N) : dim_of(C, true), "m");
-  const std::int64_t n = pick(g.n, B ? dim_of(B, opb != Op::N) : dim_of(C, false), "n");
-  const std::int64_t k = pick(g.k, A ? dim_of(A, opa != Op::N) : dim_of(B, opb == Op::N), "k");
+  const std::string fa = "--a " + g.a, fb = "--b " + g.b, fc = "--c " + g.c;
+  const Dim dm = A ? pick(g.m, dim_of(A, opa == Op::N), fa, "m") : pick(g.m, dim_of(C, true), fc, "m");
+  const Dim dn = B ? pick(g.n, dim_of(B, opb != Op::N), fb, "n") : pick(g.n, dim_of(C, false), fc, "n");
+  const Dim dk = A ? pick(g.k, dim_of(A, opa != Op::N), fa, "k") : pick(g.k, dim_of(B, opb == Op::N), fb, "k");
+  const std::int64_t m = dm.value, n = dn.value, k = dk.value;
   const std::int64_t ar = opa == Op::N ? m : k, ac = opa == Op::N ? k : m;
   const std::int64_t br = opb == Op::N ? k : n, bcn = opb == Op::N ? n : k;
   if (!A) { A.emplace(ctx, bc(ar, ac)); fill_random(*A, g.seed, 1); }
   if (!B) { B.emplace(ctx, bc(br, bcn)); fill_random(*B, g.seed, 2); }
   if (!C) { C.emplace(ctx, bc(m, n)); if (g.beta != 0.0) fill_random(*C, g.seed, 3); }
-  TESSEL_CHECK(A->rows() == ar && A->cols() == ac, DimensionMismatch, "A is ", A->rows(), " x ",
-               A->cols(), ", expected ", ar, " x ", ac, " for transa=", g.transa);
-  TESSEL_CHECK(B->rows() == br && B->cols() == bcn, DimensionMismatch, "B is ", B->rows(), " x ",
-               B->cols(), ", expected ", br, " x ", bcn, " for transb=", g.transb);
-  TESSEL_CHECK(C->rows() == m && C->cols() == n, DimensionMismatch, "C is ", C->rows(), " x ",
-               C->cols(), ", expected ", m, " x ", n);
+  // Only a file can disagree here (generated matrices get the shapes asked for).
+  auto where = [&](const char* what) {
+    return fmt::format("(m = {} from {}, n = {} from {}, k = {} from {}; {})", m, dm.from, n, dn.from,
+                       k, dk.from, what);
+  };
+  TESSEL_CHECK(A->rows() == ar && A->cols() == ac, DimensionMismatch, fa, " is ", A->rows(), " x ",
+               A->cols(), ", expected ", ar, " x ", ac, " ", where(("transa=" + g.transa).c_str()));
+  TESSEL_CHECK(B->rows() == br && B->cols() == bcn, DimensionMismatch, fb, " is ", B->rows(), " x ",
+               B->cols(), ", expected ", br, " x ", bcn, " ", where(("transb=" + g.transb).c_str()));
+  TESSEL_CHECK(C->rows() == m && C->cols() == n, DimensionMismatch, fc, " is ", C->rows(), " x ",
+               C->cols(), ", expected ", m, " x ", n, " ", where("C is m x n"));
 
-  const dense::GemmPlan plan = dense::plan_multiply(m, n, k, p, opt);
+  const dense::GemmPlan plan = [&] {
+    try {
+      return dense::plan_multiply(m, n, k, p, opt);
+    } catch (const GridError& e) {  // same on every rank: the plan is a pure function
+      if (g.memory_mib <= 0) throw;
+      throw GridError(detail::concat("--memory ", g.memory_mib, " (MiB per rank): ", e.what()));
+    }
+  }();
   const bool root = ctx.rank() == 0;
   // Predicted words per rank: redistribution + plan, against 2D SUMMA on the input layouts.
   const auto pw = dense::predict_words(p, plan, opa, opb, A->layout(), B->layout(), C->layout());
@@ -208,7 +251,9 @@ int run_gemm_typed(const GemmArgs& g) {
           num += std::norm(cx[i] - alpha * abx[i]);
           den += std::norm(alpha * abx[i]);
         }
-        worst = std::max(worst, std::sqrt(num) / std::max(1e-300, std::sqrt(den)));
+        const double r = std::sqrt(num) / std::max(1e-300, std::sqrt(den));
+        // A NaN/Inf result (e.g. overflow) must fail: std::max would drop a NaN.
+        worst = std::isfinite(r) ? std::max(worst, r) : std::numeric_limits<double>::infinity();
       }
       residual = worst;
     }

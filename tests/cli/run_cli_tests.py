@@ -1,0 +1,751 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the `tessel` command under mpirun (Python 3 standard library only).
+
+For every rank count given, runs the built `tessel` binary on bad inputs and checks the
+collective-error contract of docs/DESIGN.md:
+
+  * the exit code is non-zero and the run neither hangs (per-run timeout) nor aborts
+    (no MPI_ABORT / signal / "internal error" text);
+  * the error message is printed exactly ONCE on stderr, by rank 0 (checked with the rank
+    tags of `--tag-output` / `-prepend-rank` when the MPI flavour is known), and it names
+    the parameter and the value;
+  * no output file (--out / --json, or a temporary file beside them) is left behind.
+
+and on good inputs that the results are right: `--verify` PASSES, a round trip through .npy
+files matches A @ B (real and complex, transposed, Fortran and C order, alpha/beta with C),
+`--explain` prints the plan without running, `tessel info` names the MPI library.
+
+NumPy is optional: when the interpreter has it, the inputs of the round trips are written by
+numpy.save and the reference is numpy's A @ B; without it the script first re-executes
+itself with /usr/bin/python3 if that one has NumPy, and otherwise writes the .npy bytes by
+hand (format 1.0) and computes the reference in pure Python.
+
+Usage:
+  run_cli_tests.py --mpiexec /usr/bin/mpirun --flavour openmpi \
+      --mpiexec-flag=--oversubscribe --tessel build/apps/tessel/tessel --np 1,2,3,5,8
+
+Prints one line per check and a closing line "N passed, M failed"; exits 1 on any failure.
+"""
+import argparse
+import ast
+import cmath
+import math
+import os
+import random
+import re
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+# ---------------------------------------------------------------- NumPy (optional)
+_SYSTEM_PYTHON = "/usr/bin/python3"
+try:
+    import numpy as np  # noqa: F401
+except ImportError:  # pragma: no cover - depends on the machine
+    np = None
+    if (os.environ.get("TESSEL_CLI_TESTS_REEXEC") != "1" and os.path.realpath(sys.executable)
+            != os.path.realpath(_SYSTEM_PYTHON) and os.access(_SYSTEM_PYTHON, os.X_OK)):
+        probe = subprocess.run([_SYSTEM_PYTHON, "-c", "import numpy"], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+        if probe.returncode == 0:
+            os.environ["TESSEL_CLI_TESTS_REEXEC"] = "1"
+            sys.stdout.flush()
+            os.execv(_SYSTEM_PYTHON, [_SYSTEM_PYTHON] + sys.argv)
+
+
+# ---------------------------------------------------------------- .npy by hand (format 1.0)
+def npy_bytes(descr, shape, payload, fortran_order=False):
+    """The bytes of a .npy file, format 1.0, header padded to 64 bytes as numpy.save does."""
+    shp = repr(tuple(int(x) for x in shape))  # "(6, 5)", "(4,)", as numpy writes it
+    d = f"{{'descr': '{descr}', 'fortran_order': {fortran_order}, 'shape': {shp}, }}"
+    total = 10 + len(d) + 1
+    d += " " * ((64 - total % 64) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(d)) + d.encode("latin1") + payload
+
+
+def write_npy_matrix(path, rows, cols, values, dtype="f8", fortran_order=False):
+    """values[i][j]; dtype 'f8' (float64), 'c16' (complex128) or 'i4' (int32)."""
+    order = [(i, j) for j in range(cols) for i in range(rows)] if fortran_order else \
+        [(i, j) for i in range(rows) for j in range(cols)]
+    if dtype == "f8":
+        payload = b"".join(struct.pack("<d", values[i][j]) for i, j in order)
+    elif dtype == "c16":
+        payload = b"".join(struct.pack("<dd", values[i][j].real, values[i][j].imag) for i, j in order)
+    elif dtype == "i4":
+        payload = b"".join(struct.pack("<i", int(values[i][j])) for i, j in order)
+    else:
+        raise ValueError(dtype)
+    with open(path, "wb") as f:
+        f.write(npy_bytes("<" + dtype, (rows, cols), payload, fortran_order))
+
+
+def read_npy_matrix(path):
+    """A 2-D float64/complex128 .npy file (format 1.0-3.0) as a list of rows."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:6] != b"\x93NUMPY":
+        raise ValueError(f"{path}: not a .npy file")
+    major = data[6]
+    if major == 1:
+        hlen, start = struct.unpack("<H", data[8:10])[0], 10
+    else:
+        hlen, start = struct.unpack("<I", data[8:12])[0], 12
+    header = ast.literal_eval(data[start:start + hlen].decode("latin1"))
+    rows, cols = header["shape"]
+    body = data[start + hlen:]
+    if header["descr"] == "<f8":
+        flat = list(struct.unpack(f"<{rows * cols}d", body[:8 * rows * cols]))
+    elif header["descr"] == "<c16":
+        raw = struct.unpack(f"<{2 * rows * cols}d", body[:16 * rows * cols])
+        flat = [complex(raw[2 * t], raw[2 * t + 1]) for t in range(rows * cols)]
+    else:
+        raise ValueError(f"{path}: dtype {header['descr']}")
+    if header["fortran_order"]:
+        return [[flat[j * rows + i] for j in range(cols)] for i in range(rows)]
+    return [[flat[i * cols + j] for j in range(cols)] for i in range(rows)]
+
+
+def random_matrix(rng, rows, cols, complex_=False):
+    if complex_:
+        return [[complex(rng.uniform(-1, 1), rng.uniform(-1, 1)) for _ in range(cols)]
+                for _ in range(rows)]
+    return [[rng.uniform(-1, 1) for _ in range(cols)] for _ in range(rows)]
+
+
+def save_matrix(path, mat, complex_=False, fortran_order=False):
+    """Writes mat with numpy.save when NumPy is there (C or Fortran order), else by hand."""
+    if np is not None:
+        a = np.array(mat, dtype=np.complex128 if complex_ else np.float64)
+        np.save(path, np.asfortranarray(a) if fortran_order else np.ascontiguousarray(a))
+    else:
+        write_npy_matrix(path, len(mat), len(mat[0]), mat, "c16" if complex_ else "f8",
+                         fortran_order)
+
+
+def op(mat, trans):
+    if trans == "N":
+        return mat
+    t = [list(r) for r in zip(*mat)]
+    if trans == "C":
+        t = [[v.conjugate() for v in r] for r in t]
+    return t
+
+
+def reference(a, b, transa, transb, alpha=1.0, beta=0.0, c=None):
+    """alpha op(A) op(B) + beta C: numpy's A @ B when available, else pure Python."""
+    oa, ob = op(a, transa), op(b, transb)
+    if np is not None:
+        r = alpha * (np.array(oa) @ np.array(ob))
+        if beta != 0:
+            r = r + beta * np.array(c)
+        return r.tolist()
+    m, k, n = len(oa), len(ob), len(ob[0])
+    out = [[alpha * sum(oa[i][l] * ob[l][j] for l in range(k)) for j in range(n)] for i in range(m)]
+    if beta != 0:
+        out = [[out[i][j] + beta * c[i][j] for j in range(n)] for i in range(m)]
+    return out
+
+
+def load_result(path):
+    if np is not None:
+        return np.load(path).tolist()
+    return read_npy_matrix(path)
+
+
+# ---------------------------------------------------------------- running tessel
+class Run:
+    def __init__(self, rc, out, err, timed_out, seconds):
+        self.rc, self.out, self.err, self.timed_out, self.seconds = rc, out, err, timed_out, seconds
+        # stderr lines as (rank or None when untagged, text)
+        self.err_lines = []
+        self.out_lines = []
+
+
+TAG_OMPI = re.compile(r"^\[(\d+),(\d+)\]<(stdout|stderr)>:\s?(.*)$")
+TAG_MPICH = re.compile(r"^\[(\d+)\]\s?(.*)$")
+
+
+class Runner:
+    def __init__(self, mpiexec, numproc_flag, flags, tessel, timeout, flavour):
+        self.mpiexec, self.numproc_flag, self.flags, self.tessel = mpiexec, numproc_flag, flags, tessel
+        self.timeout, self.flavour = timeout, flavour
+
+    def tag_flags(self):
+        if self.flavour == "openmpi":
+            return ["--tag-output"]
+        if self.flavour == "mpich":
+            return ["-prepend-rank"]
+        return []
+
+    def untag(self, text):
+        lines = []
+        for line in text.splitlines():
+            if self.flavour == "openmpi":
+                mt = TAG_OMPI.match(line)
+                lines.append((int(mt.group(2)), mt.group(4)) if mt else (None, line))
+            elif self.flavour == "mpich":
+                mt = TAG_MPICH.match(line)
+                lines.append((int(mt.group(1)), mt.group(2)) if mt else (None, line))
+            else:
+                lines.append((0, line))
+        return lines
+
+    def run(self, nranks, args, cwd):
+        cmd = [self.mpiexec, self.numproc_flag, str(nranks)] + self.flags + self.tag_flags() + [self.tessel] + args
+        t0 = time.monotonic()
+        # A session of its own, so a hang can be ended with its whole process group.
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+        timed_out = False
+        try:
+            out, err = proc.communicate(timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                try:
+                    os.killpg(proc.pid, sig)
+                except ProcessLookupError:
+                    break
+                try:
+                    out, err = proc.communicate(timeout=10)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+            else:
+                out, err = b"", b""
+        r = Run(proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"),
+                timed_out, time.monotonic() - t0)
+        r.cmd = cmd
+        r.err_lines = self.untag(r.err)
+        r.out_lines = self.untag(r.out)
+        return r
+
+
+ABORT_SIGNS = ["MPI_ABORT", "MPI_Abort", "internal error", "terminate called", "Segmentation",
+               "signal", "core dumped", "exited on signal", "mpirun noticed", "prterun noticed",
+               "KILLED BY SIGNAL", "Assertion", "what():"]
+
+
+# ---------------------------------------------------------------- the checks
+class Tally:
+    def __init__(self):
+        self.passed, self.failed, self.xfailed, self.xpassed = 0, 0, 0, 0
+        self.failures = []
+
+    def report(self, name, problems, run=None, xfail=None):
+        if not problems and xfail is None:
+            self.passed += 1
+            print(f"PASS  {name}" + (f"  ({run.seconds:.1f} s)" if run else ""), flush=True)
+            return
+        if not problems and xfail is not None:
+            # An expected failure that now passes: the known defect is fixed; count it as a
+            # failure so that the expectation is removed.
+            self.failed += 1
+            self.failures.append(name)
+            print(f"XPASS {name}: marked expected-failure ({xfail}) but it passed; remove the mark",
+                  flush=True)
+            return
+        if xfail is not None:
+            self.xfailed += 1
+            print(f"XFAIL {name} (known defect: {xfail})", flush=True)
+            for p in problems:
+                print(f"      - {p}")
+            return
+        self.failed += 1
+        self.failures.append(name)
+        print(f"FAIL  {name}", flush=True)
+        for p in problems:
+            print(f"      - {p}")
+        if run is not None:
+            print("      command: " + " ".join(run.cmd))
+            print(f"      exit code {run.rc}{' (timed out)' if run.timed_out else ''}")
+            for label, text in (("stdout", run.out), ("stderr", run.err)):
+                tail = text.strip().splitlines()[-15:]
+                if tail:
+                    print(f"      {label} (last {len(tail)} lines):")
+                    for line in tail:
+                        print("        | " + line)
+        sys.stdout.flush()
+
+
+def snapshot(d):
+    return sorted(os.listdir(d))
+
+
+def check_no_abort(run, problems):
+    if run.timed_out:
+        problems.append(f"timed out (hang) after {run.seconds:.0f} s")
+    for sign in ABORT_SIGNS:
+        if sign in run.err or sign in run.out:
+            problems.append(f"output contains '{sign}' (abort/crash instead of a collective error)")
+            break
+
+
+HELP_HINT = "Run with --help for more information."
+
+
+def check_error_case(runner, tally, nranks, name, args, casedir, must, xfail=None,
+                     extra_paths=(), parse_error=False):
+    """Runs a bad input; checks exit code, one error line from rank 0 naming `must`, no files.
+
+    parse_error: the option parser (CLI11) rejects the command line; its message has no
+    "error" word and is followed by HELP_HINT, so the error line is the one rank line that
+    is not the hint.
+    """
+    before = snapshot(casedir)
+    run = runner.run(nranks, args, casedir)
+    problems = []
+    check_no_abort(run, problems)
+    if run.rc == 0:
+        problems.append("exit code 0 for a bad input")
+    tagged = [(r, t) for r, t in run.err_lines
+              if t.strip() and (r is not None or not runner.flavour)]
+    if parse_error:
+        errs = [(r, t) for r, t in tagged if t.strip() != HELP_HINT]
+        hints = [(r, t) for r, t in tagged if t.strip() == HELP_HINT]
+        if len(hints) > 1:
+            problems.append(f"the hint {HELP_HINT!r} is printed {len(hints)} times")
+    else:
+        errs = [(r, t) for r, t in run.err_lines if "error" in t.lower()]
+    if len(errs) != 1:
+        problems.append(f"{len(errs)} error lines on stderr, expected exactly 1: "
+                        + "; ".join(repr(t) for _, t in errs[:8]))
+    if errs:
+        rank, text = errs[0]
+        if runner.flavour in ("openmpi", "mpich") and rank != 0:
+            problems.append(f"the error line comes from rank {rank}, expected rank 0 "
+                            f"(untagged = printed by mpirun)" if rank is None else
+                            f"the error line comes from rank {rank}, expected rank 0")
+        for token in must:
+            if token not in text:
+                problems.append(f"the error message does not name {token!r}: {text!r}")
+    if errs and not problems:
+        print(f"      message: {errs[0][1]}")
+    # Untagged lines come from mpirun itself (its notice that a rank exited non-zero): only
+    # the abort/crash signs above are looked for there. Lines of the ranks must be the error.
+    others = [] if parse_error else [t for r, t in tagged if "error" not in t.lower()]
+    if others:
+        problems.append("other text on stderr: " + "; ".join(repr(t) for t in others[:5]))
+    after = snapshot(casedir)
+    new = sorted(set(after) - set(before))
+    if new:
+        problems.append(f"files left behind in {casedir}: {new}")
+    for p in extra_paths:
+        if os.path.exists(p):
+            problems.append(f"{p} exists after a failed run")
+    tally.report(name, problems, run, xfail)
+
+
+def error_cases(runner, tally, nranks, work):
+    """All bad-input cases at one rank count. Every case writes into a fresh folder of its own."""
+    rng = random.Random(1234)
+    counter = [0]
+
+    def case(label):
+        counter[0] += 1
+        d = os.path.join(work, f"np{nranks}_err{counter[0]:02d}")
+        os.makedirs(d)
+        return d
+
+    def outs(d):
+        # every error case also asks for both output files, which must not appear
+        return ["--out", os.path.join(d, "C.npy"), "--json", os.path.join(d, "out.json")]
+
+    tag = f"np{nranks}"
+
+    # Mismatched inner dimensions from two .npy files: A is 6 x 5, B is 7 x 4.
+    d = case("inner")
+    write_npy_matrix(os.path.join(d, "A.npy"), 6, 5, random_matrix(rng, 6, 5))
+    write_npy_matrix(os.path.join(d, "B.npy"), 7, 4, random_matrix(rng, 7, 4))
+    check_error_case(runner, tally, nranks, f"{tag} error: inner dimensions differ (A 6x5, B 7x4)",
+                     ["gemm", "--a", "A.npy", "--b", "B.npy", "--nb", "2"] + outs(d), d,
+                     must=["--b B.npy", "7 x 4", "5 x 4", "k = 5 from --a A.npy"])
+    # ... and a --c whose shape disagrees with op(A) op(B).
+    d = case("cshape")
+    write_npy_matrix(os.path.join(d, "A.npy"), 6, 5, random_matrix(rng, 6, 5))
+    write_npy_matrix(os.path.join(d, "B.npy"), 5, 4, random_matrix(rng, 5, 4))
+    write_npy_matrix(os.path.join(d, "C0.npy"), 4, 6, random_matrix(rng, 4, 6))
+    check_error_case(runner, tally, nranks, f"{tag} error: --c 4x6 for C 6x4",
+                     ["gemm", "--a", "A.npy", "--b", "B.npy", "--c", "C0.npy", "--beta", "1",
+                      "--nb", "2"] + outs(d), d, must=["--c C0.npy", "4 x 6", "6 x 4"])
+
+    # Negative and sentinel sizes.
+    for opt, val in (("--m", "-5"), ("--n", "-3"), ("--k", "-7"), ("--m", "-1")):
+        d = case("neg")
+        check_error_case(runner, tally, nranks, f"{tag} error: {opt} {val}",
+                         ["gemm", opt, val, "--nb", "4"] + outs(d), d, must=[opt, val])
+
+    # Block size 0 and negative.
+    for val in ("0", "-2"):
+        d = case("nb")
+        check_error_case(runner, tally, nranks, f"{tag} error: --nb {val}",
+                         ["gemm", "--m", "20", "--n", "20", "--k", "20", "--nb", val] + outs(d), d,
+                         must=["--nb", val])
+
+    # A process grid that needs more ranks than the run has, and a malformed one.
+    d = case("grid")
+    check_error_case(runner, tally, nranks, f"{tag} error: --grid 4x4 on {nranks} ranks",
+                     ["gemm", "--m", "20", "--n", "20", "--k", "20", "--nb", "4", "--grid", "4x4"]
+                     + outs(d), d, must=["--grid", "4x4", "16", str(nranks)])
+    d = case("grid2")
+    check_error_case(runner, tally, nranks, f"{tag} error: --grid 0x1",
+                     ["gemm", "--m", "20", "--n", "20", "--k", "20", "--nb", "4", "--grid", "0x1"]
+                     + outs(d), d, must=["--grid 0x1", ">= 1"])
+    d = case("grid3")
+    check_error_case(runner, tally, nranks, f"{tag} error: --grid two",
+                     ["gemm", "--m", "20", "--n", "20", "--k", "20", "--nb", "4", "--grid", "two"]
+                     + outs(d), d, must=["--grid", "two"])
+
+    # A memory budget too small for any plan: the message says how much is needed.
+    d = case("mem")
+    check_error_case(runner, tally, nranks, f"{tag} error: --memory 0.001 (too small)",
+                     ["gemm", "--m", "300", "--n", "300", "--k", "300", "--nb", "16",
+                      "--memory", "0.001"] + outs(d), d,
+                     must=["--memory 0.001", "needed", "MiB"])
+    d = case("mem2")
+    check_error_case(runner, tally, nranks, f"{tag} error: --memory -1",
+                     ["gemm", "--m", "30", "--n", "30", "--k", "30", "--nb", "4", "--memory", "-1"]
+                     + outs(d), d, must=["--memory", "-1"])
+
+    # NaN / Inf in an input file with --verify.
+    d = case("nan")
+    a = random_matrix(rng, 9, 7)
+    a[4][3] = float("nan")
+    write_npy_matrix(os.path.join(d, "A.npy"), 9, 7, a)
+    write_npy_matrix(os.path.join(d, "B.npy"), 7, 5, random_matrix(rng, 7, 5))
+    check_error_case(runner, tally, nranks, f"{tag} error: NaN in --a with --verify",
+                     ["gemm", "--a", "A.npy", "--b", "B.npy", "--nb", "2", "--verify"] + outs(d), d,
+                     must=["NaN", "A", "(4, 3)"])
+    d = case("inf")
+    b = random_matrix(rng, 7, 5)
+    b[6][0] = float("-inf")
+    write_npy_matrix(os.path.join(d, "A.npy"), 9, 7, random_matrix(rng, 9, 7))
+    write_npy_matrix(os.path.join(d, "B.npy"), 7, 5, b)
+    check_error_case(runner, tally, nranks, f"{tag} error: -Inf in --b with --verify",
+                     ["gemm", "--a", "A.npy", "--b", "B.npy", "--nb", "3", "--verify"] + outs(d), d,
+                     must=["Inf", "B", "(6, 0)"])
+
+    # A truncated .npy file (the data stop early), and one cut inside the header.
+    d = case("trunc")
+    write_npy_matrix(os.path.join(d, "A.npy"), 8, 6, random_matrix(rng, 8, 6))
+    write_npy_matrix(os.path.join(d, "B.npy"), 6, 4, random_matrix(rng, 6, 4))
+    with open(os.path.join(d, "A.npy"), "r+b") as f:
+        f.truncate(128 + 8 * 8 * 6 - 20)
+    check_error_case(runner, tally, nranks, f"{tag} error: truncated --a (data cut)",
+                     ["gemm", "--a", "A.npy", "--b", "B.npy", "--nb", "2"] + outs(d), d,
+                     must=["A.npy", "truncated"])
+    d = case("trunc2")
+    write_npy_matrix(os.path.join(d, "B.npy"), 6, 4, random_matrix(rng, 6, 4))
+    with open(os.path.join(d, "B.npy"), "r+b") as f:
+        f.truncate(40)
+    check_error_case(runner, tally, nranks, f"{tag} error: truncated --b (header cut)",
+                     ["gemm", "--m", "5", "--k", "6", "--b", "B.npy", "--nb", "2"] + outs(d), d,
+                     must=["B.npy", "truncated"])
+
+    # Not a .npy file at all; a missing file; an empty file.
+    d = case("notnpy")
+    with open(os.path.join(d, "A.npy"), "w") as f:
+        f.write("1.0 2.0 3.0\n4.0 5.0 6.0\n")
+    check_error_case(runner, tally, nranks, f"{tag} error: --a is a text file",
+                     ["gemm", "--a", "A.npy", "--n", "4", "--nb", "2"] + outs(d), d,
+                     must=["A.npy", "not a .npy"])
+    d = case("missing")
+    check_error_case(runner, tally, nranks, f"{tag} error: --a file missing",
+                     ["gemm", "--a", "nothere.npy", "--n", "4", "--nb", "2"] + outs(d), d,
+                     must=["nothere.npy"])
+    d = case("empty")
+    open(os.path.join(d, "A.npy"), "w").close()
+    check_error_case(runner, tally, nranks, f"{tag} error: --a is empty",
+                     ["gemm", "--a", "A.npy", "--n", "4", "--nb", "2"] + outs(d), d,
+                     must=["A.npy"])
+
+    # Wrong dtype (int32), and float64 given for --dtype complex.
+    d = case("int32")
+    write_npy_matrix(os.path.join(d, "A.npy"), 5, 4, [[i + j for j in range(4)] for i in range(5)],
+                     dtype="i4")
+    check_error_case(runner, tally, nranks, f"{tag} error: --a of dtype int32",
+                     ["gemm", "--a", "A.npy", "--n", "3", "--nb", "2"] + outs(d), d,
+                     must=["A.npy", "<i4", "<f8"])
+    d = case("f8c")
+    write_npy_matrix(os.path.join(d, "A.npy"), 5, 4, random_matrix(rng, 5, 4))
+    check_error_case(runner, tally, nranks, f"{tag} error: float64 --a with --dtype complex",
+                     ["gemm", "--a", "A.npy", "--n", "3", "--nb", "2", "--dtype", "complex"] + outs(d),
+                     d, must=["A.npy", "<f8", "<c16"])
+
+    # Wrong shape: a 3-D array, and a 2-D array that disagrees with --m.
+    d = case("3d")
+    with open(os.path.join(d, "A.npy"), "wb") as f:
+        f.write(npy_bytes("<f8", (2, 3, 4), struct.pack("<24d", *range(24))))
+    check_error_case(runner, tally, nranks, f"{tag} error: --a is 3-D",
+                     ["gemm", "--a", "A.npy", "--n", "3", "--nb", "2"] + outs(d), d,
+                     must=["A.npy", "3-D", "(2, 3, 4)"])
+    d = case("shape")
+    write_npy_matrix(os.path.join(d, "A.npy"), 6, 5, random_matrix(rng, 6, 5))
+    check_error_case(runner, tally, nranks, f"{tag} error: --m 7 disagrees with --a (6 x 5)",
+                     ["gemm", "--a", "A.npy", "--m", "7", "--n", "3", "--nb", "2"] + outs(d), d,
+                     must=["--m 7", "A.npy", "6"])
+    d = case("shapek")
+    write_npy_matrix(os.path.join(d, "B.npy"), 6, 5, random_matrix(rng, 6, 5))
+    check_error_case(runner, tally, nranks, f"{tag} error: --k 4 disagrees with --b (6 x 5)",
+                     ["gemm", "--b", "B.npy", "--m", "3", "--k", "4", "--nb", "2"] + outs(d), d,
+                     must=["--k 4", "B.npy", "6"])
+
+    # Unwritable output paths: nothing may be created.
+    d = case("unwritable")
+    check_error_case(runner, tally, nranks, f"{tag} error: --out /nonexistent/dir/c.npy",
+                     ["gemm", "--m", "20", "--n", "20", "--k", "20", "--nb", "4",
+                      "--out", "/nonexistent/dir/c.npy", "--json", os.path.join(d, "out.json")], d,
+                     must=["--out", "/nonexistent/dir/c.npy"],
+                     extra_paths=["/nonexistent/dir/c.npy", "/nonexistent"])
+    d = case("unwritable2")
+    check_error_case(runner, tally, nranks, f"{tag} error: --json /nonexistent/dir/r.json",
+                     ["gemm", "--m", "20", "--n", "20", "--k", "20", "--nb", "4",
+                      "--out", os.path.join(d, "C.npy"), "--json", "/nonexistent/dir/r.json"], d,
+                     must=["--json", "/nonexistent/dir/r.json"],
+                     extra_paths=["/nonexistent/dir/r.json", "/nonexistent"])
+    d = case("outdir")
+    os.makedirs(os.path.join(d, "adir"))
+    check_error_case(runner, tally, nranks, f"{tag} error: --out names a directory",
+                     ["gemm", "--m", "20", "--n", "20", "--k", "20", "--nb", "4",
+                      "--out", os.path.join(d, "adir"), "--json", os.path.join(d, "out.json")], d,
+                     must=["--out", "adir", "directory"])
+    d = case("jsondir")
+    os.makedirs(os.path.join(d, "jdir"))
+    check_error_case(runner, tally, nranks, f"{tag} error: --json names a directory (--out fine)",
+                     ["gemm", "--m", "20", "--n", "20", "--k", "20", "--nb", "4",
+                      "--out", os.path.join(d, "C.npy"), "--json", os.path.join(d, "jdir")], d,
+                     must=["--json", "jdir", "directory"])
+
+    # Unknown option values.
+    d = case("algo")
+    check_error_case(runner, tally, nranks, f"{tag} error: --algorithm cannon",
+                     ["gemm", "--m", "20", "--n", "20", "--k", "20", "--nb", "4",
+                      "--algorithm", "cannon"] + outs(d), d, must=["--algorithm", "cannon"])
+    d = case("transa")
+    check_error_case(runner, tally, nranks, f"{tag} error: --transa X",
+                     ["gemm", "--m", "20", "--n", "20", "--k", "20", "--nb", "4", "--transa", "X"]
+                     + outs(d), d, must=["--transa", "X"])
+    d = case("transb")
+    check_error_case(runner, tally, nranks, f"{tag} error: --transb Q",
+                     ["gemm", "--m", "20", "--n", "20", "--k", "20", "--nb", "4", "--transb", "Q"]
+                     + outs(d), d, must=["--transb", "Q"])
+    # Other numeric options out of range.
+    for opt_args in (["--delta", "1.5"], ["--rounds", "-2"], ["--repeat", "0"], ["--alpha", "nan"],
+                     ["--beta", "inf"]):
+        d = case("range")
+        check_error_case(runner, tally, nranks, f"{tag} error: {' '.join(opt_args)}",
+                         ["gemm", "--m", "20", "--n", "20", "--k", "20", "--nb", "4"] + opt_args
+                         + outs(d), d, must=opt_args)
+
+    # Values the option parser rejects: printed once by rank 0 (CLI11's format + help hint).
+    for opt_args, must in ((["--nb", "1.5"], ["--nb", "1.5"]), (["--m", "abc"], ["--m", "abc"]),
+                           (["--bogus", "3"], ["--bogus"])):
+        d = case("parse")
+        check_error_case(runner, tally, nranks, f"{tag} parse error: {' '.join(opt_args)}",
+                         ["gemm", "--n", "20", "--k", "20"] + opt_args + outs(d), d, must=must,
+                         parse_error=True)
+    d = case("dtype")
+    check_error_case(runner, tally, nranks, f"{tag} error: --dtype float32",
+                     ["gemm", "--m", "20", "--n", "20", "--k", "20", "--nb", "4", "--dtype",
+                      "float32"] + outs(d), d, must=["--dtype", "float32"])
+
+
+# ---------------------------------------------------------------- positive checks
+def run_ok(runner, nranks, args, cwd, problems):
+    run = runner.run(nranks, args, cwd)
+    check_no_abort(run, problems)
+    if run.rc != 0:
+        problems.append(f"exit code {run.rc}, expected 0")
+    errs = [t for _, t in run.err_lines if t.strip()]
+    if errs:
+        problems.append("unexpected text on stderr: " + "; ".join(repr(t) for t in errs[:5]))
+    return run
+
+
+def rank0_stdout(run):
+    return [t for r, t in run.out_lines if r in (0, None)]
+
+
+def max_abs_diff(x, y):
+    if len(x) != len(y) or any(len(a) != len(b) for a, b in zip(x, y)):
+        return math.inf
+    return max((abs(complex(a) - complex(b)) for ra, rb in zip(x, y) for a, b in zip(ra, rb)),
+               default=0.0)
+
+
+def positive_cases(runner, tally, nranks, work):
+    tag = f"np{nranks}"
+    rng = random.Random(99 + nranks)
+
+    # --verify on generated matrices.
+    d = os.path.join(work, f"np{nranks}_verify")
+    os.makedirs(d)
+    problems = []
+    run = run_ok(runner, nranks, ["gemm", "--verify", "--m", "37", "--n", "23", "--k", "41",
+                                  "--nb", "5"], d, problems)
+    if not any("PASSED" in t for t in rank0_stdout(run)):
+        problems.append("no 'PASSED' on stdout")
+    n_verify = sum(1 for _, t in run.out_lines if t.startswith("verify:"))
+    if n_verify != 1:
+        problems.append(f"{n_verify} 'verify:' lines on stdout, expected 1 (rank 0 only)")
+    tally.report(f"{tag} gemm --verify 37x23x41 nb 5 PASSED", problems, run)
+
+    for algo in ("optimal", "summa2d"):
+        problems = []
+        run = run_ok(runner, nranks, ["gemm", "--verify", "--m", "29", "--n", "31", "--k", "19",
+                                      "--nb", "3", "--algorithm", algo, "--dtype", "complex",
+                                      "--transa", "C", "--transb", "T", "--beta", "0.5",
+                                      "--alpha", "-2"], d, problems)
+        if not any("PASSED" in t for t in rank0_stdout(run)):
+            problems.append("no 'PASSED' on stdout")
+        tally.report(f"{tag} gemm --verify complex C/T beta {algo} PASSED", problems, run)
+
+    # --verify must FAIL (exit non-zero, no PASSED) when the result is not finite: finite
+    # inputs whose product overflows to Inf.
+    d = os.path.join(work, f"np{nranks}_overflow")
+    os.makedirs(d)
+    write_npy_matrix(os.path.join(d, "A.npy"), 6, 5, [[1e200] * 5 for _ in range(6)])
+    write_npy_matrix(os.path.join(d, "B.npy"), 5, 4, [[1e200] * 4 for _ in range(5)])
+    problems = []
+    run = runner.run(nranks, ["gemm", "--a", "A.npy", "--b", "B.npy", "--nb", "2", "--verify"], d)
+    check_no_abort(run, problems)
+    if run.rc == 0:
+        problems.append("exit code 0 although the result overflowed to Inf")
+    verdicts = [t for _, t in run.out_lines if t.startswith("verify:")]
+    if len(verdicts) != 1 or "FAILED" not in verdicts[0]:
+        problems.append(f"expected one 'verify: FAILED' line, got {verdicts}")
+    tally.report(f"{tag} gemm --verify FAILS on an overflowed (Inf) result", problems, run)
+
+    # Round trips through .npy files against the reference A @ B.
+    trips = [
+        # (label, m, n, k, transa, transb, complex, fortran_order, nb, alpha, beta, extra)
+        ("real N N C-order", 13, 11, 17, "N", "N", False, False, 4, 1.0, 0.0, []),
+        ("real T N Fortran-order", 13, 11, 17, "T", "N", False, True, 3, 1.0, 0.0, []),
+        ("real T T summa2d", 10, 9, 14, "T", "T", False, False, 2, 1.0, 0.0,
+         ["--algorithm", "summa2d"]),
+        ("real N T optimal alpha beta C", 12, 8, 15, "N", "T", False, False, 5, 1.5, -0.5,
+         ["--algorithm", "optimal"]),
+        ("complex N N", 9, 12, 10, "N", "N", True, False, 3, 1.0, 0.0, []),
+        ("complex T N", 11, 7, 13, "T", "N", True, True, 4, 1.0, 0.0, []),
+        ("complex C C optimal", 8, 10, 6, "C", "C", True, False, 2, 1.0, 0.0,
+         ["--algorithm", "optimal"]),
+        ("real N N grid 1xP", 16, 12, 20, "N", "N", False, False, 4, 1.0, 0.0,
+         ["--grid", f"1x{nranks}"]),
+    ]
+    for (label, m, n, k, ta, tb, cplx, fort, nb, alpha, beta, extra) in trips:
+        d = os.path.join(work, f"np{nranks}_trip_{re.sub(r'[^A-Za-z0-9]+', '_', label)}")
+        os.makedirs(d)
+        a = random_matrix(rng, m if ta == "N" else k, k if ta == "N" else m, cplx)
+        b = random_matrix(rng, k if tb == "N" else n, n if tb == "N" else k, cplx)
+        save_matrix(os.path.join(d, "A.npy"), a, cplx, fort)
+        save_matrix(os.path.join(d, "B.npy"), b, cplx, fort)
+        args = ["gemm", "--a", "A.npy", "--b", "B.npy", "--transa", ta, "--transb", tb,
+                "--nb", str(nb), "--out", "C.npy", "--json", "r.json", "--repeat", "2",
+                "--alpha", repr(alpha), "--beta", repr(beta)] + extra
+        c0 = None
+        if beta != 0:
+            c0 = random_matrix(rng, m, n, cplx)
+            save_matrix(os.path.join(d, "C0.npy"), c0, cplx, fort)
+            args += ["--c", "C0.npy"]
+        if cplx:
+            args += ["--dtype", "complex"]
+        problems = []
+        run = run_ok(runner, nranks, args, d, problems)
+        if os.path.exists(os.path.join(d, "C.npy")):
+            try:
+                got = load_result(os.path.join(d, "C.npy"))
+                want = reference(a, b, ta, tb, alpha, beta, c0)
+                diff = max_abs_diff(got, want)
+                if not diff < 1e-12:
+                    problems.append(f"max |C - reference| = {diff:.3e}, expected < 1e-12 "
+                                    f"(C is {len(got)} x {len(got[0]) if got else 0}, "
+                                    f"expected {m} x {n})")
+            except Exception as e:  # a malformed output file is a failure
+                problems.append(f"cannot read C.npy: {e}")
+        else:
+            problems.append("C.npy was not written")
+        if not os.path.exists(os.path.join(d, "r.json")):
+            problems.append("r.json was not written")
+        leftovers = [f for f in os.listdir(d) if ".tmp" in f]
+        if leftovers:
+            problems.append(f"temporary files left: {leftovers}")
+        ref = "numpy A@B" if np is not None else "pure-Python reference"
+        tally.report(f"{tag} round trip {label} ({m}x{n}x{k}) vs {ref}", problems, run)
+
+    # --explain: the plan, no multiply.
+    d = os.path.join(work, f"np{nranks}_explain")
+    os.makedirs(d)
+    problems = []
+    run = run_ok(runner, nranks, ["gemm", "--explain", "--m", "200", "--n", "100", "--k", "300",
+                                  "--nb", "16"], d, problems)
+    text = "\n".join(t for _, t in run.out_lines)
+    if "multiply plan:" not in text or "grid pm x pn x pk" not in text:
+        problems.append("no plan on stdout")
+    if any(t.startswith("time:") for _, t in run.out_lines):
+        problems.append("a 'time:' line although --explain must not multiply")
+    if any(t.startswith("ran:") for _, t in run.out_lines):
+        problems.append("a 'ran:' line although --explain must not multiply")
+    if sum(1 for _, t in run.out_lines if "multiply plan:" in t) != 1:
+        problems.append("the plan is not printed exactly once")
+    tally.report(f"{tag} gemm --explain prints the plan and does not run", problems, run)
+
+    # tessel info.
+    problems = []
+    run = run_ok(runner, nranks, ["info"], d, problems)
+    text = "\n".join(t for _, t in run.out_lines)
+    if not re.search(r"Open MPI|MPICH|Intel\(R\) MPI|MVAPICH", text):
+        problems.append("the MPI library is not named")
+    if f"ranks in this run: {nranks}" not in text:
+        problems.append(f"'ranks in this run: {nranks}' missing")
+    if sum(1 for _, t in run.out_lines if t.startswith("tessel ")) != 1:
+        problems.append("the version line is not printed exactly once")
+    tally.report(f"{tag} tessel info names the MPI library", problems, run)
+
+
+# ---------------------------------------------------------------- main
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--mpiexec", required=True, help="mpirun / mpiexec")
+    ap.add_argument("--numproc-flag", default="-n", help="mpiexec's flag for the number of ranks "
+                    "(use --numproc-flag=-n)")
+    ap.add_argument("--mpiexec-flag", action="append", default=[],
+                    help="extra flag for mpiexec (repeatable; use --mpiexec-flag=--oversubscribe)")
+    ap.add_argument("--flavour", default="", help="openmpi or mpich: enables rank tags on output")
+    ap.add_argument("--tessel", required=True, help="the tessel binary")
+    ap.add_argument("--np", required=True, help="rank counts, comma or semicolon separated")
+    ap.add_argument("--timeout", type=float, default=120, help="seconds per mpirun (a hang fails)")
+    ap.add_argument("--keep", action="store_true", help="keep the work folder")
+    ap.add_argument("--only", choices=["errors", "positive"], help="run one half only")
+    a = ap.parse_args()
+
+    ranks = [int(x) for x in re.split(r"[,; ]+", a.np.strip()) if x]
+    runner = Runner(a.mpiexec, a.numproc_flag, a.mpiexec_flag, os.path.abspath(a.tessel), a.timeout, a.flavour)
+    tally = Tally()
+    work = tempfile.mkdtemp(prefix="tessel_cli_")
+    print(f"tessel CLI tests: {a.tessel}, ranks {ranks}, timeout {a.timeout:.0f} s per run, "
+          f"work folder {work}, reference: {'NumPy ' + np.__version__ if np is not None else 'pure Python'}"
+          f" ({sys.executable})", flush=True)
+    try:
+        for n in ranks:
+            if a.only != "positive":
+                error_cases(runner, tally, n, work)
+            if a.only != "errors":
+                positive_cases(runner, tally, n, work)
+    finally:
+        if a.keep or tally.failed:
+            print(f"work folder kept: {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    if tally.failures:
+        print("failed: " + "; ".join(tally.failures))
+    xf = f" ({tally.xfailed} expected failures)" if tally.xfailed else ""
+    print(f"{tally.passed} passed, {tally.failed} failed{xf}", flush=True)
+    return 1 if tally.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

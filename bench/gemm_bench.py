@@ -208,10 +208,11 @@ class Runner:
         a = self.args
         if tool == "tessel":
             prog = [self.bin["tessel"], "gemm", "--m", m, "--n", n, "--k", k,
-                    "--algorithm", "optimal", "--repeat", a.repeat, "--json", out_json,
-                    "--nb", a.nb]
-            if a.tessel_entry == "pdgemm":
-                prog += ["--entry", "pdgemm"]
+                    "--repeat", a.repeat, "--json", out_json, "--nb", a.nb]
+            if a.tessel_entry == "pdgemm":  # ScaLAPACK layout in and out; auto keeps it when cheaper
+                prog += ["--entry", "pdgemm", "--algorithm", "auto"]
+            else:  # tessel's own layout: the optimal plan, inputs already in its layouts
+                prog += ["--algorithm", "optimal", "--layout", "plan"]
             prog += shlex.split(a.tessel_args)
         elif tool == "blas":
             prog = [self.bin["blas"], "--m", m, "--n", n, "--k", k, "--repeat", a.repeat,

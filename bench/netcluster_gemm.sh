@@ -134,9 +134,9 @@ run_one() {
   local prog=() warm=0
   case $tool in
     tessel|tessel-pdgemm)
-      prog=("$TESSEL" gemm --m "$m" --n "$n" --k "$k" --algorithm optimal --repeat "$REPEAT"
-            --nb "$NB" --json "$json")
-      [ "$tool" = tessel-pdgemm ] && prog+=(--entry pdgemm);;
+      prog=("$TESSEL" gemm --m "$m" --n "$n" --k "$k" --repeat "$REPEAT" --nb "$NB" --json "$json")
+      if [ "$tool" = tessel-pdgemm ]; then prog+=(--entry pdgemm --algorithm auto)
+      else prog+=(--algorithm optimal --layout plan); fi;;
     scalapack)
       warm=$WARMUP; [ "$kind" = baseline ] && warm=0
       prog=("$SCALAPACK" --m "$m" --n "$n" --k "$k" --nb "$NB" --repeat "$REPEAT"

@@ -9,7 +9,7 @@
 # --delay, real TCP between nodes, shared memory within a node) once per configuration
 # NODESxRANKS_PER_NODE (default 4 nodes x 2 ranks, then 8 nodes x 1 rank), and runs each case
 # (square 4096^3 and tall-skinny 512x512x65536; --quick: 1024^3 and 128x128x16384) with
-#   tessel          <build>/apps/tessel/tessel gemm ... --algorithm optimal (its own layout)
+#   tessel          <build>/apps/tessel/tessel gemm ... --algorithm optimal --layout plan (its own layout)
 #   tessel-pdgemm   the same with --entry pdgemm (its ScaLAPACK-compatible entry point)
 #   scalapack       <build>/bench/scalapack_gemm (Debian ScaLAPACK pdgemm_)
 # alternating (tessel, tessel-pdgemm, scalapack, tessel, ... --pairs times), with commcount

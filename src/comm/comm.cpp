@@ -7,6 +7,8 @@
 
 namespace tessel::comm {
 
+void pcontrol(int level) { MPI_Pcontrol(level); }
+
 void check_mpi(int rc, const char* call) {
   if (rc == MPI_SUCCESS) return;
   char msg[MPI_MAX_ERROR_STRING];

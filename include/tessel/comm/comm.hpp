@@ -15,6 +15,10 @@
 
 namespace tessel::comm {
 
+/// MPI_Pcontrol(level): tells a profiling layer (e.g. shared/tools/commcount) to reset (2),
+/// pause (0) or resume (1) counting. No effect without one.
+void pcontrol(int level);
+
 /// Throws MpiError naming the call when rc is not MPI_SUCCESS.
 void check_mpi(int rc, const char* call);
 

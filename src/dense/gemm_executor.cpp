@@ -125,13 +125,19 @@ void execute_plan(Context& ctx, const GemmPlan& plan, T alpha, Op opa, const Dis
   DistMatrix<T> Ap = into_plan(A, L.a, "redistribute A");
   DistMatrix<T> Bp = into_plan(B, L.b, "redistribute B");
 
-  DistMatrix<T> Cp(ctx, L.c);
+  // With pk == 1 and C already in the plan's layout, the rounds accumulate straight into C
+  // (beta applied by the first round's GEMM): no reduction, no copy.
+  const bool c_in_place = plan.pk == 1 && layout::same_storage(L.c, C.layout());
+  DistMatrix<T> Cp = c_in_place ? DistMatrix<T>() : DistMatrix<T>(ctx, L.c);
   const PlanCoords pc = plan_coords(plan, ctx.rank());
   if (pc.active) {
     Gatherer<T> ga{ctx.comm(), gather_spec_a(plan, at, ctx.rank()), Ap, plan.rounds, 100, {}, {}, {}};
     Gatherer<T> gb{ctx.comm(), gather_spec_b(plan, bt, ctx.rank()), Bp, plan.rounds, 200, {}, {}, {}};
     const std::int64_t mi = ga.spec.free_len, nj = gb.spec.free_len;
-    std::vector<T> partial(static_cast<std::size_t>(mi * nj), T(0));
+    std::vector<T> partial;
+    if (!c_in_place) partial.assign(static_cast<std::size_t>(mi * nj), T(0));
+    T* out = c_in_place ? C.data() : partial.data();
+    const std::int64_t ldo = c_in_place ? C.ld() : std::max<std::int64_t>(1, mi);
 
     ga.post(ctx.ledger(), "rounds A", 0);
     gb.post(ctx.ledger(), "rounds B", 0);
@@ -146,10 +152,11 @@ void execute_plan(Context& ctx, const GemmPlan& plan, T alpha, Op opa, const Dis
       auto& na = ga.pending[(r + 1) % 2];
       auto& nb = gb.pending[(r + 1) % 2];
       const std::int64_t lda = ga.ld(r), ldb = gb.ld(r);
-      kernels::gemm<T>(op_char(opa), op_char(opb), mi, nj, kr, alpha, a, lda, b, ldb, T(1),
-                       partial.data(), std::max<std::int64_t>(1, mi),
-                       [&] { na.test_all(); nb.test_all(); }, 256);
+      const T beta_r = (c_in_place && r == 0) ? beta : T(1);
+      kernels::gemm<T>(op_char(opa), op_char(opb), mi, nj, kr, alpha, a, lda, b, ldb, beta_r, out,
+                       ldo, [&] { na.test_all(); nb.test_all(); }, 256);
     }
+    if (c_in_place) return;
 
     PhaseScope ph(ctx.ledger(), "reduce C");
     comm::Pieces cp;
@@ -163,6 +170,7 @@ void execute_plan(Context& ctx, const GemmPlan& plan, T alpha, Op opa, const Dis
     comm::reduce_scatter(ctx.comm(), members, pc.l, cp, partial.data(), Cp.data(), 300);
   }
 
+  if (c_in_place) return;
   DistMatrix<T> R;
   if (layout::same_storage(L.c, C.layout())) {
     R = DistMatrix<T>::view(C.layout(), ctx.rank(), Cp.data(), Cp.ld());

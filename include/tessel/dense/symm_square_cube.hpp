@@ -1,0 +1,103 @@
+#pragma once
+/// @file symm_square_cube.hpp
+/// SymmSquareCube (Huang & Chow, seed 000, sec. IV): D^2 and D^3 of a symmetric n x n D on a
+/// p x p x p mesh (layout/mesh3d.hpp). D is moved to "plane 0 blocks" (p x p near-equal
+/// blocks, block (i, j) on P(i, j, 0)), squared and cubed there, and moved back.
+///
+/// Algorithms:
+///  - Baseline (seed Algorithm 4): blocking MPI_Bcast / MPI_Reduce, point-to-point returns.
+///  - Optimized (seed Algorithm 5): every collective split into N_DUP contiguous parts (column
+///    ranges of the column-major block) posted as MPI_Ibcast / MPI_Ireduce on N_DUP duplicated
+///    communicators; the grd broadcast of D is pipelined into the row broadcast, the reduction
+///    of D^2 into its row broadcast, and the reduction of D^3 into the returns to plane 0.
+///    With N_DUP = 1 it moves exactly what the baseline moves.
+/// Volume per active rank P(i, j, k) (payload rule of shared/tools/commcount, p > 1; blocks of
+/// r_i rows), identical for both algorithms: collective bytes 8 (r_i r_j + 2 r_j r_k + 2 r_i r_k);
+/// point-to-point: P(i,i,k) sends D^2_ik (8 r_i r_k) to P(i,k,0) unless i = k = 0, P(i,k,k)
+/// sends D^3_ik (8 r_i r_k) to P(i,k,0) unless k = 0; P(i,j,0) receives those. With p = 1
+/// nothing is communicated. Inactive ranks (beyond p^3) only take part in one MPI_Ibarrier
+/// (sleep-polled, every `poll`), and in the redistributions when they hold part of D.
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "tessel/comm/nonblocking.hpp"
+#include "tessel/core/context.hpp"
+#include "tessel/dense/dist_matrix.hpp"
+#include "tessel/layout/mesh3d.hpp"
+
+namespace tessel::dense {
+
+enum class SscAlgorithm { Baseline /* Algorithm 4 */, Optimized /* Algorithm 5 */ };
+
+struct SscOptions {
+  SscAlgorithm algorithm = SscAlgorithm::Optimized;
+  /// Parts per collective (duplicated communicators); 0 = auto: the largest N <= max_auto_dup
+  /// whose parts of the smallest block are at least n_t bytes (at least 1).
+  int n_dup = 0;
+  std::int64_t n_t = 64 * 1024;  ///< auto threshold message size in bytes (seed: 16 KB .. 1 MB)
+  int max_auto_dup = 4;          ///< the seed's choice of N_DUP
+  /// Mesh edge; 0 = the largest p with p^3 <= ranks and p <= n.
+  int p = 0;
+  /// D must satisfy max|D - D^T| <= symmetry_tol * max|D| (checked when check_input).
+  double symmetry_tol = 1e-12;
+  bool check_input = true;  ///< refuse non-finite or non-symmetric D (one exchange of blocks)
+  std::chrono::microseconds poll = std::chrono::milliseconds(10);  ///< inactive ranks' sleep
+};
+
+struct SscResult {
+  DistMatrix<double> d2, d3;  ///< in D's layout
+  int p = 1, n_dup = 1;
+  std::string mesh;  ///< Mesh3D::describe()
+};
+
+/// Collective. D^2 and D^3 of the symmetric matrix D (any layout), returned in D's layout.
+/// Throws on every rank: DimensionMismatch (D not square), InputError (NaN/Inf, not symmetric
+/// within symmetry_tol, bad n_dup), GridError (bad p). Ledger phases "ssc/...".
+SscResult symm_square_cube(Context& ctx, const DistMatrix<double>& D, const SscOptions& opt = {});
+
+/// The mesh, duplicated communicators and plane-0 layout of SymmSquareCube for one n, kept
+/// across calls (purification calls it every iteration).
+class SymmSquareCube {
+ public:
+  /// Collective over ctx: builds the mesh and 3 x N_DUP + N_DUP duplicated communicators.
+  /// Validates n >= 1, p and n_dup on every rank.
+  SymmSquareCube(Context& ctx, std::int64_t n, const SscOptions& opt = {});
+  ~SymmSquareCube();
+
+  /// Plane-0 block layout over ctx's ranks: block (i, j) on P(i, j, 0).
+  const layout::Layout& plane0() const { return plane0_; }
+  const layout::Mesh3D& mesh() const { return mesh_; }
+  int p() const { return mesh_.p(); }
+  int n_dup() const { return n_dup_; }
+  std::int64_t n() const { return n_; }
+  /// Pure. Rows of block i.
+  std::int64_t block(int i) const { return layout::split_begin(n_, mesh_.p(), i + 1) - layout::split_begin(n_, mesh_.p(), i); }
+
+  /// Collective over the active ranks only (mesh().global()): d, d2, d3 are this rank's
+  /// plane-0 blocks (column-major, ld = rows; ignored off plane 0). Phase "ssc/compute".
+  void run_active(const double* d, double* d2, double* d3);
+  /// Collective over ctx: active ranks run_active; then, when there are inactive ranks, all
+  /// ranks meet in one sleep-polled MPI_Ibarrier.
+  void run(const double* d, double* d2, double* d3);
+  /// Collective over ctx: the inactive ranks' side of run() (and the active ranks' closing
+  /// call): one sleep-polled Ibarrier, none when every rank is active.
+  void release();
+  /// Collective over ctx: throws InputError on every rank when the plane-0 blocks `d` have
+  /// NaN/Inf or max|D - D^T| > symmetry_tol * max|D| (P(i,j,0) swaps blocks with P(j,i,0)).
+  /// `who` and `name` prefix the message ("purify", "F").
+  void check_input(const double* d, double symmetry_tol, const std::string& who,
+                   const std::string& name) const;
+
+ private:
+  Context& ctx_;
+  std::int64_t n_ = 0;
+  SscOptions opt_;
+  int n_dup_ = 1;
+  layout::Mesh3D mesh_;
+  layout::Layout plane0_;
+  comm::DupSet row_, col_, grd_, glob_;
+};
+
+}  // namespace tessel::dense

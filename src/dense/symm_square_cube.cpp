@@ -1,0 +1,166 @@
+// SymmSquareCube: options, mesh and communicators, input checks, the move to and from plane
+// 0, and the choice of executor (ssc_alg4.cpp, ssc_alg5.cpp).
+#include "tessel/dense/symm_square_cube.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "ssc_exec.hpp"
+
+namespace tessel::dense {
+namespace {
+
+int pick_p(const Context& ctx, std::int64_t n, int p) {
+  if (p != 0) return p;  // Mesh3D validates it
+  std::int64_t q = layout::Mesh3D::largest_p(ctx.size());
+  return static_cast<int>(std::max<std::int64_t>(1, std::min(q, n)));
+}
+
+layout::Layout plane0_layout(std::int64_t n, int p, int comm_size) {
+  std::vector<int> owner(static_cast<std::size_t>(p) * p);
+  for (int i = 0; i < p; ++i)
+    for (int j = 0; j < p; ++j) owner[static_cast<std::size_t>(i) * p + j] = i * p + j;
+  return layout::Layout(layout::Partition1D::even(n, p), layout::Partition1D::even(n, p),
+                        std::move(owner), comm_size);
+}
+
+}  // namespace
+
+SymmSquareCube::SymmSquareCube(Context& ctx, std::int64_t n, const SscOptions& opt)
+    : ctx_(ctx), n_(n), opt_(opt) {
+  PhaseScope ph(ctx.ledger(), "ssc/setup");
+  int p = 1;
+  ctx.agree([&] {
+    TESSEL_CHECK(n >= 1, DimensionMismatch, "symm_square_cube: n = ", n, " (expected >= 1)");
+    TESSEL_CHECK(opt.p >= 0, GridError, "symm_square_cube: p = ", opt.p, " (expected >= 0)");
+    p = pick_p(ctx, n, opt.p);
+    TESSEL_CHECK(p <= n, GridError, "symm_square_cube: p = ", p, " exceeds n = ", n,
+                 " (every block needs at least one row)");
+    std::int64_t rmin = n / p;  // rows of the smallest block
+    TESSEL_CHECK(opt.n_dup >= 0 && opt.n_dup <= rmin, InputError, "symm_square_cube: n_dup = ",
+                 opt.n_dup, " (expected 0 for auto, or 1 .. ", rmin,
+                 ", the row count of the smallest ", rmin, " x ", rmin, " block of n = ", n,
+                 " on p = ", p, ")");
+    TESSEL_CHECK(opt.n_dup > 0 || (opt.n_t >= 1 && opt.max_auto_dup >= 1), InputError,
+                 "symm_square_cube: auto n_dup needs n_t >= 1 (got ", opt.n_t,
+                 ") and max_auto_dup >= 1 (got ", opt.max_auto_dup, ")");
+    TESSEL_CHECK(opt.symmetry_tol >= 0 && std::isfinite(opt.symmetry_tol), InputError,
+                 "symm_square_cube: symmetry_tol = ", opt.symmetry_tol, " (expected >= 0)");
+    if (opt.n_dup > 0) {
+      n_dup_ = opt.n_dup;
+    } else {  // largest N <= max_auto_dup with parts >= n_t bytes, at least 1, at most rmin
+      std::int64_t bytes = rmin * rmin * 8;
+      n_dup_ = static_cast<int>(std::clamp<std::int64_t>(bytes / opt.n_t, 1, opt.max_auto_dup));
+      n_dup_ = static_cast<int>(std::min<std::int64_t>(n_dup_, std::max<std::int64_t>(1, rmin)));
+    }
+  });
+  mesh_ = layout::Mesh3D(ctx, p);
+  plane0_ = plane0_layout(n, mesh_.p(), ctx.size());
+  if (opt.algorithm == SscAlgorithm::Baseline) n_dup_ = std::min(n_dup_, 1);
+  int nd = opt.algorithm == SscAlgorithm::Baseline ? 1 : n_dup_;
+  row_ = comm::DupSet(mesh_.row(), nd);
+  col_ = comm::DupSet(mesh_.col(), nd);
+  grd_ = comm::DupSet(mesh_.grd(), nd);
+  glob_ = comm::DupSet(mesh_.global(), nd);
+}
+
+SymmSquareCube::~SymmSquareCube() = default;
+
+void SymmSquareCube::run_active(const double* d, double* d2, double* d3) {
+  if (!mesh_.active()) return;
+  PhaseScope ph(ctx_.ledger(), "ssc/compute");
+  ssc::Exec e;
+  e.p = mesh_.p();
+  e.i = mesh_.i();
+  e.j = mesh_.j();
+  e.k = mesh_.k();
+  for (int b = 0; b < e.p; ++b) e.r.push_back(block(b));
+  e.n_dup = n_dup_;
+  e.row = &row_;
+  e.col = &col_;
+  e.grd = &grd_;
+  e.glob = &glob_;
+  if (opt_.algorithm == SscAlgorithm::Baseline) ssc::alg4(e, d, d2, d3);
+  else ssc::alg5(e, d, d2, d3);
+}
+
+void SymmSquareCube::release() {
+  if (mesh_.inactive_ranks() == 0) return;
+  PhaseScope ph(ctx_.ledger(), "ssc/release");
+  comm::sleep_barrier(ctx_.comm(), mesh_.active() ? std::chrono::microseconds(50) : opt_.poll);
+}
+
+void SymmSquareCube::run(const double* d, double* d2, double* d3) {
+  run_active(d, d2, d3);
+  release();
+}
+
+void SymmSquareCube::check_input(const double* d, double symmetry_tol, const std::string& who,
+                                 const std::string& name) const {
+  const auto& m = mesh_;
+  const Context& ctx = ctx_;
+  double amax = 0, dmax = 0;
+  bool finite = true;
+  if (m.active() && m.k() == 0) {
+    std::int64_t ri = block(m.i()), rj = block(m.j());
+    for (std::int64_t x = 0; x < ri * rj; ++x) {
+      double v = d[x];
+      if (!std::isfinite(v)) finite = false;
+      else amax = std::max(amax, std::abs(v));
+    }
+    std::vector<double> t(static_cast<std::size_t>(ri * rj));
+    const double* other = d;
+    if (m.i() != m.j()) {
+      comm::RequestSet rs;
+      int peer = m.rank_of(m.j(), m.i(), 0);
+      ctx.comm().isend(d, ri * rj, peer, 71, rs);
+      ctx.comm().irecv(t.data(), ri * rj, peer, 71, rs);
+      rs.wait_all();
+      other = t.data();
+    }
+    // other holds D_ji (rj x ri, column-major)
+    for (std::int64_t c = 0; c < rj && finite; ++c)
+      for (std::int64_t r = 0; r < ri; ++r)
+        dmax = std::max(dmax, std::abs(d[c * ri + r] - other[r * rj + c]));
+  }
+  double red[3] = {finite ? 0.0 : 1.0, amax, dmax};
+  ctx.comm().allreduce(red, 3, MPI_MAX);
+  TESSEL_CHECK(red[0] == 0, InputError, who, ": ", name, " has NaN or Inf entries");
+  TESSEL_CHECK(red[2] <= symmetry_tol * red[1], InputError, who, ": ", name,
+               " is not symmetric: max|", name, " - ", name, "^T| = ", red[2],
+               " exceeds symmetry_tol * max|", name, "| = ", symmetry_tol, " * ", red[1]);
+}
+
+SscResult symm_square_cube(Context& ctx, const DistMatrix<double>& D, const SscOptions& opt) {
+  ctx.agree([&] {
+    TESSEL_CHECK(D.rows() == D.cols(), DimensionMismatch, "symm_square_cube: D is ", D.rows(),
+                 " x ", D.cols(), " (expected square)");
+    TESSEL_CHECK(D.layout().comm_size() == ctx.size(), LayoutMismatch,
+                 "symm_square_cube: D's layout is over ", D.layout().comm_size(),
+                 " ranks but the context has ", ctx.size());
+  });
+  SymmSquareCube ssc(ctx, D.rows(), opt);
+  DistMatrix<double> d0;
+  {
+    PhaseScope ph(ctx.ledger(), "ssc/redistribute in");
+    d0 = redistribute(ctx, D, ssc.plane0());
+  }
+  if (opt.check_input) {
+    PhaseScope ph(ctx.ledger(), "ssc/validate");
+    ssc.check_input(d0.data(), opt.symmetry_tol, "symm_square_cube", "D");
+  }
+  DistMatrix<double> d2(ctx, ssc.plane0()), d3(ctx, ssc.plane0());
+  ssc.run(d0.data(), d2.data(), d3.data());
+  SscResult out;
+  {
+    PhaseScope ph(ctx.ledger(), "ssc/redistribute out");
+    out.d2 = redistribute(ctx, d2, D.layout());
+    out.d3 = redistribute(ctx, d3, D.layout());
+  }
+  out.p = ssc.p();
+  out.n_dup = ssc.n_dup();
+  out.mesh = ssc.mesh().describe();
+  return out;
+}
+
+}  // namespace tessel::dense

@@ -228,9 +228,22 @@ class Runner:
         out_json = self.raw / f"{stem}.json"
         cc_json = self.raw / f"{stem}.commcount.json"
         log = self.raw / f"{stem}.log"
+        prog = self.command(tool, case, p, out_json)
+        if self.args.reuse and out_json.is_file():  # a finished run of an earlier invocation
+            rec = {"tool": tool, "case": name, "m": case[1], "n": case[2], "k": case[3], "ranks": p,
+                   "pair": pair, "cmd": "(reused)", "log": str(log), "ok": False, "reused": True}
+            try:
+                rec["result"] = json.loads(out_json.read_text())
+                rec["ok"] = isinstance(rec["result"].get("median_s"), (int, float))
+                if rec["ok"] and self.commcount and tool != "blas" and cc_json.is_file():
+                    rec["commcount"] = commcount_summary(cc_json, rec["result"].get("repeat", self.args.repeat))
+            except (OSError, ValueError, KeyError) as e:
+                rec["error"] = f"reused {out_json}: {e}"
+            if rec["ok"]:
+                print(f"  {tool:9s} {name} np={p} pair {pair}: reused (median {rec['result']['median_s']:.4f} s)", flush=True)
+                return rec
         for f in (out_json, cc_json):
             f.unlink(missing_ok=True)
-        prog = self.command(tool, case, p, out_json)
         launch = [self.mpirun, "-np", p]
         if tool == "blas":
             launch = []  # bare single process, no MPI
@@ -477,6 +490,8 @@ def main():
                     "<build>/commcount/<mpi>/libcommcount.so)")
     ap.add_argument("--no-commcount", action="store_true", help="do not preload commcount")
     ap.add_argument("--timeout", type=float, default=3600, help="seconds per run (default 3600)")
+    ap.add_argument("--reuse", default="", help="raw folder of an earlier (interrupted) run: "
+                    "runs whose result JSON is there are read, not run again")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results"), help="results folder")
     ap.add_argument("--dry-run", action="store_true", help="print the commands only")
     a = ap.parse_args()
@@ -519,7 +534,7 @@ def main():
     date = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     out_dir = Path(a.out).resolve()
     stem = f"gemm-{host}-{date}"
-    raw = out_dir / stem
+    raw = Path(a.reuse) if a.reuse else out_dir / stem
     if not a.dry_run:
         raw.mkdir(parents=True, exist_ok=True)
     print(f"gemm_bench: {len(cases)} case(s) x ranks {ranks} x {a.pairs} pair(s) of "

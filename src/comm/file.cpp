@@ -1,6 +1,11 @@
 #include "tessel/comm/file.hpp"
 
+#include <algorithm>
 #include <climits>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <new>
 #include <utility>
 
 #include "tessel/core/context.hpp"
@@ -33,52 +38,80 @@ int checked_int(std::int64_t v, const char* what) {
   return static_cast<int>(v);
 }
 
-/// A run of positions along one axis.
-struct Axis {
-  std::vector<int> lens;
-  std::vector<MPI_Aint> disps;  // bytes
-};
-
-Axis axis(const std::vector<Run>& runs, bool use_global, std::int64_t stride) {
-  Axis a;
-  for (const auto& r : runs) {
-    if (r.len <= 0) continue;
-    a.lens.push_back(checked_int(r.len, "run length"));
-    a.disps.push_back(static_cast<MPI_Aint>((use_global ? r.begin : r.local) * stride));
-  }
-  checked_int(static_cast<std::int64_t>(a.lens.size()), "number of runs");
-  return a;
+/// Visits the pieces of share `s` in file order: `f(file, local, stride, len)` for `len`
+/// elements at consecutive file positions from element `file` (relative to the start of the
+/// matrix data), held in the local column-major buffer at element `local`, `local + stride`,
+/// ... A column-major file is traversed column by column, each column's row runs in order
+/// (local stride 1); a row-major file row by row, each row's column runs in order (local
+/// stride ld). File positions increase strictly from piece to piece.
+template <class F>
+void for_each_piece(const MatrixShare& s, F&& f) {
+  const bool cm = !s.row_major_file;
+  const auto& outer = cm ? s.col_runs : s.row_runs;
+  const auto& inner = cm ? s.row_runs : s.col_runs;
+  const std::int64_t file_outer = cm ? s.rows : s.cols;  // file elements per outer index
+  const std::int64_t local_outer = cm ? s.ld : 1;         // local elements per outer index
+  const std::int64_t local_inner = cm ? 1 : s.ld;         // local elements per inner index
+  for (const auto& o : outer)
+    for (std::int64_t k = 0; k < o.len; ++k)
+      for (const auto& r : inner)
+        if (r.len > 0)
+          f((o.begin + k) * file_outer + r.begin, (o.local + k) * local_outer + r.local * local_inner,
+            local_inner, r.len);
 }
 
-/// Element (a, b) at byte a*sa + b*sb, for a in the runs of `inner` and b in the runs of
-/// `outer`, traversed outer run by outer run, b, inner run, a. With extent > 0 the result is
-/// resized to [0, extent). Returns an uncommitted type owned by the caller.
-MPI_Datatype build_2d(const Axis& inner, std::int64_t sa, const Axis& outer, std::int64_t sb,
-                      MPI_Datatype elem, std::int64_t es, std::int64_t extent) {
-  TypeGuard base, in, in_sized, out;
-  MPI_Datatype b = elem;
-  if (sa != es) {  // elements along the inner axis are sa bytes apart
-    check_mpi(MPI_Type_create_resized(elem, 0, static_cast<MPI_Aint>(sa), &base.t),
-              "MPI_Type_create_resized");
-    b = base.t;
-  }
-  check_mpi(MPI_Type_create_hindexed(static_cast<int>(inner.lens.size()), inner.lens.data(),
-                                     inner.disps.data(), b, &in.t),
-            "MPI_Type_create_hindexed");
-  check_mpi(MPI_Type_create_resized(in.t, 0, static_cast<MPI_Aint>(sb), &in_sized.t),
-            "MPI_Type_create_resized");
-  check_mpi(MPI_Type_create_hindexed(static_cast<int>(outer.lens.size()), outer.lens.data(),
-                                     outer.disps.data(), in_sized.t, &out.t),
-            "MPI_Type_create_hindexed");
-  MPI_Datatype result = MPI_DATATYPE_NULL;
-  if (extent > 0) {
-    check_mpi(MPI_Type_create_resized(out.t, 0, static_cast<MPI_Aint>(extent), &result),
-              "MPI_Type_create_resized");
-  } else {
-    result = out.t;
-    out.t = MPI_DATATYPE_NULL;
-  }
-  return result;
+/// True when the pieces of `s`, in file order, are already one contiguous run of the local
+/// buffer from its start: the buffer can then be handed to MPI-IO as it is.
+bool local_is_file_order(const MatrixShare& s) {
+  std::int64_t next = 0;
+  bool ok = true;
+  for_each_piece(s, [&](std::int64_t, std::int64_t local, std::int64_t stride, std::int64_t len) {
+    if (local != next || (stride != 1 && len > 1)) ok = false;
+    next = local + len;
+  });
+  return ok;
+}
+
+/// Copies the elements of share `s` between the local buffer and `packed` (contiguous, in
+/// file order): to `packed` when `to_packed`, back to `local` otherwise.
+void copy_packed(const MatrixShare& s, unsigned char* local, unsigned char* packed,
+                 std::int64_t es, bool to_packed) {
+  std::size_t pos = 0;
+  const std::size_t e = static_cast<std::size_t>(es);
+  for_each_piece(s, [&](std::int64_t, std::int64_t off, std::int64_t stride, std::int64_t len) {
+    unsigned char* l = local + static_cast<std::size_t>(off) * e;
+    if (stride == 1 || len == 1) {
+      const std::size_t bytes = static_cast<std::size_t>(len) * e;
+      if (to_packed) std::memcpy(packed + pos, l, bytes);
+      else std::memcpy(l, packed + pos, bytes);
+      pos += bytes;
+      return;
+    }
+    const std::size_t step = static_cast<std::size_t>(stride) * e;
+    for (std::int64_t k = 0; k < len; ++k, l += step, pos += e) {
+      if (to_packed) std::memcpy(packed + pos, l, e);
+      else std::memcpy(l, packed + pos, e);
+    }
+  });
+}
+
+/// `n` elements of type `elem` (`es` bytes) stored contiguously, as (count, type): `n` of
+/// `elem` when `n` fits an int, else one contiguous derived type (kept alive in `holder`).
+std::pair<int, MPI_Datatype> contiguous(std::int64_t n, MPI_Datatype elem, std::int64_t es,
+                                        Datatype& holder) {
+  if (n <= INT_MAX) return {static_cast<int>(n), elem};
+  constexpr std::int64_t kChunk = std::int64_t{1} << 30;
+  const std::int64_t q = n / kChunk, r = n % kChunk;
+  TypeGuard chunk;
+  check_mpi(MPI_Type_contiguous(static_cast<int>(kChunk), elem, &chunk.t), "MPI_Type_contiguous");
+  int lens[2] = {checked_int(q, "number of chunks"), static_cast<int>(r)};
+  MPI_Aint disps[2] = {0, static_cast<MPI_Aint>(q * kChunk * es)};
+  MPI_Datatype types[2] = {chunk.t, elem};
+  MPI_Datatype t = MPI_DATATYPE_NULL;
+  check_mpi(MPI_Type_create_struct(r > 0 ? 2 : 1, lens, disps, types, &t),
+            "MPI_Type_create_struct");
+  holder = Datatype(t);
+  return {1, holder.raw()};
 }
 
 }  // namespace
@@ -123,23 +156,37 @@ std::int64_t MatrixShare::elements() const {
 }
 
 Datatype share_file_type(const MatrixShare& s, MPI_Datatype elem, std::int64_t es) {
-  const std::int64_t extent = s.rows * s.cols * es;
-  if (!s.row_major_file)  // column-major: element (i, j) at (j * rows + i) * es
-    return Datatype(build_2d(axis(s.row_runs, true, es), es, axis(s.col_runs, true, s.rows * es),
-                             s.rows * es, elem, es, extent));
-  // row-major: element (i, j) at (i * cols + j) * es; traverse rows outer, columns inner
-  return Datatype(build_2d(axis(s.col_runs, true, es), es, axis(s.row_runs, true, s.cols * es),
-                           s.cols * es, elem, es, extent));
-}
-
-Datatype share_memory_type(const MatrixShare& s, MPI_Datatype elem, std::int64_t es) {
-  const std::int64_t ld = s.ld;
-  if (!s.row_major_file)
-    return Datatype(build_2d(axis(s.row_runs, false, es), es, axis(s.col_runs, false, ld * es),
-                             ld * es, elem, es, 0));
-  // the same traversal as the row-major file type: rows outer, columns inner
-  return Datatype(build_2d(axis(s.col_runs, false, ld * es), ld * es,
-                           axis(s.row_runs, false, es), es, elem, es, 0));
+  // One level only: a flat list of (byte offset, element count) blocks of the element type.
+  // ROMIO (MPICH before 4.1) mis-flattens nested types built from resized subtypes.
+  std::vector<int> lens;
+  std::vector<MPI_Aint> disps;
+  std::int64_t end = -1;  // file element just past the last block
+  for_each_piece(s, [&](std::int64_t file, std::int64_t, std::int64_t, std::int64_t len) {
+    while (len > 0) {
+      if (file == end && lens.back() < INT_MAX) {  // continues the last block
+        const std::int64_t add = std::min<std::int64_t>(len, INT_MAX - lens.back());
+        lens.back() += static_cast<int>(add);
+        file += add;
+        len -= add;
+      } else {
+        const std::int64_t take = std::min<std::int64_t>(len, INT_MAX);
+        lens.push_back(static_cast<int>(take));
+        disps.push_back(static_cast<MPI_Aint>(file * es));
+        file += take;
+        len -= take;
+      }
+      end = file;
+    }
+  });
+  TypeGuard blocks;
+  check_mpi(MPI_Type_create_hindexed(checked_int(static_cast<std::int64_t>(lens.size()),
+                                                 "number of file blocks"),
+                                     lens.data(), disps.data(), elem, &blocks.t),
+            "MPI_Type_create_hindexed");
+  MPI_Datatype t = MPI_DATATYPE_NULL;
+  check_mpi(MPI_Type_create_resized(blocks.t, 0, static_cast<MPI_Aint>(s.rows * s.cols * es), &t),
+            "MPI_Type_create_resized");
+  return Datatype(t);
 }
 
 // ---------------------------------------------------------------- File
@@ -175,6 +222,10 @@ File File::create_write(const Comm& c, const std::string& path) {
   File f(c, path, MPI_MODE_CREATE | MPI_MODE_RDWR, "writing");
   f.set_size(0);
   return f;
+}
+
+File File::create_new(const Comm& c, const std::string& path) {
+  return File(c, path, MPI_MODE_CREATE | MPI_MODE_EXCL | MPI_MODE_RDWR, "writing");
 }
 
 File::File(File&& o) noexcept
@@ -257,38 +308,61 @@ void File::write_at(std::int64_t offset, const void* buf, std::int64_t bytes) co
 
 void File::share_io(std::int64_t offset, const MatrixShare& s, void* local, MPI_Datatype elem,
                     std::int64_t elem_size, bool write) {
+  // Open and closed together on every rank (both agreed), so this holds on all or none.
+  TESSEL_CHECK(fh_ != MPI_FILE_NULL, Error, "file ", path_, " is not open");
   const Comm c(comm_, ledger_);
   const std::int64_t n = s.elements();
-  Datatype ftype, mtype;
-  // Step 1: the types (a rank that threw here would skip the collectives below, so agree
-  // first). A rank with nothing to move keeps a plain view and moves 0 items (a zero-size
-  // file type trips some MPI-IO implementations).
-  agree_on(c, [&] {
-    TESSEL_CHECK(fh_ != MPI_FILE_NULL, Error, "file ", path_, " is not open");
+  // One agreement, at the end: a rank that fails on the way still makes every collective
+  // call (with a plain view and 0 items), so no rank waits on a peer that left, and the
+  // failure is reported on every rank afterwards. (Each agreement is a blocking allreduce,
+  // which MPICH busy-polls; with ranks oversubscribed each one costs tens of ms.)
+  std::exception_ptr failed;
+  Datatype ftype, mtype_holder;
+  // The memory side is always contiguous, in file order: the local buffer itself when it
+  // already is (e.g. whole columns with no padding), else a packed copy. MPI-IO then never
+  // walks a noncontiguous memory type (which ROMIO in MPICH before 4.1 gets wrong).
+  std::unique_ptr<unsigned char[]> packed;
+  void* buf = local;
+  std::pair<int, MPI_Datatype> mem{0, elem};
+  // Step 1: the types and the packed copy. A rank with nothing to move keeps a plain view
+  // and moves 0 items (a zero-size file type trips some MPI-IO implementations).
+  try {
     if (n > 0) {
       ftype = share_file_type(s, elem, elem_size);
-      mtype = share_memory_type(s, elem, elem_size);
+      mem = contiguous(n, elem, elem_size, mtype_holder);
+      if (!local_is_file_order(s)) {
+        const std::int64_t bytes = n * elem_size;
+        packed.reset(new (std::nothrow) unsigned char[static_cast<std::size_t>(bytes)]);
+        TESSEL_CHECK(packed, Error, "cannot allocate ", bytes, " bytes to stage ", n,
+                     " elements for ", path_);
+        if (write)
+          copy_packed(s, static_cast<unsigned char*>(local), packed.get(), elem_size, true);
+        buf = packed.get();
+      }
     }
-  });
+  } catch (const Error&) {
+    failed = std::current_exception();
+    mem = {0, elem};
+    buf = local;
+  }
   // Step 2: the view (collective on every rank; MPI-IO may communicate here).
+  const bool typed = !failed && n > 0;
   int rc_set = MPI_File_set_view(fh_, static_cast<MPI_Offset>(offset), elem,
-                                 n > 0 ? ftype.raw() : elem, "native", MPI_INFO_NULL);
-  agree_on(c, [&] {
-    if (rc_set != MPI_SUCCESS)
-      throw InputError(detail::concat("cannot set the file view of ", path_, ": ",
-                                      mpi_error_string(rc_set)));
-  });
+                                 typed ? ftype.raw() : elem, "native", MPI_INFO_NULL);
+  if (rc_set != MPI_SUCCESS) mem = {0, elem};  // take part in the transfer, move nothing
   // Step 3: the collective transfer.
   MPI_Status st;
-  const int count = n > 0 ? 1 : 0;
-  const MPI_Datatype mt = n > 0 ? mtype.raw() : elem;
-  int rc = write ? MPI_File_write_all(fh_, local, count, mt, &st)
-                 : MPI_File_read_all(fh_, local, count, mt, &st);
+  int rc = write ? MPI_File_write_all(fh_, buf, mem.first, mem.second, &st)
+                 : MPI_File_read_all(fh_, buf, mem.first, mem.second, &st);
   MPI_Count done = 0;
-  if (rc == MPI_SUCCESS) MPI_Get_elements_x(&st, mt, &done);
+  if (rc == MPI_SUCCESS) MPI_Get_elements_x(&st, mem.second, &done);
   // Step 4: back to the default byte view, so read_at/write_at take byte offsets again.
   int rc_view = MPI_File_set_view(fh_, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL);
   agree_on(c, [&] {
+    if (failed) std::rethrow_exception(failed);
+    if (rc_set != MPI_SUCCESS)
+      throw InputError(detail::concat("cannot set the file view of ", path_, ": ",
+                                      mpi_error_string(rc_set)));
     if (rc != MPI_SUCCESS)
       throw InputError(detail::concat("cannot ", write ? "write " : "read ", path_, ": ",
                                       mpi_error_string(rc)));
@@ -299,6 +373,8 @@ void File::share_io(std::int64_t offset, const MatrixShare& s, void* local, MPI_
     if (rc_view != MPI_SUCCESS)
       throw InputError(detail::concat("cannot reset the file view of ", path_, ": ",
                                       mpi_error_string(rc_view)));
+    if (!write && packed)
+      copy_packed(s, static_cast<unsigned char*>(local), packed.get(), elem_size, false);
   });
 }
 

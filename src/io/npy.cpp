@@ -3,10 +3,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <limits>
 #include <random>
 #include <sstream>
@@ -220,11 +222,22 @@ RawHeader fetch_header(const Context& ctx, const std::string& path) {
     if (std::fread(raw.bytes.data(), 1, raw.bytes.size(), f) != raw.bytes.size())
       throw InputError(concat("cannot read ", path, ": short read of the header"));
   });
-  std::int64_t sizes[2] = {raw.file_size, static_cast<std::int64_t>(raw.bytes.size())};
-  ctx.comm().bcast(sizes, 2, 0);
-  raw.file_size = sizes[0];
-  raw.bytes.resize(static_cast<std::size_t>(sizes[1]));
-  ctx.comm().bcast(raw.bytes.data(), static_cast<int>(sizes[1]), 0);
+  // One broadcast for the usual header (NumPy's are 128 bytes): the two sizes and up to
+  // kInline header bytes; a second one only for the rest of a longer header.
+  constexpr std::size_t kInline = 4096;
+  std::vector<char> msg(2 * sizeof(std::int64_t) + kInline);
+  const std::int64_t sizes[2] = {raw.file_size, static_cast<std::int64_t>(raw.bytes.size())};
+  std::memcpy(msg.data(), sizes, sizeof sizes);
+  std::memcpy(msg.data() + sizeof sizes, raw.bytes.data(), std::min(raw.bytes.size(), kInline));
+  ctx.comm().bcast(msg.data(), static_cast<int>(msg.size()), 0);
+  std::int64_t got[2];
+  std::memcpy(got, msg.data(), sizeof got);
+  raw.file_size = got[0];
+  const std::size_t len = static_cast<std::size_t>(got[1]);
+  raw.bytes.resize(len);
+  std::memcpy(raw.bytes.data(), msg.data() + sizeof got, std::min(len, kInline));
+  if (len > kInline)
+    ctx.comm().bcast(raw.bytes.data() + kInline, static_cast<int>(len - kInline), 0);
   return raw;
 }
 
@@ -435,33 +448,39 @@ void write_npy(const Context& ctx, const std::string& path, const dense::DistMat
                  ctx.size());
     TESSEL_CHECK(!path.empty(), InputError, "write_npy: empty output path");
   });
-  // One temporary name for all ranks, chosen on rank 0.
-  std::string tmp;
+  // One temporary name for all ranks, from rank 0's pid and a random number.
+  std::int64_t token[2] = {0, 0};
   if (ctx.rank() == 0) {
     std::random_device rd;
-    char suffix[32];
-    std::snprintf(suffix, sizeof suffix, "%ld.%08x", static_cast<long>(::getpid()),
-                  static_cast<unsigned>(rd()));
-    tmp = path + ".tmp." + suffix;
+    token[0] = static_cast<std::int64_t>(::getpid());
+    token[1] = static_cast<std::int64_t>(rd());
   }
-  int tmp_len = static_cast<int>(tmp.size());
-  ctx.comm().bcast(&tmp_len, 1, 0);
-  tmp.resize(static_cast<std::size_t>(tmp_len));
-  ctx.comm().bcast(tmp.data(), tmp_len, 0);
+  ctx.comm().bcast(token, 2, 0);
+  char suffix[48];
+  std::snprintf(suffix, sizeof suffix, "%lld.%08x", static_cast<long long>(token[0]),
+                static_cast<unsigned>(token[1]));
+  const std::string tmp = path + ".tmp." + suffix;
 
   const std::string header = make_npy_header(npy_descr<T>(), true, x.rows(), x.cols());
   const comm::MatrixShare share = share_of(lay, ctx.rank(), x.ld(), false);
-  // Every step below agrees across ranks, so all ranks leave the try block together (and
-  // close the file together, collectively, in its destructor).
+  // Every collective step below agrees across ranks, so all ranks leave the try block
+  // together (and close the file together, collectively, in its destructor). The header,
+  // written by rank 0 alone, is agreed on with the rename: a failed header write keeps
+  // rank 0 in step, and the rename is refused on every rank.
   try {
-    comm::File f = comm::File::create_write(ctx.comm(), tmp);
-    ctx.agree([&] {
-      if (ctx.rank() == 0)
+    comm::File f = comm::File::create_new(ctx.comm(), tmp);
+    std::exception_ptr header_failed;
+    if (ctx.rank() == 0) {
+      try {
         f.write_at(0, header.data(), static_cast<std::int64_t>(header.size()));
-    });
+      } catch (const Error&) {
+        header_failed = std::current_exception();
+      }
+    }
     f.write_all(static_cast<std::int64_t>(header.size()), share, x.data());
     f.close();
     ctx.agree([&] {
+      if (header_failed) std::rethrow_exception(header_failed);
       if (ctx.rank() == 0 && std::rename(tmp.c_str(), path.c_str()) != 0)
         throw InputError(concat("cannot rename ", tmp, " to ", path, ": ", std::strerror(errno)));
     });

@@ -375,6 +375,40 @@ TEST(Npy, ReadsNumpyFilesAndNumpyReadsOurs) {
   EXPECT_EQ(bcast_int(ctx, rc), 0) << "numpy could not read tessel's files";
 }
 
+// C-order (fortran_order False) files without NumPy: each rank's elements are strided in
+// its local buffer (regression: MPICH's ROMIO before 4.1 mangled such memory types).
+template <class T>
+void reads_c_order(const Context& ctx, const TempDir& dir, unsigned seed0) {
+  std::mt19937 rng(seed0);
+  for (int trial = 0; trial < 4; ++trial) {
+    const unsigned seed = seed0 + static_cast<unsigned>(trial);
+    std::int64_t m = 1 + rng() % 17, n = 1 + rng() % 13;
+    if (trial == 1) m = 1;
+    if (trial == 2) n = 1;
+    const std::string path = dir / ("c_" + std::to_string(trial) + ".npy");
+    if (ctx.rank() == 0) {
+      std::string data;
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t j = 0; j < n; ++j) {
+          const T v = value_at<T>(i, j, seed);
+          data.append(reinterpret_cast<const char*>(&v), sizeof v);
+        }
+      write_bytes(path, io::make_npy_header(io::npy_descr<T>(), false, m, n) + data);
+    }
+    ctx.comm().barrier();
+    auto l = random_layout(rng, m, n, ctx.size(), trial + 2);
+    auto x = io::read_npy<T>(ctx, path, [&](std::int64_t, std::int64_t) { return l; });
+    EXPECT_EQ(count_bad(x, seed), 0) << "trial " << trial << " " << l.describe();
+  }
+}
+
+TEST(Npy, ReadsCOrderFilesIntoRandomLayouts) {
+  Context ctx(MPI_COMM_WORLD);
+  TempDir dir(ctx);
+  reads_c_order<double>(ctx, dir, 3000);
+  reads_c_order<cplx>(ctx, dir, 4000);
+}
+
 TEST(Npy, ErrorsAreCollective) {
   Context ctx(MPI_COMM_WORLD);
   TempDir dir(ctx);

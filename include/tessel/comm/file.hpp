@@ -56,12 +56,11 @@ struct MatrixShare {
 };
 
 /// The file type of `s`: the elements of the share at their places in the file (offsets
-/// relative to the start of the matrix data, monotonically non-decreasing as MPI-IO needs),
-/// with elements of type `elem` (`elem_size` bytes). Extent: the whole matrix.
+/// relative to the start of the matrix data), in file order, as one flat hindexed list of
+/// contiguous blocks of `elem` (`elem_size` bytes; displacements increasing, as MPI-IO
+/// needs). Extent: the whole matrix. Flat on purpose: ROMIO before MPICH 4.1 mis-flattens
+/// nested types built on resized subtypes.
 Datatype share_file_type(const MatrixShare& s, MPI_Datatype elem, std::int64_t elem_size);
-/// The memory type of `s`: the same elements, in the same order as share_file_type, at their
-/// places in the local column-major buffer (leading dimension s.ld).
-Datatype share_memory_type(const MatrixShare& s, MPI_Datatype elem, std::int64_t elem_size);
 
 /// An open MPI file (closed on destruction), collective over the communicator it was opened
 /// on. Move-only. Every collective member agrees on failure: when it fails on any rank it
@@ -73,6 +72,9 @@ class File {
   static File open_read(const Comm& c, const std::string& path);
   /// Collective over `c`: creates (or opens and truncates to zero) a file for writing.
   static File create_write(const Comm& c, const std::string& path);
+  /// Collective over `c`: creates a new file for writing; fails (on every rank) if `path`
+  /// exists. One collective step fewer than create_write: nothing to truncate.
+  static File create_new(const Comm& c, const std::string& path);
   File(File&& o) noexcept;
   File& operator=(File&& o) noexcept;
   File(const File&) = delete;
@@ -96,7 +98,10 @@ class File {
   void write_at(std::int64_t offset, const void* buf, std::int64_t bytes) const;
 
   /// Collective: reads this rank's share `s` of the matrix whose data starts at byte
-  /// `offset` into the local buffer `local` (column-major, leading dimension s.ld).
+  /// `offset` into the local buffer `local` (column-major, leading dimension s.ld). The
+  /// memory side of the transfer is always contiguous: unless the share already lies in
+  /// file order at the start of `local`, it goes through a packed copy (n elements) that is
+  /// scattered into / gathered from `local` here, never by MPI-IO.
   template <class T>
   void read_all(std::int64_t offset, const MatrixShare& s, T* local) {
     share_io(offset, s, local, mpi_type<T>(), sizeof(T), /*write=*/false);

@@ -8,9 +8,10 @@
 ///
 /// Supported: dtypes '<f8' (double) and '<c16' (std::complex<double>), 2-D arrays (1-D arrays
 /// of length n read as n x 1), fortran_order True (column-major) and False (C order, read
-/// as the transpose in column-major terms and put in place by the file view), format
-/// versions 1.0, 2.0 and 3.0. Files are written as version 1.0 (2.0 when the header does not
-/// fit), fortran_order True, with the header bytes NumPy itself writes.
+/// as the transpose in column-major terms: the file view selects each rank's elements, which
+/// are then put in place in local memory), format versions 1.0, 2.0 and 3.0. Files are
+/// written as version 1.0 (2.0 when the header does not fit), fortran_order True, with the
+/// header bytes NumPy itself writes.
 #include <complex>
 #include <cstdint>
 #include <functional>

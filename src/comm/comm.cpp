@@ -122,7 +122,7 @@ void Comm::isend_bytes(const void* buf, std::int64_t count, MPI_Datatype t, std:
                        int dest, int tag, RequestSet& rs) const {
   int c = checked_count(count, "isend");
   check_mpi(MPI_Isend(buf, c, t, dest, tag, comm_, rs.add()), "MPI_Isend");
-  if (auto* k = counts()) {
+  if (auto* k = counts(); k && dest != MPI_PROC_NULL) {
     k->p2p_sent_bytes += count * static_cast<std::int64_t>(sz);
     k->p2p_sent_msgs += 1;
   }
@@ -132,7 +132,7 @@ void Comm::irecv_bytes(void* buf, std::int64_t count, MPI_Datatype t, std::size_
                        int tag, RequestSet& rs) const {
   int c = checked_count(count, "irecv");
   check_mpi(MPI_Irecv(buf, c, t, src, tag, comm_, rs.add()), "MPI_Irecv");
-  if (auto* k = counts()) {
+  if (auto* k = counts(); k && src != MPI_PROC_NULL) {
     k->p2p_recv_bytes += count * static_cast<std::int64_t>(sz);
     k->p2p_recv_msgs += 1;
   }

@@ -185,9 +185,26 @@ int run_gemm_typed(const GemmArgs& g) {
   const std::int64_t m = dm.value, n = dn.value, k = dk.value;
   const std::int64_t ar = opa == Op::N ? m : k, ac = opa == Op::N ? k : m;
   const std::int64_t br = opb == Op::N ? k : n, bcn = opb == Op::N ? n : k;
-  if (!A) { A.emplace(ctx, bc(ar, ac)); fill_random(*A, g.seed, 1); }
-  if (!B) { B.emplace(ctx, bc(br, bcn)); fill_random(*B, g.seed, 2); }
-  if (!C) { C.emplace(ctx, bc(m, n)); if (g.beta != 0.0) fill_random(*C, g.seed, 3); }
+  TESSEL_CHECK(g.layout == "block-cyclic" || g.layout == "plan", InputError, "--layout '", g.layout,
+               "': expected block-cyclic or plan");
+  TESSEL_CHECK(g.entry == "library" || g.entry == "pdgemm", InputError, "--entry '", g.entry,
+               "': expected library or pdgemm");
+  TESSEL_CHECK(!(g.entry == "pdgemm" && g.layout == "plan"), InputError,
+               "--entry pdgemm takes ScaLAPACK descriptors: it needs --layout block-cyclic");
+  const dense::GemmPlan plan = [&] {
+    try {
+      return dense::plan_multiply(m, n, k, p, opt);
+    } catch (const GridError& e) {  // same on every rank: the plan is a pure function
+      if (g.memory_mib <= 0) throw;
+      throw GridError(detail::concat("--memory ", g.memory_mib, " (MiB per rank): ", e.what()));
+    }
+  }();
+  // Generated inputs are made directly in the layout they start in (values do not depend on it).
+  const auto L = dense::make_plan_layouts(plan, opa != Op::N, opb != Op::N, p);
+  const bool in_plan = g.layout == "plan";
+  if (!A) { A.emplace(ctx, in_plan ? L.a : bc(ar, ac)); fill_random(*A, g.seed, 1); }
+  if (!B) { B.emplace(ctx, in_plan ? L.b : bc(br, bcn)); fill_random(*B, g.seed, 2); }
+  if (!C) { C.emplace(ctx, in_plan ? L.c : bc(m, n)); if (g.beta != 0.0) fill_random(*C, g.seed, 3); }
   // Only a file can disagree here (generated matrices get the shapes asked for).
   auto where = [&](const char* what) {
     return fmt::format("(m = {} from {}, n = {} from {}, k = {} from {}; {})", m, dm.from, n, dn.from,
@@ -200,21 +217,14 @@ int run_gemm_typed(const GemmArgs& g) {
   TESSEL_CHECK(C->rows() == m && C->cols() == n, DimensionMismatch, fc, " is ", C->rows(), " x ",
                C->cols(), ", expected ", m, " x ", n, " ", where("C is m x n"));
 
-  const dense::GemmPlan plan = [&] {
-    try {
-      return dense::plan_multiply(m, n, k, p, opt);
-    } catch (const GridError& e) {  // same on every rank: the plan is a pure function
-      if (g.memory_mib <= 0) throw;
-      throw GridError(detail::concat("--memory ", g.memory_mib, " (MiB per rank): ", e.what()));
-    }
-  }();
   const bool root = ctx.rank() == 0;
   // Predicted words per rank: redistribution + plan, against 2D SUMMA on the input layouts.
   const auto pw = dense::predict_words(p, plan, opa, opb, A->layout(), B->layout(), C->layout());
   if (root) {
     std::cout << fmt::format("tessel gemm: C({} x {}) = {} op_{}(A) op_{}(B) + {} C, {} ranks, {}\n", m, n,
                              g.alpha, g.transa, g.transb, g.beta, p, g.dtype)
-              << fmt::format("inputs: block-cyclic {} x {} blocks on a {} x {} grid\n", g.nb, g.nb, pr, pc)
+              << (in_plan ? std::string("inputs: in the plan's own layouts (--layout plan)\n")
+                          : fmt::format("inputs: block-cyclic {} x {} blocks on a {} x {} grid\n", g.nb, g.nb, pr, pc))
               << "plan (" << dense::to_string(opt.algorithm == dense::Algorithm::Auto ? dense::Algorithm::Optimal : opt.algorithm)
               << "):\n" << plan.to_string()
               << fmt::format("  redistribution to/from the plan layouts: {} words per rank (max); plan + redistribution {} words\n",
@@ -224,18 +234,13 @@ int run_gemm_typed(const GemmArgs& g) {
   }
   if (g.explain) return 0;
 
-  TESSEL_CHECK(g.layout == "block-cyclic" || g.layout == "plan", InputError, "--layout '", g.layout,
-               "': expected block-cyclic or plan");
-  TESSEL_CHECK(g.entry == "library" || g.entry == "pdgemm", InputError, "--entry '", g.entry,
-               "': expected library or pdgemm");
-  TESSEL_CHECK(!(g.entry == "pdgemm" && g.layout == "plan"), InputError,
-               "--entry pdgemm takes ScaLAPACK descriptors: it needs --layout block-cyclic");
-  if (g.layout == "plan") {  // start from the plan's own layouts (untimed): no redistribution
-    const auto L = dense::make_plan_layouts(plan, opa != Op::N, opb != Op::N, p);
-    *A = dense::redistribute(ctx, *A, L.a);
-    *B = dense::redistribute(ctx, *B, L.b);
-    *C = dense::redistribute(ctx, *C, L.c);
-    if (root) std::cout << "inputs moved (untimed) into the plan's layouts (--layout plan)\n";
+  if (in_plan) {  // files were read block-cyclic: move them (untimed) into the plan's layouts
+    auto to_plan = [&](DistMatrix<T>& x, const layout::Layout& l) {
+      if (!layout::same_storage(x.layout(), l)) x = dense::redistribute(ctx, x, l);
+    };
+    to_plan(*A, L.a);
+    to_plan(*B, L.b);
+    to_plan(*C, L.c);
   }
   // --entry pdgemm: the same multiply through the ScaLAPACK-compatible entry point, on a BLACS
   // grid matching the block-cyclic layout.

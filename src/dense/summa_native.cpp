@@ -1,6 +1,7 @@
 // 2D SUMMA on the caller's block-cyclic layouts. Reads as: scale C by beta -> for each k
-// segment: broadcast the A panel along process rows and the B panel along process columns
-// (point-to-point, posted one segment ahead) -> local GEMM.
+// segment: pass the A panel around the process row and the B panel around the process column
+// in a ring that starts at the owner (as BLACS's default broadcast; each link carries one copy,
+// and neighbours are often on the same node), receives posted one segment ahead -> local GEMM.
 #include "summa_native.hpp"
 
 #include <algorithm>
@@ -108,8 +109,9 @@ void summa_native(Context& ctx, T alpha, const DistMatrix<T>& A, const DistMatri
     const Segment& sg = segs[s];
     const int x = static_cast<int>(s % 2);
     Panel<T>& P = buf[x];
+    P.pending.wait_all();  // the forwards of segment s - 2 out of this buffer
     {
-      PhaseScope ph(ctx.ledger(), "summa A");  // owner column sends along the process row
+      PhaseScope ph(ctx.ledger(), "summa A");  // owner column starts the ring along the process row
       if (sg.a_group == myc) {
         pa[x] = A.data() + sg.a_local * A.ld();
         lda[x] = A.ld();
@@ -121,18 +123,17 @@ void summa_native(Context& ctx, T alpha, const DistMatrix<T>& A, const DistMatri
             pa[x] = P.a.data();
             lda[x] = mr;
           }
-          for (int q = 0; q < pc; ++q)
-            if (q != myc) ctx.comm().isend(pa[x], mr * sg.len, lc.owner(myr, q), 11, P.pending);
+          ctx.comm().isend(pa[x], mr * sg.len, lc.owner(myr, (myc + 1) % pc), 11, P.pending);
         }
       } else {
         P.a.resize(static_cast<std::size_t>(mr * sg.len));
         pa[x] = P.a.data();
         lda[x] = std::max<std::int64_t>(1, mr);
-        if (mr * sg.len > 0) ctx.comm().irecv(P.a.data(), mr * sg.len, lc.owner(myr, sg.a_group), 11, P.pending);
+        if (mr * sg.len > 0) ctx.comm().irecv(P.a.data(), mr * sg.len, lc.owner(myr, (myc + pc - 1) % pc), 11, P.pending);
       }
     }
     {
-      PhaseScope ph(ctx.ledger(), "summa B");  // owner row sends along the process column
+      PhaseScope ph(ctx.ledger(), "summa B");  // owner row starts the ring along the process column
       if (sg.b_group == myr) {
         pb[x] = B.data() + sg.b_local;
         ldb[x] = B.ld();
@@ -140,15 +141,29 @@ void summa_native(Context& ctx, T alpha, const DistMatrix<T>& A, const DistMatri
           P.b.resize(static_cast<std::size_t>(sg.len * nc));
           for (std::int64_t j = 0; j < nc; ++j)
             std::copy_n(B.data() + j * B.ld() + sg.b_local, sg.len, P.b.data() + j * sg.len);
-          for (int r = 0; r < pr; ++r)
-            if (r != myr) ctx.comm().isend(P.b.data(), sg.len * nc, lc.owner(r, myc), 12, P.pending);
+          ctx.comm().isend(P.b.data(), sg.len * nc, lc.owner((myr + 1) % pr, myc), 12, P.pending);
         }
       } else {
         P.b.resize(static_cast<std::size_t>(sg.len * nc));
         pb[x] = P.b.data();
         ldb[x] = std::max<std::int64_t>(1, sg.len);
-        if (sg.len * nc > 0) ctx.comm().irecv(P.b.data(), sg.len * nc, lc.owner(sg.b_group, myc), 12, P.pending);
+        if (sg.len * nc > 0) ctx.comm().irecv(P.b.data(), sg.len * nc, lc.owner((myr + pr - 1) % pr, myc), 12, P.pending);
       }
+    }
+  };
+
+  // A received panel goes on to the next rank of the ring unless that rank started it.
+  auto forward = [&](std::size_t s) {
+    const Segment& sg = segs[s];
+    Panel<T>& P = buf[s % 2];
+    const int next_c = (myc + 1) % pc, next_r = (myr + 1) % pr;
+    if (sg.a_group != myc && next_c != sg.a_group && mr * sg.len > 0) {
+      PhaseScope ph(ctx.ledger(), "summa A");
+      ctx.comm().isend(P.a.data(), mr * sg.len, lc.owner(myr, next_c), 11, P.pending);
+    }
+    if (sg.b_group != myr && next_r != sg.b_group && sg.len * nc > 0) {
+      PhaseScope ph(ctx.ledger(), "summa B");
+      ctx.comm().isend(P.b.data(), sg.len * nc, lc.owner(next_r, myc), 12, P.pending);
     }
   };
 
@@ -156,6 +171,7 @@ void summa_native(Context& ctx, T alpha, const DistMatrix<T>& A, const DistMatri
   for (std::size_t s = 0; s < segs.size(); ++s) {
     const int x = static_cast<int>(s % 2);
     buf[x].pending.wait_all();
+    forward(s);  // before post(s + 1): every rank sends to its neighbour in segment order
     if (s + 1 < segs.size()) post(s + 1);
     auto& next = buf[(s + 1) % 2].pending;
     kernels::gemm<T>('N', 'N', mr, nc, segs[s].len, alpha, pa[x], lda[x], pb[x], ldb[x], T(1),

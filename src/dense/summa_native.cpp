@@ -64,7 +64,8 @@ namespace {
 template <class T>
 struct Panel {
   std::vector<T> a, b;
-  comm::RequestSet pending;
+  comm::RequestSet recv_a, recv_b, sends;
+  bool fwd_a = false, fwd_b = false;  // passed on to the next rank of the ring (or nothing to pass)
 };
 
 }  // namespace
@@ -109,7 +110,8 @@ void summa_native(Context& ctx, T alpha, const DistMatrix<T>& A, const DistMatri
     const Segment& sg = segs[s];
     const int x = static_cast<int>(s % 2);
     Panel<T>& P = buf[x];
-    P.pending.wait_all();  // the forwards of segment s - 2 out of this buffer
+    P.sends.wait_all();  // the sends of segment s - 2 out of this buffer
+    P.fwd_a = P.fwd_b = false;
     {
       PhaseScope ph(ctx.ledger(), "summa A");  // owner column starts the ring along the process row
       if (sg.a_group == myc) {
@@ -123,13 +125,13 @@ void summa_native(Context& ctx, T alpha, const DistMatrix<T>& A, const DistMatri
             pa[x] = P.a.data();
             lda[x] = mr;
           }
-          ctx.comm().isend(pa[x], mr * sg.len, lc.owner(myr, (myc + 1) % pc), 11, P.pending);
+          ctx.comm().isend(pa[x], mr * sg.len, lc.owner(myr, (myc + 1) % pc), 11, P.sends);
         }
       } else {
         P.a.resize(static_cast<std::size_t>(mr * sg.len));
         pa[x] = P.a.data();
         lda[x] = std::max<std::int64_t>(1, mr);
-        if (mr * sg.len > 0) ctx.comm().irecv(P.a.data(), mr * sg.len, lc.owner(myr, (myc + pc - 1) % pc), 11, P.pending);
+        if (mr * sg.len > 0) ctx.comm().irecv(P.a.data(), mr * sg.len, lc.owner(myr, (myc + pc - 1) % pc), 11, P.recv_a);
       }
     }
     {
@@ -141,42 +143,62 @@ void summa_native(Context& ctx, T alpha, const DistMatrix<T>& A, const DistMatri
           P.b.resize(static_cast<std::size_t>(sg.len * nc));
           for (std::int64_t j = 0; j < nc; ++j)
             std::copy_n(B.data() + j * B.ld() + sg.b_local, sg.len, P.b.data() + j * sg.len);
-          ctx.comm().isend(P.b.data(), sg.len * nc, lc.owner((myr + 1) % pr, myc), 12, P.pending);
+          ctx.comm().isend(P.b.data(), sg.len * nc, lc.owner((myr + 1) % pr, myc), 12, P.sends);
         }
       } else {
         P.b.resize(static_cast<std::size_t>(sg.len * nc));
         pb[x] = P.b.data();
         ldb[x] = std::max<std::int64_t>(1, sg.len);
-        if (sg.len * nc > 0) ctx.comm().irecv(P.b.data(), sg.len * nc, lc.owner((myr + pr - 1) % pr, myc), 12, P.pending);
+        if (sg.len * nc > 0) ctx.comm().irecv(P.b.data(), sg.len * nc, lc.owner((myr + pr - 1) % pr, myc), 12, P.recv_b);
       }
     }
   };
 
-  // A received panel goes on to the next rank of the ring unless that rank started it.
-  auto forward = [&](std::size_t s) {
-    const Segment& sg = segs[s];
+  // A received panel goes on to the next rank of the ring (unless that rank started it) as soon
+  // as it has arrived: checked between GEMM chunks, and at the latest when the segment is used.
+  // Every rank thus sends to its neighbour in segment order.
+  auto forward_a = [&](std::size_t s) {
     Panel<T>& P = buf[s % 2];
-    const int next_c = (myc + 1) % pc, next_r = (myr + 1) % pr;
+    if (P.fwd_a || !P.recv_a.test_all()) return;
+    P.fwd_a = true;
+    const Segment& sg = segs[s];
+    const int next_c = (myc + 1) % pc;
     if (sg.a_group != myc && next_c != sg.a_group && mr * sg.len > 0) {
       PhaseScope ph(ctx.ledger(), "summa A");
-      ctx.comm().isend(P.a.data(), mr * sg.len, lc.owner(myr, next_c), 11, P.pending);
+      ctx.comm().isend(P.a.data(), mr * sg.len, lc.owner(myr, next_c), 11, P.sends);
     }
+  };
+  auto forward_b = [&](std::size_t s) {
+    Panel<T>& P = buf[s % 2];
+    if (P.fwd_b || !P.recv_b.test_all()) return;
+    P.fwd_b = true;
+    const Segment& sg = segs[s];
+    const int next_r = (myr + 1) % pr;
     if (sg.b_group != myr && next_r != sg.b_group && sg.len * nc > 0) {
       PhaseScope ph(ctx.ledger(), "summa B");
-      ctx.comm().isend(P.b.data(), sg.len * nc, lc.owner(next_r, myc), 12, P.pending);
+      ctx.comm().isend(P.b.data(), sg.len * nc, lc.owner(next_r, myc), 12, P.sends);
     }
   };
 
   if (!segs.empty()) post(0);
   for (std::size_t s = 0; s < segs.size(); ++s) {
     const int x = static_cast<int>(s % 2);
-    buf[x].pending.wait_all();
-    forward(s);  // before post(s + 1): every rank sends to its neighbour in segment order
-    if (s + 1 < segs.size()) post(s + 1);
-    auto& next = buf[(s + 1) % 2].pending;
+    buf[x].recv_a.wait_all();
+    buf[x].recv_b.wait_all();
+    forward_a(s);  // before post(s + 1), so sends stay in segment order
+    forward_b(s);
+    const bool more = s + 1 < segs.size();
+    if (more) post(s + 1);
+    Panel<T>& N = buf[(s + 1) % 2];
     kernels::gemm<T>('N', 'N', mr, nc, segs[s].len, alpha, pa[x], lda[x], pb[x], ldb[x], T(1),
-                     C.data(), C.ld(), [&] { next.test_all(); }, 256);
+                     C.data(), C.ld(),
+                     [&] {
+                       if (more) { forward_a(s + 1); forward_b(s + 1); }
+                       N.sends.test_all();
+                     },
+                     256);
   }
+  for (auto& P : buf) P.sends.wait_all();
 }
 
 template void summa_native<double>(Context&, double, const DistMatrix<double>&,

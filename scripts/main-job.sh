@@ -20,4 +20,4 @@ bash "$ROOT/scripts/setup.sh" >&2
 # shellcheck source=mpi-env.sh
 source "$ROOT/scripts/mpi-env.sh"
 exec mpirun.openmpi -np "$RANKS" "$ROOT/build/apps/tessel/tessel" gemm \
-  --m 2048 --n 2048 --k 2048 --algorithm optimal --verify "${EXTRA[@]}" </dev/null
+  --m 2048 --n 2048 --k 2048 --verify "${EXTRA[@]}" </dev/null

@@ -340,7 +340,7 @@ int run_gemm_typed(const GemmArgs& g) {
               << fmt::format("time: median {:.4f} s over {} runs (min {:.4f} s), {:.2f} GFLOP/s\n", med,
                              g.repeat, *std::min_element(times.begin(), times.end()), flops / med * 1e-9)
               << "bytes moved per rank, per multiply (received):\n" << ledger_table(stats)
-              << fmt::format("plan phases (rounds + reduce): {} per rank (max); Theorem 2 bound {} -> ratio {:.3f}\n",
+              << fmt::format("multiply phases (rounds + reduce, or SUMMA; redistribution excluded): {} per rank (max); Theorem 2 bound {} -> ratio {:.3f}\n",
                              human_bytes(plan_recv_max), human_bytes(bound_bytes),
                              bound_bytes > 0 ? plan_recv_max / bound_bytes : 0.0)
               << "verify: " << verdict << "\n";

@@ -43,27 +43,9 @@ for v in mpiexec np tessel builddir ccsrc; do
   if [ -z "${!v}" ]; then echo "missing --${v}" >&2; exit 2; fi
 done
 
-if [ ! -f "$ccsrc/commcount.c" ] || [ ! -f "$ccsrc/Makefile" ]; then
-  echo "SKIP: the commcount sources ($ccsrc) are absent; nothing to compare against"
-  exit 77
-fi
-
-# Build the counter once into the build folder. Several of these tests may start at the same
-# time: build into a private folder and rename the library into place (atomic).
-lib="$builddir/commcount/$flavour/libcommcount.so"
-if [ ! -f "$lib" ] || [ "$ccsrc/commcount.c" -nt "$lib" ]; then
-  stage=$(mktemp -d "$builddir/commcount.build.XXXXXX") || exit 1
-  if ! make -s -C "$ccsrc" "$flavour" OUT="$stage" >"$stage/make.log" 2>&1; then
-    cat "$stage/make.log"
-    echo "FAIL: cannot build commcount ($flavour)"
-    rm -rf "$stage"
-    echo "0 passed, 1 failed"
-    exit 1
-  fi
-  mkdir -p "$builddir/commcount/$flavour"
-  mv -f "$stage/$flavour/libcommcount.so" "$lib"
-  rm -rf "$stage"
-fi
+source "$(dirname "${BASH_SOURCE[0]}")/commcount_common.sh"
+commcount_require_sources
+commcount_build
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/tessel_ledger_np${np}_XXXXXX") || exit 1
 passed=0
@@ -76,22 +58,10 @@ run_case() {
   local dir="$work/$name"
   mkdir -p "$dir"
   local env_flags
-  if [ "$flavour" = "mpich" ]; then
-    env_flags=(-genv LD_PRELOAD "$lib" -genv COMMCOUNT_OUT "$dir/commcount.json")
-  else
-    env_flags=(-x "LD_PRELOAD=$lib" -x "COMMCOUNT_OUT=$dir/commcount.json")
-  fi
+  commcount_env_flags "$dir"
   local cmd=("$mpiexec" "$numproc_flag" "$np" "${extra_flags[@]}" "${env_flags[@]}" "$tessel" gemm
              "$@" --repeat "$repeat" --json "$dir/out.json")
-  (cd "$dir" && timeout -k 10 "$tmo" "${cmd[@]}" >"$dir/stdout" 2>"$dir/stderr")
-  local rc=$?
-  if [ $rc -ne 0 ]; then
-    echo "FAIL  np$np $name: exit code $rc$([ $rc -eq 124 ] && echo ' (timed out)')"
-    echo "      command: ${cmd[*]}"
-    tail -n 20 "$dir/stderr" | sed 's/^/      | /'
-    failed=$((failed + 1))
-    return
-  fi
+  commcount_run "$name" "$dir" "${cmd[@]}" || return
   if "$python" - "$dir/out.json" "$dir/commcount.json" "$repeat" "$np" "np$np $name" <<'EOF'
 import json, sys
 tessel_path, cc_path, repeat, np_, name = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]

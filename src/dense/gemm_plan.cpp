@@ -275,6 +275,33 @@ int gemm_max_idle(int p, double delta) {
   return std::clamp(idle, 0, p - 1);
 }
 
+namespace {
+// Sets the rounds of candidate grids and remembers the least memory any candidate needed, for
+// the error when none fits. Shared by both planners.
+struct RoundsFit {
+  const GemmPlanRequest& req;
+  double least_any = std::numeric_limits<double>::infinity();     // t = dk, any grid
+  double least_forced = std::numeric_limits<double>::infinity();  // forced rounds
+
+  // Sets g.rounds (forced, or at least `overlap_rounds` and what memory needs); false when the
+  // grid does not fit the budget.
+  bool rounds(GemmPlan& g, std::int64_t overlap_rounds) {
+    const std::int64_t dk = g.dom_k();
+    least_any = std::min(least_any, g.memory_words_needed(clamp_rounds(dk, dk)));
+    if (req.rounds > 0)
+      least_forced = std::min(least_forced, g.memory_words_needed(clamp_rounds(req.rounds, dk)));
+    auto t = choose_rounds(g, req.rounds, overlap_rounds);
+    if (!t) return false;
+    g.rounds = *t;
+    return true;
+  }
+  [[noreturn]] void throw_no_plan() const {
+    if (!fits(least_any, req.memory_words)) throw_too_small(req, least_any);
+    throw_forced(req, least_forced);
+  }
+};
+}  // namespace
+
 GemmPlan make_gemm_plan(const GemmPlanRequest& req) {
   validate(req);
   GemmPlan best = base_plan(req);
@@ -291,32 +318,21 @@ GemmPlan make_gemm_plan(const GemmPlanRequest& req) {
   }
 
   bool found = false;
-  double least_any = std::numeric_limits<double>::infinity();     // t = dk, any grid
-  double least_forced = std::numeric_limits<double>::infinity();  // forced rounds
+  RoundsFit fit{req};
   for (int q = qhi; q >= qlo; --q) {
     for_each_grid(q, req.m, req.n, req.k, [&](int pm, int pn, int pk) {
       GemmPlan g = base_plan(req);
       g.pm = pm;
       g.pn = pn;
       g.pk = pk;
-      std::int64_t dk = g.dom_k();
-      least_any = std::min(least_any, g.memory_words_needed(clamp_rounds(dk, dk)));
-      if (req.rounds > 0)
-        least_forced =
-            std::min(least_forced, g.memory_words_needed(clamp_rounds(req.rounds, dk)));
-      auto t = choose_rounds(g, req.rounds, std::clamp<std::int64_t>(dk / 512, 1, 8));
-      if (!t) return;
-      g.rounds = *t;
+      if (!fit.rounds(g, std::clamp<std::int64_t>(g.dom_k() / 512, 1, 8))) return;
       if (!found || better(g, best)) {
         best = g;
         found = true;
       }
     });
   }
-  if (!found) {
-    if (!fits(least_any, req.memory_words)) throw_too_small(req, least_any);
-    throw_forced(req, least_forced);
-  }
+  if (!found) fit.throw_no_plan();
   return best;
 }
 
@@ -331,20 +347,13 @@ GemmPlan make_summa_plan(const GemmPlanRequest& req) {
   const int b = req.p / a;
 
   bool found = false;
-  double least_any = std::numeric_limits<double>::infinity();
-  double least_forced = std::numeric_limits<double>::infinity();
+  RoundsFit fit{req};
   for (int orient = 0; orient < (a == b ? 1 : 2); ++orient) {
     GemmPlan g = base_plan(req);
     g.pm = orient == 0 ? a : b;
     g.pn = orient == 0 ? b : a;
     g.pk = 1;
-    std::int64_t dk = g.dom_k();
-    least_any = std::min(least_any, g.memory_words_needed(clamp_rounds(dk, dk)));
-    if (req.rounds > 0)
-      least_forced = std::min(least_forced, g.memory_words_needed(clamp_rounds(req.rounds, dk)));
-    auto t = choose_rounds(g, req.rounds, ceil_div(req.k, 256));
-    if (!t) continue;
-    g.rounds = *t;
+    if (!fit.rounds(g, ceil_div(req.k, 256))) continue;
     // Orientation with less volume; ties keep pm <= pn (the first).
     if (!found || (!same_volume(g.recv_words(), best.recv_words()) &&
                    g.recv_words() < best.recv_words())) {
@@ -352,10 +361,7 @@ GemmPlan make_summa_plan(const GemmPlanRequest& req) {
       found = true;
     }
   }
-  if (!found) {
-    if (!fits(least_any, req.memory_words)) throw_too_small(req, least_any);
-    throw_forced(req, least_forced);
-  }
+  if (!found) fit.throw_no_plan();
   return best;
 }
 

@@ -34,6 +34,16 @@ void alg4(const Exec& e, const double* d, double* d2, double* d3) {
   if (i == j) d2blk.resize(static_cast<std::size_t>(ri * rk));
   if (p > 1) comm::reduce_sum(col, c.data(), i == j ? d2blk.data() : nullptr, ri * rk, i);
   else d2blk = c;
+  if (!e.cube) {  // square only: 8 alone
+    comm::RequestSet rs;
+    if (i == j) {
+      if (i == k && k == 0) std::copy(d2blk.begin(), d2blk.end(), d2);
+      else glob.isend(d2blk.data(), ri * rk, i * p + k, 1, rs);
+    }
+    if (k == 0 && !(i == j && j == 0)) glob.irecv(d2, ri * rj, i * p + i + j * p * p, 1, rs);
+    rs.wait_all();
+    return;
+  }
   // 5: P(j,j,k) broadcasts D^2_jk as B_jk along row (j, k).
   double* b2p = d2blk.data();
   if (i != j) { b2.resize(static_cast<std::size_t>(rj * rk)); b2p = b2.data(); }

@@ -8,6 +8,7 @@
 //  - part c of the reduction of D^3_ik goes to plane 0 as soon as it is reduced, beside the
 //    point-to-point return of D^2_ik.
 // With p = 1 nothing is communicated (the same local products as Algorithm 4).
+// !e.cube: D^2 only (its reduction pipelined into the returns to plane 0).
 #include <algorithm>
 
 #include "local_gemm.hpp"
@@ -54,6 +55,23 @@ void alg5(const Exec& e, const double* d, double* d2, double* d3) {
     auto pt = part(ri, rk, q);
     comm::ireduce_sum((*e.col)[q], c.data() + pt.begin, i == j ? d2blk.data() + pt.begin : nullptr,
                       pt.count, i, gr[q]);
+  }
+  if (!e.cube) {  // square only: each reduced part of D^2_ik goes straight to plane 0
+    comm::RequestSet p2p;
+    if (k == 0 && !(i == j && j == 0))
+      for (int q = 0; q < N; ++q) {
+        auto pt = part(ri, rj, q);
+        (*e.glob)[q].irecv(d2 + pt.begin, pt.count, i * p + i + j * p * p, 1, p2p);
+      }
+    for (int q = 0; q < N; ++q) {
+      auto pt = part(ri, rk, q);
+      gr[q].wait_all();
+      if (i != j) continue;
+      if (i == k && k == 0) std::copy(d2blk.begin() + pt.begin, d2blk.begin() + pt.begin + pt.count, d2 + pt.begin);
+      else (*e.glob)[q].isend(d2blk.data() + pt.begin, pt.count, i * p + k, 1, p2p);
+    }
+    p2p.wait_all();
+    return;
   }
   for (int q = 0; q < N; ++q) {
     auto pt = part(rj, rk, q);

@@ -13,6 +13,7 @@ struct Exec {
   int p = 1, i = 0, j = 0, k = 0;
   std::vector<std::int64_t> r;  // r[b] = rows (= columns) of block b
   int n_dup = 1;
+  bool cube = true;  ///< false: "square only", D^2 alone (d3 is not touched)
   const comm::DupSet *row = nullptr, *col = nullptr, *grd = nullptr, *glob = nullptr;
 };
 

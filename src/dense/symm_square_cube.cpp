@@ -26,6 +26,25 @@ layout::Layout plane0_layout(std::int64_t n, int p, int comm_size) {
 
 }  // namespace
 
+std::string to_string(SscAlgorithm a) {
+  switch (a) {
+    case SscAlgorithm::Original: return "3";
+    case SscAlgorithm::Baseline: return "4";
+    case SscAlgorithm::Optimized: return "5";
+    case SscAlgorithm::TwoPointFiveD: return "2.5d";
+  }
+  return "?";
+}
+
+SscAlgorithm parse_ssc_algorithm(const std::string& s, const std::string& what) {
+  if (s == "3" || s == "original") return SscAlgorithm::Original;
+  if (s == "4" || s == "baseline") return SscAlgorithm::Baseline;
+  if (s == "5" || s == "optimized") return SscAlgorithm::Optimized;
+  if (s == "2.5d" || s == "2.5D" || s == "6") return SscAlgorithm::TwoPointFiveD;
+  throw InputError(detail::concat(what, " = '", s,
+                                  "' (expected 3, 4, 5 or 2.5d: the seed's Algorithms 3, 4, 5, 6)"));
+}
+
 SymmSquareCube::SymmSquareCube(Context& ctx, std::int64_t n, const SscOptions& opt)
     : ctx_(ctx), n_(n), opt_(opt) {
   PhaseScope ph(ctx.ledger(), "ssc/setup");
@@ -66,7 +85,16 @@ SymmSquareCube::SymmSquareCube(Context& ctx, std::int64_t n, const SscOptions& o
 
 SymmSquareCube::~SymmSquareCube() = default;
 
-void SymmSquareCube::run_active(const double* d, double* d2, double* d3) {
+void SymmSquareCube::run_active(const double* d, double* d2, double* d3) { exec(d, d2, d3, true); }
+
+void SymmSquareCube::run_square_active(const double* d, double* d2) { exec(d, d2, nullptr, false); }
+
+void SymmSquareCube::run_square(const double* d, double* d2) {
+  run_square_active(d, d2);
+  release();
+}
+
+void SymmSquareCube::exec(const double* d, double* d2, double* d3, bool cube) {
   if (!mesh_.active()) return;
   PhaseScope ph(ctx_.ledger(), "ssc/compute");
   ssc::Exec e;
@@ -76,12 +104,16 @@ void SymmSquareCube::run_active(const double* d, double* d2, double* d3) {
   e.k = mesh_.k();
   for (int b = 0; b < e.p; ++b) e.r.push_back(block(b));
   e.n_dup = n_dup_;
+  e.cube = cube;
   e.row = &row_;
   e.col = &col_;
   e.grd = &grd_;
   e.glob = &glob_;
-  if (opt_.algorithm == SscAlgorithm::Baseline) ssc::alg4(e, d, d2, d3);
-  else ssc::alg5(e, d, d2, d3);
+  switch (opt_.algorithm) {
+    case SscAlgorithm::Baseline: ssc::alg4(e, d, d2, d3); break;
+    case SscAlgorithm::Optimized: ssc::alg5(e, d, d2, d3); break;
+    default: throw InputError("symm_square_cube: algorithm " + to_string(opt_.algorithm) + " is not built yet");
+  }
 }
 
 void SymmSquareCube::release() {

@@ -18,6 +18,30 @@ struct Failure {
 
 }  // namespace
 
+std::string to_string(PurifyMethod m) {
+  switch (m) {
+    case PurifyMethod::Canonical: return "canonical";
+    case PurifyMethod::McWeeny: return "mcweeny";
+    case PurifyMethod::Trs2: return "trs2";
+    case PurifyMethod::Trs4: return "trs4";
+  }
+  return "?";
+}
+
+PurifyMethod parse_purify_method(const std::string& s, const std::string& what) {
+  for (auto m : {PurifyMethod::Canonical, PurifyMethod::McWeeny, PurifyMethod::Trs2, PurifyMethod::Trs4})
+    if (s == to_string(m)) return m;
+  throw InputError(detail::concat(what, " = '", s, "' (expected canonical, mcweeny, trs2 or trs4)"));
+}
+
+PurifyResult purify(Context& ctx, const dense::DistMatrix<double>& F,
+                    const dense::DistMatrix<double>& S, std::int64_t nocc,
+                    const PurifyOptions& opt) {
+  (void)F; (void)S; (void)nocc; (void)opt;
+  ctx.agree([&] { throw InputError("purify: the non-orthogonal path is not built yet"); });
+  return {};
+}
+
 PurifyResult purify(Context& ctx, const dense::DistMatrix<double>& F, std::int64_t nocc,
                     const PurifyOptions& opt) {
   const std::int64_t n = F.rows();
@@ -32,6 +56,8 @@ PurifyResult purify(Context& ctx, const dense::DistMatrix<double>& F, std::int64
                  " (expected > 0)");
     TESSEL_CHECK(opt.max_iter >= 1, InputError, "purify: max_iter = ", opt.max_iter,
                  " (expected >= 1)");
+    TESSEL_CHECK(opt.method == PurifyMethod::Canonical, InputError, "purify: method ",
+                 to_string(opt.method), " is not built yet");
     TESSEL_CHECK(opt.stall_window >= 2, InputError, "purify: stall_window = ",
                  opt.stall_window, " (expected >= 2)");
   });

@@ -29,7 +29,18 @@
 
 namespace tessel::dense {
 
-enum class SscAlgorithm { Baseline /* Algorithm 4 */, Optimized /* Algorithm 5 */ };
+enum class SscAlgorithm {
+  Original,      ///< seed Algorithm 3 (GTFock's original: D^2 returned to plane 0 and transposed)
+  Baseline,      ///< seed Algorithm 4 (blocking collectives)
+  Optimized,     ///< seed Algorithm 5 (N_DUP pipelined nonblocking collectives)
+  TwoPointFiveD  ///< seed Algorithm 6 (q x q x c mesh, Cannon steps, collectives split by N_DUP)
+};
+
+/// Pure. "3", "4", "5", "2.5d" (the names of the command line).
+std::string to_string(SscAlgorithm a);
+/// Pure. Parses "3", "4", "5", "2.5d" (also "original", "baseline", "optimized"); throws
+/// InputError naming `what` and the accepted values otherwise.
+SscAlgorithm parse_ssc_algorithm(const std::string& s, const std::string& what = "algorithm");
 
 struct SscOptions {
   SscAlgorithm algorithm = SscAlgorithm::Optimized;
@@ -38,8 +49,15 @@ struct SscOptions {
   int n_dup = 0;
   std::int64_t n_t = 64 * 1024;  ///< auto threshold message size in bytes (seed: 16 KB .. 1 MB)
   int max_auto_dup = 4;          ///< the seed's choice of N_DUP
-  /// Mesh edge; 0 = the largest p with p^3 <= ranks and p <= n.
+  /// Mesh edge; 0 = the largest p with p^3 <= ranks and p <= n (for 2.5D: the q of the
+  /// q x q x c mesh; 0 = the largest q^2 c <= ranks).
   int p = 0;
+  /// 2.5D only: replication factor c (1 <= c <= q); 0 = automatic.
+  int replication = 0;
+  /// Ranks the kernel may use (the "active subset", seed III-B); 0 = all ranks of the
+  /// context. Must not exceed the context's size (GridError). The mesh is the largest that
+  /// fits in these ranks; the others wait in a sleep-polled MPI_Ibarrier.
+  int active_ranks = 0;
   /// D must satisfy max|D - D^T| <= symmetry_tol * max|D| (checked when check_input).
   double symmetry_tol = 1e-12;
   bool check_input = true;  ///< refuse non-finite or non-symmetric D (one exchange of blocks)
@@ -78,9 +96,14 @@ class SymmSquareCube {
   /// Collective over the active ranks only (mesh().global()): d, d2, d3 are this rank's
   /// plane-0 blocks (column-major, ld = rows; ignored off plane 0). Phase "ssc/compute".
   void run_active(const double* d, double* d2, double* d3);
+  /// As run_active, "square only": D^2 alone (half the flops and a bit over half the
+  /// traffic; TRS2/TRS4 use it).
+  void run_square_active(const double* d, double* d2);
   /// Collective over ctx: active ranks run_active; then, when there are inactive ranks, all
   /// ranks meet in one sleep-polled MPI_Ibarrier.
   void run(const double* d, double* d2, double* d3);
+  /// Collective over ctx: run_square_active, then release().
+  void run_square(const double* d, double* d2);
   /// Collective over ctx: the inactive ranks' side of run() (and the active ranks' closing
   /// call): one sleep-polled Ibarrier, none when every rank is active.
   void release();
@@ -91,6 +114,7 @@ class SymmSquareCube {
                    const std::string& name) const;
 
  private:
+  void exec(const double* d, double* d2, double* d3, bool cube);
   Context& ctx_;
   std::int64_t n_ = 0;
   SscOptions opt_;

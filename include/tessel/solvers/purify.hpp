@@ -14,6 +14,8 @@
 /// ||D - D^2||_F then stops decreasing; when it has not halved over `stall_window` steps
 /// purify throws InputError ("no clear occupation") instead of running to max_iter.
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 
 #include "tessel/core/context.hpp"
@@ -22,12 +24,45 @@
 
 namespace tessel::solvers {
 
+/// The purification scheme.
+///  - Canonical: Palser-Manolopoulos (above), trace conserved, no mu needed.
+///  - McWeeny: D0 = 1/2 I + lambda (mu I - F) (Gershgorin-scaled), D <- 3 D^2 - 2 D^3; needs mu
+///    inside the HOMO-LUMO gap (PurifyOptions::mu).
+///  - Trs2, Trs4: Niklasson's trace-resetting purification (as NTPoly): X0 = (hmax I - F) /
+///    (hmax - hmin); TRS2 X <- X^2 or 2X - X^2 by the trace; TRS4 X <- F(X) + gamma G(X) with
+///    F = X^2 (4X - 3X^2), G = X^2 (I - X)^2.
+enum class PurifyMethod { Canonical, McWeeny, Trs2, Trs4 };
+
+/// Pure. "canonical", "mcweeny", "trs2", "trs4".
+std::string to_string(PurifyMethod m);
+/// Pure. Parses the names of to_string; InputError naming `what` and the accepted values.
+PurifyMethod parse_purify_method(const std::string& s, const std::string& what = "method");
+
+/// One purification step, as reported to PurifyOptions::on_step.
+struct PurifyStep {
+  int iteration = 0;             ///< 0 = the starting guess
+  double idempotency_error = 0;  ///< ||D - D^2||_F of this step's D
+  double trace = 0;              ///< tr(D)
+  double band_energy = 0;        ///< 2 tr(D F) (orthogonal basis)
+  double seconds = 0;            ///< wall time of this step
+};
+
 struct PurifyOptions {
+  PurifyMethod method = PurifyMethod::Canonical;
+  /// McWeeny only: the chemical potential, strictly inside the HOMO-LUMO gap. Unset: purify
+  /// refuses McWeeny with an InputError (it cannot be bounded from F without a spectrum).
+  std::optional<double> mu;
   double tol = 1e-11;           ///< stop when ||D - D^2||_F < tol
   int max_iter = 200;           ///< iteration cap
   int stall_window = 40;        ///< zero-gap detection window (steps)
   double symmetry_tol = 1e-10;  ///< F must satisfy max|F - F^T| <= symmetry_tol * max|F|
   dense::SscOptions ssc{};      ///< algorithm, n_dup, mesh edge p of SymmSquareCube
+  /// Called after every step on the active ranks (context rank 0 is always one of them).
+  std::function<void(const PurifyStep&)> on_step;
+  /// Non-orthogonal path: Newton-Schulz iteration for S^-1/2 stops when ||I - Z S Z||_F
+  /// (estimated by the iteration's residual) is below ns_tol, at most ns_max_iter steps.
+  double ns_tol = 1e-12;
+  int ns_max_iter = 100;
 };
 
 struct PurifyResult {
@@ -38,12 +73,27 @@ struct PurifyResult {
   double band_energy = 0;          ///< 2 tr(D F)
   int p = 1, n_dup = 1;
   std::string mesh;
+  PurifyMethod method = PurifyMethod::Canonical;
+  double seconds = 0;              ///< wall time of the purification iterations
+  double ssc_seconds = 0;          ///< of which in SymmSquareCube (max over ranks)
+  double flops = 0;                ///< flops of the dense products: 2 n^3 per product
+  int ns_iterations = 0;           ///< Newton-Schulz steps (non-orthogonal path; else 0)
+  double ns_seconds = 0;           ///< wall time of S^-1/2 and the basis changes
 };
 
 /// Collective. Throws on every rank: DimensionMismatch (F not square), InputError (nocc not
 /// in 1 .. n-1, NaN/Inf or non-symmetric F, bad options, zero gap), Error (no convergence in
 /// max_iter steps). Ledger phases "purify/..." and "ssc/compute".
 PurifyResult purify(Context& ctx, const dense::DistMatrix<double>& F, std::int64_t nocc,
+                    const PurifyOptions& opt = {});
+
+/// Collective. Non-orthogonal basis: F and the overlap S (same shape and layout). S^-1/2 = Z
+/// by Newton-Schulz with dense::multiply; F' = Z F Z is purified; D = Z D' Z is returned in
+/// the non-orthogonal basis (tr(D S) = nocc). band_energy = 2 tr(D F). Throws InputError on
+/// every rank when S is not symmetric, not finite or not positive definite (the iteration
+/// diverges or stalls), besides the errors of the orthogonal purify.
+PurifyResult purify(Context& ctx, const dense::DistMatrix<double>& F,
+                    const dense::DistMatrix<double>& S, std::int64_t nocc,
                     const PurifyOptions& opt = {});
 
 }  // namespace tessel::solvers

@@ -53,6 +53,17 @@ void ireduce_raw(const Comm& c, const void* send, void* recv, std::int64_t count
   }
 }
 
+void iallreduce_raw(const Comm& c, void* buf, std::int64_t count, MPI_Datatype t,
+                    std::size_t sz, MPI_Op op, RequestSet& rs) {
+  int n = nb_count(count, "iallreduce");
+  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, buf, n, t, op, c.raw(), rs.add()), "MPI_Iallreduce");
+  if (auto* l = c.ledger()) {
+    auto& k = l->now();
+    k.coll_bytes += count * static_cast<std::int64_t>(sz);
+    k.coll_calls += 1;
+  }
+}
+
 void sleep_barrier(const Comm& c, std::chrono::microseconds poll) {
   MPI_Request r = MPI_REQUEST_NULL;
   check_mpi(MPI_Ibarrier(c.raw(), &r), "MPI_Ibarrier");

@@ -1,5 +1,5 @@
 // SymmSquareCube: options, mesh and communicators, input checks, the move to and from plane
-// 0, and the choice of executor (ssc_alg4.cpp, ssc_alg5.cpp).
+// 0, and the choice of executor (ssc_alg3.cpp, ssc_alg4.cpp, ssc_alg5.cpp, ssc_25d.cpp).
 #include "tessel/dense/symm_square_cube.hpp"
 
 #include <algorithm>
@@ -10,9 +10,10 @@
 namespace tessel::dense {
 namespace {
 
-int pick_p(const Context& ctx, std::int64_t n, int p) {
-  if (p != 0) return p;  // Mesh3D validates it
-  std::int64_t q = layout::Mesh3D::largest_p(ctx.size());
+/// Pure. The cube's edge: p when given, else the largest p with p^3 <= ranks and p <= n.
+int pick_p(int ranks, std::int64_t n, int p) {
+  if (p != 0) return p;  // validated by the caller
+  std::int64_t q = layout::Mesh3D::largest_p(ranks);
   return static_cast<int>(std::max<std::int64_t>(1, std::min(q, n)));
 }
 
@@ -48,13 +49,34 @@ SscAlgorithm parse_ssc_algorithm(const std::string& s, const std::string& what) 
 SymmSquareCube::SymmSquareCube(Context& ctx, std::int64_t n, const SscOptions& opt)
     : ctx_(ctx), n_(n), opt_(opt) {
   PhaseScope ph(ctx.ledger(), "ssc/setup");
-  int p = 1;
+  const bool is25d = opt.algorithm == SscAlgorithm::TwoPointFiveD;
+  layout::GridShape shape;
   ctx.agree([&] {
     TESSEL_CHECK(n >= 1, DimensionMismatch, "symm_square_cube: n = ", n, " (expected >= 1)");
+    TESSEL_CHECK(opt.active_ranks >= 0 && opt.active_ranks <= ctx.size(), GridError,
+                 "symm_square_cube: active_ranks = ", opt.active_ranks, " but the run has ",
+                 ctx.size(), " ranks (expected 0 for all, or 1 .. ", ctx.size(), ")");
+    const int ranks = opt.active_ranks == 0 ? ctx.size() : opt.active_ranks;
     TESSEL_CHECK(opt.p >= 0, GridError, "symm_square_cube: p = ", opt.p, " (expected >= 0)");
-    p = pick_p(ctx, n, opt.p);
-    TESSEL_CHECK(p <= n, GridError, "symm_square_cube: p = ", p, " exceeds n = ", n,
-                 " (every block needs at least one row)");
+    TESSEL_CHECK(opt.replication >= 0, GridError, "symm_square_cube: replication = ",
+                 opt.replication, " (expected 0 for auto, or 1 <= c <= q)");
+    if (is25d) {
+      shape = layout::Mesh3D::choose_grid(ranks, n, opt.p, opt.replication);
+    } else {
+      TESSEL_CHECK(opt.replication == 0, GridError, "symm_square_cube: replication = ",
+                   opt.replication, " applies only to algorithm 2.5d (got algorithm ",
+                   to_string(opt.algorithm), "; expected 0)");
+      int p = pick_p(ranks, n, opt.p);
+      TESSEL_CHECK(p <= n, GridError, "symm_square_cube: p = ", p, " exceeds n = ", n,
+                   " (every block needs at least one row)");
+      TESSEL_CHECK(static_cast<std::int64_t>(p) * p * p <= ranks, GridError,
+                   "symm_square_cube: p = ", p, " needs p^3 = ",
+                   static_cast<std::int64_t>(p) * p * p, " ranks but only ", ranks,
+                   " may be used (", ctx.size(), " in the run, active_ranks = ",
+                   opt.active_ranks, ")");
+      shape = {p, p};
+    }
+    const int p = shape.q;
     std::int64_t rmin = n / p;  // rows of the smallest block
     TESSEL_CHECK(opt.n_dup >= 0 && opt.n_dup <= rmin, InputError, "symm_square_cube: n_dup = ",
                  opt.n_dup, " (expected 0 for auto, or 1 .. ", rmin,
@@ -73,14 +95,18 @@ SymmSquareCube::SymmSquareCube(Context& ctx, std::int64_t n, const SscOptions& o
       n_dup_ = static_cast<int>(std::min<std::int64_t>(n_dup_, std::max<std::int64_t>(1, rmin)));
     }
   });
-  mesh_ = layout::Mesh3D(ctx, p);
+  mesh_ = is25d ? layout::Mesh3D::grid(ctx, shape.q, shape.c) : layout::Mesh3D(ctx, shape.q);
   plane0_ = plane0_layout(n, mesh_.p(), ctx.size());
-  if (opt.algorithm == SscAlgorithm::Baseline) n_dup_ = std::min(n_dup_, 1);
-  int nd = opt.algorithm == SscAlgorithm::Baseline ? 1 : n_dup_;
-  row_ = comm::DupSet(mesh_.row(), nd);
-  col_ = comm::DupSet(mesh_.col(), nd);
-  grd_ = comm::DupSet(mesh_.grd(), nd);
-  glob_ = comm::DupSet(mesh_.global(), nd);
+  // Algorithms 3 and 4 use blocking collectives: one communicator each.
+  const bool blocking =
+      opt.algorithm == SscAlgorithm::Baseline || opt.algorithm == SscAlgorithm::Original;
+  if (blocking) n_dup_ = 1;
+  // 2.5D: row and col carry only Cannon's point-to-point; global is not used.
+  const int nd_rc = is25d ? 1 : n_dup_;
+  row_ = comm::DupSet(mesh_.row(), nd_rc);
+  col_ = comm::DupSet(mesh_.col(), nd_rc);
+  grd_ = comm::DupSet(mesh_.grd(), n_dup_);
+  glob_ = comm::DupSet(mesh_.global(), nd_rc);
 }
 
 SymmSquareCube::~SymmSquareCube() = default;
@@ -99,6 +125,7 @@ void SymmSquareCube::exec(const double* d, double* d2, double* d3, bool cube) {
   PhaseScope ph(ctx_.ledger(), "ssc/compute");
   ssc::Exec e;
   e.p = mesh_.p();
+  e.c = mesh_.c();
   e.i = mesh_.i();
   e.j = mesh_.j();
   e.k = mesh_.k();
@@ -110,9 +137,10 @@ void SymmSquareCube::exec(const double* d, double* d2, double* d3, bool cube) {
   e.grd = &grd_;
   e.glob = &glob_;
   switch (opt_.algorithm) {
+    case SscAlgorithm::Original: ssc::alg3(e, d, d2, d3); break;
     case SscAlgorithm::Baseline: ssc::alg4(e, d, d2, d3); break;
     case SscAlgorithm::Optimized: ssc::alg5(e, d, d2, d3); break;
-    default: throw InputError("symm_square_cube: algorithm " + to_string(opt_.algorithm) + " is not built yet");
+    case SscAlgorithm::TwoPointFiveD: ssc::alg25d(e, d, d2, d3); break;
   }
 }
 
@@ -190,6 +218,7 @@ SscResult symm_square_cube(Context& ctx, const DistMatrix<double>& D, const SscO
     out.d3 = redistribute(ctx, d3, D.layout());
   }
   out.p = ssc.p();
+  out.c = ssc.c();
   out.n_dup = ssc.n_dup();
   out.mesh = ssc.mesh().describe();
   return out;

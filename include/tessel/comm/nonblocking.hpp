@@ -51,6 +51,12 @@ void ireduce_sum(const Comm& c, const T* send, T* recv, std::int64_t count, int 
                  RequestSet& rs) {
   ireduce_raw(c, send, recv, count, mpi_type<T>(), sizeof(T), MPI_SUM, root, rs);
 }
+/// Collective (nonblocking) over `c`: MPI_Iallreduce with MPI_SUM of `count` items, in place
+/// in `buf` on every rank. Recorded as count * sizeof(T) bytes and one call on every rank.
+template <class T>
+void iallreduce_sum(const Comm& c, T* buf, std::int64_t count, RequestSet& rs) {
+  iallreduce_raw(c, buf, count, mpi_type<T>(), sizeof(T), MPI_SUM, rs);
+}
 /// Collective (blocking) over `c`: MPI_Reduce with MPI_SUM; recorded as ireduce_sum.
 template <class T>
 void reduce_sum(const Comm& c, const T* send, T* recv, std::int64_t count, int root) {
@@ -69,5 +75,7 @@ void ibcast_raw(const Comm& c, void* buf, std::int64_t count, MPI_Datatype t, st
                 int root, RequestSet& rs);
 void ireduce_raw(const Comm& c, const void* send, void* recv, std::int64_t count,
                  MPI_Datatype t, std::size_t sz, MPI_Op op, int root, RequestSet& rs);
+void iallreduce_raw(const Comm& c, void* buf, std::int64_t count, MPI_Datatype t,
+                    std::size_t sz, MPI_Op op, RequestSet& rs);
 
 }  // namespace tessel::comm

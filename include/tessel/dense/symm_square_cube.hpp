@@ -66,8 +66,10 @@ struct SscOptions {
 
 struct SscResult {
   DistMatrix<double> d2, d3;  ///< in D's layout
-  int p = 1, n_dup = 1;
-  std::string mesh;  ///< Mesh3D::describe()
+  int p = 1;      ///< mesh edge (q for 2.5D)
+  int c = 1;      ///< mesh depth (p for the 3D algorithms, the replication c for 2.5D)
+  int n_dup = 1;
+  std::string mesh;  ///< Mesh3D::describe(), with the number of inactive ranks
 };
 
 /// Collective. D^2 and D^3 of the symmetric matrix D (any layout), returned in D's layout.
@@ -87,7 +89,10 @@ class SymmSquareCube {
   /// Plane-0 block layout over ctx's ranks: block (i, j) on P(i, j, 0).
   const layout::Layout& plane0() const { return plane0_; }
   const layout::Mesh3D& mesh() const { return mesh_; }
+  /// Mesh edge: p of the p x p x p mesh, q of 2.5D's q x q x c mesh.
   int p() const { return mesh_.p(); }
+  /// Mesh depth: p for the 3D algorithms, the replication factor c for 2.5D.
+  int c() const { return mesh_.c(); }
   int n_dup() const { return n_dup_; }
   std::int64_t n() const { return n_; }
   /// Pure. Rows of block i.

@@ -1,5 +1,6 @@
-// SymmSquareCube (seed 000, Algorithms 4 and 5) against serial BLAS, its communication volume
-// against the seed's model on the ledger, the inactive ranks' silence, and its errors.
+// SymmSquareCube (seed 000, Algorithms 3, 4, 5 and the 2.5D Algorithm 6) against serial BLAS,
+// its communication volume against the models derived from each algorithm's pattern, on the
+// ledger, the inactive ranks' silence (leftover ranks and the active subset), and its errors.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -28,6 +29,99 @@ double rel_err(const std::vector<double>& got, const std::vector<double>& ref) {
   return tessel::testing::frob_diff(got, ref) / tessel::testing::frob(ref);
 }
 
+const SscAlgorithm kAll[] = {SscAlgorithm::Original, SscAlgorithm::Baseline,
+                             SscAlgorithm::Optimized, SscAlgorithm::TwoPointFiveD};
+
+/// D, D^2 = D D and D^3 = D D^2 by serial BLAS (the independent reference).
+struct Ref {
+  std::vector<double> d, d2, d3;
+};
+Ref make_ref(std::int64_t n, unsigned seed) {
+  Ref r;
+  r.d = random_symmetric(n, seed);
+  r.d2.resize(r.d.size());
+  r.d3.resize(r.d.size());
+  int ni = static_cast<int>(n);
+  tessel::testing::ref_gemm('N', 'N', ni, ni, ni, 1.0, r.d.data(), ni, r.d.data(), ni, 0.0, r.d2.data(), ni);
+  tessel::testing::ref_gemm('N', 'N', ni, ni, ni, 1.0, r.d.data(), ni, r.d2.data(), ni, 0.0, r.d3.data(), ni);
+  return r;
+}
+
+/// The mesh (edge, depth) an algorithm uses on `ranks` ranks for n (no forced p or c).
+layout::GridShape expected_shape(SscAlgorithm alg, int ranks, std::int64_t n) {
+  if (alg == SscAlgorithm::TwoPointFiveD) return layout::Mesh3D::choose_grid(ranks, n);
+  int p = std::min<int>(layout::Mesh3D::largest_p(ranks), static_cast<int>(n));
+  return {p, p};
+}
+
+/// Runs `ssc` on D (from `full`) in the plane-0 layout; returns D^2 and D^3 gathered on all
+/// ranks (D^3 empty when !cube).
+std::pair<std::vector<double>, std::vector<double>> run_plane0(Context& ctx,
+                                                               dense::SymmSquareCube& ssc,
+                                                               const std::vector<double>& full,
+                                                               bool cube) {
+  const std::int64_t n = ssc.n();
+  dense::DistMatrix<double> D(ctx, ssc.plane0()), D2(ctx, ssc.plane0()), D3(ctx, ssc.plane0());
+  D.for_each_local([&](std::int64_t i, std::int64_t j, double& v) {
+    v = full[static_cast<std::size_t>(j * n + i)];
+  });
+  if (cube) ssc.run(D.data(), D2.data(), D3.data());
+  else ssc.run_square(D.data(), D2.data());
+  auto g2 = dense::gather(ctx, D2);
+  std::vector<double> g3;
+  if (cube) g3 = dense::gather(ctx, D3);
+  return {g2, g3};
+}
+
+/// Expected per-rank ledger counts of phase "ssc/compute".
+struct Volume {
+  std::int64_t coll_bytes = 0, coll_calls = 0;
+  std::int64_t sent_bytes = 0, sent_msgs = 0, recv_bytes = 0, recv_msgs = 0;
+  void send(std::int64_t doubles) { sent_bytes += 8 * doubles; sent_msgs += 1; }
+  void recv(std::int64_t doubles) { recv_bytes += 8 * doubles; recv_msgs += 1; }
+};
+
+void expect_volume(const PhaseCounts& k, const Volume& v, const std::string& where) {
+  EXPECT_EQ(k.coll_bytes, v.coll_bytes) << where;
+  EXPECT_EQ(k.coll_calls, v.coll_calls) << where;
+  EXPECT_EQ(k.p2p_sent_bytes, v.sent_bytes) << where;
+  EXPECT_EQ(k.p2p_sent_msgs, v.sent_msgs) << where;
+  EXPECT_EQ(k.p2p_recv_bytes, v.recv_bytes) << where;
+  EXPECT_EQ(k.p2p_recv_msgs, v.recv_msgs) << where;
+}
+
+/// Runs `ssc` with a reset ledger and checks: the inactive ranks moved nothing and made one
+/// collective call (the Ibarrier); the active ranks' "ssc/compute" matches `model` (called
+/// on active ranks only), their "ssc/release" is that one Ibarrier when there are inactive
+/// ranks; the bytes sent equal the bytes received over the run; D^2 (and D^3) are right.
+template <class Model>
+void check_run_volume(Context& ctx, dense::SymmSquareCube& ssc, const Ref& ref, bool cube,
+                      Model model, const std::string& where) {
+  ctx.ledger().reset();
+  auto [g2, g3] = run_plane0(ctx, ssc, ref.d, cube);
+  // run_plane0 gathers after the run: read the phases that the run wrote
+  const auto& m = ssc.mesh();
+  auto k = ctx.ledger().total("ssc/compute");
+  auto rel = ctx.ledger().total("ssc/release");
+  if (!m.active()) {  // everything the kernel did on this rank: one Ibarrier
+    auto all = ctx.ledger().total("ssc/");
+    EXPECT_EQ(all.coll_bytes + all.p2p_sent_bytes + all.p2p_recv_bytes, 0) << where;
+    EXPECT_EQ(all.p2p_sent_msgs + all.p2p_recv_msgs, 0) << where;
+    EXPECT_EQ(all.coll_calls, 1) << where;
+    EXPECT_EQ(rel.coll_calls, 1) << where;
+  } else {
+    EXPECT_EQ(rel.coll_calls, m.inactive_ranks() > 0 ? 1 : 0) << where;
+    EXPECT_EQ(rel.coll_bytes, 0) << where;
+    expect_volume(k, model(), where + " P(" + std::to_string(m.i()) + "," +
+                                 std::to_string(m.j()) + "," + std::to_string(m.k()) + ")");
+  }
+  std::int64_t sr[2] = {k.p2p_sent_bytes, k.p2p_recv_bytes};
+  ctx.comm().allreduce(sr, 2, MPI_SUM);
+  EXPECT_EQ(sr[0], sr[1]) << where;
+  EXPECT_LE(rel_err(g2, ref.d2), 1e-13) << where;
+  if (cube) EXPECT_LE(rel_err(g3, ref.d3), 1e-13) << where;
+}
+
 }  // namespace
 
 TEST(SymmSquareCube, MatchesSerialBlas) {
@@ -41,21 +135,25 @@ TEST(SymmSquareCube, MatchesSerialBlas) {
     tessel::testing::ref_gemm('N', 'N', ni, ni, ni, 1.0, full.data(), ni, r2.data(), ni, 0.0, r3.data(), ni);
     auto lay = tessel::testing::random_layout(rng, n, n, ctx.size());
     auto D = dense::scatter(ctx, full.data(), lay);
-    for (auto alg : {SscAlgorithm::Baseline, SscAlgorithm::Optimized})
+    for (auto alg : kAll)
       for (int nd : {1, 2, 4}) {
         dense::SscOptions o;
         o.algorithm = alg;
         o.n_dup = nd;
-        int p = std::min<int>(layout::Mesh3D::largest_p(ctx.size()), static_cast<int>(n));
+        auto shape = expected_shape(alg, ctx.size(), n);
+        int p = shape.q;
         if (nd > n / p) continue;
         auto res = dense::symm_square_cube(ctx, D, o);
         EXPECT_EQ(res.p, p);
+        EXPECT_EQ(res.c, shape.c);
         EXPECT_EQ(res.d2.layout(), lay);
         auto g2 = dense::gather(ctx, res.d2);
         auto g3 = dense::gather(ctx, res.d3);
         if (ctx.rank() == 0) {
-          EXPECT_LE(rel_err(g2, r2), 1e-13) << "n=" << n << " nd=" << nd << " " << res.mesh;
-          EXPECT_LE(rel_err(g3, r3), 1e-13) << "n=" << n << " nd=" << nd << " " << res.mesh;
+          EXPECT_LE(rel_err(g2, r2), 1e-13) << "alg " << dense::to_string(alg) << " n=" << n
+                                            << " nd=" << nd << " " << res.mesh;
+          EXPECT_LE(rel_err(g3, r3), 1e-13) << "alg " << dense::to_string(alg) << " n=" << n
+                                            << " nd=" << nd << " " << res.mesh;
         }
       }
   }
@@ -139,6 +237,15 @@ TEST(SymmSquareCube, AutoNdupAndMesh) {
   dense::SymmSquareCube one(ctx, 20, o);
   EXPECT_EQ(one.mesh().inactive_ranks(), ctx.size() - 1);
   EXPECT_NE(one.mesh().describe().find("1x1x1 mesh"), std::string::npos);
+  dense::SscOptions t;
+  t.algorithm = SscAlgorithm::TwoPointFiveD;
+  dense::SymmSquareCube two(ctx, 20, t);
+  auto g = layout::Mesh3D::choose_grid(ctx.size(), 20);
+  EXPECT_EQ(two.p(), g.q);
+  EXPECT_EQ(two.c(), g.c);
+  std::string want = std::to_string(g.q) + "x" + std::to_string(g.q) + "x" + std::to_string(g.c) +
+                     " mesh (q=" + std::to_string(g.q) + ", c=" + std::to_string(g.c) + ")";
+  EXPECT_NE(two.mesh().describe().find(want), std::string::npos) << two.mesh().describe();
 }
 
 TEST(SymmSquareCube, Errors) {
@@ -184,12 +291,12 @@ TEST(SymmSquareCube, SquareOnlyMatchesSerialBlas) {
     std::vector<double> r2(full.size());
     int ni = static_cast<int>(n);
     tessel::testing::ref_gemm('N', 'N', ni, ni, ni, 1.0, full.data(), ni, full.data(), ni, 0.0, r2.data(), ni);
-    for (auto alg : {SscAlgorithm::Baseline, SscAlgorithm::Optimized})
+    for (auto alg : kAll)
       for (int nd : {1, 2}) {
         dense::SscOptions o;
         o.algorithm = alg;
         o.n_dup = nd;
-        int p = std::min<int>(layout::Mesh3D::largest_p(ctx.size()), ni);
+        int p = expected_shape(alg, ctx.size(), n).q;
         if (nd > n / p) continue;
         dense::SymmSquareCube ssc(ctx, n, o);
         dense::DistMatrix<double> D(ctx, ssc.plane0()), D2(ctx, ssc.plane0());
@@ -198,7 +305,249 @@ TEST(SymmSquareCube, SquareOnlyMatchesSerialBlas) {
         });
         ssc.run_square(D.data(), D2.data());
         auto g2 = dense::gather(ctx, D2);
-        if (ctx.rank() == 0) EXPECT_LE(rel_err(g2, r2), 1e-13) << "n=" << n << " nd=" << nd;
+        if (ctx.rank() == 0)
+          EXPECT_LE(rel_err(g2, r2), 1e-13) << "alg " << dense::to_string(alg) << " n=" << n
+                                            << " nd=" << nd;
       }
   }
+}
+
+// 2.5D on every q x q x c mesh that fits (c = 1 .. q), n divisible by q or not, N_DUP in
+// {1, 2, 4} where n / q allows, D^2 and D^3 and square only, against serial BLAS.
+TEST(SymmSquareCube, TwoPointFiveDEveryMesh) {
+  Context ctx(MPI_COMM_WORLD);
+  for (int q = 1; q * q <= ctx.size(); ++q)
+    for (int c = 1; c <= q && q * q * c <= ctx.size(); ++c)
+      for (std::int64_t n : {static_cast<std::int64_t>(q), std::int64_t{7}, std::int64_t{20}}) {
+        if (n < q) continue;
+        auto ref = make_ref(n, 100 + static_cast<unsigned>(n));
+        for (int nd : {1, 2, 4}) {
+          if (nd > n / q) continue;
+          for (bool cube : {true, false}) {
+            dense::SscOptions o;
+            o.algorithm = SscAlgorithm::TwoPointFiveD;
+            o.p = q;
+            o.replication = c;
+            o.n_dup = nd;
+            dense::SymmSquareCube ssc(ctx, n, o);
+            ASSERT_EQ(ssc.p(), q);
+            ASSERT_EQ(ssc.c(), c);
+            EXPECT_EQ(ssc.mesh().inactive_ranks(), ctx.size() - q * q * c);
+            auto [g2, g3] = run_plane0(ctx, ssc, ref.d, cube);
+            std::string where = "q=" + std::to_string(q) + " c=" + std::to_string(c) +
+                                " n=" + std::to_string(n) + " nd=" + std::to_string(nd) +
+                                (cube ? " cube" : " square");
+            EXPECT_LE(rel_err(g2, ref.d2), 1e-13) << where;
+            if (cube) EXPECT_LE(rel_err(g3, ref.d3), 1e-13) << where;
+          }
+        }
+      }
+}
+
+// Algorithm 3's volume, payload rule of shared/tools/commcount, per active rank P(i,j,k),
+// p > 1, blocks of r_i rows, 8 bytes per double, N_DUP = 1 (blocking collectives):
+//   collective bytes = 8 (r_i r_j   [1: grd bcast of D_ij]   + r_k r_j [2: row bcast of D_kj]
+//                       + r_i r_k   [4: col reduce of D^2]
+//                       + r_j r_k   [7: row bcast of D^2_jk] + r_i r_k [9: col reduce of D^3])
+//   collective calls = 5           (square only: the first three terms, 3 calls)
+//   p2p sent = 8 r_i r_k [j = k != 0]                 (5: D^2_ik from P(i,k,k) to P(i,k,0))
+//            + 8 r_i r_j [k = 0, (i,j) != (0,0)]      (6: D^2_ij from P(i,j,0) to P(j,i,j))
+//            + 8 r_i r_k [j = k != 0]                 (10: D^3_ik)       -- 6, 10: cube only
+//   p2p recv = 8 r_i r_j [k = 0, j != 0]              (5: into P(i,j,0) from P(i,j,j))
+//            + 8 r_j r_k [i = k, (j,k) != (0,0)]      (6: D^2_jk into P(k,j,k) from P(j,k,0))
+//            + 8 r_i r_j [k = 0, j != 0]              (10)
+//   one message per term. With p = 1 nothing is communicated.
+// Summed over the p^3 ranks with n = p b: collectives 5 p^3 b^2 doubles (as Algorithms 4, 5)
+// and 2 (p^2 - p) + (p^2 - 1) blocks of b^2 point-to-point (Algorithm 4: 2 p^2 - p - 1).
+TEST(SymmSquareCube, OriginalVolumeMatchesModel) {
+  Context ctx(MPI_COMM_WORLD);
+  const std::int64_t n = 29;  // prime: unequal blocks for every p > 1
+  auto ref = make_ref(n, 3);
+  for (bool cube : {true, false}) {
+    dense::SscOptions o;
+    o.algorithm = SscAlgorithm::Original;
+    o.n_dup = 2;  // ignored: Algorithm 3 uses blocking collectives
+    dense::SymmSquareCube ssc(ctx, n, o);
+    EXPECT_EQ(ssc.n_dup(), 1);
+    auto model = [&] {
+      Volume v;
+      const auto& m = ssc.mesh();
+      int p = m.p(), i = m.i(), j = m.j(), k = m.k();
+      if (p == 1) return v;
+      std::int64_t ri = ssc.block(i), rj = ssc.block(j), rk = ssc.block(k);
+      v.coll_bytes = 8 * (ri * rj + rk * rj + ri * rk + (cube ? rj * rk + ri * rk : 0));
+      v.coll_calls = cube ? 5 : 3;
+      if (j == k && k != 0) v.send(ri * rk);
+      if (k == 0 && j != 0) v.recv(ri * rj);
+      if (cube) {
+        if (k == 0 && !(i == 0 && j == 0)) v.send(ri * rj);
+        if (i == k && !(j == 0 && k == 0)) v.recv(rj * rk);
+        if (j == k && k != 0) v.send(ri * rk);
+        if (k == 0 && j != 0) v.recv(ri * rj);
+      }
+      return v;
+    };
+    check_run_volume(ctx, ssc, ref, cube, model, cube ? "alg 3 cube" : "alg 3 square");
+  }
+}
+
+// The 2.5D volume, payload rule of shared/tools/commcount, per active rank P(i,j,k) of the
+// q x q x c mesh, blocks of r_i rows, 8 bytes per double. Layer k does Cannon steps
+// t in [s0, s1) = [split_begin(q,c,k), split_begin(q,c,k+1)); l(t) = (i + j + t) mod q.
+//   collectives (c > 1 only): 8 r_i r_j each, in N_DUP calls each: bcast D_ij (grd),
+//     allreduce C (grd), reduce C (grd): 3 * 8 r_i r_j bytes, 3 N_DUP calls
+//     (square only: bcast and a reduce: 2 * 8 r_i r_j, 2 N_DUP calls);
+//   point-to-point (q > 1), one message each:
+//     skew of A, once (the skewed A is kept for D^3): when l(s0) != j, send 8 r_i r_j,
+//       receive 8 r_i r_l(s0);
+//     per multiplication (2 with D^3, 1 square only):
+//       skew of B: when l(s0) != i, send 8 r_i r_j, receive 8 r_l(s0) r_j;
+//       shifts after steps t = s0 .. s1-2: send 8 (r_i r_l(t) + r_l(t) r_j) in 2 messages,
+//       receive 8 (r_i r_l(t+1) + r_l(t+1) r_j) in 2 messages.
+// With n = q b and c | q: per rank 3 b^2 collective doubles and at most
+// (1 + 2 (1 + 2 (q/c - 1))) b^2 point-to-point doubles sent.
+TEST(SymmSquareCube, TwoPointFiveDVolumeMatchesModel) {
+  Context ctx(MPI_COMM_WORLD);
+  const std::int64_t n = 29;
+  auto ref = make_ref(n, 4);
+  for (int q = 1; q * q <= ctx.size(); ++q)
+    for (int c = 1; c <= q && q * q * c <= ctx.size(); ++c)
+      for (int nd : {1, 2, 4})
+        for (bool cube : {true, false}) {
+          dense::SscOptions o;
+          o.algorithm = SscAlgorithm::TwoPointFiveD;
+          o.p = q;
+          o.replication = c;
+          o.n_dup = nd;
+          dense::SymmSquareCube ssc(ctx, n, o);
+          EXPECT_EQ(ssc.n_dup(), nd);
+          auto model = [&] {
+            Volume v;
+            const auto& m = ssc.mesh();
+            int i = m.i(), j = m.j(), k = m.k();
+            auto r = [&](int b) { return ssc.block(b); };
+            if (c > 1) {
+              v.coll_bytes = (cube ? 3 : 2) * 8 * r(i) * r(j);
+              v.coll_calls = (cube ? 3 : 2) * nd;
+            }
+            if (q == 1) return v;
+            int s0 = static_cast<int>(layout::split_begin(q, c, k));
+            int s1 = static_cast<int>(layout::split_begin(q, c, k + 1));
+            auto l = [&](int t) { return (i + j + t) % q; };
+            if (l(s0) != j) {
+              v.send(r(i) * r(j));
+              v.recv(r(i) * r(l(s0)));
+            }
+            for (int mult = 0; mult < (cube ? 2 : 1); ++mult) {
+              if (l(s0) != i) {
+                v.send(r(i) * r(j));
+                v.recv(r(l(s0)) * r(j));
+              }
+              for (int t = s0; t + 1 < s1; ++t) {
+                v.send(r(i) * r(l(t)));
+                v.send(r(l(t)) * r(j));
+                v.recv(r(i) * r(l(t + 1)));
+                v.recv(r(l(t + 1)) * r(j));
+              }
+            }
+            return v;
+          };
+          check_run_volume(ctx, ssc, ref, cube, model,
+                           "2.5d q=" + std::to_string(q) + " c=" + std::to_string(c) +
+                               " nd=" + std::to_string(nd) + (cube ? " cube" : " square"));
+        }
+}
+
+// The active subset (seed III-B): with active_ranks = R the mesh is the largest that fits in
+// R ranks; every other rank only takes part in the one Ibarrier. Results against BLAS.
+TEST(SymmSquareCube, ActiveSubset) {
+  Context ctx(MPI_COMM_WORLD);
+  const std::int64_t n = 11;
+  auto ref = make_ref(n, 9);
+  for (int R = 1; R <= ctx.size(); ++R)
+    for (auto alg : kAll) {
+      dense::SscOptions o;
+      o.algorithm = alg;
+      o.active_ranks = R;
+      o.n_dup = 1;
+      dense::SymmSquareCube ssc(ctx, n, o);
+      auto shape = expected_shape(alg, R, n);
+      EXPECT_EQ(ssc.p(), shape.q);
+      EXPECT_EQ(ssc.c(), shape.c);
+      int inactive = ctx.size() - shape.q * shape.q * shape.c;
+      EXPECT_EQ(ssc.mesh().inactive_ranks(), inactive);
+      EXPECT_NE(ssc.mesh().describe().find("(" + std::to_string(inactive) + " inactive)"),
+                std::string::npos)
+          << ssc.mesh().describe();
+      std::string where = "alg " + dense::to_string(alg) + " R=" + std::to_string(R);
+      ctx.ledger().reset();
+      auto [g2, g3] = run_plane0(ctx, ssc, ref.d, true);
+      auto all = ctx.ledger().total("ssc/");
+      if (!ssc.mesh().active()) {
+        EXPECT_EQ(all.coll_bytes + all.p2p_sent_bytes + all.p2p_recv_bytes, 0) << where;
+        EXPECT_EQ(all.p2p_sent_msgs + all.p2p_recv_msgs, 0) << where;
+        EXPECT_EQ(all.coll_calls, 1) << where;
+      }
+      EXPECT_LE(rel_err(g2, ref.d2), 1e-13) << where;
+      EXPECT_LE(rel_err(g3, ref.d3), 1e-13) << where;
+    }
+  // through symm_square_cube: SscResult::mesh names the inactive ranks
+  auto lay = layout::Layout::block_cyclic(n, n, 2, 2, 1, ctx.size(), 0, 0, ctx.size());
+  auto D = dense::scatter(ctx, ref.d.data(), lay);
+  dense::SscOptions o;
+  o.algorithm = SscAlgorithm::TwoPointFiveD;
+  o.active_ranks = 1;
+  auto res = dense::symm_square_cube(ctx, D, o);
+  EXPECT_NE(res.mesh.find("1x1x1 mesh (q=1, c=1)"), std::string::npos) << res.mesh;
+  EXPECT_NE(res.mesh.find("(" + std::to_string(ctx.size() - 1) + " inactive)"), std::string::npos)
+      << res.mesh;
+  EXPECT_LE(rel_err(dense::gather(ctx, res.d3), ref.d3), 1e-13);
+}
+
+// Errors of the mesh options, thrown on every rank.
+TEST(SymmSquareCube, MeshErrors) {
+  Context ctx(MPI_COMM_WORLD);
+  const std::int64_t n = 6;
+  const int P = ctx.size();
+  auto make = [&](SscAlgorithm alg, int p, int c, int R) {
+    dense::SscOptions o;
+    o.algorithm = alg;
+    o.p = p;
+    o.replication = c;
+    o.active_ranks = R;
+    dense::SymmSquareCube ssc(ctx, n, o);
+  };
+  auto message = [&](SscAlgorithm alg, int p, int c, int R) -> std::string {
+    try {
+      make(alg, p, c, R);
+    } catch (const GridError& e) {
+      return e.what();
+    }
+    return "(no throw)";
+  };
+  for (auto alg : kAll) {
+    // active_ranks beyond the run, or negative
+    std::string m = message(alg, 0, 0, P + 1);
+    EXPECT_NE(m.find("active_ranks = " + std::to_string(P + 1)), std::string::npos) << m;
+    EXPECT_NE(m.find(std::to_string(P) + " ranks"), std::string::npos) << m;
+    EXPECT_THROW(make(alg, 0, 0, -1), GridError);
+    EXPECT_NO_THROW(make(alg, 0, 0, P));
+  }
+  // 3D: p^3 beyond the ranks allowed, p beyond n; replication is for 2.5D only
+  int p3 = layout::Mesh3D::largest_p(P) + 1;
+  EXPECT_THROW(make(SscAlgorithm::Original, p3, 0, 0), GridError);
+  EXPECT_THROW(make(SscAlgorithm::Original, 2, 0, 7), GridError);  // 8 > 7 active ranks
+  EXPECT_THROW(make(SscAlgorithm::Baseline, 7, 0, 0), GridError);  // p > n (and > ranks)
+  EXPECT_THROW(make(SscAlgorithm::Optimized, 0, 2, 0), GridError);
+  // 2.5D: q^2 c beyond the ranks, c > q, c < 0, q > n
+  auto g = layout::Mesh3D::choose_grid(P, n);
+  std::string m = message(SscAlgorithm::TwoPointFiveD, g.q + 1, 1, 0);
+  EXPECT_NE(m.find("q = " + std::to_string(g.q + 1)), std::string::npos) << m;
+  m = message(SscAlgorithm::TwoPointFiveD, 1, 2, 0);
+  EXPECT_NE(m.find("replication c = 2 exceeds q = 1"), std::string::npos) << m;
+  EXPECT_THROW(make(SscAlgorithm::TwoPointFiveD, 0, -1, 0), GridError);
+  EXPECT_THROW(make(SscAlgorithm::TwoPointFiveD, 0, g.q + 1, 0), GridError);
+  EXPECT_THROW(make(SscAlgorithm::TwoPointFiveD, 7, 1, 0), GridError);  // q > n
+  EXPECT_THROW(make(SscAlgorithm::TwoPointFiveD, 1, 1, P + 1), GridError);
+  EXPECT_NO_THROW(make(SscAlgorithm::TwoPointFiveD, 1, 1, 1));
 }

@@ -541,8 +541,10 @@ TEST(SymmSquareCube, MeshErrors) {
   EXPECT_THROW(make(SscAlgorithm::Optimized, 0, 2, 0), GridError);
   // 2.5D: q^2 c beyond the ranks, c > q, c < 0, q > n
   auto g = layout::Mesh3D::choose_grid(P, n);
-  std::string m = message(SscAlgorithm::TwoPointFiveD, g.q + 1, 1, 0);
-  EXPECT_NE(m.find("q = " + std::to_string(g.q + 1)), std::string::npos) << m;
+  int qbig = 1;
+  while (qbig * qbig <= P) ++qbig;  // q^2 > P: no c fits (qbig <= 4 < n for P <= 18)
+  std::string m = message(SscAlgorithm::TwoPointFiveD, qbig, 1, 0);
+  EXPECT_NE(m.find("q = " + std::to_string(qbig)), std::string::npos) << m;
   m = message(SscAlgorithm::TwoPointFiveD, 1, 2, 0);
   EXPECT_NE(m.find("replication c = 2 exceeds q = 1"), std::string::npos) << m;
   EXPECT_THROW(make(SscAlgorithm::TwoPointFiveD, 0, -1, 0), GridError);

@@ -359,6 +359,7 @@ TEST(SymmSquareCube, TwoPointFiveDEveryMesh) {
 //   one message per term. With p = 1 nothing is communicated.
 // Summed over the p^3 ranks with n = p b: collectives 5 p^3 b^2 doubles (as Algorithms 4, 5)
 // and 2 (p^2 - p) + (p^2 - 1) blocks of b^2 point-to-point (Algorithm 4: 2 p^2 - p - 1).
+// The test also checks that the bytes sent equal the bytes received over the run.
 TEST(SymmSquareCube, OriginalVolumeMatchesModel) {
   Context ctx(MPI_COMM_WORLD);
   const std::int64_t n = 29;  // prime: unequal blocks for every p > 1

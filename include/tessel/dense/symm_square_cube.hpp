@@ -1,22 +1,30 @@
 #pragma once
 /// @file symm_square_cube.hpp
-/// SymmSquareCube (Huang & Chow, seed 000, sec. IV): D^2 and D^3 of a symmetric n x n D on a
-/// p x p x p mesh (layout/mesh3d.hpp). D is moved to "plane 0 blocks" (p x p near-equal
-/// blocks, block (i, j) on P(i, j, 0)), squared and cubed there, and moved back.
+/// SymmSquareCube (Huang & Chow, seed 000, sec. IV and V-E): D^2 and D^3 of a symmetric n x n
+/// D on a p x p x p mesh (3D algorithms) or a q x q x c mesh (2.5D), layout/mesh3d.hpp. D is
+/// moved to "plane 0 blocks" (p x p, or q x q, near-equal blocks, block (i, j) on P(i, j, 0)),
+/// squared and cubed there, and moved back.
 ///
 /// Algorithms:
+///  - Original (seed Algorithm 3): blocking collectives; D^2 reduced on P(i,k,k), returned to
+///    plane 0, transposed by point-to-point so that P(k,j,k) holds D^2_jk, broadcast as B.
 ///  - Baseline (seed Algorithm 4): blocking MPI_Bcast / MPI_Reduce, point-to-point returns.
 ///  - Optimized (seed Algorithm 5): every collective split into N_DUP contiguous parts (column
 ///    ranges of the column-major block) posted as MPI_Ibcast / MPI_Ireduce on N_DUP duplicated
 ///    communicators; the grd broadcast of D is pipelined into the row broadcast, the reduction
 ///    of D^2 into its row broadcast, and the reduction of D^3 into the returns to plane 0.
 ///    With N_DUP = 1 it moves exactly what the baseline moves.
-/// Volume per active rank P(i, j, k) (payload rule of shared/tools/commcount, p > 1; blocks of
-/// r_i rows), identical for both algorithms: collective bytes 8 (r_i r_j + 2 r_j r_k + 2 r_i r_k);
-/// point-to-point: P(i,i,k) sends D^2_ik (8 r_i r_k) to P(i,k,0) unless i = k = 0, P(i,k,k)
-/// sends D^3_ik (8 r_i r_k) to P(i,k,0) unless k = 0; P(i,j,0) receives those. With p = 1
-/// nothing is communicated. Inactive ranks (beyond p^3) only take part in one MPI_Ibarrier
-/// (sleep-polled, every `poll`), and in the redistributions when they hold part of D.
+///  - TwoPointFiveD (seed Algorithm 6): q x q x c mesh; grd broadcast of D, layer k does
+///    Cannon steps [split_begin(q,c,k), split_begin(q,c,k+1)), grd allreduce gives D^2, Cannon
+///    again, grd reduce gives D^3; the three collectives in N_DUP parts (nonblocking).
+/// Volume per active rank P(i, j, k) of Algorithms 4 and 5 (payload rule of
+/// shared/tools/commcount, p > 1; blocks of r_i rows): collective bytes
+/// 8 (r_i r_j + 2 r_j r_k + 2 r_i r_k); point-to-point: P(i,i,k) sends D^2_ik (8 r_i r_k) to
+/// P(i,k,0) unless i = k = 0, P(i,k,k) sends D^3_ik (8 r_i r_k) to P(i,k,0) unless k = 0;
+/// P(i,j,0) receives those. Algorithm 3 and 2.5D: docs/symm_square_cube.md (and the tests).
+/// With a 1-rank mesh nothing is communicated. Inactive ranks (beyond the mesh, or beyond
+/// `active_ranks`) only take part in one MPI_Ibarrier (sleep-polled, every `poll`), and in
+/// the redistributions when they hold part of D.
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -50,9 +58,11 @@ struct SscOptions {
   std::int64_t n_t = 64 * 1024;  ///< auto threshold message size in bytes (seed: 16 KB .. 1 MB)
   int max_auto_dup = 4;          ///< the seed's choice of N_DUP
   /// Mesh edge; 0 = the largest p with p^3 <= ranks and p <= n (for 2.5D: the q of the
-  /// q x q x c mesh; 0 = the largest q^2 c <= ranks).
+  /// q x q x c mesh; 0 = the largest q^2 c <= ranks, Mesh3D::choose_grid). "ranks" is
+  /// active_ranks when set. GridError when the mesh does not fit or p > n.
   int p = 0;
-  /// 2.5D only: replication factor c (1 <= c <= q); 0 = automatic.
+  /// 2.5D only: replication factor c (1 <= c <= q, q^2 c <= ranks); 0 = automatic. Any other
+  /// value is a GridError (also a non-zero value with another algorithm).
   int replication = 0;
   /// Ranks the kernel may use (the "active subset", seed III-B); 0 = all ranks of the
   /// context. Must not exceed the context's size (GridError). The mesh is the largest that
@@ -81,8 +91,10 @@ SscResult symm_square_cube(Context& ctx, const DistMatrix<double>& D, const SscO
 /// across calls (purification calls it every iteration).
 class SymmSquareCube {
  public:
-  /// Collective over ctx: builds the mesh and 3 x N_DUP + N_DUP duplicated communicators.
-  /// Validates n >= 1, p and n_dup on every rank.
+  /// Collective over ctx: builds the mesh and its duplicated communicators (N_DUP each of
+  /// row, col, grd, global; Algorithms 3 and 4: one each; 2.5D: N_DUP of grd, one of the
+  /// others). Validates n >= 1, active_ranks, p, replication and n_dup on every rank
+  /// (GridError / InputError).
   SymmSquareCube(Context& ctx, std::int64_t n, const SscOptions& opt = {});
   ~SymmSquareCube();
 

@@ -191,6 +191,26 @@ std::optional<Failure> iterate(const Context& ctx, dense::SymmSquareCube& ssc, c
 
 }  // namespace
 
+namespace steps {
+
+void check_options(const PurifyOptions& opt, std::int64_t n, std::int64_t nocc) {
+  TESSEL_CHECK(nocc > 0 && nocc < n, InputError, "purify: nocc = ", nocc,
+               " (expected 1 .. n-1 = ", n - 1, ")");
+  TESSEL_CHECK(opt.tol > 0 && std::isfinite(opt.tol), InputError, "purify: tol = ", opt.tol,
+               " (expected > 0)");
+  TESSEL_CHECK(opt.max_iter >= 1, InputError, "purify: max_iter = ", opt.max_iter,
+               " (expected >= 1)");
+  TESSEL_CHECK(opt.stall_window >= 2, InputError, "purify: stall_window = ",
+               opt.stall_window, " (expected >= 2)");
+  TESSEL_CHECK(opt.method != PurifyMethod::McWeeny || opt.mu.has_value(), InputError,
+               "purify: mcweeny needs the chemical potential mu inside the HOMO-LUMO gap: "
+               "set PurifyOptions::mu (e.g. (HOMO + LUMO)/2); it cannot be bounded from F alone");
+  TESSEL_CHECK(!opt.mu || std::isfinite(*opt.mu), InputError, "purify: mu = ", *opt.mu,
+               " (expected a finite energy inside the HOMO-LUMO gap)");
+}
+
+}  // namespace steps
+
 PurifyResult purify(Context& ctx, const dense::DistMatrix<double>& F, std::int64_t nocc,
                     const PurifyOptions& opt) {
   const std::int64_t n = F.rows();
@@ -199,19 +219,7 @@ PurifyResult purify(Context& ctx, const dense::DistMatrix<double>& F, std::int64
                  F.cols(), " (expected square)");
     TESSEL_CHECK(F.layout().comm_size() == ctx.size(), LayoutMismatch, "purify: F's layout is over ",
                  F.layout().comm_size(), " ranks but the context has ", ctx.size());
-    TESSEL_CHECK(nocc > 0 && nocc < n, InputError, "purify: nocc = ", nocc,
-                 " (expected 1 .. n-1 = ", n - 1, ")");
-    TESSEL_CHECK(opt.tol > 0 && std::isfinite(opt.tol), InputError, "purify: tol = ", opt.tol,
-                 " (expected > 0)");
-    TESSEL_CHECK(opt.max_iter >= 1, InputError, "purify: max_iter = ", opt.max_iter,
-                 " (expected >= 1)");
-    TESSEL_CHECK(opt.stall_window >= 2, InputError, "purify: stall_window = ",
-                 opt.stall_window, " (expected >= 2)");
-    TESSEL_CHECK(opt.method != PurifyMethod::McWeeny || opt.mu.has_value(), InputError,
-                 "purify: mcweeny needs the chemical potential mu inside the HOMO-LUMO gap: "
-                 "set PurifyOptions::mu (e.g. (HOMO + LUMO)/2); it cannot be bounded from F alone");
-    TESSEL_CHECK(!opt.mu || std::isfinite(*opt.mu), InputError, "purify: mu = ", *opt.mu,
-                 " (expected a finite energy inside the HOMO-LUMO gap)");
+    steps::check_options(opt, n, nocc);
   });
   const auto t0 = Clock::now();
   dense::SymmSquareCube ssc(ctx, n, opt.ssc);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tessel/dense/multiply.hpp"
+#include "purify_steps.hpp"
 #include "tessel/solvers/purify.hpp"
 
 namespace tessel::solvers {
@@ -52,8 +53,8 @@ void check_symmetric(const Context& ctx, const Matrix& x, double tol, const char
   ctx.agree([&] {
     TESSEL_CHECK(v[0] == 0, InputError, "purify: ", name, " has NaN or Inf entries");
     TESSEL_CHECK(v[2] <= tol * v[1], InputError, "purify: ", name, " is not symmetric: max|",
-                 name, " - ", name, "^T| = ", v[2], " > symmetry_tol * max|", name, "| = ",
-                 tol * v[1]);
+                 name, " - ", name, "^T| = ", v[2], " exceeds symmetry_tol * max|", name,
+                 "| = ", tol, " * ", v[1]);
   });
 }
 
@@ -170,8 +171,7 @@ PurifyResult purify(Context& ctx, const dense::DistMatrix<double>& F,
                  opt.ns_tol, " (expected > 0)");
     TESSEL_CHECK(opt.ns_max_iter >= 1, InputError, "purify: ns_max_iter = ", opt.ns_max_iter,
                  " (expected >= 1)");
-    TESSEL_CHECK(nocc > 0 && nocc < F.rows(), InputError, "purify: nocc = ", nocc,
-                 " (expected 1 .. n-1 = ", F.rows() - 1, ")");
+    steps::check_options(opt, F.rows(), nocc);
   });
   auto t0 = Clock::now();
   Matrix fp;

@@ -32,6 +32,10 @@ struct Traces {
 /// X <- c[0] X + c[1] X^2 + c[2] X^3 + c[3] X^4.
 using Coefficients = std::array<double, 4>;
 
+/// Throws InputError (call inside ctx.agree) for nocc outside 1 .. n-1 or bad options (tol,
+/// max_iter, stall_window, McWeeny without a finite mu). Shared by both purify overloads.
+void check_options(const PurifyOptions& opt, std::int64_t n, std::int64_t nocc);
+
 /// The highest power of X a method's step needs: 2 (TRS2: run_square), 3 (canonical,
 /// McWeeny: run), 4 (TRS4: run, then run_square on X^2).
 int highest_power(PurifyMethod m);

@@ -108,6 +108,7 @@ std::string message_of(const std::function<void()>& f) {
   try {
     f();
   } catch (const InputError& e) {
+    if (std::getenv("TESSEL_TEST_VERBOSE")) std::fprintf(stderr, "    message: %s\n", e.what());
     return e.what();
   }
   return "(no InputError)";

@@ -20,10 +20,13 @@ namespace tt = tessel::testing;
 
 namespace {
 
-// Eigenvalues of S: from 0.3 to 2 (condition number 6.7, as the STO-3G overlaps).
-std::vector<double> overlap_spectrum(std::int64_t n, double (*f)(double)) {
+// Eigenvalues f(s_i) of S, s_i evenly from lo to hi (default 0.3 .. 2: condition number 6.7,
+// as the STO-3G overlaps of the PySCF systems).
+std::vector<double> overlap_spectrum(std::int64_t n, double (*f)(double), double lo = 0.3,
+                                     double hi = 2.0) {
   std::vector<double> s(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) s[i] = f(0.3 + 1.7 * static_cast<double>(i) / (n - 1));
+  for (std::int64_t i = 0; i < n; ++i)
+    s[i] = f(lo + (hi - lo) * static_cast<double>(i) / static_cast<double>(n - 1));
   return s;
 }
 
@@ -35,6 +38,7 @@ std::string message_of(const std::function<void()>& f) {
   try {
     f();
   } catch (const InputError& e) {
+    if (std::getenv("TESSEL_TEST_VERBOSE")) std::fprintf(stderr, "    message: %s\n", e.what());
     return e.what();
   }
   return "(no InputError)";
@@ -42,10 +46,10 @@ std::string message_of(const std::function<void()>& f) {
 
 }  // namespace
 
-TEST(PurifyNonorth, PyscfAgainstKnownOverlap) {
-  const std::string tag = "h2o8_sto3g_rhf";
-  if (!tt::have_system(tag)) GTEST_SKIP() << "no " << tt::pyscf_dir();
+// S with the extreme eigenvalues of the system's real overlap (json s_min_eig, s_cond).
+void check_pyscf(const std::string& tag) {
   Context ctx(MPI_COMM_WORLD);
+  const double lo = tt::json_number(tag, "s_min_eig"), hi = lo * tt::json_number(tag, "s_cond");
   const auto n = static_cast<std::int64_t>(tt::json_number(tag, "n"));
   const auto nocc = static_cast<std::int64_t>(tt::json_number(tag, "nocc"));
   const double mu = 0.5 * (tt::json_number(tag, "homo") + tt::json_number(tag, "lumo"));
@@ -58,9 +62,9 @@ TEST(PurifyNonorth, PyscfAgainstKnownOverlap) {
   auto fo = dense::gather(ctx, Forth), dr = dense::gather(ctx, Dref);
   std::vector<double> S, F, Dexp;
   if (ctx.rank() == 0) {
-    S = tt::with_spectrum(overlap_spectrum(n, [](double x) { return x; }));
-    auto sh = tt::with_spectrum(overlap_spectrum(n, [](double x) { return std::sqrt(x); }));
-    auto si = tt::with_spectrum(overlap_spectrum(n, [](double x) { return 1 / std::sqrt(x); }));
+    S = tt::with_spectrum(overlap_spectrum(n, [](double x) { return x; }, lo, hi));
+    auto sh = tt::with_spectrum(overlap_spectrum(n, [](double x) { return std::sqrt(x); }, lo, hi));
+    auto si = tt::with_spectrum(overlap_spectrum(n, [](double x) { return 1 / std::sqrt(x); }, lo, hi));
     F = tt::matmul(tt::matmul(sh, fo, n), sh, n);
     for (std::int64_t j = 0; j < n; ++j)  // exactly symmetric
       for (std::int64_t i = 0; i < j; ++i) F[j * n + i] = F[i * n + j];
@@ -86,11 +90,21 @@ TEST(PurifyNonorth, PyscfAgainstKnownOverlap) {
       for (std::int64_t q = 0; q < n; ++q) trds += g[q * n + i] * S[i * n + q];
     EXPECT_LE(err, 1e-10) << solvers::to_string(m);
     EXPECT_NEAR(trds, static_cast<double>(nocc), 1e-10) << solvers::to_string(m);
-    std::printf("  %s %-9s non-orthogonal: %d NS steps, %d it, |D-Dexp|/|Dexp| = %.2e, "
+    std::printf("  %s (S cond %.0f) %-9s non-orthogonal: %d NS steps, %d it, |D-Dexp|/|Dexp| = %.2e, "
                 "|tr(DS)-nocc| = %.1e, 2tr(DF) - orth = %.1e\n",
-                tag.c_str(), solvers::to_string(m).c_str(), res.ns_iterations, res.iterations, err,
+                tag.c_str(), hi / lo, solvers::to_string(m).c_str(), res.ns_iterations, res.iterations, err,
                 std::abs(trds - static_cast<double>(nocc)), res.band_energy - orth.band_energy);
   }
+}
+
+TEST(PurifyNonorth, PyscfSto3gOverlap) {
+  if (!tt::have_system("h2o8_sto3g_rhf")) GTEST_SKIP() << "no " << tt::pyscf_dir();
+  check_pyscf("h2o8_sto3g_rhf");
+}
+
+TEST(PurifyNonorth, PyscfCcpvdzOverlap) {
+  if (!tt::have_system("h2o8_ccpvdz_rhf")) GTEST_SKIP() << "no " << tt::pyscf_dir();
+  check_pyscf("h2o8_ccpvdz_rhf");
 }
 
 // Known spectra, no data files: band energy = 2 sum of the nocc lowest generalized eigenvalues

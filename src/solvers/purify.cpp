@@ -45,6 +45,10 @@ double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock:
 
 // The active ranks' part: Gershgorin bounds, the starting guess and the iteration on the
 // plane-0 blocks. Returns the failure, if any; fills `stats` (meaningful on context rank 0).
+// Below kFloor, kFloorSteps steps without a new lowest ||D - D^2||_F mean the rounding floor.
+constexpr double kFloor = 1e-6;
+constexpr int kFloorSteps = 3;
+
 struct Stats {
   double iterations = 0, idempotency = 0, trace_error = 0, band_energy = 0, products = 0;
   double ssc_seconds = 0;
@@ -103,6 +107,12 @@ std::optional<Failure> iterate(const Context& ctx, dense::SymmSquareCube& ssc, c
   if (power >= 4) d4 = dense::DistMatrix<double>(ctx, lay);
   std::vector<double> hist;
   std::optional<Failure> fail;
+  struct Best {
+    double err, t1, en;
+    int it, behind;  // its step; steps since
+  } best{std::numeric_limits<double>::infinity(), 0, 0, 0, 0};
+  std::vector<double> best_d(static_cast<std::size_t>(len));
+  int performed = -1;  // steps whose products were computed, when not it + 1
   int it = 0;
   double err = 0, t1 = 0, en = 0;
   auto t_step = Clock::now();
@@ -146,7 +156,24 @@ std::optional<Failure> iterate(const Context& ctx, dense::SymmSquareCube& ssc, c
                                            ": ||D - D^2||_F is not finite at step ", it)};
       break;
     }
+    if (err < best.err) {
+      best = Best{err, t1, en, it, 0};
+      std::copy(d.data(), d.data() + len, best_d.begin());
+    } else {
+      ++best.behind;
+    }
     if (err < opt.tol) break;
+    if (best.behind >= kFloorSteps && best.err < kFloor) {
+      // The rounding floor lies above tol (large n): ||D - D^2||_F has stopped improving
+      // (McWeeny's iteration even lets a rounding mode double per step). Return the best D.
+      std::copy(best_d.begin(), best_d.end(), d.data());
+      performed = it + 1;
+      it = best.it;
+      err = best.err;
+      t1 = best.t1;
+      en = best.en;
+      break;
+    }
     if (it >= opt.max_iter) {
       fail = Failure{false, detail::concat("purify: ", to_string(opt.method),
                                            ": no convergence in max_iter = ", opt.max_iter,
@@ -181,7 +208,7 @@ std::optional<Failure> iterate(const Context& ctx, dense::SymmSquareCube& ssc, c
   st.idempotency = err;
   st.trace_error = std::abs(t1 - static_cast<double>(nocc));
   st.band_energy = en;
-  st.products = static_cast<double>(it + 1) * products;
+  st.products = static_cast<double>(performed >= 0 ? performed : it + 1) * products;
   if (!fail && opt.method == PurifyMethod::McWeeny && st.trace_error > 1e-6)
     fail = Failure{true, detail::concat(
         "purify: mcweeny: mu = ", *opt.mu, " is not inside the HOMO-LUMO gap at nocc = ", nocc,

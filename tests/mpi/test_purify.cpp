@@ -62,7 +62,9 @@ solvers::PurifyOptions options(const System& s, PurifyMethod m, dense::SscAlgori
 }
 
 // Purifies s.F and checks D against D_ref (gathered on rank 0).
-void check(Context& ctx, const System& s, const solvers::PurifyOptions& o) {
+// floor_tol: the largest ||D - D^2||_F accepted when purify stops at the rounding floor (0:
+// purify must reach o.tol).
+void check(Context& ctx, const System& s, const solvers::PurifyOptions& o, double floor_tol = 0) {
   int steps = 0;
   double last_err = -1;
   auto opt = o;
@@ -70,6 +72,9 @@ void check(Context& ctx, const System& s, const solvers::PurifyOptions& o) {
     EXPECT_EQ(st.iteration, steps);
     ++steps;
     last_err = st.idempotency_error;
+    if (std::getenv("TESSEL_TEST_VERBOSE") && ctx.rank() == 0)
+      std::printf("    step %3d: ||D-D^2||_F = %.3e, tr D = %.12f, 2tr(DF) = %.10f, %.3f s\n",
+                  st.iteration, st.idempotency_error, st.trace, st.band_energy, st.seconds);
   };
   auto t0 = std::chrono::steady_clock::now();
   auto res = solvers::purify(ctx, s.F, s.nocc, opt);
@@ -84,12 +89,18 @@ void check(Context& ctx, const System& s, const solvers::PurifyOptions& o) {
   EXPECT_LE(err, 1e-10) << what;
   EXPECT_LE(std::abs(tr - static_cast<double>(s.nocc)), 1e-10) << what;
   EXPECT_LE(res.trace_error, 1e-10) << what;
-  EXPECT_LT(res.idempotency_error, o.tol) << what;
-  EXPECT_EQ(steps, res.iterations + 1) << what;  // step 0 is the starting guess
-  EXPECT_EQ(last_err, res.idempotency_error) << what;
+  // step 0 is the starting guess; at the rounding floor (above tol, large n) purify returns
+  // the best of the last steps
+  if (res.idempotency_error < o.tol) {
+    EXPECT_EQ(steps, res.iterations + 1) << what;
+    EXPECT_EQ(last_err, res.idempotency_error) << what;
+  } else {
+    EXPECT_LT(res.idempotency_error, floor_tol) << what;
+    EXPECT_EQ(steps, res.iterations + 1 + 3) << what;
+  }
   const int per_step = o.method == PurifyMethod::Trs2 ? 1 : o.method == PurifyMethod::Trs4 ? 3 : 2;
   const double nd = static_cast<double>(s.n);
-  EXPECT_DOUBLE_EQ(res.flops, (res.iterations + 1) * per_step * 2 * nd * nd * nd) << what;
+  EXPECT_DOUBLE_EQ(res.flops, steps * per_step * 2 * nd * nd * nd) << what;
   EXPECT_GE(res.seconds, res.ssc_seconds * 0.999) << what;
   std::printf("  %-20s %-9s alg %-2s n_dup %d: %3d it, |D-Dref|/|Dref| = %.2e, |trD-nocc| = %.1e, "
               "2tr(DF) = %.10f, %s, %.2f s\n",
@@ -136,15 +147,17 @@ TEST(Purify, PyscfNdupSweep) {
       check(ctx, s, options(s, m, dense::SscAlgorithm::Optimized, nd));
 }
 
-// The small-gap case (n = 768, gap 0.037 Eh), once, at the largest rank count of the list.
+// The small-gap case (n = 768, gap 0.037 Eh), every method, at the largest rank count of the
+// list only (TESSEL_TEST_LARGE=1: at any). Its rounding floor of ||D - D^2||_F lies near
+// 1e-10, above tol: McWeeny and TRS4 stop there (purify returns the best D of the last steps).
 TEST(Purify, PyscfLargeSmallGap) {
   if (!tt::have_system("h2o32_ccpvdz_lda-dfj")) GTEST_SKIP() << "no " << tt::pyscf_dir();
   int size = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (size != 9) GTEST_SKIP() << "runs at 9 ranks only";
+  if (size != 9 && !std::getenv("TESSEL_TEST_LARGE")) GTEST_SKIP() << "runs at 9 ranks only";
   Context ctx(MPI_COMM_WORLD);
   auto s = load(ctx, "h2o32_ccpvdz_lda-dfj");
-  check(ctx, s, options(s, PurifyMethod::Canonical, dense::SscAlgorithm::Optimized));
+  for (auto m : kMethods) check(ctx, s, options(s, m, dense::SscAlgorithm::Optimized), 1e-9);
 }
 
 // Band energy 2 sum of the nocc lowest eigenvalues of a known spectrum, every method.

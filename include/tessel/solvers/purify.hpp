@@ -10,7 +10,8 @@
 ///   step:  c = tr(D^2 - D^3)/tr(D - D^2); c < 1/2: D = ((1-2c)D + (1+c)D^2 - D^3)/(1-c),
 ///          else D = ((1+c)D^2 - D^3)/c. Near convergence tr(D - D^2) is rounding noise: when
 ///          it is below 10 n eps or c falls outside [0, 1] the step is McWeeny's (c = 1/2).
-///   stop (every method): ||D - D^2||_F < tol, at most max_iter steps.
+///   stop (every method): ||D - D^2||_F < tol, at most max_iter steps; or the rounding floor
+///          (large n): below 1e-6 and no new lowest ||D - D^2||_F in 3 steps -> the best D.
 /// A zero (or unresolvably small) HOMO-LUMO gap leaves eigenvalues stuck at occupation 1/2:
 /// ||D - D^2||_F then stops decreasing; when it has not halved over `stall_window` steps
 /// purify throws InputError ("no clear occupation") instead of running to max_iter.
@@ -69,7 +70,7 @@ struct PurifyOptions {
 struct PurifyResult {
   dense::DistMatrix<double> D;     ///< in F's layout
   int iterations = 0;              ///< purification steps taken
-  double idempotency_error = 0;    ///< ||D - D^2||_F of the returned D
+  double idempotency_error = 0;    ///< ||D - D^2||_F of the returned D (>= tol at the floor)
   double trace_error = 0;          ///< |tr(D) - nocc|
   double band_energy = 0;          ///< 2 tr(D F)
   int p = 1, n_dup = 1;

@@ -204,6 +204,17 @@ TEST(Purify, Errors) {
   auto rect = layout::Layout::block_cyclic(n, n - 1, 3, 3, 1, ctx.size(), 0, 0, ctx.size());
   dense::DistMatrix<double> R(ctx, rect);
   EXPECT_THROW(solvers::purify(ctx, R, 4), DimensionMismatch);
+  // options
+  for (int which = 0; which < 4; ++which) {
+    solvers::PurifyOptions o;
+    if (which == 0) o.tol = 0;
+    if (which == 1) o.max_iter = 0;
+    if (which == 2) o.stall_window = 1;
+    if (which == 3) { o.method = PurifyMethod::McWeeny; o.mu = std::nan(""); }
+    msg = message_of([&] { solvers::purify(ctx, F, 4, o); });
+    EXPECT_NE(msg.find(which == 0 ? "tol = 0" : which == 1 ? "max_iter = 0"
+                       : which == 2 ? "stall_window = 1" : "mu = nan"), std::string::npos) << msg;
+  }
 }
 
 TEST(Purify, McWeenyMu) {

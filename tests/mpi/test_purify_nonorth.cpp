@@ -195,6 +195,14 @@ TEST(PurifyNonorth, Errors) {
   auto Sother = dense::scatter(ctx, spd.data(), lay(ctx, n, 2));
   EXPECT_THROW(solvers::purify(ctx, F, Sother, nocc), LayoutMismatch);
   EXPECT_THROW(solvers::purify(ctx, F, S, 0), InputError);
+  solvers::PurifyOptions bad;
+  bad.ns_tol = -1;
+  EXPECT_NE(message_of([&] { solvers::purify(ctx, F, S, nocc, bad); }).find("ns_tol = -1"),
+            std::string::npos);
+  bad = {};
+  bad.ns_max_iter = 0;
+  EXPECT_NE(message_of([&] { solvers::purify(ctx, F, S, nocc, bad); }).find("ns_max_iter = 0"),
+            std::string::npos);
   // the orthogonal path's errors come through: McWeeny without mu
   solvers::PurifyOptions o;
   o.method = PurifyMethod::McWeeny;

@@ -1,15 +1,17 @@
 #pragma once
 /// @file purify.hpp
-/// Canonical purification (Palser & Manolopoulos, as in GTFock pscf/purif.c): the density
-/// matrix D of a symmetric Fock matrix F in an orthogonal basis with `nocc` occupied states,
-/// from D^2 and D^3 of SymmSquareCube (seed 000) on a p x p x p mesh.
+/// Purification: the density matrix D of a symmetric Fock matrix F in an orthogonal basis
+/// with `nocc` occupied states, from powers of D by SymmSquareCube (seed 000) on a p x p x p
+/// mesh; the methods are listed at PurifyMethod (docs/symm_square_cube.md has the formulas).
+/// Canonical (Palser & Manolopoulos, as in GTFock pscf/purif.c), the default:
 ///   start: Gershgorin bounds hmin, hmax of F; mu = tr(F)/n;
 ///          lambda = min(nocc/(hmax - mu), (n - nocc)/(mu - hmin));
 ///          D0 = (lambda/n)(mu I - F) + (nocc/n) I
 ///   step:  c = tr(D^2 - D^3)/tr(D - D^2); c < 1/2: D = ((1-2c)D + (1+c)D^2 - D^3)/(1-c),
 ///          else D = ((1+c)D^2 - D^3)/c. Near convergence tr(D - D^2) is rounding noise: when
 ///          it is below 10 n eps or c falls outside [0, 1] the step is McWeeny's (c = 1/2).
-///   stop:  ||D - D^2||_F < tol, at most max_iter steps.
+///   stop (every method): ||D - D^2||_F < tol, at most max_iter steps; or the rounding floor
+///          (large n): below 1e-6 and no new lowest ||D - D^2||_F in 3 steps -> the best D.
 /// A zero (or unresolvably small) HOMO-LUMO gap leaves eigenvalues stuck at occupation 1/2:
 /// ||D - D^2||_F then stops decreasing; when it has not halved over `stall_window` steps
 /// purify throws InputError ("no clear occupation") instead of running to max_iter.
@@ -59,8 +61,8 @@ struct PurifyOptions {
   dense::SscOptions ssc{};      ///< algorithm, n_dup, mesh edge p of SymmSquareCube
   /// Called after every step on the active ranks (context rank 0 is always one of them).
   std::function<void(const PurifyStep&)> on_step;
-  /// Non-orthogonal path: Newton-Schulz iteration for S^-1/2 stops when ||I - Z S Z||_F
-  /// (estimated by the iteration's residual) is below ns_tol, at most ns_max_iter steps.
+  /// Non-orthogonal path: Newton-Schulz iteration for S^-1/2 stops when ||I - Z Y||_F (Y = S Z
+  /// in exact arithmetic) is below max(ns_tol, 10 n eps), at most ns_max_iter steps.
   double ns_tol = 1e-12;
   int ns_max_iter = 100;
 };
@@ -68,7 +70,7 @@ struct PurifyOptions {
 struct PurifyResult {
   dense::DistMatrix<double> D;     ///< in F's layout
   int iterations = 0;              ///< purification steps taken
-  double idempotency_error = 0;    ///< ||D - D^2||_F of the returned D
+  double idempotency_error = 0;    ///< ||D - D^2||_F of the returned D (>= tol at the floor)
   double trace_error = 0;          ///< |tr(D) - nocc|
   double band_energy = 0;          ///< 2 tr(D F)
   int p = 1, n_dup = 1;

@@ -155,6 +155,24 @@ void SymmSquareCube::run(const double* d, double* d2, double* d3) {
   release();
 }
 
+void SymmSquareCube::symmetrize(double* d) const {
+  const auto& m = mesh_;
+  if (!m.active() || m.k() != 0) return;
+  const std::int64_t ri = block(m.i()), rj = block(m.j());
+  std::vector<double> t(static_cast<std::size_t>(ri * rj));
+  if (m.i() != m.j()) {  // t = D_ji (rj x ri, column-major)
+    comm::RequestSet rs;
+    int peer = m.rank_of(m.j(), m.i(), 0);
+    ctx_.comm().isend(d, ri * rj, peer, 72, rs);
+    ctx_.comm().irecv(t.data(), ri * rj, peer, 72, rs);
+    rs.wait_all();
+  } else {
+    std::copy(d, d + ri * rj, t.begin());
+  }
+  for (std::int64_t c = 0; c < rj; ++c)
+    for (std::int64_t r = 0; r < ri; ++r) d[c * ri + r] = 0.5 * (d[c * ri + r] + t[r * rj + c]);
+}
+
 void SymmSquareCube::check_input(const double* d, double symmetry_tol, const std::string& who,
                                  const std::string& name) const {
   const auto& m = mesh_;

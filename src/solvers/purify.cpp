@@ -98,6 +98,7 @@ std::optional<Failure> iterate(const Context& ctx, dense::SymmSquareCube& ssc, c
   for (std::int64_t c = 0; c < rj && plane0; ++c)
     for (std::int64_t r = 0; r < ri; ++r)
       d.data()[c * ri + r] = x0.a * f.data()[c * ri + r] + (i0 + r == j0 + c ? x0.b : 0.0);
+  ssc.symmetrize(d.data());
 
   const int power = steps::highest_power(opt.method);
   const int products = power == 2 ? 1 : power == 3 ? 2 : 3;  // dense products per step
@@ -203,6 +204,7 @@ std::optional<Failure> iterate(const Context& ctx, dense::SymmSquareCube& ssc, c
       if (c[3] != 0) v += c[3] * x4[q];
       y[q] = v;
     }
+    ssc.symmetrize(y);  // D^2, D^3 from different blocks round differently: keep D = D^T
   }
   st.iterations = it;
   st.idempotency = err;

@@ -124,6 +124,11 @@ class SymmSquareCube {
   /// Collective over ctx: the inactive ranks' side of run() (and the active ranks' closing
   /// call): one sleep-polled Ibarrier, none when every rank is active.
   void release();
+  /// Collective over the active ranks (a no-op off plane 0): D <- (D + D^T)/2 on the plane-0
+  /// blocks, bitwise symmetric afterwards (P(i,j,0) swaps blocks with P(j,i,0)). The kernel
+  /// assumes D = D^T (it broadcasts D_kj as B_jk^T); iterations that feed D^3 back (McWeeny,
+  /// TRS4) would otherwise double an antisymmetric rounding mode at every step.
+  void symmetrize(double* d) const;
   /// Collective over ctx: throws InputError on every rank when the plane-0 blocks `d` have
   /// NaN/Inf or max|D - D^T| > symmetry_tol * max|D| (P(i,j,0) swaps blocks with P(j,i,0)).
   /// `who` and `name` prefix the message ("purify", "F").

@@ -62,10 +62,12 @@ PurifyResult purify(Context& ctx, const dense::DistMatrix<double>& F, std::int64
                  opt.stall_window, " (expected >= 2)");
   });
   dense::SymmSquareCube ssc(ctx, n, opt.ssc);
+  layout::RedistOptions moves;  // node-shared moves to/from the active ranks (SscOptions)
+  moves.node_shared = opt.ssc.shm_moves && ssc.mesh().inactive_ranks() > 0;
   dense::DistMatrix<double> f;
   {
     PhaseScope ph(ctx.ledger(), "purify/redistribute in");
-    f = dense::redistribute(ctx, F, ssc.plane0());
+    f = dense::redistribute(ctx, F, ssc.plane0(), moves);
   }
   {
     PhaseScope ph(ctx.ledger(), "purify/validate");
@@ -176,7 +178,7 @@ PurifyResult purify(Context& ctx, const dense::DistMatrix<double>& F, std::int64
   PurifyResult out;
   {
     PhaseScope ph(ctx.ledger(), "purify/redistribute out");
-    out.D = dense::redistribute(ctx, d, F.layout());
+    out.D = dense::redistribute(ctx, d, F.layout(), moves);
   }
   out.iterations = static_cast<int>(stats[0]);
   out.idempotency_error = stats[1];

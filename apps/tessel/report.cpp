@@ -43,7 +43,8 @@ nlohmann::json ledger_json(const std::vector<comm::PhaseStats>& s) {
     j[p.prefix.empty() ? "all" : p.prefix] = {
         {"recv_bytes", stat(p.recv_bytes)}, {"sent_bytes", stat(p.sent_bytes)},
         {"recv_msgs", stat(p.recv_msgs)},   {"sent_msgs", stat(p.sent_msgs)},
-        {"coll_bytes", stat(p.coll_bytes)}, {"rma_bytes", stat(p.rma_bytes)}};
+        {"coll_bytes", stat(p.coll_bytes)}, {"rma_bytes", stat(p.rma_bytes)},
+        {"shm_bytes", stat(p.shm_bytes)}};
   return j;
 }
 

@@ -97,6 +97,30 @@ Comm Comm::split(int color, int key) const {
   return out;
 }
 
+Comm Comm::split_shared() const {
+  MPI_Comm c = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &c),
+            "MPI_Comm_split_type");
+  Comm out(c, ledger_);
+  out.owned_ = (c != MPI_COMM_NULL);
+  return out;
+}
+
+std::vector<int> Comm::translate_ranks(const Comm& other) const {
+  std::vector<int> mine(static_cast<std::size_t>(size_)), theirs(mine.size(), MPI_UNDEFINED);
+  for (int i = 0; i < size_; ++i) mine[static_cast<std::size_t>(i)] = i;
+  MPI_Group g1, g2;
+  check_mpi(MPI_Comm_group(comm_, &g1), "MPI_Comm_group");
+  check_mpi(MPI_Comm_group(other.comm_, &g2), "MPI_Comm_group");
+  int rc = MPI_Group_translate_ranks(g1, size_, mine.data(), g2, theirs.data());
+  MPI_Group_free(&g1);
+  MPI_Group_free(&g2);
+  check_mpi(rc, "MPI_Group_translate_ranks");
+  for (int& r : theirs)
+    if (r == MPI_UNDEFINED) r = -1;
+  return theirs;
+}
+
 Comm Comm::create_group(MPI_Comm parent, const std::vector<int>& ranks, CommLedger* ledger) {
   MPI_Group world_group, group;
   check_mpi(MPI_Comm_group(parent, &world_group), "MPI_Comm_group");

@@ -4,7 +4,7 @@ namespace tessel::comm {
 
 std::vector<PhaseStats> ledger_stats(const Comm& c, const CommLedger& l,
                                      const std::vector<std::string>& prefixes, double scale) {
-  constexpr int kFields = 6;
+  constexpr int kFields = 7;
   const std::size_t n = prefixes.size() * kFields;
   std::vector<double> mine(n), mx(n), sum(n);
   for (std::size_t i = 0; i < prefixes.size(); ++i) {
@@ -16,6 +16,7 @@ std::vector<PhaseStats> ledger_stats(const Comm& c, const CommLedger& l,
     v[3] = static_cast<double>(t.p2p_sent_msgs + t.rma_ops);
     v[4] = static_cast<double>(t.coll_bytes);
     v[5] = static_cast<double>(t.rma_put_bytes + t.rma_get_bytes + t.rma_acc_bytes);
+    v[6] = static_cast<double>(t.shm_bytes);
   }
   for (auto& x : mine) x /= scale;
   mx = mine;
@@ -29,7 +30,8 @@ std::vector<PhaseStats> ledger_stats(const Comm& c, const CommLedger& l,
     PhaseStats s;
     s.prefix = prefixes[i];
     LedgerStat* f[kFields] = {&s.recv_bytes, &s.sent_bytes, &s.recv_msgs,
-                              &s.sent_msgs,  &s.coll_bytes, &s.rma_bytes};
+                              &s.sent_msgs,  &s.coll_bytes, &s.rma_bytes,
+                              &s.shm_bytes};
     for (int k = 0; k < kFields; ++k) {
       f[k]->max = mx[i * kFields + k];
       f[k]->total = sum[i * kFields + k];

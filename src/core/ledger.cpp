@@ -13,6 +13,8 @@ PhaseCounts& PhaseCounts::operator+=(const PhaseCounts& o) {
   rma_get_bytes += o.rma_get_bytes;
   rma_acc_bytes += o.rma_acc_bytes;
   rma_ops += o.rma_ops;
+  shm_bytes += o.shm_bytes;
+  shm_msgs += o.shm_msgs;
   return *this;
 }
 

@@ -34,9 +34,10 @@ DistMatrix<T> DistMatrix<T>::view(layout::Layout layout, int rank, T* data, std:
 }
 
 template <class T>
-DistMatrix<T> redistribute(const Context& ctx, const DistMatrix<T>& x, const layout::Layout& to) {
+DistMatrix<T> redistribute(const Context& ctx, const DistMatrix<T>& x, const layout::Layout& to,
+                           const layout::RedistOptions& opt) {
   DistMatrix<T> y(ctx, to);
-  layout::redistribute(ctx.comm(), x.layout(), x.data(), x.ld(), to, y.data(), y.ld());
+  layout::redistribute(ctx.comm(), x.layout(), x.data(), x.ld(), to, y.data(), y.ld(), opt);
   return y;
 }
 
@@ -63,7 +64,8 @@ DistMatrix<T> scatter(const Context& ctx, const T* full, const layout::Layout& t
 
 #define TESSEL_INSTANTIATE(T)                                                               \
   template class DistMatrix<T>;                                                             \
-  template DistMatrix<T> redistribute(const Context&, const DistMatrix<T>&, const layout::Layout&); \
+  template DistMatrix<T> redistribute(const Context&, const DistMatrix<T>&, const layout::Layout&, \
+                                      const layout::RedistOptions&); \
   template std::vector<T> gather(const Context&, const DistMatrix<T>&, int);               \
   template DistMatrix<T> scatter(const Context&, const T*, const layout::Layout&, int);
 TESSEL_INSTANTIATE(double)

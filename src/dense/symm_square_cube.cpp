@@ -218,10 +218,12 @@ SscResult symm_square_cube(Context& ctx, const DistMatrix<double>& D, const SscO
                  " ranks but the context has ", ctx.size());
   });
   SymmSquareCube ssc(ctx, D.rows(), opt);
+  layout::RedistOptions moves;
+  moves.node_shared = opt.shm_moves && ssc.mesh().inactive_ranks() > 0;
   DistMatrix<double> d0;
   {
     PhaseScope ph(ctx.ledger(), "ssc/redistribute in");
-    d0 = redistribute(ctx, D, ssc.plane0());
+    d0 = redistribute(ctx, D, ssc.plane0(), moves);
   }
   if (opt.check_input) {
     PhaseScope ph(ctx.ledger(), "ssc/validate");
@@ -232,8 +234,8 @@ SscResult symm_square_cube(Context& ctx, const DistMatrix<double>& D, const SscO
   SscResult out;
   {
     PhaseScope ph(ctx.ledger(), "ssc/redistribute out");
-    out.d2 = redistribute(ctx, d2, D.layout());
-    out.d3 = redistribute(ctx, d3, D.layout());
+    out.d2 = redistribute(ctx, d2, D.layout(), moves);
+    out.d3 = redistribute(ctx, d3, D.layout(), moves);
   }
   out.p = ssc.p();
   out.c = ssc.c();

@@ -1,10 +1,14 @@
 #include "tessel/layout/redistribute.hpp"
 
 #include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <memory>
 #include <complex>
 #include <cstring>
 #include <vector>
 
+#include "tessel/comm/shared_window.hpp"
 #include "tessel/core/error.hpp"
 
 namespace tessel::layout {
@@ -57,9 +61,19 @@ RedistVolume redist_volume(const Layout& src, const Layout& dst, int rank) {
   return v;
 }
 
+int redist_node_size(const RedistOptions& opt) {
+  if (opt.node_size != 0) return opt.node_size;
+  if (const char* e = std::getenv("TESSEL_NODE_SIZE")) {
+    char* endp = nullptr;
+    long v = std::strtol(e, &endp, 10);
+    if (endp != e && *endp == '\0' && v > 0 && v <= INT_MAX) return static_cast<int>(v);
+  }
+  return 0;
+}
+
 template <class T>
 void redistribute(const comm::Comm& c, const Layout& src, const T* a, std::int64_t lda,
-                  const Layout& dst, T* b, std::int64_t ldb) {
+                  const Layout& dst, T* b, std::int64_t ldb, const RedistOptions& opt) {
   TESSEL_CHECK(src.rows() == dst.rows() && src.cols() == dst.cols(), DimensionMismatch,
                "redistribute: source is ", src.rows(), " x ", src.cols(), " but destination is ",
                dst.rows(), " x ", dst.cols());
@@ -85,50 +99,125 @@ void redistribute(const comm::Comm& c, const Layout& src, const T* a, std::int64
     int o = src.owner(r.a_group, s.a_group);
     if (o >= 0) rcount[static_cast<std::size_t>(o)] += r.len * s.len;
   });
+
+  // Node-shared: the pairs (q, me) on this node move through `win`. Node rank order is the
+  // order of c's ranks, so the destination's part holds its incoming segments by source rank
+  // of c (the order of the p2p receive buffer). shm[q]: q's node rank when q is a same-node
+  // peer moving through the window, -1 otherwise (point-to-point).
+  std::vector<int> shm(static_cast<std::size_t>(p), -1);
+  std::vector<std::int64_t> shm_to(static_cast<std::size_t>(p), 0);    // my offset in q's part
+  std::vector<std::int64_t> shm_from(static_cast<std::size_t>(p), 0);  // q's offset in my part
+  std::unique_ptr<comm::NodeComm> node;  // declared before win: freed after it
+  comm::SharedWindow<T> win;
+  if (opt.node_shared && p > 1) {
+    node = std::make_unique<comm::NodeComm>(c, redist_node_size(opt));
+    const comm::Comm& nc = node->comm();
+    const int nn = nc.size();
+    std::vector<int> crank(static_cast<std::size_t>(nn), -1);  // node rank -> rank of c
+    for (int q = 0; q < p; ++q)
+      if (node->node_rank_of(q) >= 0) crank[static_cast<std::size_t>(node->node_rank_of(q))] = q;
+    // counts[u * nn + t]: elements node rank u sends to node rank t (known on every node rank).
+    std::vector<std::int64_t> mine(static_cast<std::size_t>(nn), 0),
+        counts(static_cast<std::size_t>(nn) * static_cast<std::size_t>(nn), 0);
+    for (int t = 0; t < nn; ++t)
+      if (t != nc.rank()) mine[static_cast<std::size_t>(t)] = scount[static_cast<std::size_t>(crank[t])];
+    if (nn > 1) nc.allgather(mine.data(), nn, counts.data());
+    std::int64_t node_total = 0, my_part = 0;
+    for (auto x : counts) node_total += x;
+    for (int u = 0; u < nn; ++u) my_part += counts[static_cast<std::size_t>(u * nn + nc.rank())];
+    if (node_total > 0) {  // the same decision on every node rank
+      bool ok = true;
+      try {
+        win = comm::SharedWindow<T>(nc, my_part);
+      } catch (const MpiError&) {
+        ok = false;  // thrown on every node rank alike: this node falls back to p2p
+      }
+      if (ok) {
+        win.lock_all();
+        for (int t = 0; t < nn; ++t) {
+          std::int64_t off = 0;  // where node rank u's segments start in t's part
+          for (int u = 0; u < nn; ++u) {
+            if (u == t) continue;
+            if (u == nc.rank()) shm_to[static_cast<std::size_t>(crank[t])] = off;
+            if (t == nc.rank()) shm_from[static_cast<std::size_t>(crank[u])] = off;
+            off += counts[static_cast<std::size_t>(u * nn + t)];
+          }
+        }
+        for (int t = 0; t < nn; ++t)
+          if (t != nc.rank()) shm[static_cast<std::size_t>(crank[t])] = t;
+      }
+    }
+  }
+
   std::vector<std::int64_t> soff(static_cast<std::size_t>(p) + 1, 0), roff(soff);
   for (int q = 0; q < p; ++q) {
-    soff[q + 1] = soff[q] + (q == me ? 0 : scount[q]);
-    roff[q + 1] = roff[q] + (q == me ? 0 : rcount[q]);
+    const bool msg = q != me && shm[q] < 0;
+    soff[q + 1] = soff[q] + (msg ? scount[q] : 0);
+    roff[q + 1] = roff[q] + (msg ? rcount[q] : 0);
   }
   std::vector<T> sbuf(static_cast<std::size_t>(soff[p])), rbuf(static_cast<std::size_t>(roff[p]));
 
   comm::RequestSet rs;
   const int tag = 7101;
   for (int q = 0; q < p; ++q)
-    if (q != me && rcount[q] > 0) c.irecv(rbuf.data() + roff[q], rcount[q], q, tag, rs);
+    if (q != me && shm[q] < 0 && rcount[q] > 0) c.irecv(rbuf.data() + roff[q], rcount[q], q, tag, rs);
 
-  // Pack (column segments outer, row segments inner: the receiver unpacks in this order).
+  // Pack (column segments outer, row segments inner: the receiver unpacks in this order):
+  // into b for this rank, into the destination's window part for a same-node peer, into the
+  // send buffer otherwise.
   std::vector<std::int64_t> cur(soff.begin(), soff.end() - 1);
+  std::vector<T*> dest(static_cast<std::size_t>(p), nullptr);
+  for (int q = 0; q < p; ++q) {
+    if (q == me) continue;
+    if (shm[q] >= 0) { dest[q] = win.peer_data(shm[q]) + shm_to[q]; cur[q] = 0; }
+    else dest[q] = sbuf.data();
+  }
   for_each_block(srows, scols, [&](const Segment& r, const Segment& s) {
     int d = dst.owner(r.b_group, s.b_group);
     if (d < 0) return;
     for (std::int64_t j = 0; j < s.len; ++j) {
       const T* from = a + (s.a_local + j) * lda + r.a_local;
-      T* to = (d == me) ? b + (s.b_local + j) * ldb + r.b_local : sbuf.data() + cur[d];
+      T* to = (d == me) ? b + (s.b_local + j) * ldb + r.b_local : dest[d] + cur[d];
       std::copy(from, from + r.len, to);
       if (d != me) cur[d] += r.len;
     }
   });
-  for (int q = 0; q < p; ++q)
-    if (q != me && scount[q] > 0) c.isend(sbuf.data() + soff[q], scount[q], q, tag, rs);
+  for (int q = 0; q < p; ++q) {
+    if (q == me || scount[q] == 0) continue;
+    if (shm[q] >= 0) win.record_transfer(scount[q]);
+    else c.isend(sbuf.data() + soff[q], scount[q], q, tag, rs);
+  }
+  // Unified memory model (MPI-3.1 sec. 11.5.4 / example 11.10): Win_sync + node barrier +
+  // Win_sync orders every peer's stores into my part before my loads below.
+  if (!win.is_null()) win.publish(node->comm());
   rs.wait_all();
 
   std::vector<std::int64_t> rcur(roff.begin(), roff.end() - 1);
+  std::vector<const T*> orig(static_cast<std::size_t>(p), nullptr);
+  for (int q = 0; q < p; ++q) {
+    if (q == me) continue;
+    if (shm[q] >= 0) { orig[q] = win.data() + shm_from[q]; rcur[q] = 0; }
+    else orig[q] = rbuf.data();
+  }
   for_each_block(drows, dcols, [&](const Segment& r, const Segment& s) {
     int o = src.owner(r.a_group, s.a_group);
     if (o < 0 || o == me) return;
     for (std::int64_t j = 0; j < s.len; ++j) {
-      const T* from = rbuf.data() + rcur[o];
+      const T* from = orig[o] + rcur[o];
       std::copy(from, from + r.len, b + (s.b_local + j) * ldb + r.b_local);
       rcur[o] += r.len;
     }
   });
+  if (!win.is_null()) win.unlock_all();
+  // ~SharedWindow: MPI_Win_free (collective over the node) after every rank's loads.
 }
 
 template void redistribute<double>(const comm::Comm&, const Layout&, const double*, std::int64_t,
-                                   const Layout&, double*, std::int64_t);
+                                   const Layout&, double*, std::int64_t,
+                                   const RedistOptions&);
 template void redistribute<std::complex<double>>(const comm::Comm&, const Layout&,
                                                  const std::complex<double>*, std::int64_t,
-                                                 const Layout&, std::complex<double>*, std::int64_t);
+                                                 const Layout&, std::complex<double>*, std::int64_t,
+                                                 const RedistOptions&);
 
 }  // namespace tessel::layout

@@ -252,10 +252,12 @@ PurifyResult purify(Context& ctx, const dense::DistMatrix<double>& F, std::int64
   });
   const auto t0 = Clock::now();
   dense::SymmSquareCube ssc(ctx, n, opt.ssc);
+  layout::RedistOptions moves;  // node-shared moves to/from the active ranks (SscOptions)
+  moves.node_shared = opt.ssc.shm_moves && ssc.mesh().inactive_ranks() > 0;
   dense::DistMatrix<double> f;
   {
     PhaseScope ph(ctx.ledger(), "purify/redistribute in");
-    f = dense::redistribute(ctx, F, ssc.plane0());
+    f = dense::redistribute(ctx, F, ssc.plane0(), moves);
   }
   {
     PhaseScope ph(ctx.ledger(), "purify/validate");
@@ -284,7 +286,7 @@ PurifyResult purify(Context& ctx, const dense::DistMatrix<double>& F, std::int64
   out.seconds = since(t0);
   {
     PhaseScope ph(ctx.ledger(), "purify/redistribute out");
-    out.D = dense::redistribute(ctx, d, F.layout());
+    out.D = dense::redistribute(ctx, d, F.layout(), moves);
   }
   const double nd = static_cast<double>(n);
   out.iterations = static_cast<int>(stats[0]);

@@ -1,7 +1,7 @@
 // rma_probe: a known mix of point-to-point traffic (comm::Comm isend/irecv) and one-sided
 // traffic (comm::Window rget/put/accumulate, passive and fence epochs, several element types,
 // self targets, zero counts, MPI_PROC_NULL targets) in a Context. Checks the data it moved,
-// then writes the ledger's totals as JSON (rank 0) for check_rma_commcount.sh to compare with
+// then, after a node-shared redistribution (shm_phase), writes the ledger's totals as JSON (rank 0) for check_rma_commcount.sh to compare with
 // shared/tools/commcount:
 //
 //   {"ranks": p, "bad": 0, "total": {<counter>: sum over ranks}, "max": {<counter>: max}}
@@ -14,6 +14,7 @@
 // Exit code 0 when the data moved was right and the JSON was written, 1 otherwise.
 #include <mpi.h>
 
+#include <algorithm>
 #include <complex>
 #include <cstdint>
 #include <cstdio>
@@ -25,6 +26,7 @@
 #include "tessel/comm/comm.hpp"
 #include "tessel/comm/window.hpp"
 #include "tessel/core/context.hpp"
+#include "tessel/layout/redistribute.hpp"
 
 namespace {
 
@@ -150,6 +152,36 @@ std::int64_t rma_phase(const Comm& c, std::int64_t s) {
   return bad;
 }
 
+// Node-shared redistribution (layout::RedistOptions): a block-cyclic matrix gathered on rank 0
+// and scattered back, on the real node (every pair through the shared window: no p2p) and on
+// emulated nodes of 2 ranks (shared window within, messages between). Its MPI calls (the node
+// agreement, the pair-count allgather, the window's allgather/allreduce and the node barrier)
+// are collectives both counters see; the shared-memory stores are seen by neither.
+std::int64_t shm_phase(const Comm& c, std::int64_t s) {
+  namespace L = tessel::layout;
+  const int p = c.size(), me = c.rank();
+  const std::int64_t m = 7 * s + 3, n = 5 + p;
+  auto bc = L::Layout::block_cyclic(m, n, 2, 3, 1, p, 0, 0, p);
+  auto one = L::Layout::on_rank(m, n, 0, p);
+  const std::int64_t lr = bc.local_rows(me), lc = bc.local_cols(me);
+  std::vector<double> a(static_cast<std::size_t>(std::max<std::int64_t>(1, lr * lc)));
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = dval(me, static_cast<std::int64_t>(i));
+  std::vector<double> full(static_cast<std::size_t>(me == 0 ? m * n : 1)), back(a.size(), -1.0);
+  std::int64_t bad = 0;
+  for (int node_size : {0, 2}) {
+    L::RedistOptions o;
+    o.node_shared = true;
+    o.node_size = node_size;
+    L::redistribute(c, bc, a.data(), std::max<std::int64_t>(1, lr), one, full.data(),
+                    me == 0 ? m : 1, o);
+    L::redistribute(c, one, full.data(), me == 0 ? m : 1, bc, back.data(),
+                    std::max<std::int64_t>(1, lr), o);
+    for (std::int64_t i = 0; i < lr * lc; ++i)
+      if (back[static_cast<std::size_t>(i)] != a[static_cast<std::size_t>(i)]) ++bad;
+  }
+  return bad;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -172,6 +204,7 @@ int main(int argc, char** argv) {
     tessel::Context ctx(MPI_COMM_WORLD);
     std::int64_t bad = p2p_phase(ctx.comm(), scale);
     bad += rma_phase(ctx.comm(), scale);  // windows freed on return
+    bad += shm_phase(ctx.comm(), scale);
     const PhaseCounts t = ctx.ledger().total();
 
     // The probe's own bookkeeping: not counted by commcount, not recorded in the ledger.

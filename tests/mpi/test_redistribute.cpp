@@ -1,8 +1,14 @@
 // Redistribution between random block-cyclic layouts against the gathered original.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <cmath>
+#include <complex>
+#include <cstring>
 #include <random>
 
+#include "tessel/comm/shared_window.hpp"
 #include "tessel/dense/dist_matrix.hpp"
 #include "tessel/layout/redistribute.hpp"
 
@@ -51,5 +57,142 @@ TEST(Redistribute, RoundTripBetweenRandomLayouts) {
     }
     EXPECT_EQ(ctx.ledger().total().p2p_recv_bytes, v.recv_elems * 8);
     EXPECT_EQ(ctx.ledger().total().p2p_sent_bytes, v.send_elems * 8);
+  }
+}
+
+// ---------------------------------------------------------------- node-shared (RedistOptions)
+namespace {
+// A random layout over `p` ranks: block-cyclic over a random grid of q <= p ranks (the others
+// hold empty local blocks) with a random rank order, or the whole matrix on one rank.
+layout::Layout random_layout(std::mt19937& rng, std::int64_t m, std::int64_t n, int p) {
+  if (rng() % 5 == 0) return layout::Layout::on_rank(m, n, static_cast<int>(rng() % p), p);
+  auto g = grid_for(p, static_cast<int>(rng() % 6));
+  std::vector<int> ranks(static_cast<std::size_t>(p));
+  for (int i = 0; i < p; ++i) ranks[static_cast<std::size_t>(i)] = i;
+  std::shuffle(ranks.begin(), ranks.end(), rng);
+  ranks.resize(static_cast<std::size_t>(g.first * g.second));
+  return layout::Layout::block_cyclic(m, n, 1 + rng() % 6, 1 + rng() % 6, g.first, g.second,
+                                      static_cast<int>(rng() % g.first),
+                                      static_cast<int>(rng() % g.second), p, ranks);
+}
+
+template <class T>
+T value_at(std::int64_t i, std::int64_t j, int trial);
+template <>
+double value_at<double>(std::int64_t i, std::int64_t j, int trial) {
+  return std::sin(0.37 * static_cast<double>(i) + 1.3 * static_cast<double>(j) + trial) * 1e3 / 7;
+}
+template <>
+std::complex<double> value_at<std::complex<double>>(std::int64_t i, std::int64_t j, int trial) {
+  return {value_at<double>(i, j, trial), value_at<double>(j, i, trial + 1)};
+}
+
+// Redistributes l1 -> l2 plainly and node-shared (node_size), checks bit-identity and that the
+// ledger splits the plain volume into p2p (other nodes) + shm (same node).
+template <class T>
+void check_node_shared(Context& ctx, const layout::Layout& l1, const layout::Layout& l2,
+                       int node_size, int trial) {
+  dense::DistMatrix<T> a(ctx, l1);
+  a.for_each_local([&](std::int64_t i, std::int64_t j, T& v) { v = value_at<T>(i, j, trial); });
+  dense::DistMatrix<T> plain(ctx, l2), shm(ctx, l2);
+  layout::redistribute(ctx.comm(), l1, a.data(), a.ld(), l2, plain.data(), plain.ld());
+  ctx.ledger().reset();
+  {
+    PhaseScope ph(ctx.ledger(), "shm");
+    layout::RedistOptions opt;
+    opt.node_shared = true;
+    opt.node_size = node_size;
+    layout::redistribute(ctx.comm(), l1, a.data(), a.ld(), l2, shm.data(), shm.ld(), opt);
+  }
+  const std::size_t bytes =
+      static_cast<std::size_t>(l2.local_rows(ctx.rank()) * l2.local_cols(ctx.rank())) * sizeof(T);
+  if (bytes > 0)
+    EXPECT_EQ(std::memcmp(plain.data(), shm.data(), bytes), 0)
+        << "trial " << trial << " node_size " << node_size;
+  int bad = 0;
+  shm.for_each_local([&](std::int64_t i, std::int64_t j, T& v) {
+    if (v != value_at<T>(i, j, trial)) ++bad;
+  });
+  EXPECT_EQ(bad, 0) << "trial " << trial << " node_size " << node_size;
+
+  const auto v = layout::redist_volume(l1, l2, ctx.rank());
+  const auto t = ctx.ledger().total();
+  const auto sz = static_cast<std::int64_t>(sizeof(T));
+  EXPECT_EQ(t.p2p_sent_bytes + t.shm_bytes, v.send_elems * sz) << "trial " << trial;
+  EXPECT_EQ(t.p2p_sent_msgs + t.shm_msgs, v.send_msgs) << "trial " << trial;
+  EXPECT_LE(t.p2p_recv_bytes, v.recv_elems * sz) << "trial " << trial;
+  EXPECT_EQ(t.rma_ops, 0);
+  if (node_size == 1) {  // every rank its own node: the plain path
+    EXPECT_EQ(t.shm_bytes, 0);
+    EXPECT_EQ(t.p2p_sent_bytes, v.send_elems * sz);
+    EXPECT_EQ(t.p2p_recv_bytes, v.recv_elems * sz);
+  }
+}
+}  // namespace
+
+TEST(Redistribute, NodeSharedBitIdenticalOnRandomLayouts) {
+  Context ctx(MPI_COMM_WORLD);
+  std::mt19937 rng(4242);  // same on all ranks
+  const int p = ctx.size();
+  for (int trial = 0; trial < 10; ++trial) {
+    std::int64_t m = 1 + rng() % 41, n = 1 + rng() % 33;
+    auto l1 = random_layout(rng, m, n, p);
+    auto l2 = random_layout(rng, m, n, p);
+    for (int ns : {0, 1, 2, 3}) {
+      check_node_shared<double>(ctx, l1, l2, ns, trial);
+      if (trial % 3 == 0) check_node_shared<std::complex<double>>(ctx, l1, l2, ns, trial);
+    }
+  }
+}
+
+TEST(Redistribute, NodeSharedOneNodeMovesNoP2pBytes) {
+  // Every rank of this test run is on one machine: with the real node, every pair shares
+  // memory, so the ledger shows no point-to-point bytes and shm bytes equal the plain volume.
+  Context ctx(MPI_COMM_WORLD);
+  std::mt19937 rng(77);
+  const int p = ctx.size();
+  // Can MPI make a shared window here? (Open MPI 4.1 with OMPI_MCA_osc=ucx alone cannot:
+  // redistribute then falls back to point-to-point, which this test checks instead.)
+  bool shm_ok = true;
+  {
+    comm::NodeComm node(ctx.comm());
+    try {
+      comm::SharedWindow<double> w(node.comm(), 1);
+    } catch (const MpiError& e) {
+      shm_ok = false;
+      if (ctx.rank() == 0) std::printf("no shared window (%s): checking the p2p fallback\n", e.what());
+    }
+  }
+  for (int trial = 0; trial < 6; ++trial) {
+    std::int64_t m = 1 + rng() % 50, n = 1 + rng() % 50;
+    auto l1 = random_layout(rng, m, n, p);
+    auto l2 = random_layout(rng, m, n, p);
+    std::vector<double> a(static_cast<std::size_t>(std::max<std::int64_t>(
+        1, l1.local_rows(ctx.rank()) * l1.local_cols(ctx.rank())))), b(static_cast<std::size_t>(
+        std::max<std::int64_t>(1, l2.local_rows(ctx.rank()) * l2.local_cols(ctx.rank()))));
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<double>(i);
+    layout::RedistOptions opt;
+    opt.node_shared = true;
+    opt.node_size = 0;
+    ctx.ledger().reset();
+    {
+      PhaseScope ph(ctx.ledger(), "shm");
+      layout::redistribute(ctx.comm(), l1, a.data(), std::max<std::int64_t>(1, l1.local_rows(ctx.rank())),
+                           l2, b.data(), std::max<std::int64_t>(1, l2.local_rows(ctx.rank())), opt);
+    }
+    const auto v = layout::redist_volume(l1, l2, ctx.rank());
+    const auto t = ctx.ledger().total();
+    if (!shm_ok) {
+      EXPECT_EQ(t.shm_bytes, 0);
+      EXPECT_EQ(t.p2p_sent_bytes, v.send_elems * 8) << "trial " << trial;
+      EXPECT_EQ(t.p2p_recv_bytes, v.recv_elems * 8) << "trial " << trial;
+      continue;
+    }
+    EXPECT_EQ(t.p2p_sent_bytes, 0) << "trial " << trial;
+    EXPECT_EQ(t.p2p_recv_bytes, 0) << "trial " << trial;
+    EXPECT_EQ(t.p2p_sent_msgs + t.p2p_recv_msgs, 0) << "trial " << trial;
+    EXPECT_EQ(t.shm_bytes, v.send_elems * 8) << "trial " << trial;
+    EXPECT_EQ(t.shm_msgs, v.send_msgs) << "trial " << trial;
+    EXPECT_EQ(t.recv_bytes() + t.sent_bytes(), 0);
   }
 }

@@ -7,7 +7,9 @@
 #include <limits>
 #include <random>
 
+#include "tessel/comm/shared_window.hpp"
 #include "tessel/dense/symm_square_cube.hpp"
+#include "tessel/layout/redistribute.hpp"
 #include "test_util.hpp"
 
 using namespace tessel;
@@ -553,4 +555,74 @@ TEST(SymmSquareCube, MeshErrors) {
   EXPECT_THROW(make(SscAlgorithm::TwoPointFiveD, 7, 1, 0), GridError);  // q > n
   EXPECT_THROW(make(SscAlgorithm::TwoPointFiveD, 1, 1, P + 1), GridError);
   EXPECT_NO_THROW(make(SscAlgorithm::TwoPointFiveD, 1, 1, 1));
+}
+
+// SscOptions::shm_moves: with inactive ranks the "redistribute in/out" moves go node-shared
+// (layout::RedistOptions::node_shared). Results equal serial BLAS and are bit-identical with
+// the flag on and off, on the real node (all ranks of this run) and on emulated nodes of 2
+// ranks (TESSEL_NODE_SIZE, the mixed intra/inter-node path). On the real node, with a shared
+// window, the in/out phases move no point-to-point bytes and their shm bytes equal the plain
+// redistribution's volume.
+TEST(SymmSquareCube, ShmMovesOnOffBitIdentical) {
+  Context ctx(MPI_COMM_WORLD);
+  std::mt19937 rng(11);
+  bool shm_ok = true;
+  {
+    comm::NodeComm node(ctx.comm());
+    try {
+      comm::SharedWindow<double> w(node.comm(), 1);
+    } catch (const MpiError&) {
+      shm_ok = false;  // e.g. Open MPI with OMPI_MCA_osc=ucx alone: p2p fallback
+    }
+  }
+  for (const char* node_size : {"", "2"}) {
+    if (*node_size) setenv("TESSEL_NODE_SIZE", node_size, 1);
+    else unsetenv("TESSEL_NODE_SIZE");
+    for (std::int64_t n : {6, 17}) {
+      Ref r = make_ref(n, static_cast<unsigned>(n + 3));
+      auto lay = tessel::testing::random_layout(rng, n, n, ctx.size());
+      auto D = dense::scatter(ctx, r.d.data(), lay);
+      for (int active : {1, 2, 4}) {
+        if (active > ctx.size()) continue;
+        for (auto alg : {SscAlgorithm::Optimized, SscAlgorithm::TwoPointFiveD}) {
+          dense::SscOptions o;
+          o.algorithm = alg;
+          o.active_ranks = active;
+          std::vector<double> g[2][2];
+          for (int on = 0; on < 2; ++on) {
+            o.shm_moves = on == 1;
+            ctx.ledger().reset();
+            auto res = dense::symm_square_cube(ctx, D, o);
+            g[on][0] = dense::gather(ctx, res.d2);
+            g[on][1] = dense::gather(ctx, res.d3);
+            const std::string where = std::string("node_size '") + node_size + "' n=" +
+                                      std::to_string(n) + " active=" + std::to_string(active) +
+                                      " alg " + dense::to_string(alg) + " shm_moves=" +
+                                      std::to_string(on);
+            const auto in = ctx.ledger().total("ssc/redistribute");
+            // the plain volume of the three moves (D in; D^2, D^3 out), as redist_volume sees it
+            dense::SymmSquareCube ssc(ctx, n, o);
+            const bool has_inactive = ssc.mesh().inactive_ranks() > 0;
+            auto dst0 = ssc.plane0();
+            auto vin = layout::redist_volume(lay, dst0, ctx.rank());
+            auto vout = layout::redist_volume(dst0, lay, ctx.rank());
+            const std::int64_t plain_sent = 8 * (vin.send_elems + 2 * vout.send_elems);
+            EXPECT_EQ(in.p2p_sent_bytes + in.shm_bytes, plain_sent) << where;
+            if (on == 0 || !has_inactive) EXPECT_EQ(in.shm_bytes, 0) << where;
+            if (on == 1 && has_inactive && shm_ok && !*node_size) {
+              EXPECT_EQ(in.p2p_sent_bytes + in.p2p_recv_bytes, 0) << where;
+              EXPECT_EQ(in.shm_bytes, plain_sent) << where;
+            }
+          }
+          if (ctx.rank() == 0) {
+            EXPECT_EQ(g[0][0], g[1][0]);
+            EXPECT_EQ(g[0][1], g[1][1]);
+            EXPECT_LE(rel_err(g[1][0], r.d2), 1e-13);
+            EXPECT_LE(rel_err(g[1][1], r.d3), 1e-13);
+          }
+        }
+      }
+    }
+  }
+  unsetenv("TESSEL_NODE_SIZE");
 }

@@ -2,12 +2,15 @@
 // operations of the commcount rule (origin buffer bytes, one op per call, PROC_NULL not
 // counted) — at every rank count, with windows of different sizes on different ranks.
 #include <gtest/gtest.h>
+
+#include <cstdio>
 #include <mpi.h>
 
 #include <complex>
 #include <cstdint>
 #include <vector>
 
+#include "tessel/comm/shared_window.hpp"
 #include "tessel/comm/window.hpp"
 #include "tessel/core/context.hpp"
 
@@ -238,4 +241,44 @@ TEST(Window, ChecksMoveAndEpochs) {
 
   // A negative count on one rank: every rank throws (the counts are allgathered).
   EXPECT_THROW(Window<double>(ctx.comm(), me == p - 1 ? -1 : 4), tessel::Error);
+}
+
+// SharedWindow (MPI_Win_allocate_shared over a NodeComm): every node rank stores into its
+// right neighbour's part, publish() (Win_sync + node barrier + Win_sync), each reads its own
+// part. Emulated nodes of 1, 2 and 3 ranks, and the real node. Where MPI has no shared windows
+// (Open MPI with OMPI_MCA_osc=ucx alone) the constructor throws MpiError on every node rank.
+TEST(SharedWindow, StoresIntoPeersAreSeenAfterPublish) {
+  Context ctx(MPI_COMM_WORLD);
+  for (int ns : {0, 1, 2, 3}) {
+    tessel::comm::NodeComm node(ctx.comm(), ns);
+    const tessel::comm::Comm& nc = node.comm();
+    const int nn = nc.size(), me = nc.rank();
+    if (ns > 0) EXPECT_LE(nn, ns);
+    EXPECT_EQ(node.node_rank_of(ctx.rank()), me);
+    const std::int64_t count = 3 + me;  // node rank r exposes 3 + r doubles
+    ctx.ledger().reset();
+    try {
+      tessel::comm::SharedWindow<double> w(nc, count);
+      for (int r = 0; r < nn; ++r) EXPECT_EQ(w.peer_size(r), 3 + r);
+      w.lock_all();
+      const int right = (me + 1) % nn;
+      double* dst = w.peer_data(right);
+      for (std::int64_t i = 0; i < 3 + right; ++i) dst[i] = 100.0 * ctx.rank() + static_cast<double>(i);
+      w.record_transfer(3 + right);
+      w.publish(nc);
+      const int left = (me + nn - 1) % nn;
+      int left_world = -1;
+      for (int q = 0; q < ctx.size(); ++q)
+        if (node.node_rank_of(q) == left) left_world = q;
+      for (std::int64_t i = 0; i < count; ++i)
+        EXPECT_EQ(w.data()[i], 100.0 * left_world + static_cast<double>(i)) << "node_size " << ns;
+      w.unlock_all();
+      const auto t = ctx.ledger().total();
+      EXPECT_EQ(t.shm_bytes, 8 * (3 + right));
+      EXPECT_EQ(t.shm_msgs, 1);
+      EXPECT_EQ(t.sent_bytes() + t.recv_bytes(), 0);
+    } catch (const tessel::MpiError& e) {
+      if (ctx.rank() == 0) std::printf("no shared window: %s\n", e.what());
+    }
+  }
 }

@@ -61,6 +61,12 @@ class Comm {
   Comm dup() const;
   /// Collective: MPI_Comm_split; color < 0 gives a null Comm (is_null()).
   Comm split(int color, int key) const;
+  /// Collective: MPI_Comm_split_type(MPI_COMM_TYPE_SHARED), ranks ordered as in this
+  /// communicator: the ranks that share memory with the caller (its node).
+  Comm split_shared() const;
+  /// Not collective. The rank in `other` of each rank of this communicator (-1 when not in
+  /// `other`), by MPI_Group_translate_ranks.
+  std::vector<int> translate_ranks(const Comm& other) const;
   /// Collective over the listed ranks of `parent` only (MPI_Comm_create_group): an owned
   /// communicator whose rank i is parent rank ranks[i].
   static Comm create_group(MPI_Comm parent, const std::vector<int>& ranks, CommLedger* ledger);

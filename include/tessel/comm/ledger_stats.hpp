@@ -13,6 +13,8 @@ namespace tessel::comm {
 struct PhaseStats {
   std::string prefix;
   LedgerStat recv_bytes, sent_bytes, recv_msgs, sent_msgs, coll_bytes, rma_bytes;
+  /// Bytes stored into node peers' shared-memory windows (PhaseCounts::shm_bytes; no MPI traffic).
+  LedgerStat shm_bytes;
 };
 
 /// Collective over c: for each prefix, the per-rank sums of its phases, reduced to max, mean

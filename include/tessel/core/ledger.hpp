@@ -15,6 +15,11 @@ struct PhaseCounts {
   std::int64_t p2p_recv_bytes = 0, p2p_recv_msgs = 0;
   std::int64_t coll_bytes = 0, coll_calls = 0;
   std::int64_t rma_put_bytes = 0, rma_get_bytes = 0, rma_acc_bytes = 0, rma_ops = 0;
+  /// Not MPI traffic (a PMPI counter does not see it): bytes this rank stored into other
+  /// ranks' memory of an MPI-3 shared-memory window (comm/shared_window.hpp), and the number
+  /// of such transfers (one per origin/target pair where p2p would send one message).
+  /// Excluded from recv_bytes()/sent_bytes().
+  std::int64_t shm_bytes = 0, shm_msgs = 0;
 
   /// Bytes this rank received (point-to-point + one-sided get). Collectives not included.
   std::int64_t recv_bytes() const { return p2p_recv_bytes + rma_get_bytes; }

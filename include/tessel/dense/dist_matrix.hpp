@@ -8,6 +8,7 @@
 
 #include "tessel/core/context.hpp"
 #include "tessel/layout/layout.hpp"
+#include "tessel/layout/redistribute.hpp"
 
 namespace tessel::dense {
 
@@ -60,9 +61,10 @@ class DistMatrix {
   T* data_ = nullptr;
 };
 
-/// Collective. Copies `x` into a new matrix of layout `to`.
+/// Collective. Copies `x` into a new matrix of layout `to` (layout::redistribute with `opt`).
 template <class T>
-DistMatrix<T> redistribute(const Context& ctx, const DistMatrix<T>& x, const layout::Layout& to);
+DistMatrix<T> redistribute(const Context& ctx, const DistMatrix<T>& x, const layout::Layout& to,
+                           const layout::RedistOptions& opt = {});
 
 /// Collective. The whole matrix, column-major, on `root` (empty on the other ranks).
 template <class T>

@@ -72,6 +72,12 @@ struct SscOptions {
   double symmetry_tol = 1e-12;
   bool check_input = true;  ///< refuse non-finite or non-symmetric D (one exchange of blocks)
   std::chrono::microseconds poll = std::chrono::milliseconds(10);  ///< inactive ranks' sleep
+  /// When the run has inactive ranks: the "redistribute in/out" moves (symm_square_cube(),
+  /// purify()) use layout::RedistOptions::node_shared, so data between an inactive and an
+  /// active rank of the same node goes through an MPI-3 shared-memory window (one copy; the
+  /// ledger records it as shm_bytes, not p2p). false: plain point-to-point redistribution.
+  /// Results are bit-identical either way. Without inactive ranks it has no effect.
+  bool shm_moves = true;
 };
 
 struct SscResult {

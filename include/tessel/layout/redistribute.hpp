@@ -16,12 +16,41 @@ struct RedistVolume {
 /// Predicts the traffic of redistribute(src -> dst) on `rank`.
 RedistVolume redist_volume(const Layout& src, const Layout& dst, int rank);
 
+/// How redistribute() moves data between ranks.
+struct RedistOptions {
+  /// false: every pair of ranks that share data exchanges one point-to-point message.
+  /// true ("node-shared"): pairs of ranks on the same node (MPI_Comm_split_type
+  /// MPI_COMM_TYPE_SHARED) move their data through an MPI-3 shared-memory window
+  /// (MPI_Win_allocate_shared) that holds each destination's incoming segments: the source
+  /// packs straight into the destination's part (one copy across processes, instead of a pack
+  /// into a send buffer plus the MPI transport's copies), the destination unpacks from it;
+  /// pairs on different nodes keep the point-to-point messages. Bit-identical results.
+  /// Costs per call: the node split (MPI_Comm_split_type, and MPI_Comm_split with node_size),
+  /// one allgather of the node's pair counts, and, when some pair on the node shares data,
+  /// the window (one allgather + one allreduce) and one sleep-polled node MPI_Ibarrier.
+  /// If MPI cannot create a shared window on a node (e.g. Open MPI with OMPI_MCA_osc=ucx
+  /// alone), that node's pairs fall back to point-to-point messages.
+  bool node_shared = false;
+  /// Node-shared only, for tests: ranks per emulated node (consecutive ranks of a real node
+  /// are cut into groups of node_size), so one machine runs the mixed intra/inter-node path.
+  /// 0 = the environment variable TESSEL_NODE_SIZE when set and > 0, else the real node.
+  int node_size = 0;
+};
+
 /// Collective over `c` (whose size equals both layouts' comm_size): copies the matrix held
 /// in `src` layout (local column-major storage `a`, leading dimension `lda`) into `dst`
 /// layout (`b`, `ldb`). Point-to-point messages, one per pair of ranks that share data;
 /// the local part is copied without a message. Recorded in c's ledger in the current phase.
+/// With opt.node_shared, same-node pairs use a shared-memory window instead (see
+/// RedistOptions): those transfers are no MPI messages and are recorded as shm_bytes /
+/// shm_msgs (one per pair) of the sender, not as p2p; the window's MPI calls are recorded as
+/// what they are (collectives), as shared/tools/commcount counts them.
 template <class T>
 void redistribute(const comm::Comm& c, const Layout& src, const T* a, std::int64_t lda,
-                  const Layout& dst, T* b, std::int64_t ldb);
+                  const Layout& dst, T* b, std::int64_t ldb, const RedistOptions& opt = {});
+
+/// Not collective. The node size redistribute() uses for opt (opt.node_size, else
+/// TESSEL_NODE_SIZE, else 0 = the real node).
+int redist_node_size(const RedistOptions& opt);
 
 }  // namespace tessel::layout

@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "tessel/io/npy.hpp"
+
 namespace tessel::app {
 
 double hashed(std::uint64_t seed, int which, std::int64_t i, std::int64_t j) {
@@ -40,6 +42,16 @@ void check_writable(const Context& ctx, const std::string& option, const std::st
     TESSEL_CHECK(::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode), InputError, option, " ",
                  path, ": is a directory");
   });
+}
+
+dense::DistMatrix<double> read_npy_option(
+    const Context& ctx, const std::string& option, const std::string& path,
+    const std::function<layout::Layout(std::int64_t, std::int64_t)>& make_layout) {
+  try {
+    return io::read_npy<double>(ctx, path, make_layout);
+  } catch (const InputError& e) {  // thrown on every rank alike
+    throw InputError(detail::concat(option, " ", path, ": ", e.what()));
+  }
 }
 
 int parse_n_dup(const std::string& value) {

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,6 +37,12 @@ auto parse_named(const char* option, const std::string& value, const char* expec
     throw InputError(detail::concat(option, " '", value, "': expected ", expected));
   }
 }
+
+/// Collective. io::read_npy<double> into a block-cyclic layout, with the option's name in front
+/// of any error: InputError "--fock F.npy: <what read_npy says>" on every rank.
+dense::DistMatrix<double> read_npy_option(
+    const Context& ctx, const std::string& option, const std::string& path,
+    const std::function<layout::Layout(std::int64_t, std::int64_t)>& make_layout);
 
 /// Pure. Parses "--n-dup": "auto" -> 0, an integer >= 1 -> itself; InputError naming the
 /// option and the value otherwise.

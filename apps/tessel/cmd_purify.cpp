@@ -95,11 +95,11 @@ int run_purify(const PurifyArgs& a) {
     F.emplace(ctx, bc(a.model.n, a.model.n));
     a.model.fill(*F);
   } else {
-    F = io::read_npy<double>(ctx, a.fock, bc);
+    F = read_npy_option(ctx, "--fock", a.fock, bc);
     TESSEL_CHECK(F->rows() == F->cols(), DimensionMismatch, "--fock ", a.fock, " is ", F->rows(),
                  " x ", F->cols(), ": expected a square Fock matrix");
     if (!a.overlap.empty()) {
-      S = io::read_npy<double>(ctx, a.overlap, bc);
+      S = read_npy_option(ctx, "--overlap", a.overlap, bc);
       TESSEL_CHECK(S->rows() == F->rows() && S->cols() == F->cols(), DimensionMismatch, "--overlap ",
                    a.overlap, " is ", S->rows(), " x ", S->cols(), " but --fock ", a.fock, " is ",
                    F->rows(), " x ", F->cols(), ": expected the same shape");

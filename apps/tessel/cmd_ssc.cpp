@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <exception>
 #include <iostream>
 #include <limits>
 #include <memory>
@@ -81,7 +82,7 @@ int run_ssc(const SscCmdArgs& a) {
   std::optional<DistMatrix<double>> D;
   std::string input;
   if (file) {
-    D = io::read_npy<double>(ctx, a.in, bc);
+    D = read_npy_option(ctx, "--in", a.in, bc);
     TESSEL_CHECK(D->rows() == D->cols(), DimensionMismatch, "--in ", a.in, " is ", D->rows(), " x ",
                  D->cols(), ": expected a square symmetric matrix");
     input = "--in " + a.in;
@@ -125,12 +126,23 @@ int run_ssc(const SscCmdArgs& a) {
       comm::pcontrol(2);
     }
     const double t0 = MPI_Wtime();
-    ssc.run(d.data(), d2.data(), d3.data());
+    // ssc.run(), with an error of the active ranks held until every rank has passed
+    // release(): the inactive ranks wait there and would otherwise never learn of it.
+    std::exception_ptr failure;
+    try {
+      ssc.run_active(d.data(), d2.data(), d3.data());
+    } catch (const Error&) {
+      failure = std::current_exception();
+    }
+    ssc.release();
     const double t = MPI_Wtime() - t0;
     if (r == 0) {
       comm::pcontrol(0);
-      stats = comm::ledger_stats(ctx.comm(), ctx.ledger(), phases);
+      stats = comm::ledger_stats(ctx.comm(), ctx.ledger(), phases);  // every rank gets here
     }
+    ctx.agree([&] {
+      if (failure) std::rethrow_exception(failure);
+    });
     times.push_back(ctx.comm().allreduce_value(t, MPI_MAX));
   }
   const double med = median(times);

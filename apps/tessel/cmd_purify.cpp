@@ -154,7 +154,13 @@ int run_purify(const PurifyArgs& a) {
   ctx.comm().barrier();
   comm::pcontrol(2);
   const double t0 = MPI_Wtime();
-  solvers::PurifyResult r = S ? solvers::purify(ctx, *F, *S, nocc, opt) : solvers::purify(ctx, *F, nocc, opt);
+  solvers::PurifyResult r;
+  try {
+    r = S ? solvers::purify(ctx, *F, *S, nocc, opt) : solvers::purify(ctx, *F, nocc, opt);
+  } catch (const InputError& e) {  // agreed on every rank: name the file the input came from
+    if (model) throw;
+    throw InputError(detail::concat("--fock ", a.fock, S ? " --overlap " + a.overlap : std::string(), ": ", e.what()));
+  }
   const double wall = ctx.comm().allreduce_value(MPI_Wtime() - t0, MPI_MAX);
   comm::pcontrol(0);
   const auto stats = comm::ledger_stats(ctx.comm(), ctx.ledger(),

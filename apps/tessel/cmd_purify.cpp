@@ -136,13 +136,14 @@ int run_purify(const PurifyArgs& a) {
                                                       : std::string(", replication auto"))
                                  : std::string())
               << fmt::format("stop: ||D - D^2||_F < {:g}, at most {} iterations\n", a.tol, a.max_iter)
-              << fmt::format("{:>5} {:>14} {:>18} {:>22} {:>10}\n", "iter", "||D-D^2||_F", "trace",
-                             "band energy (Eh)", "seconds")
               << std::flush;
   }
   std::vector<solvers::PurifyStep> steps;
   opt.on_step = [&](const solvers::PurifyStep& s) {
     if (!root) return;
+    if (steps.empty())
+      std::cout << fmt::format("{:>5} {:>14} {:>18} {:>22} {:>10}\n", "iter", "||D-D^2||_F", "trace",
+                               "band energy (Eh)", "seconds");
     steps.push_back(s);
     std::cout << fmt::format("{:>5} {:>14.6e} {:>18.10f} {:>22.12f} {:>10.4f}\n", s.iteration,
                              s.idempotency_error, s.trace, s.band_energy, s.seconds)

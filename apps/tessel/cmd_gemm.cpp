@@ -1,7 +1,6 @@
 // `tessel gemm`: a verified distributed multiply, with the plan, the time, and the bytes moved
 // per rank against the Theorem 2 lower bound.
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <complex>
@@ -9,9 +8,9 @@
 #include <iostream>
 #include <limits>
 #include <optional>
-#include <sys/stat.h>
 
 #include "commands.hpp"
+#include "cli_util.hpp"
 #include "report.hpp"
 #include "tessel/dense/multiply.hpp"
 #include "tessel/dense/plan_layouts.hpp"
@@ -36,16 +35,6 @@ struct GemmArgs {
   std::uint64_t seed = 42;
 };
 
-// A layout-independent random value in [-1, 1) for global element (i, j) of matrix `which`.
-double hashed(std::uint64_t seed, int which, std::int64_t i, std::int64_t j) {
-  std::uint64_t x = seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(which) * 0xBF58476D1CE4E5B9ull +
-                    static_cast<std::uint64_t>(i) * 0x94D049BB133111EBull + static_cast<std::uint64_t>(j);
-  x ^= x >> 30; x *= 0xBF58476D1CE4E5B9ull;
-  x ^= x >> 27; x *= 0x94D049BB133111EBull;
-  x ^= x >> 31;
-  return static_cast<double>(x >> 11) * (2.0 / 9007199254740992.0) - 1.0;
-}
-
 template <class T>
 void fill_random(DistMatrix<T>& x, std::uint64_t seed, int which) {
   x.for_each_local([&](std::int64_t i, std::int64_t j, T& v) {
@@ -55,12 +44,7 @@ void fill_random(DistMatrix<T>& x, std::uint64_t seed, int which) {
 }
 
 std::pair<int, int> parse_grid(const std::string& g, int p) {
-  if (g.empty()) {  // the most square pr x pc = p with pr <= pc
-    int pr = 1;
-    for (int d = 1; d * d <= p; ++d)
-      if (p % d == 0) pr = d;
-    return {pr, p / pr};
-  }
+  if (g.empty()) return most_square_grid(p);
   int pr = 0, pc = 0;
   char x = 0;
   TESSEL_CHECK(std::sscanf(g.c_str(), "%d%c%d", &pr, &x, &pc) == 3 && (x == 'x' || x == 'X'),
@@ -101,31 +85,6 @@ struct Descriptor {
       : d{1, ctxt, static_cast<int>(x.rows()), static_cast<int>(x.cols()), nb, nb, 0, 0,
           static_cast<int>(x.ld())} {}
 };
-
-// Rank 0 checks that the directory of `path` is writable (collective, via agree).
-void check_writable(const Context& ctx, const std::string& option, const std::string& path) {
-  if (path.empty()) return;
-  ctx.agree([&] {
-    if (ctx.rank() != 0) return;
-    auto slash = path.find_last_of('/');
-    std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-    TESSEL_CHECK(::access(dir.c_str(), W_OK) == 0, InputError, option, " ", path,
-                 ": directory '", dir, "' does not exist or is not writable");
-    struct stat st {};
-    TESSEL_CHECK(::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode), InputError, option, " ",
-                 path, ": is a directory");
-  });
-}
-
-// An option value parsed by the library, with the option's name in the error message.
-template <class F>
-auto parse_named(const char* option, const std::string& value, const char* expected, F parse) {
-  try {
-    return parse(value);
-  } catch (const InputError&) {
-    throw InputError(detail::concat(option, " '", value, "': expected ", expected));
-  }
-}
 
 template <class T>
 int run_gemm_typed(const GemmArgs& g) {

@@ -8,6 +8,10 @@ namespace tessel::app {
 
 /// Registers `gemm`; returns the function that runs it after parsing.
 std::function<int()> add_gemm(CLI::App& app);
+/// Registers `purify`.
+std::function<int()> add_purify(CLI::App& app);
+/// Registers `ssc`.
+std::function<int()> add_ssc(CLI::App& app);
 /// Registers `info`.
 std::function<int()> add_info(CLI::App& app);
 

@@ -24,13 +24,19 @@ std::string human_bytes(double b) {
   return fmt::format("{:.3g} {}", b, unit[u]);
 }
 
-std::string ledger_table(const std::vector<comm::PhaseStats>& s) {
-  std::string out = fmt::format("  {:<26} {:>12} {:>12} {:>10} {:>10}\n", "phase", "recv max",
+std::string ledger_table(const std::vector<comm::PhaseStats>& s, bool collectives) {
+  std::string out = fmt::format("  {:<26} {:>12} {:>12} {:>10} {:>10}", "phase", "recv max",
                                 "recv mean", "msgs max", "msgs mean");
-  for (const auto& p : s)
-    out += fmt::format("  {:<26} {:>12} {:>12} {:>10.1f} {:>10.1f}\n", p.prefix,
+  if (collectives) out += fmt::format(" {:>12} {:>12}", "coll max", "coll mean");
+  out += "\n";
+  for (const auto& p : s) {
+    out += fmt::format("  {:<26} {:>12} {:>12} {:>10.1f} {:>10.1f}", p.prefix.empty() ? "(all)" : p.prefix,
                        human_bytes(p.recv_bytes.max), human_bytes(p.recv_bytes.mean),
                        p.recv_msgs.max, p.recv_msgs.mean);
+    if (collectives)
+      out += fmt::format(" {:>12} {:>12}", human_bytes(p.coll_bytes.max), human_bytes(p.coll_bytes.mean));
+    out += "\n";
+  }
   return out;
 }
 

@@ -10,8 +10,10 @@
 namespace tessel::app {
 
 double median(std::vector<double> v);
-/// Human table of bytes/messages per rank (max, mean) for each phase group.
-std::string ledger_table(const std::vector<comm::PhaseStats>& s);
+/// Human table of bytes/messages per rank (max, mean) for each phase group: point-to-point and
+/// one-sided bytes received and messages received; with `collectives`, also the collective
+/// payload bytes per rank (the payload rule of commcount: bytes of the caller's buffers).
+std::string ledger_table(const std::vector<comm::PhaseStats>& s, bool collectives = false);
 nlohmann::json ledger_json(const std::vector<comm::PhaseStats>& s);
 /// Version, MPI library, ranks: the header of every JSON result.
 nlohmann::json run_header(const Context& ctx);

@@ -706,6 +706,406 @@ def positive_cases(runner, tally, nranks, work):
     tally.report(f"{tag} tessel info names the MPI library", problems, run)
 
 
+# ---------------------------------------------------------------- purify and ssc
+# TODO(merge): methods, algorithms and the non-orthogonal path that still throw these exact
+# messages in this branch are expected failures FOR NOW; remove this list and its uses once
+# the purify/SymmSquareCube work is merged.
+NOT_BUILT_MESSAGES = [  # TODO(merge)
+    "purify: method mcweeny is not built yet",  # TODO(merge)
+    "purify: method trs2 is not built yet",  # TODO(merge)
+    "purify: method trs4 is not built yet",  # TODO(merge)
+    "purify: the non-orthogonal path is not built yet",  # TODO(merge)
+    "symm_square_cube: algorithm 3 is not built yet",  # TODO(merge)
+    "symm_square_cube: algorithm 2.5d is not built yet",  # TODO(merge)
+]  # TODO(merge)
+_NOT_BUILT = {}  # TODO(merge): key -> the exact message seen at 1 rank, or None
+
+
+def not_built(runner, key, args, cwd):  # TODO(merge)
+    """Runs `args` once at 1 rank (cached by key) and returns the exact not-built message it
+    failed with, else None. A not-built algorithm throws on the active ranks only (the
+    inactive ranks of purify then wait forever), so such cases are not run at other counts."""
+    if key not in _NOT_BUILT:  # TODO(merge)
+        run = runner.run(1, args, cwd)  # TODO(merge)
+        lines = [t.strip() for _, t in run.err_lines]  # TODO(merge)
+        _NOT_BUILT[key] = next((m for m in NOT_BUILT_MESSAGES  # TODO(merge)
+                                if run.rc == 2 and any(l.endswith("tessel: error: " + m) or
+                                                       l.endswith(": " + m) for l in lines)), None)
+    return _NOT_BUILT[key]  # TODO(merge)
+
+
+def ring_analytic(n, g, t, nocc):
+    """Band energy 2 sum of the nocc lowest E and the HOMO-LUMO gap of the ring model, from
+    E = +-sqrt(g^2/4 + 4 t^2 cos^2(kappa/2)), kappa = 2 pi m/(n/2) (pure Python)."""
+    cells = n // 2
+    e = []
+    for m in range(cells):
+        c = math.cos(math.pi * m / cells)
+        v = math.sqrt(g * g / 4 + 4 * t * t * c * c)
+        e += [-v, v]
+    e.sort()
+    return 2 * math.fsum(e[:nocc]), e[nocc] - e[nocc - 1]
+
+
+def load_json(path, problems):
+    import json
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except Exception as e:  # a missing or malformed file is a failure
+        problems.append(f"cannot read {os.path.basename(path)}: {e}")
+        return None
+
+
+def gapped_symmetric(rng, n, nocc):
+    """A random symmetric n x n F with eigenvalues in [-2, -0.5] (nocc of them) and
+    [0.5, 2] (NumPy), and numpy's eigh projector onto the nocc lowest states."""
+    q, _ = np.linalg.qr(np.array([[rng.gauss(0, 1) for _ in range(n)] for _ in range(n)]))
+    ev = [rng.uniform(-2, -0.5) for _ in range(nocc)] + [rng.uniform(0.5, 2) for _ in range(n - nocc)]
+    f = q @ np.diag(ev) @ q.T
+    f = 0.5 * (f + f.T)
+    w, v = np.linalg.eigh(f)
+    c = v[:, :nocc]
+    return f, c @ c.T
+
+
+def purify_error_cases(runner, tally, nranks, work):
+    """Bad inputs of `tessel purify` and `tessel ssc`: exit 2, one message from rank 0 naming
+    the option and the value, no output file."""
+    rng = random.Random(4321)
+    counter = [0]
+    tag = f"np{nranks}"
+
+    def case():
+        counter[0] += 1
+        d = os.path.join(work, f"np{nranks}_perr{counter[0]:02d}")
+        os.makedirs(d)
+        return d
+
+    def outs(d):
+        return ["--out", os.path.join(d, "D.npy"), "--json", os.path.join(d, "out.json")]
+
+    simple = [
+        (["--n", "7"], ["--n 7", "even"]),
+        (["--n", "8", "--gap", "0"], ["--gap 0"]),
+        (["--n", "8", "--gap", "-0.5"], ["--gap -0.5"]),
+        (["--n", "8", "--nocc", "0"], ["--nocc 0", "1 .. n-1 = 7"]),
+        (["--n", "8", "--nocc", "8"], ["--nocc 8", "1 .. n-1 = 7"]),
+        (["--n", "8", "--nocc", "2"], ["--nocc 2", "degenerate"]),
+        (["--n", "8", "--n-dup", "0"], ["--n-dup '0'", "auto"]),
+        (["--n", "8", "--n-dup", "-3"], ["--n-dup '-3'", "auto"]),
+        (["--n", "8", "--n-dup", "many"], ["--n-dup 'many'", "auto"]),
+        (["--n", "8", "--active-ranks", str(nranks + 1)],
+         [f"--active-ranks {nranks + 1}", f"the run has {nranks} ranks"]),
+        (["--n", "8", "--active-ranks", "-1"], ["--active-ranks -1"]),
+        (["--n", "8", "--method", "newton"], ["--method 'newton'", "canonical"]),
+        (["--n", "8", "--algorithm", "7"], ["--algorithm '7'", "2.5d"]),
+        (["--n", "8", "--tol", "0"], ["--tol 0"]),
+        (["--n", "8", "--max-iter", "0"], ["--max-iter 0"]),
+        (["--n", "8", "--n-t", "0"], ["--n-t 0"]),
+        (["--n", "8", "--replication", "2"], ["--replication 2", "2.5d"]),
+        (["--n", "8", "--mu", "nan"], ["--mu", "nan"]),
+        (["--n", "8", "--overlap", "S.npy"], ["--overlap S.npy", "--fock"]),
+    ]
+    for args, must in simple:
+        d = case()
+        check_error_case(runner, tally, nranks, f"{tag} purify error: {' '.join(args)}",
+                         ["purify"] + args + outs(d), d, must=must)
+
+    # Files: missing, not .npy, truncated, not square, F/S shapes differ, no --nocc, --nocc
+    # too large, a model option beside --fock, non-symmetric F, NaN in F.
+    d = case()
+    check_error_case(runner, tally, nranks, f"{tag} purify error: --fock missing file",
+                     ["purify", "--fock", "nothere.npy", "--nocc", "2"] + outs(d), d,
+                     must=["--fock nothere.npy"])
+    d = case()
+    with open(os.path.join(d, "F.npy"), "w") as f:
+        f.write("1 2\n3 4\n")
+    check_error_case(runner, tally, nranks, f"{tag} purify error: --fock is a text file",
+                     ["purify", "--fock", "F.npy", "--nocc", "1"] + outs(d), d,
+                     must=["--fock F.npy", "not a .npy"])
+    d = case()
+    write_npy_matrix(os.path.join(d, "F.npy"), 6, 6, random_matrix(rng, 6, 6))
+    with open(os.path.join(d, "F.npy"), "r+b") as f:
+        f.truncate(128 + 8 * 30)
+    check_error_case(runner, tally, nranks, f"{tag} purify error: --fock truncated",
+                     ["purify", "--fock", "F.npy", "--nocc", "3"] + outs(d), d,
+                     must=["--fock F.npy", "truncated"])
+    d = case()
+    write_npy_matrix(os.path.join(d, "F.npy"), 4, 5, random_matrix(rng, 4, 5))
+    check_error_case(runner, tally, nranks, f"{tag} purify error: --fock 4 x 5",
+                     ["purify", "--fock", "F.npy", "--nocc", "2"] + outs(d), d,
+                     must=["--fock F.npy", "4 x 5", "square"])
+    sym6 = [[(i + 1) * (j + 1) * 0.01 + (1.0 if i == j else 0.0) * (i - 2.5) for j in range(6)]
+            for i in range(6)]
+    d = case()
+    write_npy_matrix(os.path.join(d, "F.npy"), 6, 6, sym6)
+    write_npy_matrix(os.path.join(d, "S.npy"), 5, 5, [[1.0 if i == j else 0.0 for j in range(5)]
+                                                      for i in range(5)])
+    check_error_case(runner, tally, nranks, f"{tag} purify error: --overlap 5x5 for --fock 6x6",
+                     ["purify", "--fock", "F.npy", "--overlap", "S.npy", "--nocc", "3"] + outs(d), d,
+                     must=["--overlap S.npy", "5 x 5", "--fock F.npy", "6 x 6"])
+    d = case()
+    write_npy_matrix(os.path.join(d, "F.npy"), 6, 6, sym6)
+    check_error_case(runner, tally, nranks, f"{tag} purify error: --fock without --nocc",
+                     ["purify", "--fock", "F.npy"] + outs(d), d, must=["--nocc", "required", "F.npy"])
+    d = case()
+    write_npy_matrix(os.path.join(d, "F.npy"), 6, 6, sym6)
+    check_error_case(runner, tally, nranks, f"{tag} purify error: --nocc 6 for a 6 x 6 --fock",
+                     ["purify", "--fock", "F.npy", "--nocc", "6"] + outs(d), d,
+                     must=["--nocc 6", "1 .. n-1 = 5", "--fock F.npy"])
+    d = case()
+    write_npy_matrix(os.path.join(d, "F.npy"), 6, 6, sym6)
+    check_error_case(runner, tally, nranks, f"{tag} purify error: --gap beside --fock",
+                     ["purify", "--fock", "F.npy", "--nocc", "3", "--gap", "0.3"] + outs(d), d,
+                     must=["--gap 0.3", "--fock F.npy"])
+    d = case()
+    nonsym = [row[:] for row in sym6]
+    nonsym[0][4] += 0.5
+    write_npy_matrix(os.path.join(d, "F.npy"), 6, 6, nonsym)
+    check_error_case(runner, tally, nranks, f"{tag} purify error: non-symmetric --fock",
+                     ["purify", "--fock", "F.npy", "--nocc", "3"] + outs(d), d,
+                     must=["--fock F.npy", "symmetric"])
+    d = case()
+    withnan = [row[:] for row in sym6]
+    withnan[3][3] = float("nan")
+    write_npy_matrix(os.path.join(d, "F.npy"), 6, 6, withnan)
+    check_error_case(runner, tally, nranks, f"{tag} purify error: NaN in --fock",
+                     ["purify", "--fock", "F.npy", "--nocc", "3"] + outs(d), d,
+                     must=["--fock F.npy", "NaN"])
+    # Unwritable outputs.
+    d = case()
+    check_error_case(runner, tally, nranks, f"{tag} purify error: --out /nonexistent/dir/D.npy",
+                     ["purify", "--n", "8", "--out", "/nonexistent/dir/D.npy", "--json",
+                      os.path.join(d, "out.json")], d, must=["--out", "/nonexistent/dir/D.npy"],
+                     extra_paths=["/nonexistent"])
+    d = case()
+    check_error_case(runner, tally, nranks, f"{tag} purify error: --json /nonexistent/dir/r.json",
+                     ["purify", "--n", "8", "--out", os.path.join(d, "D.npy"), "--json",
+                      "/nonexistent/dir/r.json"], d, must=["--json", "/nonexistent/dir/r.json"],
+                     extra_paths=["/nonexistent"])
+    d = case()
+    os.makedirs(os.path.join(d, "adir"))
+    check_error_case(runner, tally, nranks, f"{tag} purify error: --out names a directory",
+                     ["purify", "--n", "8", "--out", os.path.join(d, "adir")], d,
+                     must=["--out", "adir", "directory"])
+    # Parse errors.
+    d = case()
+    check_error_case(runner, tally, nranks, f"{tag} purify parse error: --nocc two",
+                     ["purify", "--n", "8", "--nocc", "two"] + outs(d), d, must=["--nocc", "two"],
+                     parse_error=True)
+
+    # tessel ssc.
+    ssc_cases = [
+        (["--n", "0"], ["--n 0"]),
+        (["--n", "8", "--repeat", "0"], ["--repeat 0"]),
+        (["--n", "8", "--matrix", "dense"], ["--matrix 'dense'"]),
+        (["--n", "7", "--matrix", "ring"], ["--n 7", "even"]),
+        (["--n", "8", "--n-dup", "0"], ["--n-dup '0'"]),
+        (["--n", "8", "--active-ranks", str(nranks + 1)], [f"--active-ranks {nranks + 1}"]),
+        (["--n", "8", "--algorithm", "six"], ["--algorithm 'six'"]),
+        (["--in", "nothere.npy"], ["--in nothere.npy"]),
+        (["--n", "8", "--json", "/nonexistent/dir/r.json"], ["--json", "/nonexistent/dir/r.json"]),
+    ]
+    for args, must in ssc_cases:
+        d = case()
+        a = args if "--json" in args else args + ["--json", os.path.join(d, "out.json")]
+        check_error_case(runner, tally, nranks, f"{tag} ssc error: {' '.join(args)}", ["ssc"] + a, d,
+                         must=must)
+    d = case()
+    write_npy_matrix(os.path.join(d, "D.npy"), 6, 6, nonsym)
+    check_error_case(runner, tally, nranks, f"{tag} ssc error: non-symmetric --in",
+                     ["ssc", "--in", "D.npy", "--json", os.path.join(d, "out.json")], d,
+                     must=["--in D.npy", "symmetric"])
+
+
+def purify_positive_cases(runner, tally, nranks, work):
+    tag = f"np{nranks}"
+    rng = random.Random(77 + nranks)
+
+    def folder(label):
+        d = os.path.join(work, f"np{nranks}_{label}")
+        os.makedirs(d)
+        return d
+
+    # The built-in ring model: converges, band energy = the analytic value (pure-Python
+    # formula here, independent of the C++ one) to 1e-8 relative; JSON with the steps.
+    for label, n, g, t, nocc, extra in (
+            ("default", 64, 0.2, 1.0, None, []),
+            ("gap0.5 t0.7 nocc 11", 20, 0.5, 0.7, 11, ["--nocc", "11"]),
+            ("active-ranks 1, n-dup 2, algorithm 4", 32, 0.3, 1.0, None,
+             ["--active-ranks", "1", "--n-dup", "2", "--algorithm", "4"])):
+        d = folder("ring_" + re.sub(r"[^A-Za-z0-9]+", "_", label))
+        problems = []
+        args = ["purify", "--n", str(n), "--gap", repr(g), "--hopping", repr(t), "--json", "r.json"] + extra
+        run = run_ok(runner, nranks, args, d, problems)
+        exact, gap = ring_analytic(n, g, t, nocc or n // 2)
+        j = load_json(os.path.join(d, "r.json"), problems) if run.rc == 0 else None
+        if j is not None:
+            rel = abs(j["band_energy"] - exact) / abs(exact)
+            if not rel <= 1e-8:
+                problems.append(f"band energy {j['band_energy']!r}, analytic {exact!r}: relative "
+                                f"difference {rel:.2e} > 1e-8")
+            if abs(j["analytic"]["band_energy"] - exact) > 1e-9 * abs(exact):
+                problems.append(f"the printed analytic band energy {j['analytic']['band_energy']!r} "
+                                f"differs from the formula's {exact!r}")
+            if abs(j["analytic"]["homo_lumo_gap"] - gap) > 1e-12:
+                problems.append(f"HOMO-LUMO gap {j['analytic']['homo_lumo_gap']!r}, expected {gap!r}")
+            if not j["idempotency_error"] < 1e-9 or not j["trace_error"] < 1e-9:
+                problems.append(f"idempotency error {j['idempotency_error']}, trace error "
+                                f"{j['trace_error']}")
+            if j["iterations"] < 1:
+                problems.append(f"{j['iterations']} iterations")
+        text = "\n".join(rank0_stdout(run))
+        for want in ("exact (analytic ring model)", "TFLOP/s", "mesh:", "band energy"):
+            if want not in text:
+                problems.append(f"{want!r} missing on stdout")
+        if sum(1 for _, t2 in run.out_lines if t2.startswith("tessel purify:")) != 1:
+            problems.append("the header is not printed exactly once")
+        tally.report(f"{tag} purify ring model {label} (n {n}) vs analytic band energy", problems, run)
+
+    # A random symmetric F with a gap, written by numpy: D against numpy's eigh projector;
+    # --out round trip (D.npy read back by numpy).
+    if np is None:
+        print(f"SKIP  {tag} purify --fock vs numpy eigh (no NumPy)")
+    else:
+        for label, n, nocc, extra in (("n 13 nocc 5", 13, 5, []),
+                                      ("n 16 nocc 9 n-dup 1", 16, 9, ["--n-dup", "1", "--nb", "3"])):
+            d = folder("fock_" + re.sub(r"[^A-Za-z0-9]+", "_", label))
+            f, proj = gapped_symmetric(rng, n, nocc)
+            np.save(os.path.join(d, "F.npy"), f)
+            problems = []
+            run = run_ok(runner, nranks, ["purify", "--fock", "F.npy", "--nocc", str(nocc), "--out",
+                                          "D.npy", "--json", "r.json"] + extra, d, problems)
+            if os.path.exists(os.path.join(d, "D.npy")):
+                got = np.load(os.path.join(d, "D.npy"))
+                diff = float(np.max(np.abs(got - proj))) if got.shape == proj.shape else math.inf
+                if not diff <= 1e-10:
+                    problems.append(f"max |D - eigh projector| = {diff:.3e} > 1e-10 (D {got.shape})")
+                j = load_json(os.path.join(d, "r.json"), problems)
+                if j is not None:
+                    want = 2 * float(np.trace(proj @ f))
+                    if abs(j["band_energy"] - want) > 1e-9 * max(1.0, abs(want)):
+                        problems.append(f"band energy {j['band_energy']!r}, numpy {want!r}")
+            else:
+                problems.append("D.npy was not written")
+            leftovers = [x for x in os.listdir(d) if ".tmp" in x]
+            if leftovers:
+                problems.append(f"temporary files left: {leftovers}")
+            tally.report(f"{tag} purify --fock ({label}) --out vs numpy eigh projector", problems, run)
+
+    # tessel ssc --verify: generated random, ring model, a file, and N_DUP given.
+    for label, args in (("random n 23", ["--n", "23", "--nb", "4"]),
+                        ("ring n 30 n-dup 3", ["--n", "30", "--matrix", "ring", "--n-dup", "3"]),
+                        ("algorithm 4 active-ranks 1", ["--n", "17", "--algorithm", "4",
+                                                        "--active-ranks", "1"])):
+        d = folder("ssc_" + re.sub(r"[^A-Za-z0-9]+", "_", label))
+        problems = []
+        run = run_ok(runner, nranks, ["ssc", "--verify", "--repeat", "2", "--json", "r.json"] + args,
+                     d, problems)
+        verdicts = [t2 for t2 in rank0_stdout(run) if t2.startswith("verify:")]
+        if len(verdicts) != 1 or "PASSED" not in verdicts[0]:
+            problems.append(f"expected one 'verify: PASSED' line, got {verdicts}")
+        j = load_json(os.path.join(d, "r.json"), problems) if run.rc == 0 else None
+        if j is not None and len(j.get("times_s", [])) != 2:
+            problems.append(f"times_s {j.get('times_s')} (expected 2 repetitions)")
+        tally.report(f"{tag} ssc --verify {label} PASSED", problems, run)
+    if np is not None:
+        d = folder("ssc_file")
+        a = np.array([[rng.uniform(-1, 1) for _ in range(11)] for _ in range(11)])
+        np.save(os.path.join(d, "D.npy"), np.asfortranarray(a + a.T))
+        problems = []
+        run = run_ok(runner, nranks, ["ssc", "--in", "D.npy", "--verify", "--repeat", "1"], d, problems)
+        if not any("verify: PASSED" in t2 for t2 in rank0_stdout(run)):
+            problems.append("no 'verify: PASSED' on stdout")
+        tally.report(f"{tag} ssc --in D.npy (Fortran order, 11 x 11) --verify PASSED", problems, run)
+
+    # TODO(merge): methods, algorithms and the (F, S) path being built elsewhere. Each is a
+    # real test; while this branch throws the exact "not built yet" message, it is XFAIL.
+    n, g, t = 24, 0.4, 1.0
+    exact, gap = ring_analytic(n, g, t, n // 2)
+    pending = [  # TODO(merge)
+        (f"method mcweeny --mu 0", ["purify", "--n", str(n), "--gap", repr(g), "--method", "mcweeny",
+                                    "--mu", "0"]),
+        ("method trs2", ["purify", "--n", str(n), "--gap", repr(g), "--method", "trs2"]),
+        ("method trs4", ["purify", "--n", str(n), "--gap", repr(g), "--method", "trs4"]),
+        ("algorithm 3", ["purify", "--n", str(n), "--gap", repr(g), "--algorithm", "3"]),
+        ("algorithm 2.5d", ["purify", "--n", str(n), "--gap", repr(g), "--algorithm", "2.5d"]),
+    ]
+    for label, args in pending:
+        d = folder("pending_" + re.sub(r"[^A-Za-z0-9]+", "_", label))
+        name = f"{tag} purify {label} (ring n {n}) vs analytic band energy"
+        msg = not_built(runner, "purify " + label, args, d)  # TODO(merge)
+        if msg:  # TODO(merge)
+            tally.report(name, [f"not run: {msg}"], None, xfail=msg)  # TODO(merge)
+            continue  # TODO(merge)
+        problems = []
+        run = run_ok(runner, nranks, args + ["--json", "r.json"], d, problems)
+        j = load_json(os.path.join(d, "r.json"), problems) if run.rc == 0 else None
+        if j is not None and not abs(j["band_energy"] - exact) <= 1e-8 * abs(exact):
+            problems.append(f"band energy {j['band_energy']!r}, analytic {exact!r}")
+        tally.report(name, problems, run)
+    for alg in ("3", "2.5d"):
+        d = folder(f"pending_ssc_{alg.replace('.', '_')}")
+        args = ["ssc", "--n", "19", "--algorithm", alg, "--verify", "--repeat", "1"]
+        name = f"{tag} ssc --algorithm {alg} --verify PASSED"
+        msg = not_built(runner, "ssc " + alg, args, d)  # TODO(merge)
+        if msg:  # TODO(merge)
+            tally.report(name, [f"not run: {msg}"], None, xfail=msg)  # TODO(merge)
+            continue  # TODO(merge)
+        problems = []
+        run = run_ok(runner, nranks, args, d, problems)
+        if not any("verify: PASSED" in t2 for t2 in rank0_stdout(run)):
+            problems.append("no 'verify: PASSED' on stdout")
+        tally.report(name, problems, run)
+    if np is not None:
+        # Non-orthogonal basis: D against numpy's generalized eigenvectors (F C = S C e,
+        # C^T S C = I): D = C_occ C_occ^T.
+        d = folder("pending_overlap")
+        nn, nocc = 10, 4
+        f, _ = gapped_symmetric(rng, nn, nocc)
+        b = np.array([[rng.uniform(-0.1, 0.1) for _ in range(nn)] for _ in range(nn)])
+        s_mat = np.eye(nn) + 0.5 * (b + b.T)
+        np.save(os.path.join(d, "F.npy"), f)
+        np.save(os.path.join(d, "S.npy"), s_mat)
+        args = ["purify", "--fock", "F.npy", "--overlap", "S.npy", "--nocc", str(nocc)]
+        name = f"{tag} purify --fock --overlap (n {nn}) vs numpy generalized eigh"
+        msg = not_built(runner, "purify overlap", args, d)  # TODO(merge)
+        if msg:  # TODO(merge)
+            tally.report(name, [f"not run: {msg}"], None, xfail=msg)  # TODO(merge)
+        else:
+            problems = []
+            run = run_ok(runner, nranks, args + ["--out", "D.npy"], d, problems)
+            if os.path.exists(os.path.join(d, "D.npy")):
+                sl = np.linalg.cholesky(s_mat)
+                w, v = np.linalg.eigh(np.linalg.solve(sl, np.linalg.solve(sl, f).T).T)
+                c = np.linalg.solve(sl.T, v[:, :nocc])
+                want = c @ c.T
+                diff = float(np.max(np.abs(np.load(os.path.join(d, "D.npy")) - want)))
+                if not diff <= 1e-9:
+                    problems.append(f"max |D - reference| = {diff:.3e} > 1e-9")
+            else:
+                problems.append("D.npy was not written")
+            tally.report(name, problems, run)
+
+    # --help documents every option with its default.
+    if nranks == 1:
+        for cmd, opts in (("purify", ["--fock", "--overlap", "--nocc", "--method", "--mu", "--algorithm",
+                                      "--n-dup", "--n-t", "--active-ranks", "--replication", "--tol",
+                                      "--max-iter", "--out", "--json", "--n", "--gap", "--hopping"]),
+                          ("ssc", ["--n", "--in", "--algorithm", "--n-dup", "--n-t", "--active-ranks",
+                                   "--replication", "--repeat", "--verify", "--json", "--matrix"])):
+            problems = []
+            run = run_ok(runner, 1, [cmd, "--help"], work, problems)
+            text = "\n".join(t2 for _, t2 in run.out_lines)
+            for o in opts:
+                if o + " " not in text and o + "\n" not in text:
+                    problems.append(f"{o} not in --help")
+            if "sqrt(g^2/4 + 4 t^2 cos^2(kappa/2))" not in text:
+                problems.append("the ring model's spectrum is not in --help")
+            tally.report(f"{tag} {cmd} --help documents its options", problems, run)
+
+
 # ---------------------------------------------------------------- main
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -719,7 +1119,8 @@ def main():
     ap.add_argument("--np", required=True, help="rank counts, comma or semicolon separated")
     ap.add_argument("--timeout", type=float, default=120, help="seconds per mpirun (a hang fails)")
     ap.add_argument("--keep", action="store_true", help="keep the work folder")
-    ap.add_argument("--only", choices=["errors", "positive"], help="run one half only")
+    ap.add_argument("--only", choices=["errors", "positive", "purify"],
+                    help="run one half only, or only the purify/ssc cases")
     a = ap.parse_args()
 
     ranks = [int(x) for x in re.split(r"[,; ]+", a.np.strip()) if x]
@@ -731,10 +1132,14 @@ def main():
           f" ({sys.executable})", flush=True)
     try:
         for n in ranks:
-            if a.only != "positive":
+            if a.only in (None, "errors"):
                 error_cases(runner, tally, n, work)
-            if a.only != "errors":
+            if a.only in (None, "errors", "purify"):
+                purify_error_cases(runner, tally, n, work)
+            if a.only in (None, "positive"):
                 positive_cases(runner, tally, n, work)
+            if a.only in (None, "positive", "purify"):
+                purify_positive_cases(runner, tally, n, work)
     finally:
         if a.keep or tally.failed:
             print(f"work folder kept: {work}")

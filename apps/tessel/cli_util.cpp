@@ -1,0 +1,158 @@
+#include "cli_util.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cerrno>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "tessel/io/npy.hpp"
+
+namespace tessel::app {
+
+double hashed(std::uint64_t seed, int which, std::int64_t i, std::int64_t j) {
+  std::uint64_t x = seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(which) * 0xBF58476D1CE4E5B9ull +
+                    static_cast<std::uint64_t>(i) * 0x94D049BB133111EBull + static_cast<std::uint64_t>(j);
+  x ^= x >> 30; x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 27; x *= 0x94D049BB133111EBull;
+  x ^= x >> 31;
+  return static_cast<double>(x >> 11) * (2.0 / 9007199254740992.0) - 1.0;
+}
+
+std::pair<int, int> most_square_grid(int p) {
+  int pr = 1;
+  for (int d = 1; d * d <= p; ++d)
+    if (p % d == 0) pr = d;
+  return {pr, p / pr};
+}
+
+void check_writable(const Context& ctx, const std::string& option, const std::string& path) {
+  if (path.empty()) return;
+  ctx.agree([&] {
+    if (ctx.rank() != 0) return;
+    auto slash = path.find_last_of('/');
+    std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+    TESSEL_CHECK(::access(dir.c_str(), W_OK) == 0, InputError, option, " ", path,
+                 ": directory '", dir, "' does not exist or is not writable");
+    struct stat st {};
+    TESSEL_CHECK(::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode), InputError, option, " ",
+                 path, ": is a directory");
+  });
+}
+
+dense::DistMatrix<double> read_npy_option(
+    const Context& ctx, const std::string& option, const std::string& path,
+    const std::function<layout::Layout(std::int64_t, std::int64_t)>& make_layout) {
+  try {
+    return io::read_npy<double>(ctx, path, make_layout);
+  } catch (const InputError& e) {  // thrown on every rank alike
+    throw InputError(detail::concat(option, " ", path, ": ", e.what()));
+  }
+}
+
+int parse_n_dup(const std::string& value) {
+  if (value == "auto") return 0;
+  char* end = nullptr;
+  errno = 0;
+  long v = std::strtol(value.c_str(), &end, 10);
+  TESSEL_CHECK(!value.empty() && end && *end == '\0' && errno == 0 && v >= 1 && v <= 1 << 20,
+               InputError, "--n-dup '", value, "': expected an integer >= 1 or auto");
+  return static_cast<int>(v);
+}
+
+dense::SscOptions SscArgs::options(int ranks) const {
+  dense::SscOptions o;
+  o.algorithm = parse_named("--algorithm", algorithm, "3, 4, 5 or 2.5d (the seed's Algorithms 3, 4, 5, 6)",
+                            [](const std::string& v) { return dense::parse_ssc_algorithm(v); });
+  o.n_dup = parse_n_dup(n_dup);
+  TESSEL_CHECK(n_t >= 1, InputError, "--n-t ", n_t, ": expected a message size in bytes >= 1");
+  o.n_t = n_t;
+  TESSEL_CHECK(active_ranks >= 0 && active_ranks <= ranks, GridError, "--active-ranks ", active_ranks,
+               ": the run has ", ranks, " ranks (expected 1 .. ", ranks, ", or 0 for all)");
+  o.active_ranks = active_ranks;
+  TESSEL_CHECK(replication >= 0, InputError, "--replication ", replication,
+               ": expected a replication factor >= 1 (or 0 for automatic)");
+  TESSEL_CHECK(replication == 0 || o.algorithm == dense::SscAlgorithm::TwoPointFiveD, InputError,
+               "--replication ", replication, " applies to --algorithm 2.5d only (got --algorithm ",
+               algorithm, ")");
+  o.replication = replication;
+  return o;
+}
+
+void SscArgs::add_to(CLI::App* s) {
+  s->add_option("--algorithm", algorithm,
+                "SymmSquareCube algorithm of seed 000: 3 (GTFock original), 4 (blocking collectives), "
+                "5 (N_DUP pipelined nonblocking collectives), 2.5d (Algorithm 6)")
+      ->capture_default_str();
+  s->add_option("--n-dup", n_dup,
+                "Parts per collective on duplicated communicators (N_DUP): an integer >= 1, or auto "
+                "(the largest N <= 4 whose parts of the smallest block are >= --n-t bytes)")
+      ->capture_default_str();
+  s->add_option("--n-t", n_t, "Message size threshold in bytes for --n-dup auto")->capture_default_str();
+  s->add_option("--active-ranks", active_ranks,
+                "Ranks the kernel may use (the seed's active subset); 0 = all ranks of the run")
+      ->capture_default_str();
+  s->add_option("--replication", replication,
+                "Replication factor c of --algorithm 2.5d (0 = automatic)")->capture_default_str();
+}
+
+const char* const kRingModelHelp =
+    "Built-in input (no --fock): the ring model. n sites on a ring (n even), on-site energy -g/2 on "
+    "even and +g/2 on odd sites (0-based), hopping -t between ring neighbours: a two-site unit cell "
+    "(the ionic / Rice-Mele chain without bond dimerisation). Its spectrum is analytic: for "
+    "kappa = 2 pi m / (n/2), m = 0 .. n/2-1,  E = +-sqrt(g^2/4 + 4 t^2 cos^2(kappa/2)). With nocc = n/2 "
+    "the lower band is filled: exact band energy 2 * sum of the nocc lowest E, HOMO-LUMO gap "
+    "E_(nocc+1) - E_(nocc) (= g when n/2 is even). Each rank fills its own entries of F (no "
+    "communication).";
+
+void RingModel::add_to(CLI::App* s) {
+  s->add_option("--n", n, "Ring model: number of sites (even; the matrix size)")->capture_default_str();
+  s->add_option("--gap", gap, "Ring model: on-site energy difference g in Eh (> 0)")->capture_default_str();
+  s->add_option("--hopping", hopping, "Ring model: hopping t between neighbours in Eh")->capture_default_str();
+}
+
+std::string RingModel::describe() const {
+  return fmt::format("ring model: n = {} sites, on-site -+g/2 with g = {} Eh, hopping t = {} Eh", n, gap, hopping);
+}
+
+double RingModel::element(std::int64_t i, std::int64_t j) const {
+  if (i == j) return i % 2 ? 0.5 * gap : -0.5 * gap;
+  double v = 0;
+  if ((i + 1) % n == j) v -= hopping;  // bond (i, i+1)
+  if ((j + 1) % n == i) v -= hopping;  // bond (j, j+1); both when n = 2
+  return v;
+}
+
+void RingModel::fill(dense::DistMatrix<double>& f) const {
+  f.for_each_local([&](std::int64_t i, std::int64_t j, double& v) { v = element(i, j); });
+}
+
+std::vector<double> RingModel::spectrum() const {
+  const std::int64_t cells = n / 2;
+  const double pi = std::acos(-1.0);
+  std::vector<double> e;
+  e.reserve(static_cast<std::size_t>(n));
+  for (std::int64_t m = 0; m < cells; ++m) {
+    double c = std::cos(pi * static_cast<double>(m) / static_cast<double>(cells));  // cos(kappa/2)
+    double E = std::sqrt(0.25 * gap * gap + 4 * hopping * hopping * c * c);
+    e.push_back(-E);
+    e.push_back(E);
+  }
+  std::sort(e.begin(), e.end());
+  return e;
+}
+
+void RingModel::validate() const {
+  TESSEL_CHECK(n >= 2 && n % 2 == 0, InputError, "--n ", n,
+               ": the ring model needs an even number of sites >= 2 (two-site unit cell)");
+  TESSEL_CHECK(gap > 0 && std::isfinite(gap), InputError, "--gap ", gap,
+               ": expected a finite on-site energy difference > 0 (Eh)");
+  TESSEL_CHECK(std::isfinite(hopping), InputError, "--hopping ", hopping,
+               ": expected a finite hopping energy (Eh)");
+}
+
+}  // namespace tessel::app

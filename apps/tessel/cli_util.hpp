@@ -1,0 +1,94 @@
+#pragma once
+// Helpers shared by the subcommands of the `tessel` command: option checks, generated inputs.
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tessel/core/context.hpp"
+#include "tessel/core/error.hpp"
+#include "tessel/dense/dist_matrix.hpp"
+#include "tessel/dense/symm_square_cube.hpp"
+
+namespace tessel::app {
+
+/// Pure. A layout-independent random value in [-1, 1) for global element (i, j) of matrix
+/// `which` (a hash of seed, which, i, j).
+double hashed(std::uint64_t seed, int which, std::int64_t i, std::int64_t j);
+
+/// Pure. The most square pr x pc = p with pr <= pc.
+std::pair<int, int> most_square_grid(int p);
+
+/// Collective (via Context::agree). Rank 0 checks that the directory of `path` is writable and
+/// that `path` is not a directory; throws InputError naming `option` and `path` on every rank.
+/// An empty path is not checked.
+void check_writable(const Context& ctx, const std::string& option, const std::string& path);
+
+/// An option value parsed by the library, with the option's name in the error message:
+/// InputError "<option> '<value>': expected <expected>".
+template <class F>
+auto parse_named(const char* option, const std::string& value, const char* expected, F parse) {
+  try {
+    return parse(value);
+  } catch (const InputError&) {
+    throw InputError(detail::concat(option, " '", value, "': expected ", expected));
+  }
+}
+
+/// Collective. io::read_npy<double> into a block-cyclic layout, with the option's name in front
+/// of any error: InputError "--fock F.npy: <what read_npy says>" on every rank.
+dense::DistMatrix<double> read_npy_option(
+    const Context& ctx, const std::string& option, const std::string& path,
+    const std::function<layout::Layout(std::int64_t, std::int64_t)>& make_layout);
+
+/// Pure. Parses "--n-dup": "auto" -> 0, an integer >= 1 -> itself; InputError naming the
+/// option and the value otherwise.
+int parse_n_dup(const std::string& value);
+
+/// The SymmSquareCube options of the command line (`tessel purify`, `tessel ssc`), checked on
+/// every rank (all ranks hold the same arguments): --algorithm (3, 4, 5, 2.5d), --n-dup
+/// (auto or >= 1), --n-t (>= 1 byte), --active-ranks (0 = all, else 1 .. ranks),
+/// --replication (0 = automatic, else >= 1; --algorithm 2.5d only). Throws InputError or
+/// GridError naming the option and its value.
+struct SscArgs {
+  std::string algorithm = "5", n_dup = "auto";
+  std::int64_t n_t = 64 * 1024;
+  int active_ranks = 0, replication = 0;
+  dense::SscOptions options(int ranks) const;
+  /// Registers --algorithm, --n-dup, --n-t, --active-ranks, --replication on `s`.
+  void add_to(CLI::App* s);
+};
+
+/// The built-in Fock matrix of `tessel purify` and `tessel ssc`: a ring of n sites (n even)
+/// with on-site energies -gap/2 on even and +gap/2 on odd sites and hopping -t between ring
+/// neighbours (a two-site unit cell: the ionic / Rice-Mele chain without bond dimerisation).
+/// In the basis of the n/2 Bloch waves, kappa = 2 pi m / (n/2), m = 0 .. n/2-1, each 2 x 2 block
+/// [[-g/2, -t (1 + e^{-i kappa})], [-t (1 + e^{i kappa}), g/2]] has the eigenvalues
+///   E = +-sqrt(g^2/4 + 4 t^2 cos^2(kappa/2)).
+struct RingModel {
+  std::int64_t n = 1024;
+  double gap = 0.2;      ///< g (Eh): the on-site energy difference; the band gap is >= g
+  double hopping = 1.0;  ///< t (Eh)
+
+  /// Pure. Element (i, j) of F (n = 2: the two bonds of the ring join the same pair: -2t).
+  double element(std::int64_t i, std::int64_t j) const;
+  /// Not collective. Fills this rank's entries of F (any layout; no communication).
+  void fill(dense::DistMatrix<double>& f) const;
+  /// Pure. The n eigenvalues, ascending, from the formula above.
+  std::vector<double> spectrum() const;
+  /// Pure. Checks n >= 2 and even, gap > 0 finite, hopping finite; InputError naming the
+  /// options --n, --gap, --hopping.
+  void validate() const;
+  /// Registers --n, --gap, --hopping on `s` with their defaults (`what`: "sites" help text).
+  void add_to(CLI::App* s);
+  /// Pure. One line: "ring model: n = .., g = .. Eh, t = .. Eh".
+  std::string describe() const;
+};
+
+/// The model's description for --help (the formula of the spectrum).
+extern const char* const kRingModelHelp;
+
+}  // namespace tessel::app

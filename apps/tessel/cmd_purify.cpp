@@ -1,0 +1,282 @@
+// `tessel purify`: the density matrix of a Fock matrix by purification around SymmSquareCube
+// (seed 000), with one progress line per iteration, the flops rate of the products, the
+// errors, the band energy (against the analytic value for the built-in ring model) and the
+// bytes moved per rank by phase.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include "cli_util.hpp"
+#include "commands.hpp"
+#include "report.hpp"
+#include "tessel/io/npy.hpp"
+#include "tessel/solvers/purify.hpp"
+
+namespace tessel::app {
+namespace {
+
+using dense::DistMatrix;
+
+struct PurifyArgs {
+  std::string fock, overlap, method = "canonical", out, json;
+  std::optional<std::int64_t> nocc;
+  std::optional<double> mu;
+  double tol = 1e-11;
+  int max_iter = 200, nb = 64;
+  SscArgs ssc;
+  RingModel model;
+  CLI::App* app = nullptr;  // to ask which options were given
+};
+
+// The analytic reference of the ring model for nocc occupied states.
+struct Analytic {
+  double band_energy = 0, homo = 0, lumo = 0;
+};
+
+Analytic analytic(const RingModel& m, std::int64_t nocc) {
+  const auto e = m.spectrum();
+  Analytic a;
+  for (std::int64_t i = 0; i < nocc; ++i) a.band_energy += 2 * e[static_cast<std::size_t>(i)];
+  a.homo = e[static_cast<std::size_t>(nocc - 1)];
+  a.lumo = e[static_cast<std::size_t>(nocc)];
+  return a;
+}
+
+// Dense products per SymmSquareCube call of each method (for the estimate when the library
+// reports no flops): D^2 and D^3 (canonical, McWeeny), D^2 only (TRS2, TRS4).
+int products_per_call(solvers::PurifyMethod m) {
+  return (m == solvers::PurifyMethod::Canonical || m == solvers::PurifyMethod::McWeeny) ? 2 : 1;
+}
+
+int run_purify(const PurifyArgs& a) {
+  Context ctx(MPI_COMM_WORLD);
+  const int p = ctx.size();
+  const bool root = ctx.rank() == 0;
+  // Options: the same on every rank, so plain checks throw together.
+  solvers::PurifyOptions opt;
+  opt.method = parse_named("--method", a.method, "canonical, mcweeny, trs2 or trs4",
+                           [](const std::string& v) { return solvers::parse_purify_method(v); });
+  opt.ssc = a.ssc.options(p);
+  TESSEL_CHECK(a.tol > 0 && std::isfinite(a.tol), InputError, "--tol ", a.tol,
+               ": expected a finite tolerance > 0");
+  TESSEL_CHECK(a.max_iter >= 1, InputError, "--max-iter ", a.max_iter, ": expected >= 1");
+  TESSEL_CHECK(a.nb >= 1, LayoutMismatch, "--nb ", a.nb, ": block size must be >= 1");
+  opt.tol = a.tol;
+  opt.max_iter = a.max_iter;
+  if (a.mu) {
+    TESSEL_CHECK(std::isfinite(*a.mu), InputError, "--mu ", *a.mu, ": expected a finite energy (Eh)");
+    opt.mu = *a.mu;
+  }
+  const bool model = a.fock.empty();
+  if (model) {
+    a.model.validate();
+    TESSEL_CHECK(a.overlap.empty(), InputError, "--overlap ", a.overlap,
+                 ": needs --fock (the built-in ring model is orthogonal)");
+  } else {
+    for (const char* o : {"--n", "--gap", "--hopping"})
+      TESSEL_CHECK(a.app->count(o) == 0, InputError, o, " ", a.app->get_option(o)->as<std::string>(),
+                   ": describes the built-in ring model, which --fock ", a.fock, " replaces");
+  }
+  check_writable(ctx, "--out", a.out);
+  check_writable(ctx, "--json", a.json);
+
+  // Input: the model, filled in place by every rank, or the files (collective MPI-IO).
+  const auto [pr, pc] = most_square_grid(p);
+  auto bc = [&, pr = pr, pc = pc](std::int64_t r, std::int64_t c) {
+    return layout::Layout::block_cyclic(r, c, a.nb, a.nb, pr, pc, 0, 0, p);
+  };
+  std::optional<DistMatrix<double>> F, S;
+  if (model) {
+    F.emplace(ctx, bc(a.model.n, a.model.n));
+    a.model.fill(*F);
+  } else {
+    F = read_npy_option(ctx, "--fock", a.fock, bc);
+    TESSEL_CHECK(F->rows() == F->cols(), DimensionMismatch, "--fock ", a.fock, " is ", F->rows(),
+                 " x ", F->cols(), ": expected a square Fock matrix");
+    if (!a.overlap.empty()) {
+      S = read_npy_option(ctx, "--overlap", a.overlap, bc);
+      TESSEL_CHECK(S->rows() == F->rows() && S->cols() == F->cols(), DimensionMismatch, "--overlap ",
+                   a.overlap, " is ", S->rows(), " x ", S->cols(), " but --fock ", a.fock, " is ",
+                   F->rows(), " x ", F->cols(), ": expected the same shape");
+    }
+  }
+  const std::int64_t n = F->rows();
+  const std::string n_from = model ? "the ring model's --n" : "--fock " + a.fock;
+  TESSEL_CHECK(model || a.nocc, InputError, "--nocc is required with --fock ", a.fock,
+               " (the number of occupied states, 1 .. n-1)");
+  const std::int64_t nocc = a.nocc ? *a.nocc : n / 2;
+  TESSEL_CHECK(nocc >= 1 && nocc < n, InputError, "--nocc ", nocc, ": expected 1 .. n-1 = ", n - 1,
+               " (n = ", n, " from ", n_from, ")");
+  std::optional<Analytic> exact;
+  if (model) {
+    exact = analytic(a.model, nocc);
+    const double width = std::max(std::abs(exact->homo), std::abs(exact->lumo));
+    TESSEL_CHECK(exact->lumo - exact->homo > 1e-9 * std::max(1.0, width), InputError, "--nocc ", nocc,
+                 ": states ", nocc, " and ", nocc + 1, " of the ring model are degenerate (E = ",
+                 exact->homo, " Eh): no HOMO-LUMO gap, no clear occupation (n/2 = ", n / 2, " has a gap)");
+  }
+
+  if (root) {
+    std::cout << fmt::format("tessel purify: n = {}, nocc = {}, method {}, {} ranks\n", n, nocc,
+                             solvers::to_string(opt.method), p)
+              << "input: "
+              << (model ? a.model.describe() + " (generated in place on every rank)"
+                        : "--fock " + a.fock + (S ? ", --overlap " + a.overlap : std::string(" (orthogonal basis)")))
+              << fmt::format(", block-cyclic {} x {} blocks on a {} x {} grid\n", a.nb, a.nb, pr, pc)
+              << fmt::format("SymmSquareCube: algorithm {}, N_DUP {}, n_t {} B, active ranks {}{}\n",
+                             dense::to_string(opt.ssc.algorithm), a.ssc.n_dup, a.ssc.n_t,
+                             a.ssc.active_ranks == 0 ? std::string("all") : std::to_string(a.ssc.active_ranks),
+                             opt.ssc.algorithm == dense::SscAlgorithm::TwoPointFiveD
+                                 ? (a.ssc.replication ? fmt::format(", replication {}", a.ssc.replication)
+                                                      : std::string(", replication auto"))
+                                 : std::string())
+              << fmt::format("stop: ||D - D^2||_F < {:g}, at most {} iterations\n", a.tol, a.max_iter)
+              << std::flush;
+  }
+  std::vector<solvers::PurifyStep> steps;
+  opt.on_step = [&](const solvers::PurifyStep& s) {
+    if (!root) return;
+    if (steps.empty())
+      std::cout << fmt::format("{:>5} {:>14} {:>18} {:>22} {:>10}\n", "iter", "||D-D^2||_F", "trace",
+                               "band energy (Eh)", "seconds");
+    steps.push_back(s);
+    std::cout << fmt::format("{:>5} {:>14.6e} {:>18.10f} {:>22.12f} {:>10.4f}\n", s.iteration,
+                             s.idempotency_error, s.trace, s.band_energy, s.seconds)
+              << std::flush;
+  };
+
+  // The ledger and a preloaded traffic counter both count exactly the purification.
+  ctx.ledger().reset();
+  ctx.comm().barrier();
+  comm::pcontrol(2);
+  const double t0 = MPI_Wtime();
+  solvers::PurifyResult r;
+  try {
+    r = S ? solvers::purify(ctx, *F, *S, nocc, opt) : solvers::purify(ctx, *F, nocc, opt);
+  } catch (const InputError& e) {  // agreed on every rank: name the file the input came from
+    if (model) throw;
+    throw InputError(detail::concat("--fock ", a.fock, S ? " --overlap " + a.overlap : std::string(), ": ", e.what()));
+  }
+  const double wall = ctx.comm().allreduce_value(MPI_Wtime() - t0, MPI_MAX);
+  comm::pcontrol(0);
+  const auto stats = comm::ledger_stats(ctx.comm(), ctx.ledger(),
+      {"ssc/setup", "purify/redistribute in", "purify/validate", "purify/iterate/ssc/compute",
+       "purify/iterate", "ssc/release", "purify/result", "purify/redistribute out", ""});
+
+  // Rate of the products: flops = result.flops (2 n^3 per dense product), over ssc_seconds.
+  const double seconds = r.seconds > 0 ? r.seconds : wall;
+  const bool reported = r.flops > 0 && r.ssc_seconds > 0;
+  const double nn = static_cast<double>(n);
+  const double flops = reported ? r.flops : products_per_call(opt.method) * 2.0 * nn * nn * nn * (r.iterations + 1);
+  const double flop_seconds = reported ? r.ssc_seconds : seconds;
+  const double tflops = flop_seconds > 0 ? flops / flop_seconds * 1e-12 : 0.0;
+  const std::string rate_note =
+      reported ? fmt::format("{:.3g} flops in SymmSquareCube over {:.4f} s", flops, flop_seconds)
+               : fmt::format("ESTIMATE: the library reported no flops/ssc_seconds; {} products x 2 n^3 x "
+                             "{} calls = {:.3g} flops over the whole purification time {:.4f} s",
+                             products_per_call(opt.method), r.iterations + 1, flops, flop_seconds);
+  if (root) {
+    if (steps.empty()) std::cout << "  (no per-iteration records: this build's purify does not call on_step)\n";
+    std::cout << fmt::format("mesh: {} (p = {}), N_DUP = {}, algorithm {}\n", r.mesh, r.p, r.n_dup,
+                             dense::to_string(opt.ssc.algorithm))
+              << fmt::format("converged: {} iterations in {:.4f} s{}\n", r.iterations, seconds,
+                             r.ssc_seconds > 0 ? fmt::format(" (SymmSquareCube {:.4f} s)", r.ssc_seconds)
+                                               : std::string())
+              << fmt::format("rate: {:.4f} TFLOP/s = flops / ssc_seconds, flops = 2 n^3 per dense product ({})\n",
+                             tflops, rate_note)
+              << fmt::format("trace error |tr(D) - nocc|: {:.3e}\n", r.trace_error)
+              << fmt::format("idempotency error ||D - D^2||_F: {:.3e}\n", r.idempotency_error)
+              << fmt::format("band energy 2 tr(D F): {:.12f} Eh\n", r.band_energy);
+    if (S) std::cout << fmt::format("Newton-Schulz S^-1/2: {} iterations, {:.4f} s\n", r.ns_iterations, r.ns_seconds);
+    if (exact) {
+      const double diff = r.band_energy - exact->band_energy;
+      std::cout << fmt::format("exact (analytic ring model): band energy {:.12f} Eh, difference {:.3e} Eh "
+                               "(relative {:.3e}); HOMO {:.6f} Eh, LUMO {:.6f} Eh, gap {:.6f} Eh\n",
+                               exact->band_energy, diff, std::abs(diff) / std::abs(exact->band_energy),
+                               exact->homo, exact->lumo, exact->lumo - exact->homo);
+    }
+    std::cout << "bytes moved per rank over the whole purification (point-to-point received, collective payload):\n"
+              << ledger_table(stats, true) << std::flush;
+  }
+  if (!a.out.empty()) io::write_npy(ctx, a.out, r.D);
+  if (!a.json.empty()) {
+    nlohmann::json j = run_header(ctx);
+    j["command"] = "purify";
+    j["n"] = n;
+    j["nocc"] = nocc;
+    j["method"] = solvers::to_string(opt.method);
+    if (opt.mu) j["mu"] = *opt.mu;
+    j["input"] = model ? nlohmann::json{{"model", "ring"}, {"n", a.model.n}, {"gap", a.model.gap},
+                                        {"hopping", a.model.hopping}}
+                       : nlohmann::json{{"fock", a.fock}, {"overlap", a.overlap}};
+    j["ssc"] = {{"algorithm", dense::to_string(opt.ssc.algorithm)}, {"n_dup_requested", a.ssc.n_dup},
+                {"n_dup", r.n_dup}, {"n_t", a.ssc.n_t}, {"active_ranks", a.ssc.active_ranks},
+                {"replication", a.ssc.replication}, {"mesh", r.mesh}, {"p", r.p}};
+    j["tol"] = a.tol;
+    j["max_iter"] = a.max_iter;
+    j["iterations"] = r.iterations;
+    j["seconds"] = seconds;
+    j["ssc_seconds"] = r.ssc_seconds;
+    j["flops"] = flops;
+    j["flops_reported_by_library"] = reported;
+    j["tflops"] = tflops;
+    j["tflops_formula"] = "flops / ssc_seconds; flops = 2 n^3 per dense product";
+    j["trace_error"] = r.trace_error;
+    j["idempotency_error"] = r.idempotency_error;
+    j["band_energy"] = r.band_energy;
+    j["ns_iterations"] = r.ns_iterations;
+    j["ns_seconds"] = r.ns_seconds;
+    if (exact)
+      j["analytic"] = {{"band_energy", exact->band_energy}, {"homo", exact->homo}, {"lumo", exact->lumo},
+                       {"homo_lumo_gap", exact->lumo - exact->homo},
+                       {"difference", r.band_energy - exact->band_energy}};
+    nlohmann::json js = nlohmann::json::array();
+    for (const auto& s : steps)
+      js.push_back({{"iteration", s.iteration}, {"idempotency_error", s.idempotency_error},
+                    {"trace", s.trace}, {"band_energy", s.band_energy}, {"seconds", s.seconds}});
+    j["steps"] = js;
+    j["ledger"] = ledger_json(stats);
+    write_json(ctx, a.json, j);
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::function<int()> add_purify(CLI::App& app) {
+  auto a = std::make_shared<PurifyArgs>();
+  CLI::App* s = app.add_subcommand(
+      "purify",
+      "Density matrix D of a Fock matrix by purification around SymmSquareCube (collective). "
+      "Prints one line per iteration and the rate of the products: TFLOP/s = flops / ssc_seconds "
+      "with flops = 2 n^3 per dense product (canonical and McWeeny: D^2 and D^3 per step).");
+  a->app = s;
+  s->add_option("--fock", a->fock, "Fock matrix F from a .npy file (float64, square, symmetric); "
+                                   "default: the built-in ring model (below)");
+  s->add_option("--overlap", a->overlap, "Overlap matrix S from a .npy file (non-orthogonal basis; "
+                                         "same shape as F); default: orthogonal basis");
+  s->add_option("--nocc", a->nocc, "Occupied states, 1 .. n-1 (default n/2 for the ring model; "
+                                   "required with --fock)");
+  s->add_option("--method", a->method, "canonical | mcweeny | trs2 | trs4")->capture_default_str();
+  s->add_option("--mu", a->mu, "Chemical potential in Eh, inside the HOMO-LUMO gap (McWeeny; default: unset)");
+  a->ssc.add_to(s);
+  s->add_option("--tol", a->tol, "Stop when ||D - D^2||_F < tol")->capture_default_str();
+  s->add_option("--max-iter", a->max_iter, "Iteration cap")->capture_default_str();
+  s->add_option("--nb", a->nb, "Block size of the block-cyclic layout of F, S and D (most square grid)")
+      ->capture_default_str();
+  a->model.add_to(s);
+  s->add_option("--out", a->out, "Write D to this .npy file (only on success; default: not written)");
+  s->add_option("--json", a->json, "Write the results and the per-iteration records as JSON (default: not written)");
+  s->footer(std::string(kRingModelHelp) +
+            "\n\nErrors (bad option values, --nocc out of range, F/S shape mismatch, unreadable or "
+            "malformed files, unwritable --out/--json) are printed once as 'tessel: error: ...' and "
+            "the command exits with status 2, leaving no output file.");
+  return [a]() { return run_purify(*a); };
+}
+
+}  // namespace tessel::app

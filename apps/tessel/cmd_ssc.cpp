@@ -1,0 +1,233 @@
+// `tessel ssc`: SymmSquareCube (D^2 and D^3 of a symmetric D, seed 000) alone, for
+// benchmarks: time per repetition, median, TFLOP/s, the bytes and messages per rank of one
+// call, and an independent check of D^2 and D^3 (Freivalds: distributed matrix-vector products
+// with D only).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <exception>
+#include <iostream>
+#include <limits>
+#include <memory>
+#include <optional>
+
+#include "cli_util.hpp"
+#include "commands.hpp"
+#include "report.hpp"
+#include "tessel/io/npy.hpp"
+
+namespace tessel::app {
+namespace {
+
+using dense::DistMatrix;
+
+struct SscCmdArgs {
+  std::int64_t n = 2048;
+  std::string in, matrix = "random", json;
+  double gap = 0.2, hopping = 1.0;
+  int repeat = 3, nb = 64;
+  bool verify = false;
+  std::uint64_t seed = 42;
+  SscArgs ssc;
+  CLI::App* app = nullptr;
+};
+
+// y = M x for a distributed M (any layout): each rank multiplies its own entries, one
+// allreduce sums the parts. Independent of SymmSquareCube (no collective of the kernel).
+std::vector<double> matvec(const Context& ctx, const DistMatrix<double>& m, const std::vector<double>& x) {
+  std::vector<double> y(x.size(), 0.0);
+  const_cast<DistMatrix<double>&>(m).for_each_local(
+      [&](std::int64_t i, std::int64_t j, double& v) { y[static_cast<std::size_t>(i)] += v * x[static_cast<std::size_t>(j)]; });
+  ctx.comm().allreduce(y.data(), static_cast<int>(y.size()), MPI_SUM);
+  return y;
+}
+
+double rel_diff(const std::vector<double>& a, const std::vector<double>& b) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    num += (a[i] - b[i]) * (a[i] - b[i]);
+    den += b[i] * b[i];
+  }
+  const double r = std::sqrt(num) / std::max(1e-300, std::sqrt(den));
+  return std::isfinite(r) ? r : std::numeric_limits<double>::infinity();
+}
+
+int run_ssc(const SscCmdArgs& a) {
+  Context ctx(MPI_COMM_WORLD);
+  const int p = ctx.size();
+  const bool root = ctx.rank() == 0;
+  dense::SscOptions opt = a.ssc.options(p);
+  TESSEL_CHECK(a.repeat >= 1, InputError, "--repeat ", a.repeat, ": expected >= 1");
+  TESSEL_CHECK(a.nb >= 1, LayoutMismatch, "--nb ", a.nb, ": block size must be >= 1");
+  TESSEL_CHECK(a.matrix == "random" || a.matrix == "ring", InputError, "--matrix '", a.matrix,
+               "': expected random or ring");
+  const bool file = !a.in.empty();
+  if (file) {
+    for (const char* o : {"--n", "--matrix", "--gap", "--hopping"})
+      TESSEL_CHECK(a.app->count(o) == 0, InputError, o, " ", a.app->get_option(o)->as<std::string>(),
+                   ": describes a generated D, which --in ", a.in, " replaces");
+  } else {
+    TESSEL_CHECK(a.n >= 1, InputError, "--n ", a.n, ": expected a matrix size >= 1");
+  }
+  RingModel model{a.n, a.gap, a.hopping};
+  if (!file && a.matrix == "ring") model.validate();
+  check_writable(ctx, "--json", a.json);
+
+  const auto [pr, pc] = most_square_grid(p);
+  auto bc = [&, pr = pr, pc = pc](std::int64_t r, std::int64_t c) {
+    return layout::Layout::block_cyclic(r, c, a.nb, a.nb, pr, pc, 0, 0, p);
+  };
+  std::optional<DistMatrix<double>> D;
+  std::string input;
+  if (file) {
+    D = read_npy_option(ctx, "--in", a.in, bc);
+    TESSEL_CHECK(D->rows() == D->cols(), DimensionMismatch, "--in ", a.in, " is ", D->rows(), " x ",
+                 D->cols(), ": expected a square symmetric matrix");
+    input = "--in " + a.in;
+  } else {
+    D.emplace(ctx, bc(a.n, a.n));
+    if (a.matrix == "ring") {
+      model.fill(*D);
+      input = model.describe();
+    } else {  // symmetric: element (i, j) from the hash of (min, max); scaled to spectrum O(1)
+      const double scale = 1.0 / std::sqrt(static_cast<double>(a.n));
+      D->for_each_local([&](std::int64_t i, std::int64_t j, double& v) {
+        v = scale * hashed(a.seed, 1, std::min(i, j), std::max(i, j));
+      });
+      input = fmt::format("hashed random symmetric (seed {}, entries in [-1, 1)/sqrt(n))", a.seed);
+    }
+  }
+  const std::int64_t n = D->rows();
+
+  // Untimed: the mesh and communicators, the move to plane 0, the input check.
+  dense::SymmSquareCube ssc(ctx, n, opt);
+  DistMatrix<double> d = dense::redistribute(ctx, *D, ssc.plane0());
+  ssc.check_input(d.data(), opt.symmetry_tol, "ssc", file ? "--in " + a.in : std::string("D"));
+  DistMatrix<double> d2(ctx, ssc.plane0()), d3(ctx, ssc.plane0());
+
+  if (root)
+    std::cout << fmt::format("tessel ssc: D^2 and D^3 of a symmetric {} x {} D, {} ranks\n", n, n, p)
+              << "input: " << input << "\n"
+              << fmt::format("SymmSquareCube: algorithm {}, mesh {} (p = {}), N_DUP = {} (requested {}), active ranks {}\n",
+                             dense::to_string(opt.algorithm), ssc.mesh().describe(), ssc.p(), ssc.n_dup(),
+                             a.ssc.n_dup, opt.active_ranks == 0 ? std::string("all") : std::to_string(opt.active_ranks))
+              << std::flush;
+
+  // Repetitions; the ledger and a preloaded traffic counter see exactly the first call.
+  const std::vector<std::string> phases = {"ssc/compute", "ssc/release", ""};
+  std::vector<comm::PhaseStats> stats;
+  std::vector<double> times;
+  for (int r = 0; r < a.repeat; ++r) {
+    ctx.comm().barrier();
+    if (r == 0) {
+      ctx.ledger().reset();
+      comm::pcontrol(2);
+    }
+    const double t0 = MPI_Wtime();
+    // ssc.run(), with an error of the active ranks held until every rank has passed
+    // release(): the inactive ranks wait there and would otherwise never learn of it.
+    std::exception_ptr failure;
+    try {
+      ssc.run_active(d.data(), d2.data(), d3.data());
+    } catch (const Error&) {
+      failure = std::current_exception();
+    }
+    ssc.release();
+    const double t = MPI_Wtime() - t0;
+    if (r == 0) {
+      comm::pcontrol(0);
+      stats = comm::ledger_stats(ctx.comm(), ctx.ledger(), phases);  // every rank gets here
+    }
+    ctx.agree([&] {
+      if (failure) std::rethrow_exception(failure);
+    });
+    times.push_back(ctx.comm().allreduce_value(t, MPI_MAX));
+  }
+  const double med = median(times);
+  const double nn = static_cast<double>(n);
+  const double flops = 4 * nn * nn * nn;
+  const double tflops = med > 0 ? flops / med * 1e-12 : 0.0;
+
+  // Verification (Freivalds): D (D x) against D^2 x and D (D (D x)) against D^3 x.
+  std::string verdict = "not verified (use --verify)";
+  double res2 = -1, res3 = -1;
+  if (a.verify) {
+    res2 = res3 = 0;
+    for (int probe = 0; probe < 3; ++probe) {
+      std::vector<double> x(static_cast<std::size_t>(n));
+      for (std::int64_t i = 0; i < n; ++i) x[static_cast<std::size_t>(i)] = hashed(a.seed + 7, probe, i, 0);
+      const auto dx = matvec(ctx, d, x), ddx = matvec(ctx, d, dx), dddx = matvec(ctx, d, ddx);
+      res2 = std::max(res2, rel_diff(matvec(ctx, d2, x), ddx));
+      res3 = std::max(res3, rel_diff(matvec(ctx, d3, x), dddx));
+    }
+    const double tol = 1e-13 * std::max(1.0, std::sqrt(nn));
+    const bool ok = res2 <= tol && res3 <= tol;
+    verdict = fmt::format("{} (Freivalds, 3 probes, distributed D x products: relative residual D^2 {:.2e}, "
+                          "D^3 {:.2e}, tolerance {:.1e})", ok ? "PASSED" : "FAILED", res2, res3, tol);
+  }
+
+  if (root) {
+    std::string reps;
+    for (std::size_t i = 0; i < times.size(); ++i) reps += fmt::format("{}{:.4f}", i ? ", " : "", times[i]);
+    std::cout << "times (s): " << reps << "\n"
+              << fmt::format("time: median {:.4f} s over {} runs (min {:.4f} s), {:.4f} TFLOP/s (4 n^3 / t)\n",
+                             med, a.repeat, *std::min_element(times.begin(), times.end()), tflops)
+              << "bytes moved per rank for ONE call (point-to-point received, collective payload):\n"
+              << ledger_table(stats, true) << "verify: " << verdict << "\n" << std::flush;
+  }
+  if (!a.json.empty()) {
+    nlohmann::json j = run_header(ctx);
+    j["command"] = "ssc";
+    j["n"] = n;
+    j["input"] = input;
+    j["algorithm"] = dense::to_string(opt.algorithm);
+    j["n_dup_requested"] = a.ssc.n_dup;
+    j["n_dup"] = ssc.n_dup();
+    j["n_t"] = opt.n_t;
+    j["active_ranks"] = opt.active_ranks;
+    j["replication"] = opt.replication;
+    j["mesh"] = ssc.mesh().describe();
+    j["p"] = ssc.p();
+    j["times_s"] = times;
+    j["median_s"] = med;
+    j["flops"] = flops;
+    j["tflops"] = tflops;
+    j["tflops_formula"] = "4 n^3 / median time";
+    j["ledger_one_call"] = ledger_json(stats);
+    j["verify"] = {{"done", a.verify}, {"residual_d2", res2}, {"residual_d3", res3}, {"text", verdict}};
+    write_json(ctx, a.json, j);
+  }
+  return (a.verify && verdict.rfind("PASSED", 0) != 0) ? 1 : 0;
+}
+
+}  // namespace
+
+std::function<int()> add_ssc(CLI::App& app) {
+  auto a = std::make_shared<SscCmdArgs>();
+  CLI::App* s = app.add_subcommand(
+      "ssc", "Time SymmSquareCube (D^2 and D^3 of a symmetric D, seed 000) alone (collective). "
+             "TFLOP/s = 4 n^3 / median time (two dense products of 2 n^3 flops).");
+  a->app = s;
+  s->add_option("--n", a->n, "Size of the generated D")->capture_default_str();
+  s->add_option("--in", a->in, "D from a .npy file (float64, square, symmetric); default: generated");
+  s->add_option("--matrix", a->matrix, "Generated D: random (hashed, symmetric, layout independent) | ring "
+                                       "(the ring model of `tessel purify`)")->capture_default_str();
+  s->add_option("--gap", a->gap, "--matrix ring: on-site energy difference g (Eh)")->capture_default_str();
+  s->add_option("--hopping", a->hopping, "--matrix ring: hopping t (Eh)")->capture_default_str();
+  a->ssc.add_to(s);
+  s->add_option("--repeat", a->repeat, "Timed calls (median reported; the ledger counts the first)")
+      ->capture_default_str();
+  s->add_option("--nb", a->nb, "Block size of the block-cyclic layout D starts in (most square grid)")
+      ->capture_default_str();
+  s->add_option("--seed", a->seed, "Seed of the random D and of the check's vectors")->capture_default_str();
+  s->add_flag("--verify", a->verify, "Check D^2 and D^3 with Freivalds' test (distributed D x products)");
+  s->add_option("--json", a->json, "Write the results as JSON (default: not written)");
+  s->footer(std::string(kRingModelHelp) +
+            "\n\nErrors are printed once as 'tessel: error: ...' and the command exits with status 2; "
+            "a failed --verify exits with status 1.");
+  return [a]() { return run_ssc(*a); };
+}
+
+}  // namespace tessel::app

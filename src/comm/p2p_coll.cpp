@@ -75,9 +75,14 @@ struct Chain {
   int len(std::int64_t s) const {
     return static_cast<int>(std::min(items, count - s * items));
   }
-  void send(RequestSet& rs, Pending& tok, const void* base, std::int64_t s, int dest) const {
+  /// `keep` (may be null) is held until the send completed: the owner of a buffer that the
+  /// schedule allocated (the partial sums of a middle rank of a reduction).
+  void send(RequestSet& rs, Pending& tok, const void* base, std::int64_t s, int dest,
+            std::shared_ptr<const void> keep = nullptr) const {
     const char* p = static_cast<const char*>(base) + offset_bytes(s);
-    MPI_Request* r = rs.add(tok);
+    RequestSet::Then then;
+    if (keep) then = [keep = std::move(keep)](RequestSet&) {};
+    MPI_Request* r = rs.add(tok, std::move(then));
     check_mpi(MPI_Isend(p, len(s), type, dest, tag, comm, r), "MPI_Isend");
   }
   void recv(RequestSet& rs, Pending& tok, void* base, std::int64_t s, int src,
@@ -171,7 +176,9 @@ void post_reduce(const std::shared_ptr<ReduceState>& st, int rank, int m, int ro
         const Chain& c = st->red;
         st->add(st->partial.data() + c.offset(s) * sz,
                 static_cast<const char*>(st->send) + c.offset(s) * sz, c.len(s));
-        st->fwd.mark(s, [&](std::int64_t q) { c.send(r, tok, st->partial.data(), q, st->to); });
+        st->fwd.mark(s, [&](std::int64_t q) {
+          c.send(r, tok, st->partial.data(), q, st->to, st);  // st owns `partial`
+        });
       });
   } else {  // root: recv(s) = partial(s) + own(s); allreduce: broadcast it onward in order
     for (std::int64_t s = 0; s < red.nseg; ++s)

@@ -275,3 +275,16 @@ TEST(P2PColl, SplitCommunicators) {
     for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(buf[i], data_value(root + 20, i));
   }
 }
+
+// A large reduction: the middle ranks' partial sums (owned by the schedule) must outlive their
+// last send (a 16 MiB buffer is unmapped when freed; this crashed before the sends kept it).
+TEST(P2PColl, LargeReduceKeepsPartialsAlive) {
+  Comm w(MPI_COMM_WORLD, nullptr);
+  const int m = w.size(), me = w.rank();
+  const std::int64_t n = std::int64_t{1} << 21;
+  std::vector<double> send(n), recv(me == 0 ? n : 0);
+  for (std::int64_t i = 0; i < n; ++i) send[i] = int_value(me, i);
+  tessel::comm::reduce_sum(w, send.data(), me == 0 ? recv.data() : nullptr, n, 0, CollImpl::P2P);
+  if (me == 0)
+    for (std::int64_t i = 0; i < n; i += 4099) ASSERT_EQ(recv[i], int_sum(m, i));
+}

@@ -1,5 +1,6 @@
 #include "tessel/comm/comm.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <thread>
@@ -22,7 +23,11 @@ RequestSet& RequestSet::operator=(RequestSet&& o) noexcept {
   if (this != &o) {
     try { wait_all(); } catch (...) {}
     reqs_ = std::move(o.reqs_);
+    thens_ = std::move(o.thens_);
+    tokens_ = std::move(o.tokens_);
     o.reqs_.clear();
+    o.thens_.clear();
+    o.tokens_.clear();
   }
   return *this;
 }
@@ -31,20 +36,85 @@ RequestSet::~RequestSet() {
   try { wait_all(); } catch (...) {}
 }
 
+Pending RequestSet::make_pending() {
+  Pending p;
+  p.n_ = std::make_shared<std::int64_t>(0);
+  return p;
+}
+
+MPI_Request* RequestSet::add_entry(std::shared_ptr<std::int64_t> counter, Then then) {
+  if (counter) ++*counter;
+  reqs_.push_back(MPI_REQUEST_NULL);
+  thens_.push_back(std::move(then));
+  tokens_.push_back(std::move(counter));
+  return &reqs_.back();
+}
+
+MPI_Request* RequestSet::add(Pending& token, Then then) {
+  if (!token.n_) token.n_ = std::make_shared<std::int64_t>(0);
+  return add_entry(token.n_, std::move(then));
+}
+
+int RequestSet::progress() {
+  if (reqs_.empty()) return 0;
+  const int n = static_cast<int>(reqs_.size());
+  std::vector<int> idx(static_cast<std::size_t>(n));
+  int out = 0;
+  check_mpi(MPI_Testsome(n, reqs_.data(), &out, idx.data(), MPI_STATUSES_IGNORE),
+            "MPI_Testsome");
+  // Completed requests are now MPI_REQUEST_NULL; so are slots that were never filled or that
+  // were already inactive (MPI_Testsome then reports MPI_UNDEFINED): all of them are done.
+  idx.clear();
+  for (int i = 0; i < n; ++i)
+    if (reqs_[static_cast<std::size_t>(i)] == MPI_REQUEST_NULL) idx.push_back(i);
+  if (idx.empty()) return 0;
+  out = static_cast<int>(idx.size());
+  // Take the completed entries out first: continuations may add() to the vectors.
+  std::vector<std::pair<Then, std::shared_ptr<std::int64_t>>> done;
+  done.reserve(idx.size());
+  for (int i : idx) done.emplace_back(std::move(thens_[static_cast<std::size_t>(i)]),
+                                      std::move(tokens_[static_cast<std::size_t>(i)]));
+  std::size_t w = 0;
+  for (std::size_t r = 0, d = 0; r < reqs_.size(); ++r) {
+    if (d < idx.size() && static_cast<std::size_t>(idx[d]) == r) { ++d; continue; }
+    if (w != r) {
+      reqs_[w] = reqs_[r];
+      thens_[w] = std::move(thens_[r]);
+      tokens_[w] = std::move(tokens_[r]);
+    }
+    ++w;
+  }
+  reqs_.resize(w);
+  thens_.resize(w);
+  tokens_.resize(w);
+  for (auto& [then, token] : done) {
+    if (then) then(*this);
+    if (token) --*token;
+  }
+  return out;
+}
+
 bool RequestSet::test_all() {
-  if (reqs_.empty()) return true;
-  int flag = 0;
-  check_mpi(MPI_Testall(static_cast<int>(reqs_.size()), reqs_.data(), &flag, MPI_STATUSES_IGNORE),
-            "MPI_Testall");
-  if (flag) reqs_.clear();
-  return flag != 0;
+  progress();
+  return reqs_.empty();
 }
 
 void RequestSet::wait_all() {
-  int spins = 0;
-  while (!test_all()) {
+  int idle = 0;
+  while (!reqs_.empty()) {
     // Spin briefly for latency, then sleep so oversubscribed ranks give up the core.
-    if (++spins > 64) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    if (progress() > 0) idle = 0;
+    else if (++idle > 64) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+void RequestSet::wait(const Pending& token) {
+  int idle = 0;
+  while (!token.done()) {
+    TESSEL_CHECK(!reqs_.empty(), Error,
+                 "RequestSet::wait: the token has outstanding requests that are not in this set");
+    if (progress() > 0) idle = 0;
+    else if (++idle > 64) std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
 }
 

@@ -31,37 +31,43 @@ static int nb_count(std::int64_t count, const char* what) {
   return static_cast<int>(count);
 }
 
-void ibcast_raw(const Comm& c, void* buf, std::int64_t count, MPI_Datatype t, std::size_t sz,
-                int root, RequestSet& rs) {
+Pending ibcast_raw(const Comm& c, void* buf, std::int64_t count, MPI_Datatype t,
+                   std::size_t sz, int root, RequestSet& rs) {
   int n = nb_count(count, "ibcast");
-  check_mpi(MPI_Ibcast(buf, n, t, root, c.raw(), rs.add()), "MPI_Ibcast");
+  Pending tok = RequestSet::make_pending();
+  check_mpi(MPI_Ibcast(buf, n, t, root, c.raw(), rs.add(tok)), "MPI_Ibcast");
   if (auto* l = c.ledger()) {
     auto& k = l->now();
     k.coll_bytes += count * static_cast<std::int64_t>(sz);
     k.coll_calls += 1;
   }
+  return tok;
 }
 
-void ireduce_raw(const Comm& c, const void* send, void* recv, std::int64_t count,
-                 MPI_Datatype t, std::size_t sz, MPI_Op op, int root, RequestSet& rs) {
+Pending ireduce_raw(const Comm& c, const void* send, void* recv, std::int64_t count,
+                    MPI_Datatype t, std::size_t sz, MPI_Op op, int root, RequestSet& rs) {
   int n = nb_count(count, "ireduce");
-  check_mpi(MPI_Ireduce(send, recv, n, t, op, root, c.raw(), rs.add()), "MPI_Ireduce");
+  Pending tok = RequestSet::make_pending();
+  check_mpi(MPI_Ireduce(send, recv, n, t, op, root, c.raw(), rs.add(tok)), "MPI_Ireduce");
   if (auto* l = c.ledger()) {
     auto& k = l->now();
     k.coll_bytes += count * static_cast<std::int64_t>(sz);
     k.coll_calls += 1;
   }
+  return tok;
 }
 
-void iallreduce_raw(const Comm& c, void* buf, std::int64_t count, MPI_Datatype t,
-                    std::size_t sz, MPI_Op op, RequestSet& rs) {
+Pending iallreduce_raw(const Comm& c, const void* send, void* recv, std::int64_t count,
+                       MPI_Datatype t, std::size_t sz, MPI_Op op, RequestSet& rs) {
   int n = nb_count(count, "iallreduce");
-  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, buf, n, t, op, c.raw(), rs.add()), "MPI_Iallreduce");
+  Pending tok = RequestSet::make_pending();
+  check_mpi(MPI_Iallreduce(send, recv, n, t, op, c.raw(), rs.add(tok)), "MPI_Iallreduce");
   if (auto* l = c.ledger()) {
     auto& k = l->now();
     k.coll_bytes += count * static_cast<std::int64_t>(sz);
     k.coll_calls += 1;
   }
+  return tok;
 }
 
 void sleep_barrier(const Comm& c, std::chrono::microseconds poll) {

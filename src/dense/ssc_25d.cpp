@@ -70,8 +70,7 @@ void cannon_steps(const Exec& e, const comm::Comm& row, const comm::Comm& col,
   for (int t = s0; t < s1; ++t) {
     const int l = mod(i + j + t, q);
     const std::int64_t rl = e.r[l];
-    kernels::gemm<double>('N', 'N', ri, rj, rl, 1.0, a.data(), ri, b.data(), rl,
-                          t == s0 ? 0.0 : 1.0, c, ri);
+    local_multiply(e, 'N', ri, rj, rl, a.data(), ri, b.data(), rl, t == s0 ? 0.0 : 1.0, c, ri);
     if (t + 1 == s1) break;
     // circular shift: A_{i,l} to P(i,j-1), A_{i,l+1} from P(i,j+1); B_{l,j} to P(i-1,j),
     // B_{l+1,j} from P(i+1,j).
@@ -106,7 +105,7 @@ void alg25d(const Exec& e, const double* d, double* d2, double* d3) {
     comm::RequestSet rs;
     for (int x = 0; x < N; ++x) {
       auto pt = part(x);
-      comm::ibcast((*e.grd)[x], dij.data() + pt.begin, pt.count, 0, rs);
+      comm::ibcast((*e.grd)[x], dij.data() + pt.begin, pt.count, 0, rs, e.coll);
     }
     rs.wait_all();
   }
@@ -126,24 +125,29 @@ void alg25d(const Exec& e, const double* d, double* d2, double* d3) {
     for (int x = 0; x < N; ++x) {
       auto pt = part(x);
       comm::ireduce_sum((*e.grd)[x], cij.data() + pt.begin, k == 0 ? d2 + pt.begin : nullptr,
-                        pt.count, 0, rs);
+                        pt.count, 0, rs, e.coll);
     }
     rs.wait_all();
     return;
   }
+  std::vector<double> s2;  // D^2_ij on every layer
   if (c > 1) {
+    s2.resize(sz(ri * rj));
     comm::RequestSet rs;
     for (int x = 0; x < N; ++x) {
       auto pt = part(x);
-      comm::iallreduce_sum((*e.grd)[x], cij.data() + pt.begin, pt.count, rs);
+      comm::iallreduce_sum((*e.grd)[x], cij.data() + pt.begin, s2.data() + pt.begin, pt.count, rs,
+                           e.coll);
     }
     rs.wait_all();
+  } else {
+    s2 = std::move(cij);
   }
-  if (k == 0) std::copy(cij.begin(), cij.end(), d2);
+  if (k == 0) std::copy(s2.begin(), s2.end(), d2);
 
   // 4: this layer's share of Cannon for C = D D^2 (A keeps its skew from step 2).
   std::vector<double> c3(sz(ri * rj));
-  cannon_steps(e, row, col, std::move(a), skew_b(e, row, cij.data(), s0), s0, s1, c3.data());
+  cannon_steps(e, row, col, std::move(a), skew_b(e, row, s2.data(), s0), s0, s1, c3.data());
 
   // 5: sum over layers to D^3_ij on P(i,j,0).
   if (c == 1) {

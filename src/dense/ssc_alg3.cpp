@@ -46,19 +46,19 @@ void alg3(const Exec& e, const double* d, double* d2, double* d3) {
 
   // 1: P(i,j,0) broadcasts D_ij as A_ij along grd.
   if (k == 0) std::copy(d, d + ri * rj, a.begin());
-  if (p > 1) grd.bcast(a.data(), static_cast<int>(ri * rj), 0);
+  if (p > 1) comm::bcast(grd, a.data(), ri * rj, 0, e.coll);
   // 2: P(k,j,k) broadcasts its A = D_kj as B_jk^T along row (j, k).
   const double* btp = a.data();
   if (i != k) {
     bt.resize(static_cast<std::size_t>(rk * rj));
     btp = bt.data();
   }
-  if (p > 1) row.bcast(i == k ? a.data() : bt.data(), static_cast<int>(rk * rj), k);
+  if (p > 1) comm::bcast(row, i == k ? a.data() : bt.data(), rk * rj, k, e.coll);
   // 3: C_ik = A_ij B_jk.
-  kernels::gemm<double>('N', 'T', ri, rk, rj, 1.0, a.data(), ri, btp, rk, 0.0, c.data(), ri);
+  local_multiply(e, 'T', ri, rk, rj, a.data(), ri, btp, rk, 0.0, c.data(), ri);
   // 4: reduce over j to D^2_ik on P(i,k,k).
   if (j == k) blk.resize(static_cast<std::size_t>(ri * rk));
-  if (p > 1) comm::reduce_sum(col, c.data(), j == k ? blk.data() : nullptr, ri * rk, k);
+  if (p > 1) comm::reduce_sum(col, c.data(), j == k ? blk.data() : nullptr, ri * rk, k, e.coll);
   else blk = c;
   // 5: D^2_ik from P(i,k,k) to P(i,k,0).
   return_to_plane0(e, grd, blk, d2, 1);
@@ -76,11 +76,11 @@ void alg3(const Exec& e, const double* d, double* d2, double* d3) {
     rs.wait_all();
   }
   // 7: P(k,j,k) broadcasts D^2_jk as B_jk along row (j, k).
-  if (p > 1) row.bcast(b.data(), static_cast<int>(rj * rk), k);
+  if (p > 1) comm::bcast(row, b.data(), rj * rk, k, e.coll);
   // 8: C_ik = A_ij D^2_jk.
-  kernels::gemm<double>('N', 'N', ri, rk, rj, 1.0, a.data(), ri, b.data(), rj, 0.0, c.data(), ri);
+  local_multiply(e, 'N', ri, rk, rj, a.data(), ri, b.data(), rj, 0.0, c.data(), ri);
   // 9: reduce over j to D^3_ik on P(i,k,k).
-  if (p > 1) comm::reduce_sum(col, c.data(), j == k ? blk.data() : nullptr, ri * rk, k);
+  if (p > 1) comm::reduce_sum(col, c.data(), j == k ? blk.data() : nullptr, ri * rk, k, e.coll);
   else blk = c;
   // 10: D^3_ik from P(i,k,k) to P(i,k,0).
   return_to_plane0(e, grd, blk, d3, 2);

@@ -19,20 +19,20 @@ void alg4(const Exec& e, const double* d, double* d2, double* d3) {
 
   // 1: P(i,j,0) broadcasts D_ij as A_ij along grd.
   if (k == 0) std::copy(d, d + ri * rj, a.begin());
-  if (p > 1) grd.bcast(a.data(), static_cast<int>(ri * rj), 0);
+  if (p > 1) comm::bcast(grd, a.data(), ri * rj, 0, e.coll);
   // 2: P(k,j,k) broadcasts D_kj as B_jk^T along row (j, k).
   const double* btp = a.data();
   if (i != k) bt.resize(static_cast<std::size_t>(rk * rj));
   if (p > 1) {
     double* buf = (i == k) ? a.data() : bt.data();
-    row.bcast(buf, static_cast<int>(rk * rj), k);
+    comm::bcast(row, buf, rk * rj, k, e.coll);
     if (i != k) btp = bt.data();
   }
   // 3: C_ik = A_ij B_jk.
-  kernels::gemm<double>('N', 'T', ri, rk, rj, 1.0, a.data(), ri, btp, rk, 0.0, c.data(), ri);
+  local_multiply(e, 'T', ri, rk, rj, a.data(), ri, btp, rk, 0.0, c.data(), ri);
   // 4: reduce C over j to D^2_ik on P(i,i,k).
   if (i == j) d2blk.resize(static_cast<std::size_t>(ri * rk));
-  if (p > 1) comm::reduce_sum(col, c.data(), i == j ? d2blk.data() : nullptr, ri * rk, i);
+  if (p > 1) comm::reduce_sum(col, c.data(), i == j ? d2blk.data() : nullptr, ri * rk, i, e.coll);
   else d2blk = c;
   if (!e.cube) {  // square only: 8 alone
     comm::RequestSet rs;
@@ -47,12 +47,12 @@ void alg4(const Exec& e, const double* d, double* d2, double* d3) {
   // 5: P(j,j,k) broadcasts D^2_jk as B_jk along row (j, k).
   double* b2p = d2blk.data();
   if (i != j) { b2.resize(static_cast<std::size_t>(rj * rk)); b2p = b2.data(); }
-  if (p > 1) row.bcast(b2p, static_cast<int>(rj * rk), j);
+  if (p > 1) comm::bcast(row, b2p, rj * rk, j, e.coll);
   // 6: C_ik = A_ij D^2_jk.
-  kernels::gemm<double>('N', 'N', ri, rk, rj, 1.0, a.data(), ri, b2p, rj, 0.0, c.data(), ri);
+  local_multiply(e, 'N', ri, rk, rj, a.data(), ri, b2p, rj, 0.0, c.data(), ri);
   // 7: reduce over j to D^3_ik on P(i,k,k).
   if (j == k) d3blk.resize(static_cast<std::size_t>(ri * rk));
-  if (p > 1) comm::reduce_sum(col, c.data(), j == k ? d3blk.data() : nullptr, ri * rk, k);
+  if (p > 1) comm::reduce_sum(col, c.data(), j == k ? d3blk.data() : nullptr, ri * rk, k, e.coll);
   else d3blk = c;
   // 8, 9: D^2_ik from P(i,i,k) and D^3_ik from P(i,k,k) to P(i,k,0).
   comm::RequestSet rs;

@@ -26,92 +26,90 @@ void alg5(const Exec& e, const double* d, double* d2, double* d3) {
   std::vector<double> a(static_cast<std::size_t>(ri * rj)), c(static_cast<std::size_t>(ri * rk));
   std::vector<double> bt, b2, d2blk, d3blk;
 
+  // One RequestSet drives every part: waiting for part q (RequestSet::wait) keeps the other
+  // parts moving, which the point-to-point chains (e.coll = P2P) need to forward segments.
+  comm::RequestSet rs;
+  std::vector<comm::Pending> tok(static_cast<std::size_t>(N));
+
   // Lines 1-7: D_ij along grd (parts), P(i,j,i) forwards each part along row (j, i).
   if (k == 0) std::copy(d, d + ri * rj, a.begin());
   double* btp = a.data();  // P(k,j,k) broadcasts its A = D_kj; the others receive D_kj
   if (i != k) { bt.resize(static_cast<std::size_t>(rk * rj)); btp = bt.data(); }
-  std::vector<comm::RequestSet> ga(static_cast<std::size_t>(N));
-  comm::RequestSet rb;
   for (int q = 0; q < N; ++q) {
     auto pt = part(ri, rj, q);
-    comm::ibcast((*e.grd)[q], a.data() + pt.begin, pt.count, 0, ga[q]);
+    tok[q] = comm::ibcast((*e.grd)[q], a.data() + pt.begin, pt.count, 0, rs, e.coll);
   }
   for (int q = 0; q < N; ++q) {
     auto pt = part(rk, rj, q);
-    if (i == k) ga[q].wait_all();  // root of the row: forward part q once it arrived
-    comm::ibcast((*e.row)[q], btp + pt.begin, pt.count, k, rb);
+    if (i == k) rs.wait(tok[q]);  // root of the row: forward part q once it arrived
+    comm::ibcast((*e.row)[q], btp + pt.begin, pt.count, k, rs, e.coll);
   }
-  for (auto& g : ga) g.wait_all();
-  rb.wait_all();
+  rs.wait_all();
   // Line 8: C_ik = A_ij B_jk.
-  kernels::gemm<double>('N', 'T', ri, rk, rj, 1.0, a.data(), ri, btp, rk, 0.0, c.data(), ri);
+  local_multiply(e, 'T', ri, rk, rj, a.data(), ri, btp, rk, 0.0, c.data(), ri);
 
   // Lines 9-16: reduce parts of D^2_ik on P(i,i,k); it forwards each part along row (i, k).
   if (i == j) d2blk.resize(static_cast<std::size_t>(ri * rk));
   double* b2p = d2blk.data();
   if (i != j) { b2.resize(static_cast<std::size_t>(rj * rk)); b2p = b2.data(); }
-  std::vector<comm::RequestSet> gr(static_cast<std::size_t>(N));
   for (int q = 0; q < N; ++q) {
     auto pt = part(ri, rk, q);
-    comm::ireduce_sum((*e.col)[q], c.data() + pt.begin, i == j ? d2blk.data() + pt.begin : nullptr,
-                      pt.count, i, gr[q]);
+    tok[q] = comm::ireduce_sum((*e.col)[q], c.data() + pt.begin,
+                               i == j ? d2blk.data() + pt.begin : nullptr, pt.count, i, rs, e.coll);
   }
   if (!e.cube) {  // square only: each reduced part of D^2_ik goes straight to plane 0
-    comm::RequestSet p2p;
     if (k == 0 && !(i == j && j == 0))
       for (int q = 0; q < N; ++q) {
         auto pt = part(ri, rj, q);
-        (*e.glob)[q].irecv(d2 + pt.begin, pt.count, i * p + i + j * p * p, 1, p2p);
+        (*e.glob)[q].irecv(d2 + pt.begin, pt.count, i * p + i + j * p * p, 1, rs);
       }
     for (int q = 0; q < N; ++q) {
       auto pt = part(ri, rk, q);
-      gr[q].wait_all();
+      rs.wait(tok[q]);
       if (i != j) continue;
       if (i == k && k == 0) std::copy(d2blk.begin() + pt.begin, d2blk.begin() + pt.begin + pt.count, d2 + pt.begin);
-      else (*e.glob)[q].isend(d2blk.data() + pt.begin, pt.count, i * p + k, 1, p2p);
+      else (*e.glob)[q].isend(d2blk.data() + pt.begin, pt.count, i * p + k, 1, rs);
     }
-    p2p.wait_all();
+    rs.wait_all();
     return;
   }
   for (int q = 0; q < N; ++q) {
     auto pt = part(rj, rk, q);
-    if (i == j) gr[q].wait_all();
-    comm::ibcast((*e.row)[q], b2p + pt.begin, pt.count, j, rb);
+    if (i == j) rs.wait(tok[q]);
+    comm::ibcast((*e.row)[q], b2p + pt.begin, pt.count, j, rs, e.coll);
   }
-  for (auto& g : gr) g.wait_all();
-  rb.wait_all();
+  rs.wait_all();
   // Line 17: C_ik = A_ij D^2_jk.
-  kernels::gemm<double>('N', 'N', ri, rk, rj, 1.0, a.data(), ri, b2p, rj, 0.0, c.data(), ri);
+  local_multiply(e, 'N', ri, rk, rj, a.data(), ri, b2p, rj, 0.0, c.data(), ri);
 
   // Lines 18-27: reduce parts of D^3_ik on P(i,k,k); return D^2 and D^3 parts to plane 0.
   if (j == k) d3blk.resize(static_cast<std::size_t>(ri * rk));
   for (int q = 0; q < N; ++q) {
     auto pt = part(ri, rk, q);
-    comm::ireduce_sum((*e.col)[q], c.data() + pt.begin, j == k ? d3blk.data() + pt.begin : nullptr,
-                      pt.count, k, gr[q]);
+    tok[q] = comm::ireduce_sum((*e.col)[q], c.data() + pt.begin,
+                               j == k ? d3blk.data() + pt.begin : nullptr, pt.count, k, rs, e.coll);
   }
-  comm::RequestSet p2p;
   if (k == 0) {  // P(i,j,0): receives D^2_ij from P(i,i,j), D^3_ij from P(i,j,j)
     for (int q = 0; q < N; ++q) {
       auto pt = part(ri, rj, q);
       if (!(i == j && j == 0))
-        (*e.glob)[q].irecv(d2 + pt.begin, pt.count, i * p + i + j * p * p, 1, p2p);
-      if (j != 0) (*e.grd)[q].irecv(d3 + pt.begin, pt.count, j, 2, p2p);
+        (*e.glob)[q].irecv(d2 + pt.begin, pt.count, i * p + i + j * p * p, 1, rs);
+      if (j != 0) (*e.grd)[q].irecv(d3 + pt.begin, pt.count, j, 2, rs);
     }
   }
   for (int q = 0; q < N; ++q) {
     auto pt = part(ri, rk, q);
     if (i == j) {
       if (i == k && k == 0) std::copy(d2blk.begin() + pt.begin, d2blk.begin() + pt.begin + pt.count, d2 + pt.begin);
-      else (*e.glob)[q].isend(d2blk.data() + pt.begin, pt.count, i * p + k, 1, p2p);
+      else (*e.glob)[q].isend(d2blk.data() + pt.begin, pt.count, i * p + k, 1, rs);
     }
-    gr[q].wait_all();
+    rs.wait(tok[q]);
     if (j == k) {
       if (k == 0) std::copy(d3blk.begin() + pt.begin, d3blk.begin() + pt.begin + pt.count, d3 + pt.begin);
-      else (*e.grd)[q].isend(d3blk.data() + pt.begin, pt.count, 0, 2, p2p);
+      else (*e.grd)[q].isend(d3blk.data() + pt.begin, pt.count, 0, 2, rs);
     }
   }
-  p2p.wait_all();
+  rs.wait_all();
 }
 
 }  // namespace tessel::dense::ssc

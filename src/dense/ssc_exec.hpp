@@ -15,8 +15,15 @@ struct Exec {
   std::vector<std::int64_t> r;  // r[b] = rows (= columns) of block b
   int n_dup = 1;
   bool cube = true;  ///< false: "square only", D^2 alone (d3 is not touched)
+  comm::CollImpl coll = comm::CollImpl::Mpi;  ///< the collectives: MPI's or tessel's p2p chains
+  bool compute = true;  ///< false: benchmarks only — skip the local multiplies (results invalid)
   const comm::DupSet *row = nullptr, *col = nullptr, *grd = nullptr, *glob = nullptr;
 };
+
+/// C = op(A) B of one block pair, unless e.compute is false (communication-only benchmarks).
+void local_multiply(const Exec& e, char ta, std::int64_t m, std::int64_t n, std::int64_t k,
+                    const double* a, std::int64_t lda, const double* b, std::int64_t ldb,
+                    double beta, double* c, std::int64_t ldc);
 
 /// Seed Algorithm 3 (GTFock's original: blocking collectives, D^2 back to plane 0 and
 /// transposed by point-to-point), same contract as alg4.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "local_gemm.hpp"
 #include "ssc_exec.hpp"
 
 namespace tessel::dense {
@@ -26,6 +27,17 @@ layout::Layout plane0_layout(std::int64_t n, int p, int comm_size) {
 }
 
 }  // namespace
+
+namespace ssc {
+
+void local_multiply(const Exec& e, char ta, std::int64_t m, std::int64_t n, std::int64_t k,
+                    const double* a, std::int64_t lda, const double* b, std::int64_t ldb,
+                    double beta, double* c, std::int64_t ldc) {
+  if (!e.compute) return;
+  kernels::gemm<double>('N', ta, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc);
+}
+
+}  // namespace ssc
 
 std::string to_string(SscAlgorithm a) {
   switch (a) {
@@ -132,6 +144,8 @@ void SymmSquareCube::exec(const double* d, double* d2, double* d3, bool cube) {
   for (int b = 0; b < e.p; ++b) e.r.push_back(block(b));
   e.n_dup = n_dup_;
   e.cube = cube;
+  e.coll = opt_.collectives;
+  e.compute = opt_.compute_products;
   e.row = &row_;
   e.col = &col_;
   e.grd = &grd_;

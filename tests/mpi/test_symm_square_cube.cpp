@@ -626,3 +626,46 @@ TEST(SymmSquareCube, ShmMovesOnOffBitIdentical) {
   }
   unsetenv("TESSEL_NODE_SIZE");
 }
+
+// The collectives as tessel's point-to-point chains (SscOptions::collectives = P2P), every
+// algorithm: D^2 and D^3 against serial BLAS, and the chain's volume against the MPI run's
+// ledger. A collective of B bytes over m ranks is recorded by the payload rule as B on each
+// of its m ranks (MPI); as a chain every rank but one receives B (P2P). All collectives of
+// Algorithms 3, 4, 5 span m = p ranks (row, col, grd), those of 2.5D m = c (grd), so summed
+// over the run: recv(P2P) = recv(MPI) + coll(MPI) (m - 1) / m, and P2P makes no collective
+// calls in phase ssc/compute.
+TEST(SymmSquareCube, P2PCollectivesMatchBlasAndChainVolume) {
+  Context ctx(MPI_COMM_WORLD);
+  const std::int64_t n = 29;
+  Ref ref = make_ref(n, 5);
+  const auto& full = ref.d;
+  for (auto alg : kAll)
+    for (int nd : {1, 3}) {
+      std::int64_t tot[2][2] = {{0, 0}, {0, 0}};  // [impl][recv, coll]
+      int m = 1;
+      for (auto impl : {comm::CollImpl::Mpi, comm::CollImpl::P2P}) {
+        dense::SscOptions o;
+        o.algorithm = alg;
+        o.n_dup = nd;
+        o.collectives = impl;
+        dense::SymmSquareCube ssc(ctx, n, o);
+        m = alg == SscAlgorithm::TwoPointFiveD ? ssc.c() : ssc.p();
+        ctx.ledger().reset();
+        auto [g2, g3] = run_plane0(ctx, ssc, full, true);
+        auto k = ctx.ledger().total("ssc/compute");
+        std::int64_t v[2] = {k.p2p_recv_bytes, k.coll_bytes};
+        ctx.comm().allreduce(v, 2, MPI_SUM);
+        const int x = impl == comm::CollImpl::P2P;
+        tot[x][0] = v[0];
+        tot[x][1] = v[1];
+        std::string where = "alg " + dense::to_string(alg) + " nd " + std::to_string(nd) + " " +
+                            comm::to_string(impl);
+        EXPECT_LE(rel_err(g2, ref.d2), 1e-13) << where;
+        EXPECT_LE(rel_err(g3, ref.d3), 1e-13) << where;
+        if (impl == comm::CollImpl::P2P) EXPECT_EQ(k.coll_calls, 0) << where;
+      }
+      ASSERT_EQ(tot[0][1] % m, 0);
+      EXPECT_EQ(tot[1][0], tot[0][0] + tot[0][1] / m * (m - 1)) << "alg " << dense::to_string(alg);
+      EXPECT_EQ(tot[1][1], 0);
+    }
+}

@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,9 +23,31 @@ void pcontrol(int level);
 /// Throws MpiError naming the call when rc is not MPI_SUCCESS.
 void check_mpi(int rc, const char* call);
 
-/// A set of outstanding nonblocking requests. Waits for all of them on destruction.
+class RequestSet;
+
+/// Completion token of one operation posted into a RequestSet: it may consist of many
+/// requests, including requests that continuations post later (a pipelined point-to-point
+/// collective). Copies share the same state. A default-constructed token is done.
+class Pending {
+ public:
+  /// Not collective. True when every request posted under this token has completed and its
+  /// continuation has run.
+  bool done() const { return !n_ || *n_ == 0; }
+
+ private:
+  friend class RequestSet;
+  std::shared_ptr<std::int64_t> n_;
+};
+
+/// A set of outstanding nonblocking requests, and a small progress engine: a request may carry
+/// a continuation, run (on the calling thread, inside test/wait) once the request completed;
+/// it receives the set and may post further requests into it. Waits for all of them (and
+/// runs all continuations) on destruction. Not thread safe.
 class RequestSet {
  public:
+  /// What runs when a request completes; may call rs.add(...) to post more.
+  using Then = std::function<void(RequestSet& rs)>;
+
   RequestSet() = default;
   RequestSet(RequestSet&&) noexcept = default;
   RequestSet& operator=(RequestSet&& o) noexcept;
@@ -32,17 +55,37 @@ class RequestSet {
   RequestSet& operator=(const RequestSet&) = delete;
   ~RequestSet();
 
-  MPI_Request* add() { reqs_.push_back(MPI_REQUEST_NULL); return &reqs_.back(); }
+  /// Slot for one request without continuation or token. The pointer is valid until the next
+  /// add(), test or wait.
+  MPI_Request* add() { return add_entry(nullptr, Then{}); }
+  /// Slot for one request counted in `token`; `then` (may be empty) runs when it completes,
+  /// before the token is released, so requests that `then` posts under the same token keep it
+  /// open. The pointer is valid until the next add(), test or wait.
+  MPI_Request* add(Pending& token, Then then = {});
+  /// A new token, not yet done only once requests are added under it.
+  static Pending make_pending();
+
   std::size_t size() const { return reqs_.size(); }
   bool empty() const { return reqs_.empty(); }
-  /// Drives progress without blocking; true when all requests completed.
+  /// Drives progress without blocking (tests every outstanding request once and runs the
+  /// continuations of those that completed); true when all requests completed.
   bool test_all();
-  /// Blocks until all complete. Polls MPI_Testall with a short sleep so that oversubscribed
-  /// ranks yield the core (MPICH busy-polls in MPI_Waitall).
+  /// Blocks until all complete (including those posted by continuations meanwhile). Polls with
+  /// a short sleep when nothing completed so that oversubscribed ranks yield the core (MPICH
+  /// busy-polls in MPI_Waitall).
   void wait_all();
+  /// Blocks until `token` is done, driving every outstanding request of the set meanwhile (so
+  /// that other pipelined operations keep moving). Same polling as wait_all.
+  void wait(const Pending& token);
 
  private:
+  MPI_Request* add_entry(std::shared_ptr<std::int64_t> counter, Then then);
+  /// One MPI_Testsome pass; returns the number of requests that completed.
+  int progress();
+
   std::vector<MPI_Request> reqs_;
+  std::vector<Then> thens_;                              // parallel to reqs_
+  std::vector<std::shared_ptr<std::int64_t>> tokens_;   // parallel to reqs_ (may be null)
 };
 
 /// A communicator, owned (freed on destruction) or borrowed, plus the ledger it records into.

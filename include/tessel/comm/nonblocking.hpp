@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tessel/comm/comm.hpp"
+#include "tessel/comm/p2p_coll.hpp"
 
 namespace tessel::comm {
 
@@ -37,31 +38,67 @@ class DupSet {
   std::vector<Comm> comms_;
 };
 
-/// Collective (nonblocking) over `c`: MPI_Ibcast of `count` items from `root`; completes in
-/// `rs`. Recorded as count * sizeof(T) bytes and one call on every rank (root included).
+/// Collective (nonblocking) over `c`: broadcast of `count` items from `root`; completes in
+/// `rs` (RequestSet::wait(token) or wait_all). impl = Mpi: MPI_Ibcast, recorded as
+/// count * sizeof(T) bytes and one collective call on every rank (root included). impl = P2P:
+/// the segmented chain of p2p_coll.hpp (segments of `segment_bytes`), recorded as
+/// point-to-point messages.
 template <class T>
-void ibcast(const Comm& c, T* buf, std::int64_t count, int root, RequestSet& rs) {
-  ibcast_raw(c, buf, count, mpi_type<T>(), sizeof(T), root, rs);
+Pending ibcast(const Comm& c, T* buf, std::int64_t count, int root, RequestSet& rs,
+               CollImpl impl = CollImpl::Mpi, std::int64_t segment_bytes = kDefaultSegmentBytes) {
+  if (impl == CollImpl::P2P)
+    return p2p_ibcast_raw(c, buf, count, mpi_type<T>(), sizeof(T), root, rs, segment_bytes);
+  return ibcast_raw(c, buf, count, mpi_type<T>(), sizeof(T), root, rs);
 }
-/// Collective (nonblocking) over `c`: MPI_Ireduce with MPI_SUM of `count` items of `send`
-/// into `recv` on `root` (recv is ignored elsewhere; it must not alias send). Recorded as
-/// count * sizeof(T) bytes and one call on every rank.
+/// Collective (nonblocking) over `c`: sum of `count` items of `send` into `recv` on `root`
+/// (recv is ignored elsewhere; it must not alias send). impl = Mpi: MPI_Ireduce with MPI_SUM,
+/// recorded as count * sizeof(T) bytes and one call on every rank. impl = P2P: the reverse
+/// chain of p2p_coll.hpp, recorded as point-to-point messages.
 template <class T>
-void ireduce_sum(const Comm& c, const T* send, T* recv, std::int64_t count, int root,
-                 RequestSet& rs) {
-  ireduce_raw(c, send, recv, count, mpi_type<T>(), sizeof(T), MPI_SUM, root, rs);
+Pending ireduce_sum(const Comm& c, const T* send, T* recv, std::int64_t count, int root,
+                    RequestSet& rs, CollImpl impl = CollImpl::Mpi,
+                    std::int64_t segment_bytes = kDefaultSegmentBytes) {
+  if (impl == CollImpl::P2P)
+    return p2p_ireduce_raw(c, send, recv, count, mpi_type<T>(), sizeof(T), &add_items<T>, root,
+                           rs, segment_bytes);
+  return ireduce_raw(c, send, recv, count, mpi_type<T>(), sizeof(T), MPI_SUM, root, rs);
 }
-/// Collective (nonblocking) over `c`: MPI_Iallreduce with MPI_SUM of `count` items, in place
-/// in `buf` on every rank. Recorded as count * sizeof(T) bytes and one call on every rank.
+/// Collective (nonblocking) over `c`: every rank's `recv` gets the sum of all `send` (must not
+/// alias). impl = Mpi: MPI_Iallreduce (recorded as count * sizeof(T) bytes, one call);
+/// impl = P2P: chain reduce to rank 0 pipelined into a chain broadcast (point-to-point).
 template <class T>
-void iallreduce_sum(const Comm& c, T* buf, std::int64_t count, RequestSet& rs) {
-  iallreduce_raw(c, buf, count, mpi_type<T>(), sizeof(T), MPI_SUM, rs);
+Pending iallreduce_sum(const Comm& c, const T* send, T* recv, std::int64_t count,
+                       RequestSet& rs, CollImpl impl = CollImpl::Mpi,
+                       std::int64_t segment_bytes = kDefaultSegmentBytes) {
+  if (impl == CollImpl::P2P)
+    return p2p_iallreduce_raw(c, send, recv, count, mpi_type<T>(), sizeof(T), &add_items<T>,
+                              rs, segment_bytes);
+  return iallreduce_raw(c, send, recv, count, mpi_type<T>(), sizeof(T), MPI_SUM, rs);
 }
-/// Collective (blocking) over `c`: MPI_Reduce with MPI_SUM; recorded as ireduce_sum.
+/// Collective (blocking) over `c`: ireduce_sum and wait; recorded as ireduce_sum.
 template <class T>
-void reduce_sum(const Comm& c, const T* send, T* recv, std::int64_t count, int root) {
+void reduce_sum(const Comm& c, const T* send, T* recv, std::int64_t count, int root,
+                CollImpl impl = CollImpl::Mpi,
+                std::int64_t segment_bytes = kDefaultSegmentBytes) {
   RequestSet rs;
-  ireduce_sum(c, send, recv, count, root, rs);
+  ireduce_sum(c, send, recv, count, root, rs, impl, segment_bytes);
+  rs.wait_all();
+}
+/// Collective (blocking) over `c`: ibcast and wait; recorded as ibcast.
+template <class T>
+void bcast(const Comm& c, T* buf, std::int64_t count, int root, CollImpl impl,
+           std::int64_t segment_bytes = kDefaultSegmentBytes) {
+  RequestSet rs;
+  ibcast(c, buf, count, root, rs, impl, segment_bytes);
+  rs.wait_all();
+}
+/// Collective (blocking) over `c`: iallreduce_sum and wait; recorded as iallreduce_sum.
+template <class T>
+void allreduce_sum(const Comm& c, const T* send, T* recv, std::int64_t count,
+                   CollImpl impl = CollImpl::Mpi,
+                   std::int64_t segment_bytes = kDefaultSegmentBytes) {
+  RequestSet rs;
+  iallreduce_sum(c, send, recv, count, rs, impl, segment_bytes);
   rs.wait_all();
 }
 
@@ -71,11 +108,11 @@ void reduce_sum(const Comm& c, const T* send, T* recv, std::int64_t count, int r
 void sleep_barrier(const Comm& c,
                    std::chrono::microseconds poll = std::chrono::milliseconds(10));
 
-void ibcast_raw(const Comm& c, void* buf, std::int64_t count, MPI_Datatype t, std::size_t sz,
-                int root, RequestSet& rs);
-void ireduce_raw(const Comm& c, const void* send, void* recv, std::int64_t count,
-                 MPI_Datatype t, std::size_t sz, MPI_Op op, int root, RequestSet& rs);
-void iallreduce_raw(const Comm& c, void* buf, std::int64_t count, MPI_Datatype t,
-                    std::size_t sz, MPI_Op op, RequestSet& rs);
+Pending ibcast_raw(const Comm& c, void* buf, std::int64_t count, MPI_Datatype t,
+                   std::size_t sz, int root, RequestSet& rs);
+Pending ireduce_raw(const Comm& c, const void* send, void* recv, std::int64_t count,
+                    MPI_Datatype t, std::size_t sz, MPI_Op op, int root, RequestSet& rs);
+Pending iallreduce_raw(const Comm& c, const void* send, void* recv, std::int64_t count,
+                       MPI_Datatype t, std::size_t sz, MPI_Op op, RequestSet& rs);
 
 }  // namespace tessel::comm

@@ -68,6 +68,15 @@ struct SscOptions {
   /// context. Must not exceed the context's size (GridError). The mesh is the largest that
   /// fits in these ranks; the others wait in a sleep-polled MPI_Ibarrier.
   int active_ranks = 0;
+  /// The collectives of the kernels: Mpi (the MPI library's MPI_Bcast/Ibcast, MPI_Reduce/
+  /// Ireduce, MPI_Iallreduce) or P2P (tessel's segmented point-to-point chains,
+  /// comm/p2p_coll.hpp: every link carries a message once and segments are forwarded as they
+  /// arrive; Open MPI's default MPI_Ibcast sends the whole buffer from the root to every
+  /// receiver instead). The ledger records P2P as point-to-point messages.
+  comm::CollImpl collectives = comm::CollImpl::Mpi;
+  /// Benchmarks only: false skips the local multiplies, so that the communication schedule
+  /// alone is timed (D^2 and D^3 are then garbage). Default true.
+  bool compute_products = true;
   /// D must satisfy max|D - D^T| <= symmetry_tol * max|D| (checked when check_input).
   double symmetry_tol = 1e-12;
   bool check_input = true;  ///< refuse non-finite or non-symmetric D (one exchange of blocks)

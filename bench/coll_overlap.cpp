@@ -13,7 +13,7 @@
 //
 //   mpirun -np NODES*PPN [--map-by ppr:PPN:node] build/bench/coll_overlap --nodes 4
 //       [--sizes 65536,262144,...] [--modes blocking,mpi-ndup,p2p-ndup,ppn] [--ndup 4]
-//       [--segment 262144] [--repeat 5] [--warmup 1] [--ops bcast,reduce] [--json FILE]
+//       [--segment 32768] [--repeat 5] [--warmup 1] [--ops bcast,reduce] [--json FILE]
 //
 // One-rank-per-node modes run on the ranks r with r % ppn == 0 (the others wait in a
 // sleep-polled barrier); ppn mode needs ppn > 1. Modes alternate within each repetition

@@ -3,8 +3,8 @@
 
     python3 bench/coll_overlap.py [--launch local|netcluster] [--nodes 4] [--ppn 4]
         [--sizes 64K,128K,...,16M] [--modes blocking,mpi-ndup,p2p-ndup] [--ops bcast,reduce]
-        [--repeat 5] [--warmup 1] [--ndup 4] [--segment 256K] [--mca KEY=VALUE ...]
-        [--algo-study] [--algo-bytes 8M] [--manage-cluster --rate 1gbit --delay 50us]
+        [--repeat 5] [--warmup 1] [--ndup 4] [--segment 32K] [--mca KEY=VALUE ...]
+        [--algo-study] [--algo-bytes 8M] [--segment-study 16K,32K,128K,256K] [--manage-cluster --rate 1gbit --delay 50us]
         [--build build] [--out bench/results] [--name NAME] [--timeout 600]
 
 Two launches per run (one JSON each, merged):
@@ -16,6 +16,8 @@ Two launches per run (one JSON each, merged):
 Open MPI libnbc Ibcast algorithm (default = ignore/0, 1 linear, 3 chain) with modes mpi-1,
 mpi-ndup, p2p-1, p2p-ndup, so the effect of Open MPI's algorithm is compared with tessel's
 chain in one table.
+--segment-study adds one launch per segment size (one rank per node, --algo-bytes, both ops,
+modes p2p-1 and p2p-ndup).
 --launch local: `mpirun --oversubscribe` on this machine (shared memory: no network, so the
 overlap effects mostly vanish). --launch netcluster: ../shared/tools/netcluster/netcluster.sh
 run (the cluster must be up, or pass --manage-cluster to bring it up and always down).
@@ -118,7 +120,8 @@ def run_one(args, tmpdir, label, ranks, ppn, modes, ops, sizes, mca):
 def table(runs):
     lines = []
     for run in runs:
-        lines.append(f"## {run['label']}  ({run['ranks']} ranks, {run['ppn']} per node)")
+        lines.append(f"## {run['label']}  ({run['ranks']} ranks, {run['ppn']} per node, "
+                     f"p2p segment {human(run['segment_bytes'])}, mca {run.get('mca') or 'none'})")
         by = {}
         for r in run["results"]:
             by.setdefault((r["op"], r["bytes"]), {})[r["mode"]] = r
@@ -148,7 +151,7 @@ def plot(runs, path, title):
         return
     series = {}  # (op, legend) -> [(bytes, bw)]
     for run in runs:
-        if run["label"].startswith("algo"):
+        if run["label"].startswith(("algo", "seg-")):
             continue
         for r in run["results"]:
             legend = {"blocking": "blocking (MPI_Bcast/MPI_Reduce, 1 PPN)",
@@ -193,11 +196,13 @@ def main():
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--ndup", type=int, default=4)
-    ap.add_argument("--segment", default="256K")
+    ap.add_argument("--segment", default="32K")
     ap.add_argument("--mca", action="append", default=[], help="KEY=VALUE, for every launch")
     ap.add_argument("--algo-study", action="store_true")
     ap.add_argument("--algo-bytes", default="8M")
-    ap.add_argument("--algo-only", action="store_true", help="only the --algo-study launches")
+    ap.add_argument("--segment-study", default="", help="segment sizes, e.g. 16K,32K,128K")
+    ap.add_argument("--algo-only", action="store_true",
+                    help="only the --algo-study / --segment-study launches")
     ap.add_argument("--manage-cluster", action="store_true")
     ap.add_argument("--rate", default="1gbit")
     ap.add_argument("--delay", default="50us")
@@ -234,6 +239,12 @@ def main():
                 runs.append(run_one(args, tmpdir, f"algo-{aname}", args.nodes, 1,
                                     ["mpi-1", "mpi-ndup", "p2p-1", "p2p-ndup"], ["bcast"],
                                     [parse_bytes(args.algo_bytes)], mca))
+        for seg in [x for x in args.segment_study.split(",") if x]:
+            seg_args = argparse.Namespace(**vars(args))
+            seg_args.segment = seg
+            runs.append(run_one(seg_args, tmpdir, f"seg-{seg}", args.nodes, 1,
+                                ["p2p-1", "p2p-ndup"], ["bcast", "reduce"],
+                                [parse_bytes(args.algo_bytes)], args.mca))
     finally:
         if args.manage_cluster:
             subprocess.run([NC, "down"])
@@ -247,7 +258,7 @@ def main():
         json.dump(meta, f, indent=1)
     print("wrote", jpath)
     print(table(runs))
-    if any(not r["label"].startswith("algo") for r in runs):
+    if any(not r["label"].startswith(("algo", "seg-")) for r in runs):
         where = (f"emulated cluster, {args.nodes} nodes, {args.rate}, {args.delay}"
                  if args.launch == "netcluster" else f"this machine, shared memory (oversubscribed)")
         plot(runs, os.path.join(args.out, name + ".png"),

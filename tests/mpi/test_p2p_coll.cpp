@@ -43,7 +43,7 @@ double int_sum(int m, std::int64_t i) {
 
 const std::vector<std::int64_t> kCounts = {0, 1, 7, 1001, 40000};
 // 8 bytes = 1 double per segment; 24 = 3; 100 -> 12 (not a divisor of the counts); 1 byte is
-// below one item and must round up to one item; the 256 KiB default.
+// below one item and must round up to one item; the default (32 KiB).
 const std::vector<std::int64_t> kSegBytes = {1, 24, 100, tessel::comm::kDefaultSegmentBytes};
 
 std::int64_t nseg(std::int64_t count, std::int64_t seg_bytes) {

@@ -80,6 +80,8 @@ dense::SscOptions SscArgs::options(int ranks) const {
                "--replication ", replication, " applies to --algorithm 2.5d only (got --algorithm ",
                algorithm, ")");
   o.replication = replication;
+  o.collectives = parse_named("--collectives", collectives, "mpi or p2p",
+                              [](const std::string& v) { return comm::parse_coll_impl(v); });
   return o;
 }
 
@@ -98,6 +100,11 @@ void SscArgs::add_to(CLI::App* s) {
       ->capture_default_str();
   s->add_option("--replication", replication,
                 "Replication factor c of --algorithm 2.5d (0 = automatic)")->capture_default_str();
+  s->add_option("--collectives", collectives,
+                "Collectives of the kernel: mpi (the MPI library's Bcast/Ibcast, Reduce/Ireduce, "
+                "Iallreduce) or p2p (tessel's pipelined point-to-point chains in 32 KiB segments; "
+                "every link carries a message once)")
+      ->capture_default_str();
 }
 
 const char* const kRingModelHelp =

@@ -51,14 +51,15 @@ int parse_n_dup(const std::string& value);
 /// The SymmSquareCube options of the command line (`tessel purify`, `tessel ssc`), checked on
 /// every rank (all ranks hold the same arguments): --algorithm (3, 4, 5, 2.5d), --n-dup
 /// (auto or >= 1), --n-t (>= 1 byte), --active-ranks (0 = all, else 1 .. ranks),
-/// --replication (0 = automatic, else >= 1; --algorithm 2.5d only). Throws InputError or
+/// --replication (0 = automatic, else >= 1; --algorithm 2.5d only), --collectives (mpi or
+/// p2p). Throws InputError or
 /// GridError naming the option and its value.
 struct SscArgs {
-  std::string algorithm = "5", n_dup = "auto";
+  std::string algorithm = "5", n_dup = "auto", collectives = "mpi";
   std::int64_t n_t = 64 * 1024;
   int active_ranks = 0, replication = 0;
   dense::SscOptions options(int ranks) const;
-  /// Registers --algorithm, --n-dup, --n-t, --active-ranks, --replication on `s`.
+  /// Registers --algorithm, --n-dup, --n-t, --active-ranks, --replication, --collectives.
   void add_to(CLI::App* s);
 };
 

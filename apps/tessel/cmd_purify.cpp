@@ -128,8 +128,9 @@ int run_purify(const PurifyArgs& a) {
               << (model ? a.model.describe() + " (generated in place on every rank)"
                         : "--fock " + a.fock + (S ? ", --overlap " + a.overlap : std::string(" (orthogonal basis)")))
               << fmt::format(", block-cyclic {} x {} blocks on a {} x {} grid\n", a.nb, a.nb, pr, pc)
-              << fmt::format("SymmSquareCube: algorithm {}, N_DUP {}, n_t {} B, active ranks {}{}\n",
+              << fmt::format("SymmSquareCube: algorithm {}, N_DUP {}, n_t {} B, collectives {}, active ranks {}{}\n",
                              dense::to_string(opt.ssc.algorithm), a.ssc.n_dup, a.ssc.n_t,
+                             comm::to_string(opt.ssc.collectives),
                              a.ssc.active_ranks == 0 ? std::string("all") : std::to_string(a.ssc.active_ranks),
                              opt.ssc.algorithm == dense::SscAlgorithm::TwoPointFiveD
                                  ? (a.ssc.replication ? fmt::format(", replication {}", a.ssc.replication)

@@ -28,7 +28,7 @@ struct SscCmdArgs {
   std::string in, matrix = "random", json;
   double gap = 0.2, hopping = 1.0;
   int repeat = 3, nb = 64;
-  bool verify = false;
+  bool verify = false, comm_only = false;
   std::uint64_t seed = 42;
   SscArgs ssc;
   CLI::App* app = nullptr;
@@ -59,6 +59,9 @@ int run_ssc(const SscCmdArgs& a) {
   const int p = ctx.size();
   const bool root = ctx.rank() == 0;
   dense::SscOptions opt = a.ssc.options(p);
+  TESSEL_CHECK(!(a.comm_only && a.verify), InputError,
+               "--comm-only skips the local multiplies: its D^2 and D^3 cannot pass --verify");
+  opt.compute_products = !a.comm_only;
   TESSEL_CHECK(a.repeat >= 1, InputError, "--repeat ", a.repeat, ": expected >= 1");
   TESSEL_CHECK(a.nb >= 1, LayoutMismatch, "--nb ", a.nb, ": block size must be >= 1");
   TESSEL_CHECK(a.matrix == "random" || a.matrix == "ring", InputError, "--matrix '", a.matrix,
@@ -110,9 +113,11 @@ int run_ssc(const SscCmdArgs& a) {
   if (root)
     std::cout << fmt::format("tessel ssc: D^2 and D^3 of a symmetric {} x {} D, {} ranks\n", n, n, p)
               << "input: " << input << "\n"
-              << fmt::format("SymmSquareCube: algorithm {}, mesh {} (p = {}), N_DUP = {} (requested {}), active ranks {}\n",
+              << fmt::format("SymmSquareCube: algorithm {}, mesh {} (p = {}), N_DUP = {} (requested {}), active ranks {}, "
+                             "collectives {}{}\n",
                              dense::to_string(opt.algorithm), ssc.mesh().describe(), ssc.p(), ssc.n_dup(),
-                             a.ssc.n_dup, opt.active_ranks == 0 ? std::string("all") : std::to_string(opt.active_ranks))
+                             a.ssc.n_dup, opt.active_ranks == 0 ? std::string("all") : std::to_string(opt.active_ranks),
+                             comm::to_string(opt.collectives), a.comm_only ? ", COMMUNICATION ONLY (--comm-only)" : "")
               << std::flush;
 
   // Repetitions; the ledger and a preloaded traffic counter see exactly the first call.
@@ -196,6 +201,8 @@ int run_ssc(const SscCmdArgs& a) {
     j["tflops"] = tflops;
     j["tflops_formula"] = "4 n^3 / median time";
     j["ledger_one_call"] = ledger_json(stats);
+    j["comm_only"] = a.comm_only;
+    j["collectives"] = comm::to_string(opt.collectives);
     j["verify"] = {{"done", a.verify}, {"residual_d2", res2}, {"residual_d3", res3}, {"text", verdict}};
     write_json(ctx, a.json, j);
   }
@@ -223,6 +230,9 @@ std::function<int()> add_ssc(CLI::App& app) {
       ->capture_default_str();
   s->add_option("--seed", a->seed, "Seed of the random D and of the check's vectors")->capture_default_str();
   s->add_flag("--verify", a->verify, "Check D^2 and D^3 with Freivalds' test (distributed D x products)");
+  s->add_flag("--comm-only", a->comm_only,
+              "Benchmarks: skip the local multiplies and time the communication schedule alone "
+              "(D^2 and D^3 are then not computed; the TFLOP/s line is meaningless)");
   s->add_option("--json", a->json, "Write the results as JSON (default: not written)");
   s->footer(std::string(kRingModelHelp) +
             "\n\nErrors are printed once as 'tessel: error: ...' and the command exits with status 2; "

@@ -707,33 +707,6 @@ def positive_cases(runner, tally, nranks, work):
 
 
 # ---------------------------------------------------------------- purify and ssc
-# TODO(merge): methods, algorithms and the non-orthogonal path that still throw these exact
-# messages in this branch are expected failures FOR NOW; remove this list and its uses once
-# the purify/SymmSquareCube work is merged.
-NOT_BUILT_MESSAGES = [  # TODO(merge)
-    "purify: method mcweeny is not built yet",  # TODO(merge)
-    "purify: method trs2 is not built yet",  # TODO(merge)
-    "purify: method trs4 is not built yet",  # TODO(merge)
-    "purify: the non-orthogonal path is not built yet",  # TODO(merge)
-    "symm_square_cube: algorithm 3 is not built yet",  # TODO(merge)
-    "symm_square_cube: algorithm 2.5d is not built yet",  # TODO(merge)
-]  # TODO(merge)
-_NOT_BUILT = {}  # TODO(merge): key -> the exact message seen at 1 rank, or None
-
-
-def not_built(runner, key, args, cwd):  # TODO(merge)
-    """Runs `args` once at 1 rank (cached by key) and returns the exact not-built message it
-    failed with, else None. A not-built algorithm throws on the active ranks only (the
-    inactive ranks of purify then wait forever), so such cases are not run at other counts."""
-    if key not in _NOT_BUILT:  # TODO(merge)
-        run = runner.run(1, args, cwd)  # TODO(merge)
-        lines = [t.strip() for _, t in run.err_lines]  # TODO(merge)
-        _NOT_BUILT[key] = next((m for m in NOT_BUILT_MESSAGES  # TODO(merge)
-                                if run.rc == 2 and any(l.endswith("tessel: error: " + m) or
-                                                       l.endswith(": " + m) for l in lines)), None)
-    return _NOT_BUILT[key]  # TODO(merge)
-
-
 def ring_analytic(n, g, t, nocc):
     """Band energy 2 sum of the nocc lowest E and the HOMO-LUMO gap of the ring model, from
     E = +-sqrt(g^2/4 + 4 t^2 cos^2(kappa/2)), kappa = 2 pi m/(n/2) (pure Python)."""
@@ -1020,11 +993,10 @@ def purify_positive_cases(runner, tally, nranks, work):
             problems.append("no 'verify: PASSED' on stdout")
         tally.report(f"{tag} ssc --in D.npy (Fortran order, 11 x 11) --verify PASSED", problems, run)
 
-    # TODO(merge): methods, algorithms and the (F, S) path being built elsewhere. Each is a
-    # real test; while this branch throws the exact "not built yet" message, it is XFAIL.
+    # Every method and SymmSquareCube algorithm, and the (F, S) path.
     n, g, t = 24, 0.4, 1.0
     exact, gap = ring_analytic(n, g, t, n // 2)
-    pending = [  # TODO(merge)
+    variants = [
         (f"method mcweeny --mu 0", ["purify", "--n", str(n), "--gap", repr(g), "--method", "mcweeny",
                                     "--mu", "0"]),
         ("method trs2", ["purify", "--n", str(n), "--gap", repr(g), "--method", "trs2"]),
@@ -1032,13 +1004,9 @@ def purify_positive_cases(runner, tally, nranks, work):
         ("algorithm 3", ["purify", "--n", str(n), "--gap", repr(g), "--algorithm", "3"]),
         ("algorithm 2.5d", ["purify", "--n", str(n), "--gap", repr(g), "--algorithm", "2.5d"]),
     ]
-    for label, args in pending:
-        d = folder("pending_" + re.sub(r"[^A-Za-z0-9]+", "_", label))
+    for label, args in variants:
+        d = folder("all_" + re.sub(r"[^A-Za-z0-9]+", "_", label))
         name = f"{tag} purify {label} (ring n {n}) vs analytic band energy"
-        msg = not_built(runner, "purify " + label, args, d)  # TODO(merge)
-        if msg:  # TODO(merge)
-            tally.report(name, [f"not run: {msg}"], None, xfail=msg)  # TODO(merge)
-            continue  # TODO(merge)
         problems = []
         run = run_ok(runner, nranks, args + ["--json", "r.json"], d, problems)
         j = load_json(os.path.join(d, "r.json"), problems) if run.rc == 0 else None
@@ -1046,13 +1014,9 @@ def purify_positive_cases(runner, tally, nranks, work):
             problems.append(f"band energy {j['band_energy']!r}, analytic {exact!r}")
         tally.report(name, problems, run)
     for alg in ("3", "2.5d"):
-        d = folder(f"pending_ssc_{alg.replace('.', '_')}")
+        d = folder(f"all_ssc_{alg.replace('.', '_')}")
         args = ["ssc", "--n", "19", "--algorithm", alg, "--verify", "--repeat", "1"]
         name = f"{tag} ssc --algorithm {alg} --verify PASSED"
-        msg = not_built(runner, "ssc " + alg, args, d)  # TODO(merge)
-        if msg:  # TODO(merge)
-            tally.report(name, [f"not run: {msg}"], None, xfail=msg)  # TODO(merge)
-            continue  # TODO(merge)
         problems = []
         run = run_ok(runner, nranks, args, d, problems)
         if not any("verify: PASSED" in t2 for t2 in rank0_stdout(run)):
@@ -1061,7 +1025,7 @@ def purify_positive_cases(runner, tally, nranks, work):
     if np is not None:
         # Non-orthogonal basis: D against numpy's generalized eigenvectors (F C = S C e,
         # C^T S C = I): D = C_occ C_occ^T.
-        d = folder("pending_overlap")
+        d = folder("all_overlap")
         nn, nocc = 10, 4
         f, _ = gapped_symmetric(rng, nn, nocc)
         b = np.array([[rng.uniform(-0.1, 0.1) for _ in range(nn)] for _ in range(nn)])
@@ -1070,23 +1034,19 @@ def purify_positive_cases(runner, tally, nranks, work):
         np.save(os.path.join(d, "S.npy"), s_mat)
         args = ["purify", "--fock", "F.npy", "--overlap", "S.npy", "--nocc", str(nocc)]
         name = f"{tag} purify --fock --overlap (n {nn}) vs numpy generalized eigh"
-        msg = not_built(runner, "purify overlap", args, d)  # TODO(merge)
-        if msg:  # TODO(merge)
-            tally.report(name, [f"not run: {msg}"], None, xfail=msg)  # TODO(merge)
+        problems = []
+        run = run_ok(runner, nranks, args + ["--out", "D.npy"], d, problems)
+        if os.path.exists(os.path.join(d, "D.npy")):
+            sl = np.linalg.cholesky(s_mat)
+            w, v = np.linalg.eigh(np.linalg.solve(sl, np.linalg.solve(sl, f).T).T)
+            c = np.linalg.solve(sl.T, v[:, :nocc])
+            want = c @ c.T
+            diff = float(np.max(np.abs(np.load(os.path.join(d, "D.npy")) - want)))
+            if not diff <= 1e-9:
+                problems.append(f"max |D - reference| = {diff:.3e} > 1e-9")
         else:
-            problems = []
-            run = run_ok(runner, nranks, args + ["--out", "D.npy"], d, problems)
-            if os.path.exists(os.path.join(d, "D.npy")):
-                sl = np.linalg.cholesky(s_mat)
-                w, v = np.linalg.eigh(np.linalg.solve(sl, np.linalg.solve(sl, f).T).T)
-                c = np.linalg.solve(sl.T, v[:, :nocc])
-                want = c @ c.T
-                diff = float(np.max(np.abs(np.load(os.path.join(d, "D.npy")) - want)))
-                if not diff <= 1e-9:
-                    problems.append(f"max |D - reference| = {diff:.3e} > 1e-9")
-            else:
-                problems.append("D.npy was not written")
-            tally.report(name, problems, run)
+            problems.append("D.npy was not written")
+        tally.report(name, problems, run)
 
     # --help documents every option with its default.
     if nranks == 1:

@@ -269,7 +269,15 @@ PurifyResult purify(Context& ctx, const dense::DistMatrix<double>& F, std::int64
   std::optional<Failure> fail;
   if (m.active()) {
     PhaseScope ph(ctx.ledger(), "purify/iterate");
-    fail = iterate(ctx, ssc, f, d, nocc, opt, st);
+    // An error thrown on the active ranks alone is held until every rank has passed
+    // release() (the inactive ranks wait there) and then agreed below.
+    try {
+      fail = iterate(ctx, ssc, f, d, nocc, opt, st);
+    } catch (const InputError& e) {
+      fail = Failure{true, e.what()};
+    } catch (const Error& e) {
+      fail = Failure{false, e.what()};
+    }
   }
   ssc.release();
   double stats[5] = {st.iterations, st.idempotency, st.trace_error, st.band_energy, st.products};

@@ -1079,8 +1079,8 @@ def main():
     ap.add_argument("--np", required=True, help="rank counts, comma or semicolon separated")
     ap.add_argument("--timeout", type=float, default=120, help="seconds per mpirun (a hang fails)")
     ap.add_argument("--keep", action="store_true", help="keep the work folder")
-    ap.add_argument("--only", choices=["errors", "positive", "purify"],
-                    help="run one half only, or only the purify/ssc cases")
+    ap.add_argument("--only", choices=["errors", "positive", "purify", "gemm"],
+                    help="run one half only, only the purify/ssc cases, or only the gemm/info cases")
     a = ap.parse_args()
 
     ranks = [int(x) for x in re.split(r"[,; ]+", a.np.strip()) if x]
@@ -1092,11 +1092,11 @@ def main():
           f" ({sys.executable})", flush=True)
     try:
         for n in ranks:
-            if a.only in (None, "errors"):
+            if a.only in (None, "errors", "gemm"):
                 error_cases(runner, tally, n, work)
             if a.only in (None, "errors", "purify"):
                 purify_error_cases(runner, tally, n, work)
-            if a.only in (None, "positive"):
+            if a.only in (None, "positive", "gemm"):
                 positive_cases(runner, tally, n, work)
             if a.only in (None, "positive", "purify"):
                 purify_positive_cases(runner, tally, n, work)

@@ -47,11 +47,6 @@ Analytic analytic(const RingModel& m, std::int64_t nocc) {
   return a;
 }
 
-// Dense products per SymmSquareCube call of each method (for the estimate when the library
-// reports no flops): D^2 and D^3 (canonical, McWeeny), D^2 only (TRS2, TRS4).
-int products_per_call(solvers::PurifyMethod m) {
-  return (m == solvers::PurifyMethod::Canonical || m == solvers::PurifyMethod::McWeeny) ? 2 : 1;
-}
 
 int run_purify(const PurifyArgs& a) {
   Context ctx(MPI_COMM_WORLD);
@@ -171,18 +166,11 @@ int run_purify(const PurifyArgs& a) {
 
   // Rate of the products: flops = result.flops (2 n^3 per dense product), over ssc_seconds.
   const double seconds = r.seconds > 0 ? r.seconds : wall;
-  const bool reported = r.flops > 0 && r.ssc_seconds > 0;
-  const double nn = static_cast<double>(n);
-  const double flops = reported ? r.flops : products_per_call(opt.method) * 2.0 * nn * nn * nn * (r.iterations + 1);
-  const double flop_seconds = reported ? r.ssc_seconds : seconds;
+  const double flops = r.flops, flop_seconds = r.ssc_seconds;
   const double tflops = flop_seconds > 0 ? flops / flop_seconds * 1e-12 : 0.0;
   const std::string rate_note =
-      reported ? fmt::format("{:.3g} flops in SymmSquareCube over {:.4f} s", flops, flop_seconds)
-               : fmt::format("ESTIMATE: the library reported no flops/ssc_seconds; {} products x 2 n^3 x "
-                             "{} calls = {:.3g} flops over the whole purification time {:.4f} s",
-                             products_per_call(opt.method), r.iterations + 1, flops, flop_seconds);
+      fmt::format("{:.3g} flops in SymmSquareCube over {:.4f} s", flops, flop_seconds);
   if (root) {
-    if (steps.empty()) std::cout << "  (no per-iteration records: this build's purify does not call on_step)\n";
     std::cout << fmt::format("mesh: {} (p = {}), N_DUP = {}, algorithm {}\n", r.mesh, r.p, r.n_dup,
                              dense::to_string(opt.ssc.algorithm))
               << fmt::format("converged: {} iterations in {:.4f} s{}\n", r.iterations, seconds,
@@ -224,7 +212,6 @@ int run_purify(const PurifyArgs& a) {
     j["seconds"] = seconds;
     j["ssc_seconds"] = r.ssc_seconds;
     j["flops"] = flops;
-    j["flops_reported_by_library"] = reported;
     j["tflops"] = tflops;
     j["tflops_formula"] = "flops / ssc_seconds; flops = 2 n^3 per dense product";
     j["trace_error"] = r.trace_error;

@@ -2,6 +2,8 @@
 // Helpers of the purification tests: the PySCF systems of ../shared/data/pyscf and symmetric
 // matrices with a known spectrum.
 #include <cmath>
+#include <cstdio>
+#include <functional>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -9,6 +11,8 @@
 #include <regex>
 #include <string>
 #include <vector>
+
+#include "tessel/core/error.hpp"
 
 namespace tessel::testing {
 
@@ -62,6 +66,18 @@ inline std::vector<double> matmul(const std::vector<double>& a, const std::vecto
         c[static_cast<std::size_t>(j * n + i)] += a[static_cast<std::size_t>(q * n + i)] * bq;
     }
   return c;
+}
+
+/// The message of the InputError `f` throws ("(no InputError)" when it throws none); printed
+/// with TESSEL_TEST_VERBOSE set.
+inline std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    if (std::getenv("TESSEL_TEST_VERBOSE")) std::fprintf(stderr, "    message: %s\n", e.what());
+    return e.what();
+  }
+  return "(no InputError)";
 }
 
 }  // namespace tessel::testing

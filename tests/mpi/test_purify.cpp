@@ -116,15 +116,7 @@ dense::DistMatrix<double> scatter_full(Context& ctx, const std::vector<double>& 
   return dense::scatter(ctx, full.data(), lay);
 }
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    if (std::getenv("TESSEL_TEST_VERBOSE")) std::fprintf(stderr, "    message: %s\n", e.what());
-    return e.what();
-  }
-  return "(no InputError)";
-}
+using tessel::testing::message_of;
 
 }  // namespace
 

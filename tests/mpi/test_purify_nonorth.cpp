@@ -34,15 +34,7 @@ layout::Layout lay(const Context& ctx, std::int64_t n, std::int64_t nb = 16) {
   return layout::Layout::block_cyclic(n, n, nb, nb, 1, ctx.size(), 0, 0, ctx.size());
 }
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    if (std::getenv("TESSEL_TEST_VERBOSE")) std::fprintf(stderr, "    message: %s\n", e.what());
-    return e.what();
-  }
-  return "(no InputError)";
-}
+using tessel::testing::message_of;
 
 }  // namespace
 

@@ -240,6 +240,26 @@ Pending p2p_ibcast_raw(const Comm& c, void* buf, std::int64_t count, MPI_Datatyp
   return tok;
 }
 
+namespace {
+
+// The state of a chain reduction (and, for an allreduce, of its broadcast). On one rank the
+// sum is the rank's own data: copied to recv here, nothing is posted.
+std::shared_ptr<ReduceState> reduce_state(const Comm& c, const void* send, void* recv,
+                                          std::int64_t count, MPI_Datatype t, std::size_t sz,
+                                          AddFn add, std::int64_t segment_bytes, bool allreduce) {
+  auto st = std::make_shared<ReduceState>();
+  st->red = make_chain(c, count, t, sz, segment_bytes);
+  if (allreduce) st->bc = make_chain(c, count, t, sz, segment_bytes);
+  st->send = send;
+  st->recv = recv;
+  st->add = add;
+  const std::int64_t bytes = count * static_cast<std::int64_t>(sz);
+  if (c.size() == 1 && bytes > 0) std::memcpy(recv, send, static_cast<std::size_t>(bytes));
+  return st;
+}
+
+}  // namespace
+
 Pending p2p_ireduce_raw(const Comm& c, const void* send, void* recv, std::int64_t count,
                         MPI_Datatype t, std::size_t sz, AddFn add, int root, RequestSet& rs,
                         std::int64_t segment_bytes) {
@@ -249,18 +269,10 @@ Pending p2p_ireduce_raw(const Comm& c, const void* send, void* recv, std::int64_
                "p2p ireduce: null receive buffer on the root");
   TESSEL_CHECK(rank != root || count == 0 || recv != send, InputError,
                "p2p ireduce: the receive buffer aliases the send buffer");
-  auto st = std::make_shared<ReduceState>();
-  st->red = make_chain(c, count, t, sz, segment_bytes);
-  st->send = send;
-  st->recv = recv;
-  st->add = add;
+  auto st = reduce_state(c, send, recv, count, t, sz, add, segment_bytes, false);
   Pending tok = RequestSet::make_pending();
   const std::int64_t bytes = count * static_cast<std::int64_t>(sz);
-  if (m == 1) {
-    if (bytes > 0) std::memcpy(recv, send, static_cast<std::size_t>(bytes));
-    return tok;
-  }
-  if (st->red.nseg == 0) return tok;
+  if (m == 1 || st->red.nseg == 0) return tok;
   const int pos = (rank - root + m) % m;
   record(c, bytes, st->red.nseg, /*sends=*/pos > 0, /*recvs=*/pos < m - 1);
   post_reduce(st, rank, m, root, /*allreduce=*/false, rs, tok);
@@ -274,19 +286,10 @@ Pending p2p_iallreduce_raw(const Comm& c, const void* send, void* recv, std::int
   TESSEL_CHECK(count == 0 || (recv != nullptr && recv != send), InputError,
                "p2p iallreduce: the receive buffer is null or aliases the send buffer");
   const int m = c.size(), rank = c.rank();
-  auto st = std::make_shared<ReduceState>();
-  st->red = make_chain(c, count, t, sz, segment_bytes);
-  st->bc = make_chain(c, count, t, sz, segment_bytes);
-  st->send = send;
-  st->recv = recv;
-  st->add = add;
+  auto st = reduce_state(c, send, recv, count, t, sz, add, segment_bytes, true);
   Pending tok = RequestSet::make_pending();
   const std::int64_t bytes = count * static_cast<std::int64_t>(sz);
-  if (m == 1) {
-    if (bytes > 0) std::memcpy(recv, send, static_cast<std::size_t>(bytes));
-    return tok;
-  }
-  if (st->red.nseg == 0) return tok;
+  if (m == 1 || st->red.nseg == 0) return tok;
   // reduce: all but rank 0 send, all but m-1 receive; broadcast: all but m-1 send, all but 0
   // receive.
   record(c, bytes, st->red.nseg, rank > 0, rank < m - 1);

@@ -130,16 +130,9 @@ SharedWindowBase::~SharedWindowBase() { release(); }
 
 void SharedWindowBase::release() noexcept {
   if (win_ == MPI_WIN_NULL) return;
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (!finalized) {
-    if (locked_) MPI_Win_unlock_all(win_);
-    MPI_Win_free(&win_);
-  }
-  win_ = MPI_WIN_NULL;
+  free_window(win_, locked_);
   bases_.clear();
   sizes_.clear();
-  locked_ = false;
 }
 
 std::int64_t SharedWindowBase::peer_size(int r) const {

@@ -114,20 +114,25 @@ WindowBase& WindowBase::operator=(WindowBase&& o) noexcept {
   return *this;
 }
 
+void free_window(MPI_Win& win, bool& locked) noexcept {
+  if (win == MPI_WIN_NULL) return;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) {
+    if (locked) MPI_Win_unlock_all(win);
+    MPI_Win_free(&win);
+  }
+  win = MPI_WIN_NULL;
+  locked = false;
+}
+
 WindowBase::~WindowBase() { release(); }
 
 void WindowBase::release() noexcept {
   if (win_ == MPI_WIN_NULL) return;
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (!finalized) {
-    if (locked_) MPI_Win_unlock_all(win_);
-    MPI_Win_free(&win_);
-  }
-  win_ = MPI_WIN_NULL;
+  free_window(win_, locked_);
   base_ = nullptr;
   count_ = 0;
-  locked_ = false;
 }
 
 std::int64_t WindowBase::target_size(int target) const {

@@ -169,20 +169,24 @@ void SymmSquareCube::run(const double* d, double* d2, double* d3) {
   release();
 }
 
+std::vector<double> SymmSquareCube::partner_block(const double* d, int tag) const {
+  const auto& m = mesh_;
+  const std::int64_t ri = block(m.i()), rj = block(m.j());
+  if (m.i() == m.j()) return std::vector<double>(d, d + ri * rj);
+  std::vector<double> t(static_cast<std::size_t>(ri * rj));
+  comm::RequestSet rs;
+  const int peer = m.rank_of(m.j(), m.i(), 0);
+  ctx_.comm().isend(d, ri * rj, peer, tag, rs);
+  ctx_.comm().irecv(t.data(), ri * rj, peer, tag, rs);
+  rs.wait_all();
+  return t;
+}
+
 void SymmSquareCube::symmetrize(double* d) const {
   const auto& m = mesh_;
   if (!m.active() || m.k() != 0) return;
   const std::int64_t ri = block(m.i()), rj = block(m.j());
-  std::vector<double> t(static_cast<std::size_t>(ri * rj));
-  if (m.i() != m.j()) {  // t = D_ji (rj x ri, column-major)
-    comm::RequestSet rs;
-    int peer = m.rank_of(m.j(), m.i(), 0);
-    ctx_.comm().isend(d, ri * rj, peer, 72, rs);
-    ctx_.comm().irecv(t.data(), ri * rj, peer, 72, rs);
-    rs.wait_all();
-  } else {
-    std::copy(d, d + ri * rj, t.begin());
-  }
+  const std::vector<double> t = partner_block(d, 72);  // D_ji (rj x ri, column-major)
   for (std::int64_t c = 0; c < rj; ++c)
     for (std::int64_t r = 0; r < ri; ++r) d[c * ri + r] = 0.5 * (d[c * ri + r] + t[r * rj + c]);
 }
@@ -200,17 +204,8 @@ void SymmSquareCube::check_input(const double* d, double symmetry_tol, const std
       if (!std::isfinite(v)) finite = false;
       else amax = std::max(amax, std::abs(v));
     }
-    std::vector<double> t(static_cast<std::size_t>(ri * rj));
-    const double* other = d;
-    if (m.i() != m.j()) {
-      comm::RequestSet rs;
-      int peer = m.rank_of(m.j(), m.i(), 0);
-      ctx.comm().isend(d, ri * rj, peer, 71, rs);
-      ctx.comm().irecv(t.data(), ri * rj, peer, 71, rs);
-      rs.wait_all();
-      other = t.data();
-    }
-    // other holds D_ji (rj x ri, column-major)
+    const std::vector<double> t = partner_block(d, 71);
+    const double* other = t.data();  // D_ji (rj x ri, column-major)
     for (std::int64_t c = 0; c < rj && finite; ++c)
       for (std::int64_t r = 0; r < ri; ++r)
         dmax = std::max(dmax, std::abs(d[c * ri + r] - other[r * rj + c]));

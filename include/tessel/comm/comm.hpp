@@ -23,6 +23,11 @@ void pcontrol(int level);
 /// Throws MpiError naming the call when rc is not MPI_SUCCESS.
 void check_mpi(int rc, const char* call);
 
+/// Collective over the window's group (the RAII release of Window and SharedWindow): closes an
+/// open lock_all epoch when `locked`, frees `win` (skipped after MPI_Finalize); afterwards
+/// win == MPI_WIN_NULL and locked == false. A null window is left alone.
+void free_window(MPI_Win& win, bool& locked) noexcept;
+
 class RequestSet;
 
 /// Completion token of one operation posted into a RequestSet: it may consist of many

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tessel/comm/nonblocking.hpp"
 #include "tessel/core/context.hpp"
@@ -152,6 +153,9 @@ class SymmSquareCube {
 
  private:
   void exec(const double* d, double* d2, double* d3, bool cube);
+  /// Point-to-point on plane 0 (P(i,j,0) <-> P(j,i,0), tag `tag`): D_ji of the partner
+  /// (r_j x r_i, column-major); a copy of `d` on the diagonal.
+  std::vector<double> partner_block(const double* d, int tag) const;
   Context& ctx_;
   std::int64_t n_ = 0;
   SscOptions opt_;

@@ -51,6 +51,7 @@ PACKAGES=(
   libgtest-dev libcli11-dev nlohmann-json3-dev libfmt-dev
   python3 python3-numpy python3-matplotlib
   iproute2 bc
+  libxsmm-dev libmetis-dev libdbcsr-dev zlib1g-dev
 )
 
 missing=()

@@ -1,0 +1,219 @@
+#pragma once
+/// @file block_sparse.hpp
+/// BlockSparseMatrix<T>: a distributed block-sparse matrix in the manner of DBCSR (seeds
+/// 001/003): block rows and columns of per-atom sizes, distributed over a PR x PC process grid
+/// by a block-row and a block-column distribution; each rank stores the blocks it owns as
+/// block-CSR with one contiguous data buffer and the Frobenius norm of every block.
+///
+/// Conventions (relied on by every file of src/sparse/):
+/// - a block is stored column-major, rows x cols = row_sizes[brow] x col_sizes[bcol];
+/// - the owner of block (brow, bcol) is the rank prow * PC + pcol of the Context's
+///   communicator, with prow = row_dist[brow], pcol = col_dist[bcol] (row-major, as
+///   MPI_Cart_create);
+/// - local block rows are the global block rows with row_dist[brow] == my process row, in
+///   increasing order; within a local block row the stored blocks are sorted by block column;
+///   no duplicates.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tessel/core/context.hpp"
+
+namespace tessel::sparse {
+
+/// Sizes of consecutive blocks along one dimension and their offsets. Pure data.
+class BlockSizes {
+ public:
+  BlockSizes() = default;
+  /// Throws InputError naming `what` when a size is < 1 (size 0 blocks are not allowed).
+  explicit BlockSizes(std::vector<int> sizes, const std::string& what = "block sizes");
+  int count() const { return static_cast<int>(sizes_.size()); }
+  int size(int b) const { return sizes_[static_cast<std::size_t>(b)]; }
+  /// First element row/column of block b; offset(count()) is the extent.
+  std::int64_t offset(int b) const { return offsets_[static_cast<std::size_t>(b)]; }
+  std::int64_t extent() const { return offsets_.back(); }
+  /// The block holding element index i (0 <= i < extent()), by binary search.
+  int block_of(std::int64_t i) const;
+  const std::vector<int>& sizes() const { return sizes_; }
+  bool operator==(const BlockSizes& o) const { return sizes_ == o.sizes_; }
+  bool operator!=(const BlockSizes& o) const { return !(*this == o); }
+
+ private:
+  std::vector<int> sizes_;
+  std::vector<std::int64_t> offsets_{0};
+};
+
+/// Where every block lives: block sizes, a PR x PC grid and the process row of every block row
+/// and process column of every block column. Pure data (no MPI): it can be built, compared and
+/// printed anywhere; every rank of a matrix holds the same Distribution.
+class Distribution {
+ public:
+  Distribution() = default;
+  /// As DBCSR's distribution_new: the caller gives row_dist[brow] in [0, pr) and
+  /// col_dist[bcol] in [0, pc). Throws InputError/GridError naming the bad entry.
+  Distribution(BlockSizes rows, BlockSizes cols, int pr, int pc, std::vector<int> row_dist,
+               std::vector<int> col_dist);
+  /// The default: block rows (columns) dealt to process rows (columns) by a seeded random
+  /// permutation, balanced in elements (greedy on the permuted order, so any block-size
+  /// distribution balances), reproducible from `seed` on every rank.
+  static Distribution random(BlockSizes rows, BlockSizes cols, int pr, int pc,
+                             std::uint64_t seed = 1);
+  /// The most square pr x pc with pr * pc == nranks and pr <= pc.
+  static std::pair<int, int> default_grid(int nranks);
+
+  const BlockSizes& row_blocks() const { return rows_; }
+  const BlockSizes& col_blocks() const { return cols_; }
+  int pr() const { return pr_; }
+  int pc() const { return pc_; }
+  int nranks() const { return pr_ * pc_; }
+  int row_owner(int brow) const { return row_dist_[static_cast<std::size_t>(brow)]; }
+  int col_owner(int bcol) const { return col_dist_[static_cast<std::size_t>(bcol)]; }
+  const std::vector<int>& row_dist() const { return row_dist_; }
+  const std::vector<int>& col_dist() const { return col_dist_; }
+  /// Rank (prow * pc + pcol) owning block (brow, bcol).
+  int owner(int brow, int bcol) const { return row_owner(brow) * pc_ + col_owner(bcol); }
+  /// Global block rows held by process row `prow`, increasing (and columns by `pcol`).
+  std::vector<int> local_block_rows(int prow) const;
+  std::vector<int> local_block_cols(int pcol) const;
+  /// The distribution of the transpose (rows and columns swapped, grid pc x pr).
+  Distribution transposed() const;
+  /// "n x m elements, B x C blocks, PR x PC grid".
+  std::string describe() const;
+  bool operator==(const Distribution& o) const;
+  bool operator!=(const Distribution& o) const { return !(*this == o); }
+
+ private:
+  BlockSizes rows_, cols_;
+  int pr_ = 1, pc_ = 1;
+  std::vector<int> row_dist_, col_dist_;
+};
+
+/// The local block-CSR storage of one rank, exposed read-only for kernels (multiply, I/O).
+/// Block k of local block row i (0 <= i < brows.size()) is entry k in
+/// [row_ptr[i], row_ptr[i+1]): global block column col[k], data at data + offset[k], Frobenius
+/// norm norm[k].
+template <class T>
+struct LocalBlocks {
+  const std::vector<int>* brows = nullptr;  // global block row of each local block row
+  const std::vector<std::int64_t>* row_ptr = nullptr;
+  const std::vector<int>* col = nullptr;
+  const std::vector<std::int64_t>* offset = nullptr;
+  const std::vector<double>* norm = nullptr;
+  const T* data = nullptr;
+  std::int64_t nblocks() const { return static_cast<std::int64_t>(col->size()); }
+};
+
+template <class T>
+class BlockSparseMatrix {
+ public:
+  BlockSparseMatrix() = default;
+  /// Not collective. An empty (no blocks stored) matrix of `dist` over ctx's communicator,
+  /// whose size must equal dist.nranks() (DimensionMismatch otherwise). `name` appears in
+  /// error messages.
+  BlockSparseMatrix(const Context& ctx, Distribution dist, std::string name = "matrix");
+  /// Deep copies; moves are cheap.
+  BlockSparseMatrix(const BlockSparseMatrix&) = default;
+  BlockSparseMatrix& operator=(const BlockSparseMatrix&) = default;
+  BlockSparseMatrix(BlockSparseMatrix&&) noexcept = default;
+  BlockSparseMatrix& operator=(BlockSparseMatrix&&) noexcept = default;
+
+  const Distribution& distribution() const { return dist_; }
+  const std::string& name() const { return name_; }
+  std::int64_t rows() const { return dist_.row_blocks().extent(); }
+  std::int64_t cols() const { return dist_.col_blocks().extent(); }
+  int rank() const { return rank_; }
+  int prow() const { return rank_ / dist_.pc(); }
+  int pcol() const { return rank_ % dist_.pc(); }
+
+  // ---- blocks ----
+  /// Not collective. Stores block (brow, bcol) (column-major, rows x cols of its sizes), or
+  /// adds it to the block already there when `accumulate`. A block owned by another rank is
+  /// buffered and sent by the next finalize(); a local block is visible at once (get_block)
+  /// but the CSR order is restored only by finalize(). Indices are checked (InputError).
+  void put_block(int brow, int bcol, const T* values, bool accumulate = false);
+  /// Not collective. The stored local block or nullptr (also for blocks owned elsewhere).
+  const T* get_block(int brow, int bcol) const;
+  T* get_block(int brow, int bcol);
+  /// Collective. Sends the buffered remote blocks to their owners (one message per pair that
+  /// has blocks to exchange), merges them (added when `accumulate` was given for them, last
+  /// write wins otherwise, in rank order), sorts the local CSR and recomputes the norms.
+  void finalize();
+  /// Not collective. Drops every stored block (and buffered remote blocks).
+  void clear();
+  /// Not collective. Rebuilds this rank's storage from a sorted block-CSR built by a kernel
+  /// (the multiply, add, filter): brows must be this rank's local block rows; norms are
+  /// recomputed. Pure local operation, no finalize needed.
+  void assign_local(std::vector<std::int64_t> row_ptr, std::vector<int> col,
+                    std::vector<std::int64_t> offset, std::vector<T> data);
+
+  /// Not collective. f(brow, bcol, const T* block, rows, cols) for every local block in CSR
+  /// order.
+  void for_each_block(
+      const std::function<void(int, int, const T*, int, int)>& f) const;
+  void for_each_block(const std::function<void(int, int, T*, int, int)>& f);
+
+  /// Not collective: blocks stored on this rank. Collective versions below.
+  std::int64_t local_nblocks() const { return static_cast<std::int64_t>(col_.size()); }
+  std::int64_t local_nnz() const { return static_cast<std::int64_t>(data_.size()); }
+  LocalBlocks<T> local() const { return {&brows_, &row_ptr_, &col_, &offset_, &norm_, data_.data()}; }
+  T* local_data() { return data_.data(); }
+  /// Not collective. Recomputes the Frobenius norms after writes through local_data().
+  void update_norms();
+
+ private:
+  const Context* ctx_ = nullptr;
+  Distribution dist_;
+  std::string name_;
+  int rank_ = 0;
+  std::vector<int> brows_;
+  std::vector<std::int64_t> row_ptr_{0};
+  std::vector<int> col_;
+  std::vector<std::int64_t> offset_;
+  std::vector<double> norm_;
+  std::vector<T> data_;
+  /// Remote blocks waiting for finalize(): (brow, bcol, accumulate) + values.
+  struct Pending {
+    int brow, bcol;
+    bool accumulate;
+    std::int64_t offset;
+  };
+  std::vector<Pending> pending_;
+  std::vector<T> pending_data_;
+  /// Local blocks put since the last sort (CSR order not yet restored).
+  bool unsorted_ = false;
+
+  friend struct BlockSparseAccess;
+};
+
+extern template class BlockSparseMatrix<double>;
+
+// ---- algebra (src/sparse/ops.cpp). "Collective" means over the matrices' Context. ----
+
+/// Collective. Sum of all stored elements of the diagonal blocks (square block structure).
+double trace(const Context& ctx, const BlockSparseMatrix<double>& a);
+/// Collective. tr(A^T B) = sum_ij A_ij B_ij (same distribution required).
+double dot(const Context& ctx, const BlockSparseMatrix<double>& a,
+           const BlockSparseMatrix<double>& b);
+/// Collective. Frobenius norm.
+double frobenius_norm(const Context& ctx, const BlockSparseMatrix<double>& a);
+/// Collective. Fraction of the block positions that are stored (0 for a 0 x 0 matrix).
+double occupation(const Context& ctx, const BlockSparseMatrix<double>& a);
+/// Collective. Number of stored blocks over all ranks.
+std::int64_t nblocks(const Context& ctx, const BlockSparseMatrix<double>& a);
+/// Not collective. A *= alpha.
+void scale(BlockSparseMatrix<double>& a, double alpha);
+/// Not collective. A += alpha I (square block structure; missing diagonal blocks are created).
+void shift(BlockSparseMatrix<double>& a, double alpha);
+/// Not collective. A = alpha A + beta B, sparsity the union (same distribution required).
+void add(BlockSparseMatrix<double>& a, double alpha, const BlockSparseMatrix<double>& b,
+         double beta);
+/// Not collective. Drops blocks whose Frobenius norm is < eps (eps = 0: drops nothing).
+void filter(BlockSparseMatrix<double>& a, double eps);
+/// Collective. A^T on distribution a.distribution().transposed() unless `to` is given.
+BlockSparseMatrix<double> transpose(const Context& ctx, const BlockSparseMatrix<double>& a);
+/// Collective. Copies `a` onto another distribution of the same block sizes.
+BlockSparseMatrix<double> redistribute(const Context& ctx, const BlockSparseMatrix<double>& a,
+                                       const Distribution& to);
+
+}  // namespace tessel::sparse

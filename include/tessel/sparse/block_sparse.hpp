@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "tessel/core/context.hpp"
@@ -130,15 +131,25 @@ class BlockSparseMatrix {
   /// Not collective. Stores block (brow, bcol) (column-major, rows x cols of its sizes), or
   /// adds it to the block already there when `accumulate`. A block owned by another rank is
   /// buffered and sent by the next finalize(); a local block is visible at once (get_block)
-  /// but the CSR order is restored only by finalize(). Indices are checked (InputError).
+  /// but the CSR order is restored only by finalize(). Indices are checked: a bad put (index
+  /// out of range, null values) stores nothing and does not throw here; the next finalize()
+  /// throws InputError naming it on every rank, so one rank's bad put cannot leave the others
+  /// waiting in finalize(). Pointers from get_block() may be invalidated by a put.
   void put_block(int brow, int bcol, const T* values, bool accumulate = false);
   /// Not collective. The stored local block or nullptr (also for blocks owned elsewhere).
+  /// Throws InputError when an index is out of range.
   const T* get_block(int brow, int bcol) const;
   T* get_block(int brow, int bcol);
-  /// Collective. Sends the buffered remote blocks to their owners (one message per pair that
-  /// has blocks to exchange), merges them (added when `accumulate` was given for them, last
-  /// write wins otherwise, in rank order), sorts the local CSR and recomputes the norms.
+  /// Collective. Sends the buffered remote blocks to their owners (one alltoall of byte
+  /// counts, then one message per pair that has blocks to exchange; ledger phase
+  /// "sparse/finalize"), merges them (added when `accumulate` was given for them, last write
+  /// wins otherwise: local puts took effect when made, received blocks are applied after them
+  /// in increasing source rank, each rank's in put order), sorts the local CSR and recomputes
+  /// the norms. Throws (on every rank) the first bad put of any rank since the last finalize.
   void finalize();
+  /// Not collective. True when the local CSR is sorted and no remote block is buffered (after
+  /// construction, finalize(), assign_local()); local() and the algebra need it.
+  bool is_finalized() const { return !unsorted_ && pending_.empty() && put_error_.empty(); }
   /// Not collective. Drops every stored block (and buffered remote blocks).
   void clear();
   /// Not collective. Rebuilds this rank's storage from a sorted block-CSR built by a kernel
@@ -148,12 +159,13 @@ class BlockSparseMatrix {
                     std::vector<std::int64_t> offset, std::vector<T> data);
 
   /// Not collective. f(brow, bcol, const T* block, rows, cols) for every local block in CSR
-  /// order.
+  /// order (local blocks put since the last finalize() follow, in put order).
   void for_each_block(
       const std::function<void(int, int, const T*, int, int)>& f) const;
   void for_each_block(const std::function<void(int, int, T*, int, int)>& f);
 
-  /// Not collective: blocks stored on this rank. Collective versions below.
+  /// Not collective: blocks stored on this rank. Collective versions below. local() describes
+  /// the sorted CSR: valid when is_finalized() (blocks put since are not in row_ptr).
   std::int64_t local_nblocks() const { return static_cast<std::int64_t>(col_.size()); }
   std::int64_t local_nnz() const { return static_cast<std::int64_t>(data_.size()); }
   LocalBlocks<T> local() const { return {&brows_, &row_ptr_, &col_, &offset_, &norm_, data_.data()}; }
@@ -180,8 +192,23 @@ class BlockSparseMatrix {
   };
   std::vector<Pending> pending_;
   std::vector<T> pending_data_;
-  /// Local blocks put since the last sort (CSR order not yet restored).
+  /// Local blocks put since the last sort (CSR order not yet restored). They are stored after
+  /// row_ptr_.back() in col_/offset_/norm_, with their local block row in tail_row_ and their
+  /// position found through tail_index_ (key brow * block columns + bcol).
   bool unsorted_ = false;
+  std::vector<int> tail_row_;
+  std::unordered_map<std::int64_t, std::int64_t> tail_index_;
+  /// The first bad put since the last finalize() (empty when none).
+  std::string put_error_;
+
+  /// Index of local row `brow` in brows_, or -1.
+  int local_row(int brow) const;
+  /// Position (in col_/offset_/norm_) of local block (brow, bcol), or -1.
+  std::int64_t find(int brow, int bcol) const;
+  /// Stores a block owned by this rank (overwrite or add).
+  void put_local(int brow, int bcol, const T* values, bool accumulate);
+  /// Moves the blocks put since the last sort into CSR order (local, no MPI).
+  void sort_local();
 
   friend struct BlockSparseAccess;
 };

@@ -1,0 +1,20 @@
+#include "tessel/comm/exchange.hpp"
+
+namespace tessel::comm {
+
+std::vector<std::int64_t> alltoall_counts(const Comm& c, const std::vector<std::int64_t>& send) {
+  const int p = c.size();
+  TESSEL_CHECK(static_cast<int>(send.size()) == p, Error, "alltoall_counts: ", send.size(),
+               " counts for a communicator of ", p, " ranks");
+  std::vector<std::int64_t> recv(static_cast<std::size_t>(p), 0);
+  check_mpi(MPI_Alltoall(send.data(), 1, MPI_INT64_T, recv.data(), 1, MPI_INT64_T, c.raw()),
+            "MPI_Alltoall");
+  if (CommLedger* l = c.ledger()) {
+    PhaseCounts& k = l->now();
+    k.coll_bytes += static_cast<std::int64_t>(p - 1) * 2 * static_cast<std::int64_t>(sizeof(std::int64_t));
+    k.coll_calls += 1;
+  }
+  return recv;
+}
+
+}  // namespace tessel::comm

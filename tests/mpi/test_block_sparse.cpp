@@ -206,6 +206,17 @@ TEST(BlockSparseErrors, BadPutOnOneRankThrowsEverywhereInFinalize) {
   a.finalize();  // usable afterwards
 }
 
+TEST(BlockSparseErrors, BadDistributionEntry) {
+  Context ctx(MPI_COMM_WORLD);
+  auto [pr, pc] = Distribution::default_grid(ctx.size());
+  BlockSizes r({4, 5}), c({1, 13, 4});
+  EXPECT_THROW(Distribution(r, c, pr, pc, {0, pr}, {0, 0, 0}), InputError);       // row >= PR
+  EXPECT_THROW(Distribution(r, c, pr, pc, {0, 0}, {0, -1, 0}), InputError);       // negative
+  EXPECT_THROW(Distribution(r, c, pr, pc, {0, 0}, {0, 0}), InputError);           // too short
+  EXPECT_THROW(BlockSizes({4, 0}), InputError);                                    // empty block
+  EXPECT_THROW(Distribution::random(r, c, 0, pc), GridError);
+}
+
 TEST(BlockSparseErrors, CommunicatorSizeMustMatchGrid) {
   Context ctx(MPI_COMM_WORLD);
   Distribution d = Distribution::random(BlockSizes({4}), BlockSizes({4}), 1, ctx.size() + 1);

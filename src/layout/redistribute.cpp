@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tessel/comm/shared_window.hpp"
+#include "tessel/core/context.hpp"
 #include "tessel/core/error.hpp"
 
 namespace tessel::layout {
@@ -81,6 +82,18 @@ void redistribute(const comm::Comm& c, const Layout& src, const T* a, std::int64
                "redistribute: layouts are for ", src.comm_size(), " and ", dst.comm_size(),
                " ranks, the communicator has ", c.size());
   const int me = c.rank(), p = c.size();
+  // Rank-local checks, agreed before the first message (one allreduce when p > 1): the
+  // leading dimensions hold the local blocks (a rank holding nothing may pass any ld >= 1).
+  agree_on(c, [&] {
+    const std::int64_t ra = src.local_rows(me), ca = src.local_cols(me);
+    const std::int64_t rb = dst.local_rows(me), cb = dst.local_cols(me);
+    TESSEL_CHECK(lda >= 1 && (ra == 0 || ca == 0 || lda >= ra), LayoutMismatch,
+                 "redistribute: lda = ", lda, " on rank ", me, ", expected >= ",
+                 std::max<std::int64_t>(1, ra), " (its local rows of the source)");
+    TESSEL_CHECK(ldb >= 1 && (rb == 0 || cb == 0 || ldb >= rb), LayoutMismatch,
+                 "redistribute: ldb = ", ldb, " on rank ", me, ", expected >= ",
+                 std::max<std::int64_t>(1, rb), " (its local rows of the destination)");
+  });
   const auto rows = merge(src.row_partition(), dst.row_partition());
   const auto cols = merge(src.col_partition(), dst.col_partition());
   const auto sg = src.groups_of(me);

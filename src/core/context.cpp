@@ -1,6 +1,7 @@
 #include "tessel/core/context.hpp"
 
 #include <climits>
+#include <exception>
 #include <vector>
 
 #include "tessel/core/error.hpp"
@@ -42,7 +43,17 @@ void agree_on(const comm::Comm& c, const std::function<void()>& check) {
   } catch (const GridError& e) { kind = kGrid; msg = e.what();
   } catch (const InputError& e) { kind = kInput; msg = e.what();
   } catch (const MpiError& e) { kind = kMpi; msg = e.what();
-  } catch (const Error& e) { kind = kError; msg = e.what(); }
+  } catch (const Error& e) { kind = kError; msg = e.what();
+  } catch (const std::exception& e) {
+    // Anything else (std::bad_alloc, a user callback's exception): a tessel::Error on every
+    // rank that names the original.
+    kind = kError;
+    msg = detail::concat("exception on rank ", c.is_null() ? 0 : c.rank(), ": ", e.what());
+  } catch (...) {
+    kind = kError;
+    msg = detail::concat("exception of a type not derived from std::exception on rank ",
+                         c.is_null() ? 0 : c.rank());
+  }
   if (c.is_null() || c.size() == 1) {
     if (kind != kNone) throw_kind(kind, msg);
     return;

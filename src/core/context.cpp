@@ -16,10 +16,12 @@ Context::Context(MPI_Comm user_comm)
 Context::Context(MPI_Comm user_comm, CommLedger& ledger)
     : ledger_(&ledger), comm_(comm::Comm(user_comm, ledger_).dup()) {}
 
+void Context::set_testing(comm::TestSettings s) { comm_.set_testing(std::move(s)); }
+
 void Context::agree(const std::function<void()>& check) const { agree_on(comm_, check); }
 
 namespace {
-enum Kind : int { kNone = 0, kError, kDim, kLayout, kGrid, kInput, kMpi };
+enum Kind : int { kNone = 0, kError, kDim, kLayout, kGrid, kInput, kMpi, kPeer };
 
 [[noreturn]] void throw_kind(int kind, const std::string& msg) {
   switch (kind) {
@@ -28,6 +30,7 @@ enum Kind : int { kNone = 0, kError, kDim, kLayout, kGrid, kInput, kMpi };
     case kGrid: throw GridError(msg);
     case kInput: throw InputError(msg);
     case kMpi: throw MpiError(msg);
+    case kPeer: throw PeerFailure(msg);
     default: throw Error(msg);
   }
 }
@@ -43,6 +46,7 @@ void agree_on(const comm::Comm& c, const std::function<void()>& check) {
   } catch (const GridError& e) { kind = kGrid; msg = e.what();
   } catch (const InputError& e) { kind = kInput; msg = e.what();
   } catch (const MpiError& e) { kind = kMpi; msg = e.what();
+  } catch (const PeerFailure& e) { kind = kPeer; msg = e.what();
   } catch (const Error& e) { kind = kError; msg = e.what();
   } catch (const std::exception& e) {
     // Anything else (std::bad_alloc, a user callback's exception): a tessel::Error on every

@@ -170,10 +170,20 @@ void redistribute(const comm::Comm& c, const Layout& src, const T* a, std::int64
   }
   std::vector<T> sbuf(static_cast<std::size_t>(soff[p])), rbuf(static_cast<std::size_t>(roff[p]));
 
+  // Everything that can fail on one rank only happened above (agreed, or sizes every rank
+  // computes alike). Should this rank still leave from here on, `guard` sends failure notices
+  // on c and on the node communicator, and its peers throw PeerFailure instead of waiting for
+  // it; rs, abandoned while unwinding, does not wait for them either (comm::RequestSet).
+  comm::ExchangeGuard guard(c.raw());
   comm::RequestSet rs;
+  if (!win.is_null()) {
+    guard.add(node->comm().raw());
+    rs.watch(node->comm().raw());
+  }
   const int tag = 7101;
   for (int q = 0; q < p; ++q)
     if (q != me && shm[q] < 0 && rcount[q] > 0) c.irecv(rbuf.data() + roff[q], rcount[q], q, tag, rs);
+  c.test_point("redistribute: posted");
 
   // Pack (column segments outer, row segments inner: the receiver unpacks in this order):
   // into b for this rank, into the destination's window part for a same-node peer, into the

@@ -3,6 +3,7 @@
 // read_npy's layout) that throw on one rank.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <new>
 #include <stdexcept>
@@ -11,8 +12,10 @@
 #include <unistd.h>
 
 #include "purify_test_util.hpp"
+#include "tessel/comm/window.hpp"
 #include "tessel/dense/dist_matrix.hpp"
 #include "tessel/io/npy.hpp"
+#include "tessel/layout/redistribute.hpp"
 #include "tessel/solvers/purify.hpp"
 #include "test_util.hpp"
 
@@ -116,4 +119,162 @@ TEST(Failure, ReadNpyLayoutCallbackThrowingOnOneRankEndsEveryRank) {
   }
   ctx.comm().barrier();
   if (ctx.rank() == 0) std::remove(path.c_str());
+}
+
+// ---------------------------------------------------------------- failure mid-exchange
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Every rank, row blocks -> column blocks: every rank exchanges with every other one.
+void exchange_with_failure(bool node_shared, int bad) {
+  Context ctx(MPI_COMM_WORLD);
+  const int p = ctx.size();
+  comm::TestSettings ts;
+  ts.at_point = [&](const std::string& point) {
+    if (point == "redistribute: posted" && ctx.rank() == bad)
+      throw std::runtime_error("injected failure after posting");
+  };
+  ctx.set_testing(ts);
+  const std::int64_t n = 4 * p + 3;
+  const auto src = layout::Layout::block_cyclic(n, n, 4, n, p, 1, 0, 0, p);
+  const auto dst = layout::Layout::block_cyclic(n, n, n, 4, 1, p, 0, 0, p);
+  std::vector<double> a(static_cast<std::size_t>(n * n), 1.0), b(a.size(), 0.0);
+  layout::RedistOptions opt;
+  opt.node_shared = node_shared;
+  opt.node_size = node_shared ? 2 : 0;  // emulated nodes of 2: shared window and p2p pairs
+  const auto t0 = Clock::now();
+  std::string what;
+  try {
+    layout::redistribute(ctx.comm(), src, a.data(), std::max<std::int64_t>(1, src.local_rows(ctx.rank())),
+                         dst, b.data(), std::max<std::int64_t>(1, dst.local_rows(ctx.rank())), opt);
+  } catch (const std::runtime_error& e) {
+    what = e.what();
+  }
+  const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (p == 1) {
+    EXPECT_EQ(what, "injected failure after posting");
+    return;
+  }
+  if (ctx.rank() == bad) EXPECT_EQ(what, "injected failure after posting");
+  else EXPECT_TRUE(contains(what, "left an exchange with an error")) << "rank " << ctx.rank() << ": '" << what << "'";
+  EXPECT_LT(secs, 20.0) << "rank " << ctx.rank();
+  // The Context is marked: its next wait fails at once on every rank.
+  EXPECT_THROW(ctx.comm().barrier(), PeerFailure);
+}
+
+}  // namespace
+
+TEST(Failure, InjectedFailureAfterPostingEndsEveryRankP2P) {
+  int p = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  exchange_with_failure(false, p - 1);
+  exchange_with_failure(false, 0);
+}
+
+TEST(Failure, InjectedFailureAfterPostingEndsEveryRankNodeShared) {
+  int p = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  exchange_with_failure(true, p / 2);
+}
+
+// ---------------------------------------------------------------- messages in pieces
+namespace {
+
+// The same redistribution, SymmSquareCube and window/file traffic with a lowered message
+// limit: results equal the unchunked ones and the ledger holds the same bytes.
+struct PiecesRun {
+  std::vector<double> out;
+  PhaseCounts counts;
+};
+
+PiecesRun redistribute_run(std::int64_t limit) {
+  Context ctx(MPI_COMM_WORLD);
+  if (limit > 0) {
+    comm::TestSettings ts;
+    ts.max_message_items = limit;
+    ctx.set_testing(ts);
+  }
+  const int p = ctx.size();
+  const std::int64_t n = 23;
+  std::vector<double> full(static_cast<std::size_t>(n * n));
+  for (std::size_t i = 0; i < full.size(); ++i) full[i] = 0.5 + static_cast<double>(i);
+  const auto src = layout::Layout::block_cyclic(n, n, 5, 3, p, 1, 0, 0, p);
+  const auto dst = layout::Layout::block_cyclic(n, n, 2, 7, 1, p, 0, 0, p);
+  auto X = dense::scatter(ctx, full.data(), src);
+  PiecesRun r;
+  {
+    PhaseScope ph(ctx.ledger(), "test");
+    auto Y = dense::redistribute(ctx, X, dst);
+    std::vector<double> g(static_cast<std::size_t>(n * n), 0.0);
+    Y.for_each_local([&](std::int64_t i, std::int64_t j, double& v) { g[static_cast<std::size_t>(j * n + i)] = v; });
+    // a collective in pieces too
+    ctx.comm().allreduce(g.data(), static_cast<int>(g.size()), MPI_SUM);
+    r.out = g;
+  }
+  r.counts = ctx.ledger().total("test");
+  EXPECT_EQ(r.out, full);
+  return r;
+}
+
+}  // namespace
+
+TEST(Failure, MessagesInPiecesEqualWholeMessages) {
+  const PiecesRun whole = redistribute_run(0);
+  for (std::int64_t lim : {1, 7, 64}) {
+    const PiecesRun cut = redistribute_run(lim);
+    EXPECT_EQ(cut.out, whole.out) << lim;
+    EXPECT_EQ(cut.counts.p2p_sent_bytes, whole.counts.p2p_sent_bytes) << lim;
+    EXPECT_EQ(cut.counts.p2p_recv_bytes, whole.counts.p2p_recv_bytes) << lim;
+    EXPECT_EQ(cut.counts.coll_bytes, whole.counts.coll_bytes) << lim;
+    // pieces: at least as many messages and calls, more whenever some message exceeds lim
+    EXPECT_GE(cut.counts.p2p_sent_msgs, whole.counts.p2p_sent_msgs) << lim;
+    EXPECT_GT(cut.counts.coll_calls, whole.counts.coll_calls) << lim;  // 529 doubles > 64
+  }
+}
+
+TEST(Failure, WindowAndFileInPieces) {
+  Context ctx(MPI_COMM_WORLD);
+  comm::TestSettings ts;
+  ts.max_message_items = 5;
+  ctx.set_testing(ts);
+  const int p = ctx.size(), me = ctx.rank();
+  // one-sided: get 23 elements from the next rank in pieces of 5
+  const std::int64_t len = 23;
+  comm::Window<double> w(ctx.comm(), len);
+  for (std::int64_t i = 0; i < len; ++i) w.data()[i] = 100.0 * me + static_cast<double>(i);
+  ctx.comm().barrier();
+  std::vector<double> got(static_cast<std::size_t>(len), -1.0);
+  const int target = (me + 1) % p;
+  PhaseCounts before = ctx.ledger().total();
+  {
+    comm::LockAllEpoch epoch(w);
+    comm::RequestSet rs;
+    w.rget(got.data(), len, target, 0, rs);
+    rs.wait_all();
+  }
+  PhaseCounts after = ctx.ledger().total();
+  EXPECT_EQ(after.rma_get_bytes - before.rma_get_bytes, len * 8);
+  EXPECT_EQ(after.rma_ops - before.rma_ops, 5);  // ceil(23 / 5)
+  for (std::int64_t i = 0; i < len; ++i)
+    EXPECT_EQ(got[static_cast<std::size_t>(i)], 100.0 * target + static_cast<double>(i));
+  ctx.comm().barrier();
+  // file I/O: write and read back a matrix with blocks and memory types of at most 5 items
+  int pid = static_cast<int>(::getpid());
+  ctx.comm().bcast(&pid, 1, 0);
+  const std::string path = "/tmp/tessel_pieces_" + std::to_string(pid) + ".npy";
+  const std::int64_t n = 13;
+  std::vector<double> full(static_cast<std::size_t>(n * n));
+  for (std::size_t i = 0; i < full.size(); ++i) full[i] = static_cast<double>(i) - 7.25;
+  const auto lay = layout::Layout::block_cyclic(n, n, 3, 4, 1, p, 0, 0, p);
+  auto X = dense::scatter(ctx, full.data(), lay);
+  io::write_npy(ctx, path, X);
+  auto Y = io::read_npy<double>(ctx, path, [&](std::int64_t r, std::int64_t c) {
+    return layout::Layout::block_cyclic(r, c, 6, 2, p, 1, 0, 0, p);
+  });
+  Y.for_each_local([&](std::int64_t i, std::int64_t j, double& v) {
+    EXPECT_EQ(v, full[static_cast<std::size_t>(j * n + i)]);
+  });
+  ctx.comm().barrier();
+  if (me == 0) std::remove(path.c_str());
 }

@@ -26,6 +26,9 @@ class Context {
   int rank() const { return comm_.rank(); }
   int size() const { return comm_.size(); }
   CommLedger& ledger() { return *ledger_; }
+  /// Not collective, for tests only: test settings of this Context's communicator and of the
+  /// communicators made from it afterwards (comm::TestSettings). Set the same on every rank.
+  void set_testing(comm::TestSettings s);
   const CommLedger& ledger() const { return *ledger_; }
 
   /// Collective. Runs `check` on every rank; if it throws on any rank, every rank throws the

@@ -1,6 +1,8 @@
 #include "tessel/comm/file.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <climits>
 #include <cstring>
 #include <exception>
@@ -19,6 +21,16 @@ std::string mpi_error_string(int rc) {
   int len = 0;
   if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS) return detail::concat("MPI error ", rc);
   return std::string(msg, static_cast<std::size_t>(len));
+}
+
+/// MPI_Wait by MPI_Test: a short spin, then a 50 us sleep between tests (yields the core).
+int wait_polled(MPI_Request& req, MPI_Status& st) {
+  for (int idle = 0;; ++idle) {
+    int flag = 0;
+    const int rc = MPI_Test(&req, &flag, &st);
+    if (rc != MPI_SUCCESS || flag) return rc;
+    if (idle > 64) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
 }
 
 /// Frees an intermediate (uncommitted) derived type at scope exit.
@@ -360,9 +372,13 @@ void File::share_io(std::int64_t offset, const MatrixShare& s, void* local, MPI_
                                  typed ? ftype.raw() : elem, "native", MPI_INFO_NULL);
   if (rc_set != MPI_SUCCESS) mem = {0, elem};  // take part in the transfer, move nothing
   // Step 3: the collective transfer.
+  // Posted nonblocking and waited for by polling with a short sleep: MPICH busy-polls inside
+  // a blocking MPI_File_read_all/write_all, which costs oversubscribed ranks their core.
   MPI_Status st;
-  int rc = write ? MPI_File_write_all(fh_, buf, mem.first, mem.second, &st)
-                 : MPI_File_read_all(fh_, buf, mem.first, mem.second, &st);
+  MPI_Request req = MPI_REQUEST_NULL;
+  int rc = write ? MPI_File_iwrite_all(fh_, buf, mem.first, mem.second, &req)
+                 : MPI_File_iread_all(fh_, buf, mem.first, mem.second, &req);
+  if (rc == MPI_SUCCESS) rc = wait_polled(req, st);
   MPI_Count done = 0;
   if (rc == MPI_SUCCESS) MPI_Get_elements_x(&st, mem.second, &done);
   // Step 4: back to the default byte view, so read_at/write_at take byte offsets again.

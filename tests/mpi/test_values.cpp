@@ -3,6 +3,7 @@
 // serial BLAS result, redistribute() refuses leading dimensions below the local row count.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <memory>
 #include <random>
 
@@ -42,6 +43,14 @@ std::vector<double> everywhere(const Context& ctx, const DistMatrix<double>& x) 
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------- test helpers
+TEST(Values, FrobDiffRefusesAShortResult) {
+  const std::vector<double> ref = {1.0, 2.0, 3.0};
+  EXPECT_EQ(tessel::testing::frob_diff(std::vector<double>{}, ref), std::numeric_limits<double>::infinity());
+  EXPECT_EQ(tessel::testing::frob_diff(std::vector<double>{1.0, 2.0}, ref), std::numeric_limits<double>::infinity());
+  EXPECT_EQ(tessel::testing::frob_diff(ref, ref), 0.0);
+}
 
 // ---------------------------------------------------------------- DistMatrix copies
 TEST(Values, CopyOfOwningMatrixIsIndependent) {

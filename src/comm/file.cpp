@@ -271,7 +271,8 @@ void File::release() noexcept {
   int finalized = 0;
   MPI_Finalized(&finalized);
   // A peer that left an exchange with an error never closes: leak rather than hang.
-  if (fh_ != MPI_FILE_NULL && !finalized && !failure_pending(comm_)) MPI_File_close(&fh_);
+  const bool peer_left = std::uncaught_exceptions() > uncaught_ && failure_pending(comm_);
+  if (fh_ != MPI_FILE_NULL && !finalized && !peer_left) MPI_File_close(&fh_);
   fh_ = MPI_FILE_NULL;
 }
 

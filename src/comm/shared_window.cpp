@@ -132,7 +132,8 @@ SharedWindowBase::~SharedWindowBase() { release(); }
 
 void SharedWindowBase::release() noexcept {
   if (win_ == MPI_WIN_NULL) return;
-  if (failure_pending(comm_)) win_ = MPI_WIN_NULL;  // a peer left: no collective free (leaked)
+  // Unwinding after a peer left: no collective free (leaked rather than hang).
+  if (std::uncaught_exceptions() > uncaught_ && failure_pending(comm_)) win_ = MPI_WIN_NULL;
   free_window(win_, locked_);
   bases_.clear();
   sizes_.clear();

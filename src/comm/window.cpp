@@ -135,7 +135,9 @@ WindowBase::~WindowBase() { release(); }
 
 void WindowBase::release() noexcept {
   if (win_ == MPI_WIN_NULL) return;
-  if (failure_pending(comm_)) win_ = MPI_WIN_NULL;  // a peer left: no collective free (leaked)
+  // Unwinding after a peer left (a failure notice on the communicator): no collective free,
+  // the window is leaked rather than hang. Checked only while unwinding.
+  if (std::uncaught_exceptions() > uncaught_ && failure_pending(comm_)) win_ = MPI_WIN_NULL;
   free_window(win_, locked_);
   base_ = nullptr;
   count_ = 0;

@@ -93,6 +93,11 @@ TEST(Failure, PurifyOnStepThrowingOnOneRankEndsEveryRank) {
   // and the same context still works afterwards
   auto r = solvers::purify(ctx, F, n / 2);
   EXPECT_NEAR(r.trace_error, 0.0, 1e-8);
+  // PurifyResult is a value (issue 11: DistMatrix copies): a copy written to leaves r alone
+  const auto d = tessel::testing::gather_all(ctx, r.D);
+  solvers::PurifyResult c = r;
+  c.D.for_each_local([](std::int64_t, std::int64_t, double& v) { v = -7.0; });
+  EXPECT_EQ(tessel::testing::gather_all(ctx, r.D), d);
 }
 
 TEST(Failure, ReadNpyLayoutCallbackThrowingOnOneRankEndsEveryRank) {

@@ -9,6 +9,7 @@
 
 #include <climits>
 #include <cstdint>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -83,8 +84,8 @@ class File {
   File(const File&) = delete;
   File& operator=(const File&) = delete;
   /// Collective: closes the file if still open (errors ignored; use close() to see them).
-  /// Skipped (the handle is leaked) when a failure notice is pending on the communicator
-  /// (comm::notify_failure): MPI_File_close would wait for a peer that left.
+  /// Skipped (the handle is leaked) during stack unwinding when a failure notice is pending on
+  /// the communicator (comm::notify_failure): MPI_File_close would wait for a peer that left.
   ~File();
 
   bool is_open() const { return fh_ != MPI_FILE_NULL; }
@@ -126,6 +127,7 @@ class File {
   MPI_File fh_ = MPI_FILE_NULL;
   MPI_Comm comm_ = MPI_COMM_NULL;  // borrowed; the Comm given at open must outlive the File
   std::int64_t max_items_ = INT_MAX;  // most items one MPI-IO call or type block carries
+  int uncaught_ = std::uncaught_exceptions();  // at construction: tells unwinding apart
   CommLedger* ledger_ = nullptr;
   std::string path_;
 };

@@ -28,6 +28,7 @@
 
 #include <climits>
 #include <cstdint>
+#include <exception>
 #include <vector>
 
 #include "tessel/comm/comm.hpp"
@@ -105,6 +106,7 @@ class WindowBase {
 
   MPI_Win win_ = MPI_WIN_NULL;
   MPI_Comm comm_ = MPI_COMM_NULL;  // borrowed: checked for failure notices before the free
+  int uncaught_ = std::uncaught_exceptions();  // at construction: tells unwinding apart
   std::int64_t max_items_ = INT_MAX;  // most items one MPI call carries (Comm's setting)
   void* base_ = nullptr;
   std::int64_t count_ = 0;

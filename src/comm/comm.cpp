@@ -18,22 +18,105 @@ void check_mpi(int rc, const char* call) {
   throw MpiError(detail::concat(call, " failed: ", std::string(msg, len)));
 }
 
+// ---------------------------------------------------------------- failure notices
+void notify_failure(MPI_Comm c) noexcept {
+  if (c == MPI_COMM_NULL) return;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  static const int kNotice = 1;  // the payload outlives every send
+  int size = 0;
+  if (MPI_Comm_size(c, &size) != MPI_SUCCESS) return;
+  for (int r = 0; r < size; ++r) {
+    MPI_Request req = MPI_REQUEST_NULL;
+    if (MPI_Isend(&kNotice, 1, MPI_INT, r, kFailureTag, c, &req) == MPI_SUCCESS)
+      MPI_Request_free(&req);
+  }
+}
+
+bool failure_pending(MPI_Comm c) noexcept {
+  if (c == MPI_COMM_NULL) return false;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return false;
+  int flag = 0;
+  MPI_Status st;
+  if (MPI_Iprobe(MPI_ANY_SOURCE, kFailureTag, c, &flag, &st) != MPI_SUCCESS) return false;
+  return flag != 0;
+}
+
+void throw_if_failed(MPI_Comm c) {
+  if (c == MPI_COMM_NULL) return;
+  int flag = 0;
+  MPI_Status st;
+  check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, kFailureTag, c, &flag, &st), "MPI_Iprobe");
+  if (flag)
+    throw PeerFailure(detail::concat(
+        "rank ", st.MPI_SOURCE, " of a communicator of this call left an exchange with an "
+        "error (see that rank's message); this Context cannot be used any more"));
+}
+
+ExchangeGuard::~ExchangeGuard() {
+  if (std::uncaught_exceptions() <= uncaught_) return;
+  for (MPI_Comm c : comms_)
+    if (!failure_pending(c)) notify_failure(c);
+}
+
 // ---------------------------------------------------------------- RequestSet
 RequestSet& RequestSet::operator=(RequestSet&& o) noexcept {
   if (this != &o) {
-    try { wait_all(); } catch (...) {}
+    try { wait_all(); } catch (...) { abandon(); }
     reqs_ = std::move(o.reqs_);
     thens_ = std::move(o.thens_);
     tokens_ = std::move(o.tokens_);
+    recv_ = std::move(o.recv_);
+    comms_ = std::move(o.comms_);
     o.reqs_.clear();
     o.thens_.clear();
     o.tokens_.clear();
+    o.recv_.clear();
+    o.comms_.clear();
   }
   return *this;
 }
 
 RequestSet::~RequestSet() {
-  try { wait_all(); } catch (...) {}
+  if (std::uncaught_exceptions() > uncaught_) {  // unwinding: never block on peers
+    abandon();
+    return;
+  }
+  try { wait_all(); } catch (...) { abandon(); }
+}
+
+void RequestSet::abandon() noexcept {
+  if (reqs_.empty()) return;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) {
+    for (MPI_Comm c : comms_)
+      if (!failure_pending(c)) notify_failure(c);
+    for (std::size_t i = 0; i < reqs_.size(); ++i)
+      if (recv_[i] && reqs_[i] != MPI_REQUEST_NULL) MPI_Cancel(&reqs_[i]);
+    // Cancelled receives and sends already matched complete quickly; give them a second.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    int flag = 0;
+    while (!flag) {
+      if (MPI_Testall(static_cast<int>(reqs_.size()), reqs_.data(), &flag,
+                      MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+        break;
+      if (flag || std::chrono::steady_clock::now() > deadline) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  reqs_.clear();  // what remains is left to MPI
+  thens_.clear();
+  tokens_.clear();
+  recv_.clear();
+}
+
+void RequestSet::watch(MPI_Comm c) {
+  if (c == MPI_COMM_NULL) return;
+  if (std::find(comms_.begin(), comms_.end(), c) == comms_.end()) comms_.push_back(c);
 }
 
 Pending RequestSet::make_pending() {
@@ -42,17 +125,23 @@ Pending RequestSet::make_pending() {
   return p;
 }
 
-MPI_Request* RequestSet::add_entry(std::shared_ptr<std::int64_t> counter, Then then) {
+MPI_Request* RequestSet::add_entry(std::shared_ptr<std::int64_t> counter, Then then, bool recv) {
   if (counter) ++*counter;
   reqs_.push_back(MPI_REQUEST_NULL);
   thens_.push_back(std::move(then));
   tokens_.push_back(std::move(counter));
+  recv_.push_back(recv ? 1 : 0);
   return &reqs_.back();
 }
 
 MPI_Request* RequestSet::add(Pending& token, Then then) {
   if (!token.n_) token.n_ = std::make_shared<std::int64_t>(0);
-  return add_entry(token.n_, std::move(then));
+  return add_entry(token.n_, std::move(then), false);
+}
+
+void RequestSet::idle() {
+  for (MPI_Comm c : comms_) throw_if_failed(c);
+  std::this_thread::sleep_for(std::chrono::microseconds(50));
 }
 
 int RequestSet::progress() {
@@ -81,12 +170,14 @@ int RequestSet::progress() {
       reqs_[w] = reqs_[r];
       thens_[w] = std::move(thens_[r]);
       tokens_[w] = std::move(tokens_[r]);
+      recv_[w] = recv_[r];
     }
     ++w;
   }
   reqs_.resize(w);
   thens_.resize(w);
   tokens_.resize(w);
+  recv_.resize(w);
   for (auto& [then, token] : done) {
     if (then) then(*this);
     if (token) --*token;
@@ -100,21 +191,25 @@ bool RequestSet::test_all() {
 }
 
 void RequestSet::wait_all() {
+  if (reqs_.empty()) return;
+  for (MPI_Comm c : comms_) throw_if_failed(c);  // a marked communicator fails at once
   int idle = 0;
   while (!reqs_.empty()) {
     // Spin briefly for latency, then sleep so oversubscribed ranks give up the core.
     if (progress() > 0) idle = 0;
-    else if (++idle > 64) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    else if (++idle > 64) this->idle();
   }
 }
 
 void RequestSet::wait(const Pending& token) {
+  if (token.done()) return;
+  for (MPI_Comm c : comms_) throw_if_failed(c);  // a marked communicator fails at once
   int idle = 0;
   while (!token.done()) {
     TESSEL_CHECK(!reqs_.empty(), Error,
                  "RequestSet::wait: the token has outstanding requests that are not in this set");
     if (progress() > 0) idle = 0;
-    else if (++idle > 64) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    else if (++idle > 64) this->idle();
   }
 }
 
@@ -126,7 +221,12 @@ void Comm::init() {
 }
 
 Comm::Comm(Comm&& o) noexcept
-    : comm_(o.comm_), owned_(o.owned_), ledger_(o.ledger_), rank_(o.rank_), size_(o.size_) {
+    : comm_(o.comm_),
+      owned_(o.owned_),
+      ledger_(o.ledger_),
+      rank_(o.rank_),
+      size_(o.size_),
+      testing_(std::move(o.testing_)) {
   o.comm_ = MPI_COMM_NULL;
   o.owned_ = false;
 }
@@ -139,6 +239,7 @@ Comm& Comm::operator=(Comm&& o) noexcept {
     ledger_ = o.ledger_;
     rank_ = o.rank_;
     size_ = o.size_;
+    testing_ = std::move(o.testing_);
     o.comm_ = MPI_COMM_NULL;
     o.owned_ = false;
   }
@@ -156,6 +257,7 @@ Comm Comm::dup() const {
   check_mpi(MPI_Comm_dup(comm_, &c), "MPI_Comm_dup");
   Comm out(c, ledger_);
   out.owned_ = true;
+  out.testing_ = testing_;
   return out;
 }
 
@@ -164,6 +266,7 @@ Comm Comm::split(int color, int key) const {
   check_mpi(MPI_Comm_split(comm_, color < 0 ? MPI_UNDEFINED : color, key, &c), "MPI_Comm_split");
   Comm out(c, ledger_);
   out.owned_ = (c != MPI_COMM_NULL);
+  out.testing_ = testing_;
   return out;
 }
 
@@ -173,6 +276,7 @@ Comm Comm::split_shared() const {
             "MPI_Comm_split_type");
   Comm out(c, ledger_);
   out.owned_ = (c != MPI_COMM_NULL);
+  out.testing_ = testing_;
   return out;
 }
 
@@ -206,51 +310,88 @@ Comm Comm::create_group(MPI_Comm parent, const std::vector<int>& ranks, CommLedg
   return out;
 }
 
-static int checked_count(std::int64_t count, const char* what) {
-  TESSEL_CHECK(count >= 0 && count <= INT_MAX, Error, what, ": message of ", count,
-               " items exceeds the MPI int count limit (", INT_MAX, ")");
-  return static_cast<int>(count);
+// Pieces of a message of `count` items, each at most `lim` items: f(first item, items).
+// count == 0 is one empty piece (a message of 0 items is still a message).
+template <class F>
+std::int64_t for_each_piece(std::int64_t count, std::int64_t lim, F&& f) {
+  TESSEL_CHECK(count >= 0, Error, "message of ", count, " items (expected >= 0)");
+  if (lim < 1 || lim > INT_MAX) lim = INT_MAX;
+  std::int64_t pieces = 0, at = 0;
+  do {
+    const std::int64_t n = std::min(count - at, lim);
+    f(at, static_cast<int>(n));
+    at += n;
+    ++pieces;
+  } while (at < count);
+  return pieces;
 }
 
 void Comm::isend_bytes(const void* buf, std::int64_t count, MPI_Datatype t, std::size_t sz,
                        int dest, int tag, RequestSet& rs) const {
-  int c = checked_count(count, "isend");
-  check_mpi(MPI_Isend(buf, c, t, dest, tag, comm_, rs.add()), "MPI_Isend");
+  rs.watch(comm_);
+  const auto* p = static_cast<const char*>(buf);
+  const std::int64_t pieces = for_each_piece(count, max_message_items(), [&](std::int64_t at, int n) {
+    check_mpi(MPI_Isend(p + at * static_cast<std::int64_t>(sz), n, t, dest, tag, comm_, rs.add()),
+              "MPI_Isend");
+  });
   if (auto* k = counts(); k && dest != MPI_PROC_NULL) {
     k->p2p_sent_bytes += count * static_cast<std::int64_t>(sz);
-    k->p2p_sent_msgs += 1;
+    k->p2p_sent_msgs += pieces;
   }
 }
 
 void Comm::irecv_bytes(void* buf, std::int64_t count, MPI_Datatype t, std::size_t sz, int src,
                        int tag, RequestSet& rs) const {
-  int c = checked_count(count, "irecv");
-  check_mpi(MPI_Irecv(buf, c, t, src, tag, comm_, rs.add()), "MPI_Irecv");
+  rs.watch(comm_);
+  auto* p = static_cast<char*>(buf);
+  const std::int64_t pieces = for_each_piece(count, max_message_items(), [&](std::int64_t at, int n) {
+    check_mpi(MPI_Irecv(p + at * static_cast<std::int64_t>(sz), n, t, src, tag, comm_,
+                        rs.add_recv()),
+              "MPI_Irecv");
+  });
   if (auto* k = counts(); k && src != MPI_PROC_NULL) {
     k->p2p_recv_bytes += count * static_cast<std::int64_t>(sz);
-    k->p2p_recv_msgs += 1;
+    k->p2p_recv_msgs += pieces;
   }
 }
 
 void Comm::allreduce_raw(void* buf, int count, MPI_Datatype t, std::size_t sz, MPI_Op op) const {
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, buf, count, t, op, comm_), "MPI_Allreduce");
+  RequestSet rs;
+  rs.watch(comm_);
+  auto* p = static_cast<char*>(buf);
+  const std::int64_t pieces = for_each_piece(count, max_message_items(), [&](std::int64_t at, int n) {
+    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, p + at * static_cast<std::int64_t>(sz), n, t, op, comm_,
+                             rs.add()),
+              "MPI_Iallreduce");
+  });
+  rs.wait_all();
   if (auto* k = counts()) {
     k->coll_bytes += static_cast<std::int64_t>(count) * sz;
-    k->coll_calls += 1;
+    k->coll_calls += pieces;
   }
 }
 
 void Comm::bcast_raw(void* buf, int count, MPI_Datatype t, std::size_t sz, int root) const {
-  check_mpi(MPI_Bcast(buf, count, t, root, comm_), "MPI_Bcast");
+  RequestSet rs;
+  rs.watch(comm_);
+  auto* p = static_cast<char*>(buf);
+  const std::int64_t pieces = for_each_piece(count, max_message_items(), [&](std::int64_t at, int n) {
+    check_mpi(MPI_Ibcast(p + at * static_cast<std::int64_t>(sz), n, t, root, comm_, rs.add()),
+              "MPI_Ibcast");
+  });
+  rs.wait_all();
   if (auto* k = counts()) {
     k->coll_bytes += static_cast<std::int64_t>(count) * sz;
-    k->coll_calls += 1;
+    k->coll_calls += pieces;
   }
 }
 
 void Comm::allgather_raw(const void* send, int count, void* recv, MPI_Datatype t,
                          std::size_t sz) const {
-  check_mpi(MPI_Allgather(send, count, t, recv, count, t, comm_), "MPI_Allgather");
+  RequestSet rs;
+  rs.watch(comm_);
+  check_mpi(MPI_Iallgather(send, count, t, recv, count, t, comm_, rs.add()), "MPI_Iallgather");
+  rs.wait_all();
   if (auto* k = counts()) {
     k->coll_bytes += static_cast<std::int64_t>(count) * sz * size_;  // own + (p-1) received
     k->coll_calls += 1;
@@ -258,7 +399,10 @@ void Comm::allgather_raw(const void* send, int count, void* recv, MPI_Datatype t
 }
 
 void Comm::barrier() const {
-  check_mpi(MPI_Barrier(comm_), "MPI_Barrier");
+  RequestSet rs;
+  rs.watch(comm_);
+  check_mpi(MPI_Ibarrier(comm_, rs.add()), "MPI_Ibarrier");
+  rs.wait_all();
   if (auto* k = counts()) k->coll_calls += 1;
 }
 

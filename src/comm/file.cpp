@@ -1,6 +1,8 @@
 #include "tessel/comm/file.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <climits>
 #include <cstring>
 #include <exception>
@@ -19,6 +21,16 @@ std::string mpi_error_string(int rc) {
   int len = 0;
   if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS) return detail::concat("MPI error ", rc);
   return std::string(msg, static_cast<std::size_t>(len));
+}
+
+/// MPI_Wait by MPI_Test: a short spin, then a 50 us sleep between tests (yields the core).
+int wait_polled(MPI_Request& req, MPI_Status& st) {
+  for (int idle = 0;; ++idle) {
+    int flag = 0;
+    const int rc = MPI_Test(&req, &flag, &st);
+    if (rc != MPI_SUCCESS || flag) return rc;
+    if (idle > 64) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
 }
 
 /// Frees an intermediate (uncommitted) derived type at scope exit.
@@ -98,9 +110,10 @@ void copy_packed(const MatrixShare& s, unsigned char* local, unsigned char* pack
 /// `n` elements of type `elem` (`es` bytes) stored contiguously, as (count, type): `n` of
 /// `elem` when `n` fits an int, else one contiguous derived type (kept alive in `holder`).
 std::pair<int, MPI_Datatype> contiguous(std::int64_t n, MPI_Datatype elem, std::int64_t es,
-                                        Datatype& holder) {
-  if (n <= INT_MAX) return {static_cast<int>(n), elem};
-  constexpr std::int64_t kChunk = std::int64_t{1} << 30;
+                                        Datatype& holder, std::int64_t lim) {
+  if (lim < 1 || lim > INT_MAX) lim = INT_MAX;
+  if (n <= lim) return {static_cast<int>(n), elem};
+  const std::int64_t kChunk = std::min<std::int64_t>(std::int64_t{1} << 30, lim);
   const std::int64_t q = n / kChunk, r = n % kChunk;
   TypeGuard chunk;
   check_mpi(MPI_Type_contiguous(static_cast<int>(kChunk), elem, &chunk.t), "MPI_Type_contiguous");
@@ -155,7 +168,9 @@ std::int64_t MatrixShare::elements() const {
   return r * c;
 }
 
-Datatype share_file_type(const MatrixShare& s, MPI_Datatype elem, std::int64_t es) {
+Datatype share_file_type(const MatrixShare& s, MPI_Datatype elem, std::int64_t es,
+                         std::int64_t max_block) {
+  const std::int64_t lim = (max_block < 1 || max_block > INT_MAX) ? INT_MAX : max_block;
   // One level only: a flat list of (byte offset, element count) blocks of the element type.
   // ROMIO (MPICH before 4.1) mis-flattens nested types built from resized subtypes.
   std::vector<int> lens;
@@ -163,13 +178,13 @@ Datatype share_file_type(const MatrixShare& s, MPI_Datatype elem, std::int64_t e
   std::int64_t end = -1;  // file element just past the last block
   for_each_piece(s, [&](std::int64_t file, std::int64_t, std::int64_t, std::int64_t len) {
     while (len > 0) {
-      if (file == end && lens.back() < INT_MAX) {  // continues the last block
-        const std::int64_t add = std::min<std::int64_t>(len, INT_MAX - lens.back());
+      if (file == end && lens.back() < lim) {  // continues the last block
+        const std::int64_t add = std::min<std::int64_t>(len, lim - lens.back());
         lens.back() += static_cast<int>(add);
         file += add;
         len -= add;
       } else {
-        const std::int64_t take = std::min<std::int64_t>(len, INT_MAX);
+        const std::int64_t take = std::min<std::int64_t>(len, lim);
         lens.push_back(static_cast<int>(take));
         disps.push_back(static_cast<MPI_Aint>(file * es));
         file += take;
@@ -191,7 +206,7 @@ Datatype share_file_type(const MatrixShare& s, MPI_Datatype elem, std::int64_t e
 
 // ---------------------------------------------------------------- File
 File::File(const Comm& c, const std::string& path, int amode, const char* what)
-    : comm_(c.raw()), ledger_(c.ledger()), path_(path) {
+    : comm_(c.raw()), max_items_(c.max_message_items()), ledger_(c.ledger()), path_(path) {
   MPI_File fh = MPI_FILE_NULL;
   int rc = MPI_File_open(c.raw(), path.c_str(), amode, MPI_INFO_NULL, &fh);
   if (rc == MPI_SUCCESS) {
@@ -229,7 +244,11 @@ File File::create_new(const Comm& c, const std::string& path) {
 }
 
 File::File(File&& o) noexcept
-    : fh_(o.fh_), comm_(o.comm_), ledger_(o.ledger_), path_(std::move(o.path_)) {
+    : fh_(o.fh_),
+      comm_(o.comm_),
+      max_items_(o.max_items_),
+      ledger_(o.ledger_),
+      path_(std::move(o.path_)) {
   o.fh_ = MPI_FILE_NULL;
 }
 
@@ -238,6 +257,7 @@ File& File::operator=(File&& o) noexcept {
     release();
     fh_ = o.fh_;
     comm_ = o.comm_;
+    max_items_ = o.max_items_;
     ledger_ = o.ledger_;
     path_ = std::move(o.path_);
     o.fh_ = MPI_FILE_NULL;
@@ -250,7 +270,9 @@ File::~File() { release(); }
 void File::release() noexcept {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (fh_ != MPI_FILE_NULL && !finalized) MPI_File_close(&fh_);
+  // A peer that left an exchange with an error never closes: leak rather than hang.
+  const bool peer_left = std::uncaught_exceptions() > uncaught_ && failure_pending(comm_);
+  if (fh_ != MPI_FILE_NULL && !finalized && !peer_left) MPI_File_close(&fh_);
   fh_ = MPI_FILE_NULL;
 }
 
@@ -328,8 +350,8 @@ void File::share_io(std::int64_t offset, const MatrixShare& s, void* local, MPI_
   // and moves 0 items (a zero-size file type trips some MPI-IO implementations).
   try {
     if (n > 0) {
-      ftype = share_file_type(s, elem, elem_size);
-      mem = contiguous(n, elem, elem_size, mtype_holder);
+      ftype = share_file_type(s, elem, elem_size, max_items_);
+      mem = contiguous(n, elem, elem_size, mtype_holder, max_items_);
       if (!local_is_file_order(s)) {
         const std::int64_t bytes = n * elem_size;
         packed.reset(new (std::nothrow) unsigned char[static_cast<std::size_t>(bytes)]);
@@ -351,9 +373,13 @@ void File::share_io(std::int64_t offset, const MatrixShare& s, void* local, MPI_
                                  typed ? ftype.raw() : elem, "native", MPI_INFO_NULL);
   if (rc_set != MPI_SUCCESS) mem = {0, elem};  // take part in the transfer, move nothing
   // Step 3: the collective transfer.
+  // Posted nonblocking and waited for by polling with a short sleep: MPICH busy-polls inside
+  // a blocking MPI_File_read_all/write_all, which costs oversubscribed ranks their core.
   MPI_Status st;
-  int rc = write ? MPI_File_write_all(fh_, buf, mem.first, mem.second, &st)
-                 : MPI_File_read_all(fh_, buf, mem.first, mem.second, &st);
+  MPI_Request req = MPI_REQUEST_NULL;
+  int rc = write ? MPI_File_iwrite_all(fh_, buf, mem.first, mem.second, &req)
+                 : MPI_File_iread_all(fh_, buf, mem.first, mem.second, &req);
+  if (rc == MPI_SUCCESS) rc = wait_polled(req, st);
   MPI_Count done = 0;
   if (rc == MPI_SUCCESS) MPI_Get_elements_x(&st, mem.second, &done);
   // Step 4: back to the default byte view, so read_at/write_at take byte offsets again.

@@ -1,5 +1,6 @@
 #include "tessel/comm/nonblocking.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <thread>
 
@@ -25,48 +26,74 @@ DupSet::DupSet(const Comm& parent, int n) {
   }
 }
 
-static int nb_count(std::int64_t count, const char* what) {
-  TESSEL_CHECK(count >= 0 && count <= INT_MAX, Error, what, ": message of ", count,
-               " items exceeds the MPI int count limit (", INT_MAX, ")");
-  return static_cast<int>(count);
+namespace {
+// Posts `post(first item, items)` for pieces of at most c.max_message_items() items (one
+// empty piece for count 0) and returns the number of pieces.
+template <class F>
+std::int64_t post_pieces(const Comm& c, std::int64_t count, const char* what, F&& post) {
+  TESSEL_CHECK(count >= 0, Error, what, ": count = ", count, " (expected >= 0)");
+  std::int64_t lim = c.max_message_items();
+  if (lim < 1 || lim > INT_MAX) lim = INT_MAX;
+  std::int64_t pieces = 0, at = 0;
+  do {
+    const std::int64_t n = std::min(count - at, lim);
+    post(at, static_cast<int>(n));
+    at += n;
+    ++pieces;
+  } while (at < count);
+  return pieces;
 }
+
+void record_coll(const Comm& c, std::int64_t bytes, std::int64_t calls) {
+  if (auto* l = c.ledger()) {
+    auto& k = l->now();
+    k.coll_bytes += bytes;
+    k.coll_calls += calls;
+  }
+}
+}  // namespace
 
 Pending ibcast_raw(const Comm& c, void* buf, std::int64_t count, MPI_Datatype t,
                    std::size_t sz, int root, RequestSet& rs) {
-  int n = nb_count(count, "ibcast");
   Pending tok = RequestSet::make_pending();
-  check_mpi(MPI_Ibcast(buf, n, t, root, c.raw(), rs.add(tok)), "MPI_Ibcast");
-  if (auto* l = c.ledger()) {
-    auto& k = l->now();
-    k.coll_bytes += count * static_cast<std::int64_t>(sz);
-    k.coll_calls += 1;
-  }
+  rs.watch(c.raw());
+  auto* p = static_cast<char*>(buf);
+  const std::int64_t es = static_cast<std::int64_t>(sz);
+  const auto pieces = post_pieces(c, count, "ibcast", [&](std::int64_t at, int n) {
+    check_mpi(MPI_Ibcast(p + at * es, n, t, root, c.raw(), rs.add(tok)), "MPI_Ibcast");
+  });
+  record_coll(c, count * es, pieces);
   return tok;
 }
 
 Pending ireduce_raw(const Comm& c, const void* send, void* recv, std::int64_t count,
                     MPI_Datatype t, std::size_t sz, MPI_Op op, int root, RequestSet& rs) {
-  int n = nb_count(count, "ireduce");
   Pending tok = RequestSet::make_pending();
-  check_mpi(MPI_Ireduce(send, recv, n, t, op, root, c.raw(), rs.add(tok)), "MPI_Ireduce");
-  if (auto* l = c.ledger()) {
-    auto& k = l->now();
-    k.coll_bytes += count * static_cast<std::int64_t>(sz);
-    k.coll_calls += 1;
-  }
+  rs.watch(c.raw());
+  const auto* s = static_cast<const char*>(send);
+  auto* r = static_cast<char*>(recv);
+  const std::int64_t es = static_cast<std::int64_t>(sz);
+  const auto pieces = post_pieces(c, count, "ireduce", [&](std::int64_t at, int n) {
+    check_mpi(MPI_Ireduce(s + at * es, r ? r + at * es : nullptr, n, t, op, root, c.raw(),
+                          rs.add(tok)),
+              "MPI_Ireduce");
+  });
+  record_coll(c, count * es, pieces);
   return tok;
 }
 
 Pending iallreduce_raw(const Comm& c, const void* send, void* recv, std::int64_t count,
                        MPI_Datatype t, std::size_t sz, MPI_Op op, RequestSet& rs) {
-  int n = nb_count(count, "iallreduce");
   Pending tok = RequestSet::make_pending();
-  check_mpi(MPI_Iallreduce(send, recv, n, t, op, c.raw(), rs.add(tok)), "MPI_Iallreduce");
-  if (auto* l = c.ledger()) {
-    auto& k = l->now();
-    k.coll_bytes += count * static_cast<std::int64_t>(sz);
-    k.coll_calls += 1;
-  }
+  rs.watch(c.raw());
+  const auto* s = static_cast<const char*>(send);
+  auto* r = static_cast<char*>(recv);
+  const std::int64_t es = static_cast<std::int64_t>(sz);
+  const auto pieces = post_pieces(c, count, "iallreduce", [&](std::int64_t at, int n) {
+    check_mpi(MPI_Iallreduce(s + at * es, r + at * es, n, t, op, c.raw(), rs.add(tok)),
+              "MPI_Iallreduce");
+  });
+  record_coll(c, count * es, pieces);
   return tok;
 }
 
@@ -78,6 +105,7 @@ void sleep_barrier(const Comm& c, std::chrono::microseconds poll) {
     int flag = 0;
     check_mpi(MPI_Test(&r, &flag, MPI_STATUS_IGNORE), "MPI_Test");
     if (flag) return;
+    throw_if_failed(c.raw());  // a peer left with an error: do not wait for it (Ibarrier leaked)
     std::this_thread::sleep_for(poll);
   }
 }

@@ -82,12 +82,14 @@ struct Chain {
     const char* p = static_cast<const char*>(base) + offset_bytes(s);
     RequestSet::Then then;
     if (keep) then = [keep = std::move(keep)](RequestSet&) {};
+    rs.watch(comm);
     MPI_Request* r = rs.add(tok, std::move(then));
     check_mpi(MPI_Isend(p, len(s), type, dest, tag, comm, r), "MPI_Isend");
   }
   void recv(RequestSet& rs, Pending& tok, void* base, std::int64_t s, int src,
             RequestSet::Then then) const {
     char* p = static_cast<char*>(base) + offset_bytes(s);
+    rs.watch(comm);
     MPI_Request* r = rs.add(tok, std::move(then));
     check_mpi(MPI_Irecv(p, len(s), type, src, tag, comm, r), "MPI_Irecv");
   }

@@ -39,7 +39,7 @@ NodeComm::NodeComm(const Comm& c, int ranks_per_node) : node_(MPI_COMM_NULL, c.l
 
 // ---------------------------------------------------------------- SharedWindowBase
 SharedWindowBase::SharedWindowBase(const Comm& node, std::int64_t count, std::size_t elem_size)
-    : ledger_(node.ledger()), rank_(node.rank()) {
+    : comm_(node.raw()), ledger_(node.ledger()), rank_(node.rank()) {
   TESSEL_CHECK(!node.is_null(), Error, "SharedWindow: the communicator is MPI_COMM_NULL");
   sizes_.assign(static_cast<std::size_t>(node.size()), 0);
   node.allgather(&count, 1, sizes_.data());
@@ -98,6 +98,7 @@ SharedWindowBase::SharedWindowBase(const Comm& node, std::int64_t count, std::si
 
 SharedWindowBase::SharedWindowBase(SharedWindowBase&& o) noexcept
     : win_(o.win_),
+      comm_(o.comm_),
       bases_(std::move(o.bases_)),
       sizes_(std::move(o.sizes_)),
       ledger_(o.ledger_),
@@ -113,6 +114,7 @@ SharedWindowBase& SharedWindowBase::operator=(SharedWindowBase&& o) noexcept {
   if (this != &o) {
     release();
     win_ = o.win_;
+    comm_ = o.comm_;
     bases_ = std::move(o.bases_);
     sizes_ = std::move(o.sizes_);
     ledger_ = o.ledger_;
@@ -130,6 +132,8 @@ SharedWindowBase::~SharedWindowBase() { release(); }
 
 void SharedWindowBase::release() noexcept {
   if (win_ == MPI_WIN_NULL) return;
+  // Unwinding after a peer left: no collective free (leaked rather than hang).
+  if (std::uncaught_exceptions() > uncaught_ && failure_pending(comm_)) win_ = MPI_WIN_NULL;
   free_window(win_, locked_);
   bases_.clear();
   sizes_.clear();

@@ -1,5 +1,6 @@
 #include "tessel/comm/window.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <limits>
 #include <string>
@@ -23,7 +24,7 @@ std::string mpi_error_text(int rc) {
 }  // namespace
 
 WindowBase::WindowBase(const Comm& c, std::int64_t count, std::size_t elem_size)
-    : ledger_(c.ledger()), rank_(c.rank()) {
+    : comm_(c.raw()), max_items_(c.max_message_items()), ledger_(c.ledger()), rank_(c.rank()) {
   TESSEL_CHECK(!c.is_null(), Error, "Window: the communicator is MPI_COMM_NULL");
   // Every rank learns every count: the same check runs on identical data everywhere (so all
   // ranks throw together), and targets can be checked without asking them.
@@ -82,6 +83,8 @@ WindowBase::WindowBase(const Comm& c, std::int64_t count, std::size_t elem_size)
 
 WindowBase::WindowBase(WindowBase&& o) noexcept
     : win_(o.win_),
+      comm_(o.comm_),
+      max_items_(o.max_items_),
       base_(o.base_),
       count_(o.count_),
       sizes_(std::move(o.sizes_)),
@@ -99,6 +102,8 @@ WindowBase& WindowBase::operator=(WindowBase&& o) noexcept {
   if (this != &o) {
     release();
     win_ = o.win_;
+    comm_ = o.comm_;
+    max_items_ = o.max_items_;
     base_ = o.base_;
     count_ = o.count_;
     sizes_ = std::move(o.sizes_);
@@ -130,6 +135,9 @@ WindowBase::~WindowBase() { release(); }
 
 void WindowBase::release() noexcept {
   if (win_ == MPI_WIN_NULL) return;
+  // Unwinding after a peer left (a failure notice on the communicator): no collective free,
+  // the window is leaked rather than hang. Checked only while unwinding.
+  if (std::uncaught_exceptions() > uncaught_ && failure_pending(comm_)) win_ = MPI_WIN_NULL;
   free_window(win_, locked_);
   base_ = nullptr;
   count_ = 0;
@@ -180,14 +188,27 @@ void WindowBase::fence(int assert_flags) {
 }
 
 // ---------------------------------------------------------------- data movement
+template <class F>
+std::int64_t WindowBase::pieces(std::int64_t count, F&& f) const {
+  std::int64_t lim = max_items_;
+  if (lim < 1 || lim > INT_MAX) lim = INT_MAX;
+  std::int64_t n = 0, at = 0;
+  do {
+    const std::int64_t len = std::min(count - at, lim);
+    f(at, static_cast<int>(len));
+    at += len;
+    ++n;
+  } while (at < count);
+  return n;
+}
+
 bool WindowBase::check_access(const char* call, int target, std::int64_t offset,
                               std::int64_t count) const {
   TESSEL_CHECK(!is_null(), Error, "Window::", call, " on a null window");
   if (target == MPI_PROC_NULL) return false;
   TESSEL_CHECK(target >= 0 && target < comm_size(), Error, "Window::", call, ": target rank ",
                target, " is not in [0, ", comm_size(), ")");
-  TESSEL_CHECK(count >= 0 && count <= INT_MAX, Error, "Window::", call, ": count ", count,
-               " is not in [0, ", INT_MAX, "] (the MPI int count limit)");
+  TESSEL_CHECK(count >= 0, Error, "Window::", call, ": count ", count, " (expected >= 0)");
   const std::int64_t n = sizes_[static_cast<std::size_t>(target)];
   TESSEL_CHECK(offset >= 0 && offset <= n - count, Error, "Window::", call, ": elements [",
                offset, ", ", offset + count, ") of rank ", target, "'s window, which holds ", n);
@@ -199,35 +220,45 @@ void WindowBase::rget_bytes(void* origin, std::int64_t count, MPI_Datatype t, st
   TESSEL_CHECK(locked_, Error, "Window::rget outside a lock_all epoch (MPI_Rget needs a "
                "passive-target epoch)");
   if (!check_access("rget", target, offset, count)) return;
-  const int c = static_cast<int>(count);
-  check_mpi(MPI_Rget(origin, c, t, target, static_cast<MPI_Aint>(offset), c, t, win_, rs.add()),
-            "MPI_Rget");
+  auto* o = static_cast<char*>(origin);
+  const auto ops = pieces(count, [&](std::int64_t at, int c) {
+    check_mpi(MPI_Rget(o + at * static_cast<std::int64_t>(sz), c, t, target,
+                       static_cast<MPI_Aint>(offset + at), c, t, win_, rs.add()),
+              "MPI_Rget");
+  });
   if (auto* k = counts()) {
     k->rma_get_bytes += count * static_cast<std::int64_t>(sz);
-    k->rma_ops += 1;
+    k->rma_ops += ops;
   }
 }
 
 void WindowBase::put_bytes(const void* origin, std::int64_t count, MPI_Datatype t,
                            std::size_t sz, int target, std::int64_t offset) {
   if (!check_access("put", target, offset, count)) return;
-  const int c = static_cast<int>(count);
-  check_mpi(MPI_Put(origin, c, t, target, static_cast<MPI_Aint>(offset), c, t, win_), "MPI_Put");
+  const auto* o = static_cast<const char*>(origin);
+  const auto ops = pieces(count, [&](std::int64_t at, int c) {
+    check_mpi(MPI_Put(o + at * static_cast<std::int64_t>(sz), c, t, target,
+                      static_cast<MPI_Aint>(offset + at), c, t, win_),
+              "MPI_Put");
+  });
   if (auto* k = counts()) {
     k->rma_put_bytes += count * static_cast<std::int64_t>(sz);
-    k->rma_ops += 1;
+    k->rma_ops += ops;
   }
 }
 
 void WindowBase::accumulate_bytes(const void* origin, std::int64_t count, MPI_Datatype t,
                                   std::size_t sz, int target, std::int64_t offset, MPI_Op op) {
   if (!check_access("accumulate", target, offset, count)) return;
-  const int c = static_cast<int>(count);
-  check_mpi(MPI_Accumulate(origin, c, t, target, static_cast<MPI_Aint>(offset), c, t, op, win_),
-            "MPI_Accumulate");
+  const auto* o = static_cast<const char*>(origin);
+  const auto ops = pieces(count, [&](std::int64_t at, int c) {
+    check_mpi(MPI_Accumulate(o + at * static_cast<std::int64_t>(sz), c, t, target,
+                             static_cast<MPI_Aint>(offset + at), c, t, op, win_),
+              "MPI_Accumulate");
+  });
   if (auto* k = counts()) {
     k->rma_acc_bytes += count * static_cast<std::int64_t>(sz);
-    k->rma_ops += 1;
+    k->rma_ops += ops;
   }
 }
 

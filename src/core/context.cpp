@@ -1,6 +1,7 @@
 #include "tessel/core/context.hpp"
 
 #include <climits>
+#include <exception>
 #include <vector>
 
 #include "tessel/core/error.hpp"
@@ -15,10 +16,12 @@ Context::Context(MPI_Comm user_comm)
 Context::Context(MPI_Comm user_comm, CommLedger& ledger)
     : ledger_(&ledger), comm_(comm::Comm(user_comm, ledger_).dup()) {}
 
+void Context::set_testing(comm::TestSettings s) { comm_.set_testing(std::move(s)); }
+
 void Context::agree(const std::function<void()>& check) const { agree_on(comm_, check); }
 
 namespace {
-enum Kind : int { kNone = 0, kError, kDim, kLayout, kGrid, kInput, kMpi };
+enum Kind : int { kNone = 0, kError, kDim, kLayout, kGrid, kInput, kMpi, kPeer };
 
 [[noreturn]] void throw_kind(int kind, const std::string& msg) {
   switch (kind) {
@@ -27,6 +30,7 @@ enum Kind : int { kNone = 0, kError, kDim, kLayout, kGrid, kInput, kMpi };
     case kGrid: throw GridError(msg);
     case kInput: throw InputError(msg);
     case kMpi: throw MpiError(msg);
+    case kPeer: throw PeerFailure(msg);
     default: throw Error(msg);
   }
 }
@@ -42,7 +46,18 @@ void agree_on(const comm::Comm& c, const std::function<void()>& check) {
   } catch (const GridError& e) { kind = kGrid; msg = e.what();
   } catch (const InputError& e) { kind = kInput; msg = e.what();
   } catch (const MpiError& e) { kind = kMpi; msg = e.what();
-  } catch (const Error& e) { kind = kError; msg = e.what(); }
+  } catch (const PeerFailure& e) { kind = kPeer; msg = e.what();
+  } catch (const Error& e) { kind = kError; msg = e.what();
+  } catch (const std::exception& e) {
+    // Anything else (std::bad_alloc, a user callback's exception): a tessel::Error on every
+    // rank that names the original.
+    kind = kError;
+    msg = detail::concat("exception on rank ", c.is_null() ? 0 : c.rank(), ": ", e.what());
+  } catch (...) {
+    kind = kError;
+    msg = detail::concat("exception of a type not derived from std::exception on rank ",
+                         c.is_null() ? 0 : c.rank());
+  }
   if (c.is_null() || c.size() == 1) {
     if (kind != kNone) throw_kind(kind, msg);
     return;

@@ -34,6 +34,62 @@ DistMatrix<T> DistMatrix<T>::view(layout::Layout layout, int rank, T* data, std:
 }
 
 template <class T>
+DistMatrix<T>::DistMatrix(const DistMatrix& o)
+    : layout_(o.layout_), rank_(o.rank_), ld_(o.ld_), store_(o.store_), data_(o.data_) {
+  if (!o.store_.empty()) data_ = store_.data();  // an owning copy points at its own storage
+}
+
+template <class T>
+DistMatrix<T>& DistMatrix<T>::operator=(const DistMatrix& o) {
+  if (this != &o) {
+    DistMatrix tmp(o);
+    *this = std::move(tmp);
+  }
+  return *this;
+}
+
+template <class T>
+DistMatrix<T>::DistMatrix(DistMatrix&& o) noexcept
+    : layout_(std::move(o.layout_)),
+      rank_(o.rank_),
+      ld_(o.ld_),
+      store_(std::move(o.store_)),
+      data_(o.data_) {
+  o.store_.clear();
+  o.data_ = nullptr;
+  o.ld_ = 1;
+}
+
+template <class T>
+DistMatrix<T>& DistMatrix<T>::operator=(DistMatrix&& o) noexcept {
+  if (this != &o) {
+    layout_ = std::move(o.layout_);
+    rank_ = o.rank_;
+    ld_ = o.ld_;
+    store_ = std::move(o.store_);
+    data_ = o.data_;
+    o.store_.clear();
+    o.data_ = nullptr;
+    o.ld_ = 1;
+  }
+  return *this;
+}
+
+template <class T>
+DistMatrix<T> DistMatrix<T>::clone() const {
+  DistMatrix<T> m;
+  m.layout_ = layout_;
+  m.rank_ = rank_;
+  const std::int64_t lr = local_rows(), lc = local_cols();
+  m.ld_ = std::max<std::int64_t>(1, lr);
+  m.store_.assign(static_cast<std::size_t>(lr * lc), T{});
+  m.data_ = m.store_.empty() ? nullptr : m.store_.data();
+  for (std::int64_t j = 0; j < lc; ++j)
+    std::copy(data_ + j * ld_, data_ + j * ld_ + lr, m.data_ + j * m.ld_);
+  return m;
+}
+
+template <class T>
 DistMatrix<T> redistribute(const Context& ctx, const DistMatrix<T>& x, const layout::Layout& to,
                            const layout::RedistOptions& opt) {
   DistMatrix<T> y(ctx, to);

@@ -5,6 +5,8 @@
 #include <cctype>
 #include <cmath>
 #include <complex>
+#include <cstdint>
+#include <utility>
 
 #include "gemm_executor.hpp"
 #include "summa_native.hpp"
@@ -90,6 +92,20 @@ void check_finite(const char* name, const DistMatrix<T>& x) {
                "); refusing to propagate it");
 }
 
+// Rank-local: true when the local storage of x and y (first to last element they address)
+// overlaps, e.g. when C is A itself or a view over part of A's buffer.
+template <class T>
+bool storage_overlaps(const DistMatrix<T>& x, const DistMatrix<T>& y) {
+  auto span = [](const DistMatrix<T>& m) -> std::pair<std::uintptr_t, std::uintptr_t> {
+    const std::int64_t r = m.local_rows(), c = m.local_cols();
+    if (r == 0 || c == 0 || m.data() == nullptr) return {0, 0};
+    const auto b = reinterpret_cast<std::uintptr_t>(m.data());
+    return {b, b + static_cast<std::uintptr_t>((c - 1) * m.ld() + r) * sizeof(T)};
+  };
+  const auto a = span(x), b = span(y);
+  return a.first < a.second && b.first < b.second && a.first < b.second && b.first < a.second;
+}
+
 }  // namespace
 
 template <class T>
@@ -133,10 +149,18 @@ MultiplyReport multiply(Context& ctx, T alpha, Op opa, const DistMatrix<T>& A, O
       if (beta != T(0)) check_finite("C", C);
     });
   }
+  // C sharing storage with A or B (SUMMA scales C before it reads A and B; the in-place plan
+  // path writes C while later rounds still read A): that input is copied first. Rank-local
+  // (each rank compares its own storage), no communication, same schedule on every rank.
+  DistMatrix<T> a_copy, b_copy;
+  const DistMatrix<T>* pa = &A;
+  const DistMatrix<T>* pb = &B;
+  if (storage_overlaps(A, C)) { a_copy = A.clone(); pa = &a_copy; }
+  if (storage_overlaps(B, C)) { b_copy = B.clone(); pb = &b_copy; }
   if (rep.executed.rfind("summa2d on", 0) == 0)
-    detail::summa_native(ctx, alpha, A, B, beta, C);
+    detail::summa_native(ctx, alpha, *pa, *pb, beta, C);
   else
-    detail::execute_plan(ctx, rep.plan, alpha, opa, A, opb, B, beta, C);
+    detail::execute_plan(ctx, rep.plan, alpha, opa, *pa, opb, *pb, beta, C);
   return rep;
 }
 

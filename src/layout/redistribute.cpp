@@ -8,8 +8,8 @@
 #include <cstring>
 #include <vector>
 
-#include "tessel/comm/packed_exchange.hpp"
 #include "tessel/comm/shared_window.hpp"
+#include "tessel/core/context.hpp"
 #include "tessel/core/error.hpp"
 
 namespace tessel::layout {
@@ -82,6 +82,18 @@ void redistribute(const comm::Comm& c, const Layout& src, const T* a, std::int64
                "redistribute: layouts are for ", src.comm_size(), " and ", dst.comm_size(),
                " ranks, the communicator has ", c.size());
   const int me = c.rank(), p = c.size();
+  // Rank-local checks, agreed before the first message (one allreduce when p > 1): the
+  // leading dimensions hold the local blocks (a rank holding nothing may pass any ld >= 1).
+  agree_on(c, [&] {
+    const std::int64_t ra = src.local_rows(me), ca = src.local_cols(me);
+    const std::int64_t rb = dst.local_rows(me), cb = dst.local_cols(me);
+    TESSEL_CHECK(lda >= 1 && (ra == 0 || ca == 0 || lda >= ra), LayoutMismatch,
+                 "redistribute: lda = ", lda, " on rank ", me, ", expected >= ",
+                 std::max<std::int64_t>(1, ra), " (its local rows of the source)");
+    TESSEL_CHECK(ldb >= 1 && (rb == 0 || cb == 0 || ldb >= rb), LayoutMismatch,
+                 "redistribute: ldb = ", ldb, " on rank ", me, ", expected >= ",
+                 std::max<std::int64_t>(1, rb), " (its local rows of the destination)");
+  });
   const auto rows = merge(src.row_partition(), dst.row_partition());
   const auto cols = merge(src.col_partition(), dst.col_partition());
   const auto sg = src.groups_of(me);
@@ -150,18 +162,28 @@ void redistribute(const comm::Comm& c, const Layout& src, const T* a, std::int64
     }
   }
 
-  // The pairs that move by message (not this rank, not through the window): one packed
-  // comm::exchange, the same as the block-sparse redistribution's.
-  comm::ExchangeCounts msg{std::vector<std::int64_t>(static_cast<std::size_t>(p), 0),
-                           std::vector<std::int64_t>(static_cast<std::size_t>(p), 0)};
-  for (int q = 0; q < p; ++q)
-    if (q != me && shm[q] < 0) {
-      msg.send[q] = scount[q];
-      msg.recv[q] = rcount[q];
-    }
-  const auto soff = comm::ExchangeCounts::offsets(msg.send);
-  const auto roff = comm::ExchangeCounts::offsets(msg.recv);
+  std::vector<std::int64_t> soff(static_cast<std::size_t>(p) + 1, 0), roff(soff);
+  for (int q = 0; q < p; ++q) {
+    const bool msg = q != me && shm[q] < 0;
+    soff[q + 1] = soff[q] + (msg ? scount[q] : 0);
+    roff[q + 1] = roff[q] + (msg ? rcount[q] : 0);
+  }
   std::vector<T> sbuf(static_cast<std::size_t>(soff[p])), rbuf(static_cast<std::size_t>(roff[p]));
+
+  // Everything that can fail on one rank only happened above (agreed, or sizes every rank
+  // computes alike). Should this rank still leave from here on, `guard` sends failure notices
+  // on c and on the node communicator, and its peers throw PeerFailure instead of waiting for
+  // it; rs, abandoned while unwinding, does not wait for them either (comm::RequestSet).
+  comm::ExchangeGuard guard(c.raw());
+  comm::RequestSet rs;
+  if (!win.is_null()) {
+    guard.add(node->comm().raw());
+    rs.watch(node->comm().raw());
+  }
+  const int tag = 7101;
+  for (int q = 0; q < p; ++q)
+    if (q != me && shm[q] < 0 && rcount[q] > 0) c.irecv(rbuf.data() + roff[q], rcount[q], q, tag, rs);
+  c.test_point("redistribute: posted");
 
   // Pack (column segments outer, row segments inner: the receiver unpacks in this order):
   // into b for this rank, into the destination's window part for a same-node peer, into the
@@ -183,12 +205,15 @@ void redistribute(const comm::Comm& c, const Layout& src, const T* a, std::int64
       if (d != me) cur[d] += r.len;
     }
   });
-  for (int q = 0; q < p; ++q)
-    if (q != me && scount[q] > 0 && shm[q] >= 0) win.record_transfer(scount[q]);
-  comm::exchange(c, msg, sbuf.data(), rbuf.data(), /*tag=*/7101);
+  for (int q = 0; q < p; ++q) {
+    if (q == me || scount[q] == 0) continue;
+    if (shm[q] >= 0) win.record_transfer(scount[q]);
+    else c.isend(sbuf.data() + soff[q], scount[q], q, tag, rs);
+  }
   // Unified memory model (MPI-3.1 sec. 11.5.4 / example 11.10): Win_sync + node barrier +
   // Win_sync orders every peer's stores into my part before my loads below.
   if (!win.is_null()) win.publish(node->comm());
+  rs.wait_all();
 
   std::vector<std::int64_t> rcur(roff.begin(), roff.end() - 1);
   std::vector<const T*> orig(static_cast<std::size_t>(p), nullptr);

@@ -149,7 +149,9 @@ std::optional<Failure> iterate(const Context& ctx, dense::SymmSquareCube& ssc, c
       ps.trace = t1;
       ps.band_energy = en;
       ps.seconds = since(t_step);
-      opt.on_step(ps);
+      // The user's callback may throw on some active ranks only: agreed, so that every
+      // active rank leaves the iteration with the same error (held and agreed below).
+      agree_on(g, [&] { opt.on_step(ps); });
     }
     t_step = Clock::now();
     if (!std::isfinite(err)) {
@@ -277,6 +279,8 @@ PurifyResult purify(Context& ctx, const dense::DistMatrix<double>& F, std::int64
       fail = Failure{true, e.what()};
     } catch (const Error& e) {
       fail = Failure{false, e.what()};
+    } catch (const std::exception& e) {
+      fail = Failure{false, detail::concat("purify: ", e.what())};
     }
   }
   ssc.release();

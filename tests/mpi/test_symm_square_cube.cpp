@@ -27,6 +27,16 @@ std::vector<double> random_symmetric(std::int64_t n, unsigned seed) {
   return a;
 }
 
+// The volume models below use the documented block split (n rows into p blocks, the first
+// n % p one row longer), written out here rather than taken from the code under test
+// (SymmSquareCube::block, layout::split_begin).
+std::int64_t model_split_begin(std::int64_t n, int parts, int i) {
+  return i * (n / parts) + std::min<std::int64_t>(i, n % parts);
+}
+std::int64_t model_block(std::int64_t n, int parts, int b) {
+  return model_split_begin(n, parts, b + 1) - model_split_begin(n, parts, b);
+}
+
 double rel_err(const std::vector<double>& got, const std::vector<double>& ref) {
   return tessel::testing::frob_diff(got, ref) / tessel::testing::frob(ref);
 }
@@ -69,9 +79,10 @@ std::pair<std::vector<double>, std::vector<double>> run_plane0(Context& ctx,
   });
   if (cube) ssc.run(D.data(), D2.data(), D3.data());
   else ssc.run_square(D.data(), D2.data());
-  auto g2 = dense::gather(ctx, D2);
+  // on every rank (the checks run on every rank; dense::gather fills the root only)
+  auto g2 = tessel::testing::gather_all(ctx, D2);
   std::vector<double> g3;
-  if (cube) g3 = dense::gather(ctx, D3);
+  if (cube) g3 = tessel::testing::gather_all(ctx, D3);
   return {g2, g3};
 }
 
@@ -202,7 +213,7 @@ TEST(SymmSquareCube, VolumeMatchesModelAndInactiveRanksAreSilent) {
       EXPECT_EQ(rel.coll_calls, m.inactive_ranks() > 0 ? 1 : 0);
       EXPECT_EQ(rel.coll_bytes, 0);
       int p = m.p(), i = m.i(), j = m.j(), kk = m.k();
-      std::int64_t ri = ssc.block(i), rj = ssc.block(j), rk = ssc.block(kk);
+      std::int64_t ri = model_block(n, p, i), rj = model_block(n, p, j), rk = model_block(n, p, kk);
       if (p == 1) {
         EXPECT_EQ(k.coll_bytes + k.p2p_sent_bytes + k.p2p_recv_bytes + k.coll_calls, 0);
         continue;
@@ -377,7 +388,7 @@ TEST(SymmSquareCube, OriginalVolumeMatchesModel) {
       const auto& m = ssc.mesh();
       int p = m.p(), i = m.i(), j = m.j(), k = m.k();
       if (p == 1) return v;
-      std::int64_t ri = ssc.block(i), rj = ssc.block(j), rk = ssc.block(k);
+      std::int64_t ri = model_block(n, p, i), rj = model_block(n, p, j), rk = model_block(n, p, k);
       v.coll_bytes = 8 * (ri * rj + rk * rj + ri * rk + (cube ? rj * rk + ri * rk : 0));
       v.coll_calls = cube ? 5 : 3;
       if (j == k && k != 0) v.send(ri * rk);
@@ -428,14 +439,14 @@ TEST(SymmSquareCube, TwoPointFiveDVolumeMatchesModel) {
             Volume v;
             const auto& m = ssc.mesh();
             int i = m.i(), j = m.j(), k = m.k();
-            auto r = [&](int b) { return ssc.block(b); };
+            auto r = [&](int b) { return model_block(n, q, b); };
             if (c > 1) {
               v.coll_bytes = (cube ? 3 : 2) * 8 * r(i) * r(j);
               v.coll_calls = (cube ? 3 : 2) * nd;
             }
             if (q == 1) return v;
-            int s0 = static_cast<int>(layout::split_begin(q, c, k));
-            int s1 = static_cast<int>(layout::split_begin(q, c, k + 1));
+            int s0 = static_cast<int>(model_split_begin(q, c, k));
+            int s1 = static_cast<int>(model_split_begin(q, c, k + 1));
             auto l = [&](int t) { return (i + j + t) % q; };
             if (l(s0) != j) {
               v.send(r(i) * r(j));
@@ -504,7 +515,7 @@ TEST(SymmSquareCube, ActiveSubset) {
   EXPECT_NE(res.mesh.find("1x1x1 mesh (q=1, c=1)"), std::string::npos) << res.mesh;
   EXPECT_NE(res.mesh.find("(" + std::to_string(ctx.size() - 1) + " inactive)"), std::string::npos)
       << res.mesh;
-  EXPECT_LE(rel_err(dense::gather(ctx, res.d3), ref.d3), 1e-13);
+  EXPECT_LE(rel_err(tessel::testing::gather_all(ctx, res.d3), ref.d3), 1e-13);
 }
 
 // Errors of the mesh options, thrown on every rank.
@@ -600,12 +611,15 @@ TEST(SymmSquareCube, ShmMovesOnOffBitIdentical) {
                                       " alg " + dense::to_string(alg) + " shm_moves=" +
                                       std::to_string(on);
             const auto in = ctx.ledger().total("ssc/redistribute");
-            // the plain volume of the three moves (D in; D^2, D^3 out), as redist_volume sees it
+            // the plain volume of the three moves (D in; D^2, D^3 out), counted element by
+            // element from the two layouts' owners (not by the library's redist_volume)
             dense::SymmSquareCube ssc(ctx, n, o);
             const bool has_inactive = ssc.mesh().inactive_ranks() > 0;
             auto dst0 = ssc.plane0();
-            auto vin = layout::redist_volume(lay, dst0, ctx.rank());
-            auto vout = layout::redist_volume(dst0, lay, ctx.rank());
+            const auto own_lay = tessel::testing::owner_map(ctx, lay);
+            const auto own_dst = tessel::testing::owner_map(ctx, dst0);
+            auto vin = tessel::testing::brute_volume(own_lay, own_dst, ctx.rank(), ctx.size());
+            auto vout = tessel::testing::brute_volume(own_dst, own_lay, ctx.rank(), ctx.size());
             const std::int64_t plain_sent = 8 * (vin.send_elems + 2 * vout.send_elems);
             EXPECT_EQ(in.p2p_sent_bytes + in.shm_bytes, plain_sent) << where;
             if (on == 0 || !has_inactive) EXPECT_EQ(in.shm_bytes, 0) << where;

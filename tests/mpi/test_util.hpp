@@ -1,9 +1,12 @@
 #pragma once
 // Helpers shared by the MPI tests: random layouts and the serial reference multiply.
+#include <cmath>
 #include <complex>
+#include <limits>
 #include <random>
 #include <vector>
 
+#include "tessel/core/context.hpp"
 #include "tessel/dense/dist_matrix.hpp"
 
 namespace tessel::testing {
@@ -57,8 +60,11 @@ inline layout::Layout random_layout(std::mt19937& rng, std::int64_t m, std::int6
   return layout::Layout::block_cyclic(m, n, mb, nb, pr, pc, rsrc, csrc, p, ranks);
 }
 
+/// ||a - b||_F; +infinity when the sizes differ (a short or empty result never passes a
+/// tolerance check).
 template <class T>
 double frob_diff(const std::vector<T>& a, const std::vector<T>& b) {
+  if (a.size() != b.size()) return std::numeric_limits<double>::infinity();
   double s = 0;
   for (std::size_t i = 0; i < a.size(); ++i) s += std::norm(a[i] - b[i]);
   return std::sqrt(s);
@@ -68,6 +74,54 @@ double frob(const std::vector<T>& a) {
   double s = 0;
   for (const auto& x : a) s += std::norm(x);
   return std::sqrt(s);
+}
+
+/// The whole matrix, column-major, on every rank: each rank writes its local elements into a
+/// zeroed array and the arrays are summed (allreduce). Independent of redistribute/gather.
+template <class T>
+std::vector<T> gather_all(const Context& ctx, const dense::DistMatrix<T>& x) {
+  std::vector<T> full(static_cast<std::size_t>(x.rows() * x.cols()), T(0));
+  const_cast<dense::DistMatrix<T>&>(x).for_each_local([&](std::int64_t i, std::int64_t j, T& v) {
+    full[static_cast<std::size_t>(j * x.rows() + i)] = v;
+  });
+  const int per = static_cast<int>(sizeof(T) / sizeof(double));
+  ctx.comm().allreduce(reinterpret_cast<double*>(full.data()), static_cast<int>(full.size()) * per,
+                       MPI_SUM);
+  return full;
+}
+
+/// The owner rank of every element of `l` (column-major, -1 where nobody holds it), on every
+/// rank, from each rank's own elements (DistMatrix::for_each_local) and one allreduce.
+inline std::vector<int> owner_map(const Context& ctx, const layout::Layout& l) {
+  std::vector<int> own(static_cast<std::size_t>(l.rows() * l.cols()), -1);
+  dense::DistMatrix<double> x(ctx, l);
+  x.for_each_local([&](std::int64_t i, std::int64_t j, double&) {
+    own[static_cast<std::size_t>(j * l.rows() + i)] = ctx.rank();
+  });
+  ctx.comm().allreduce(own.data(), static_cast<int>(own.size()), MPI_MAX);
+  return own;
+}
+
+/// What `rank` sends and receives when every element moves from its owner in `src` to its
+/// owner in `dst` (owner maps of owner_map): counted element by element, independent of the
+/// library's redistribution plan (layout::redist_volume).
+struct BruteVolume {
+  std::int64_t send_elems = 0, recv_elems = 0;
+  int send_msgs = 0, recv_msgs = 0;
+};
+inline BruteVolume brute_volume(const std::vector<int>& src, const std::vector<int>& dst,
+                                int rank, int p) {
+  BruteVolume v;
+  std::vector<char> to(static_cast<std::size_t>(p), 0), from(to);
+  for (std::size_t e = 0; e < src.size(); ++e) {
+    const int s = src[e], d = dst[e];
+    if (s < 0 || d < 0 || s == d) continue;
+    if (s == rank) { ++v.send_elems; to[static_cast<std::size_t>(d)] = 1; }
+    if (d == rank) { ++v.recv_elems; from[static_cast<std::size_t>(s)] = 1; }
+  }
+  for (char c : to) v.send_msgs += c;
+  for (char c : from) v.recv_msgs += c;
+  return v;
 }
 
 }  // namespace tessel::testing

@@ -4,8 +4,10 @@
 /// This folder is the only place in tessel that calls MPI.
 #include <mpi.h>
 
+#include <climits>
 #include <cstdint>
 #include <functional>
+#include <exception>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,6 +32,52 @@ void free_window(MPI_Win& win, bool& locked) noexcept;
 
 class RequestSet;
 
+/// Tag of failure notices (below the P2P collectives' range; no other tessel message uses it).
+inline constexpr int kFailureTag = 16383;
+
+/// Not collective. Sends a failure notice to every rank of `c`, the caller included (small
+/// messages that are never received: they mark `c`). Every later tessel wait on `c`, on any
+/// rank, then throws PeerFailure, and Window/SharedWindow/File over `c` skip their collective
+/// free (the handle is leaked rather than hang on a peer that left). Called by RequestSet when a
+/// rank leaves an exchange with requests outstanding. Null `c`: nothing.
+void notify_failure(MPI_Comm c) noexcept;
+/// Not collective. True when a failure notice is pending on `c` (MPI_Iprobe; consumes nothing).
+bool failure_pending(MPI_Comm c) noexcept;
+/// Not collective. Throws PeerFailure when failure_pending(c).
+void throw_if_failed(MPI_Comm c);
+
+/// RAII guard of a section that every rank must complete once it has started (an exchange
+/// after its agreed checks): if this rank leaves the section by an exception, failure notices
+/// go out on the guarded communicators (notify_failure), so peers waiting on it in tessel
+/// throw PeerFailure instead of hanging. Not collective.
+class ExchangeGuard {
+ public:
+  explicit ExchangeGuard(MPI_Comm c) { add(c); }
+  ExchangeGuard(const ExchangeGuard&) = delete;
+  ExchangeGuard& operator=(const ExchangeGuard&) = delete;
+  ~ExchangeGuard();
+  void add(MPI_Comm c) {
+    if (c != MPI_COMM_NULL) comms_.push_back(c);
+  }
+
+ private:
+  int uncaught_ = std::uncaught_exceptions();
+  std::vector<MPI_Comm> comms_;
+};
+
+/// Test-only settings of a communicator, inherited by the Comms duplicated or split from it
+/// (Context::set_testing sets them on a Context's communicator). Every rank must use the same.
+struct TestSettings {
+  /// Most items one MPI call carries: longer point-to-point messages, collectives and one-sided
+  /// operations are sent as several calls of at most this many items (the ledger records the
+  /// same bytes, and one message / call / op per piece, as an MPI profiler would see).
+  /// Production: INT_MAX, the MPI int count limit. Tests lower it to run the pieces path.
+  std::int64_t max_message_items = INT_MAX;
+  /// Called with the name of a point inside an exchange (e.g. "redistribute: posted", after
+  /// the receives are posted and before anything is sent); a test throws from it on one rank.
+  std::function<void(const std::string& point)> at_point;
+};
+
 /// Completion token of one operation posted into a RequestSet: it may consist of many
 /// requests, including requests that continuations post later (a pipelined point-to-point
 /// collective). Copies share the same state. A default-constructed token is done.
@@ -48,6 +96,16 @@ class Pending {
 /// a continuation, run (on the calling thread, inside test/wait) once the request completed;
 /// it receives the set and may post further requests into it. Waits for all of them (and
 /// runs all continuations) on destruction. Not thread safe.
+///
+/// Failure safety: the set remembers the communicators it posted on (watch()). When a wait
+/// starts and while nothing completes, it checks them for failure notices and throws
+/// PeerFailure when one is pending. Destroyed during stack unwinding (or when its last wait threw) with requests
+/// outstanding, it does not wait for them: it sends a failure notice on every watched
+/// communicator (notify_failure), cancels its receives, gives the rest one second to complete
+/// and leaves what still remains to MPI (a send no peer will receive, a collective). So a rank
+/// that leaves an exchange with an error ends the waits of its peers within seconds instead
+/// of hanging them; peers that had already finished fail at their next wait on that
+/// communicator.
 class RequestSet {
  public:
   /// What runs when a request completes; may call rs.add(...) to post more.
@@ -62,7 +120,12 @@ class RequestSet {
 
   /// Slot for one request without continuation or token. The pointer is valid until the next
   /// add(), test or wait.
-  MPI_Request* add() { return add_entry(nullptr, Then{}); }
+  MPI_Request* add() { return add_entry(nullptr, Then{}, false); }
+  /// As add(), for a point-to-point receive (cancelled when the set is abandoned).
+  MPI_Request* add_recv() { return add_entry(nullptr, Then{}, true); }
+  /// Remembers `c` (not null) as a communicator this set posts on: waits check it for failure
+  /// notices; an abandoned set notifies it.
+  void watch(MPI_Comm c);
   /// Slot for one request counted in `token`; `then` (may be empty) runs when it completes,
   /// before the token is released, so requests that `then` posts under the same token keep it
   /// open. The pointer is valid until the next add(), test or wait.
@@ -84,10 +147,17 @@ class RequestSet {
   void wait(const Pending& token);
 
  private:
-  MPI_Request* add_entry(std::shared_ptr<std::int64_t> counter, Then then);
+  MPI_Request* add_entry(std::shared_ptr<std::int64_t> counter, Then then, bool recv);
   /// One MPI_Testsome pass; returns the number of requests that completed.
   int progress();
+  /// Nothing completed for a while: sleep briefly, throw PeerFailure on a failure notice.
+  void idle();
+  /// Leaves the outstanding requests (see the class comment). noexcept.
+  void abandon() noexcept;
 
+  int uncaught_ = std::uncaught_exceptions();
+  std::vector<MPI_Comm> comms_;                          // watched communicators
+  std::vector<char> recv_;                               // parallel to reqs_: a p2p receive
   std::vector<MPI_Request> reqs_;
   std::vector<Then> thens_;                              // parallel to reqs_
   std::vector<std::shared_ptr<std::int64_t>> tokens_;   // parallel to reqs_ (may be null)
@@ -105,7 +175,8 @@ class Comm {
   Comm& operator=(const Comm&) = delete;
   ~Comm();
 
-  /// Collective: an owned duplicate recording into the same ledger.
+  /// Collective: an owned duplicate recording into the same ledger (and the same test
+  /// settings; so do split() and split_shared()).
   Comm dup() const;
   /// Collective: MPI_Comm_split; color < 0 gives a null Comm (is_null()).
   Comm split(int color, int key) const;
@@ -124,9 +195,21 @@ class Comm {
   int rank() const { return rank_; }
   int size() const { return size_; }
   CommLedger* ledger() const { return ledger_; }
+  /// Not collective, for tests only (see TestSettings).
+  void set_testing(TestSettings s) { testing_ = std::make_shared<const TestSettings>(std::move(s)); }
+  /// Most items one MPI call carries (INT_MAX unless lowered by TestSettings).
+  std::int64_t max_message_items() const {
+    return testing_ ? testing_->max_message_items : std::int64_t{INT_MAX};
+  }
+  /// Calls TestSettings::at_point(point) when set (tests inject failures there).
+  void test_point(const char* point) const {
+    if (testing_ && testing_->at_point) testing_->at_point(point);
+  }
 
   // ---- point-to-point (recorded as p2p) ----
-  /// Not collective. Posts a send of `count` items; completes in `rs`.
+  /// Not collective. Posts a send of `count` items (any count >= 0: above
+  /// max_message_items() it goes as several messages, received by the matching irecv);
+  /// completes in `rs`.
   template <class T>
   void isend(const T* buf, std::int64_t count, int dest, int tag, RequestSet& rs) const {
     isend_bytes(buf, count, mpi_type<T>(), sizeof(T), dest, tag, rs);
@@ -138,6 +221,10 @@ class Comm {
   }
 
   // ---- collectives (recorded with the payload rule of shared/tools/commcount) ----
+  // Blocking for the caller, but posted nonblocking and waited for by RequestSet's polling
+  // (sleeps when nothing moves, so oversubscribed ranks yield the core under MPICH too; throws
+  // PeerFailure on a failure notice). allreduce and bcast go in pieces of at most
+  // max_message_items() items (one call each in the ledger).
   /// Collective. In-place sum/min/max over all ranks.
   template <class T>
   void allreduce(T* buf, int count, MPI_Op op) const {
@@ -174,6 +261,7 @@ class Comm {
   bool owned_ = false;
   CommLedger* ledger_ = nullptr;
   int rank_ = -1, size_ = 0;
+  std::shared_ptr<const TestSettings> testing_;  // null: production settings
 };
 
 }  // namespace tessel::comm

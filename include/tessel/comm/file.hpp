@@ -7,7 +7,9 @@
 /// collective error agreements (one allreduce per checked step) are recorded as usual.
 #include <mpi.h>
 
+#include <climits>
 #include <cstdint>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -60,7 +62,9 @@ struct MatrixShare {
 /// contiguous blocks of `elem` (`elem_size` bytes; displacements increasing, as MPI-IO
 /// needs). Extent: the whole matrix. Flat on purpose: ROMIO before MPICH 4.1 mis-flattens
 /// nested types built on resized subtypes.
-Datatype share_file_type(const MatrixShare& s, MPI_Datatype elem, std::int64_t elem_size);
+/// Blocks hold at most `max_block` elements (INT_MAX; lower only in tests).
+Datatype share_file_type(const MatrixShare& s, MPI_Datatype elem, std::int64_t elem_size,
+                         std::int64_t max_block = INT_MAX);
 
 /// An open MPI file (closed on destruction), collective over the communicator it was opened
 /// on. Move-only. Every collective member agrees on failure: when it fails on any rank it
@@ -80,6 +84,8 @@ class File {
   File(const File&) = delete;
   File& operator=(const File&) = delete;
   /// Collective: closes the file if still open (errors ignored; use close() to see them).
+  /// Skipped (the handle is leaked) during stack unwinding when a failure notice is pending on
+  /// the communicator (comm::notify_failure): MPI_File_close would wait for a peer that left.
   ~File();
 
   bool is_open() const { return fh_ != MPI_FILE_NULL; }
@@ -120,6 +126,8 @@ class File {
 
   MPI_File fh_ = MPI_FILE_NULL;
   MPI_Comm comm_ = MPI_COMM_NULL;  // borrowed; the Comm given at open must outlive the File
+  std::int64_t max_items_ = INT_MAX;  // most items one MPI-IO call or type block carries
+  int uncaught_ = std::uncaught_exceptions();  // at construction: tells unwinding apart
   CommLedger* ledger_ = nullptr;
   std::string path_;
 };

@@ -21,6 +21,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <vector>
 
 #include "tessel/comm/comm.hpp"
@@ -94,6 +95,8 @@ class SharedWindowBase {
  private:
   void release() noexcept;
   MPI_Win win_ = MPI_WIN_NULL;
+  MPI_Comm comm_ = MPI_COMM_NULL;     // the node communicator (borrowed; see release())
+  int uncaught_ = std::uncaught_exceptions();  // at construction: tells unwinding apart
   std::vector<void*> bases_;          // every node rank's memory, in this process
   std::vector<std::int64_t> sizes_;   // elements exposed by each node rank
   CommLedger* ledger_ = nullptr;
@@ -115,7 +118,9 @@ class SharedWindow : public SharedWindowBase {
   SharedWindow(const Comm& node, std::int64_t count) : SharedWindowBase(node, count, sizeof(T)) {}
   SharedWindow(SharedWindow&&) noexcept = default;
   SharedWindow& operator=(SharedWindow&&) noexcept = default;
-  /// Collective (MPI_Win_free) over the node; closes an open lock_all epoch first.
+  /// Collective (MPI_Win_free) over the node; closes an open lock_all epoch first. Skipped
+  /// (the window is leaked) during stack unwinding when a failure notice is pending on the
+  /// node communicator, which must outlive the window.
   ~SharedWindow() = default;
 
   /// This rank's elements.

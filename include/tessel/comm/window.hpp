@@ -26,7 +26,9 @@
 /// default one-sided component for windows over user memory fails (docs/mpi-environment.md).
 #include <mpi.h>
 
+#include <climits>
 #include <cstdint>
+#include <exception>
 #include <vector>
 
 #include "tessel/comm/comm.hpp"
@@ -96,9 +98,16 @@ class WindowBase {
   /// Checks target, offset and count against the target's size; false for MPI_PROC_NULL.
   bool check_access(const char* call, int target, std::int64_t offset, std::int64_t count) const;
   PhaseCounts* counts() const { return ledger_ ? &ledger_->now() : nullptr; }
+  /// Calls f(first element, elements) for pieces of at most max_items_ (one for count 0);
+  /// returns the number of pieces.
+  template <class F>
+  std::int64_t pieces(std::int64_t count, F&& f) const;
   void release() noexcept;
 
   MPI_Win win_ = MPI_WIN_NULL;
+  MPI_Comm comm_ = MPI_COMM_NULL;  // borrowed: checked for failure notices before the free
+  int uncaught_ = std::uncaught_exceptions();  // at construction: tells unwinding apart
+  std::int64_t max_items_ = INT_MAX;  // most items one MPI call carries (Comm's setting)
   void* base_ = nullptr;
   std::int64_t count_ = 0;
   std::vector<std::int64_t> sizes_;  // elements exposed by each rank
@@ -111,8 +120,12 @@ class WindowBase {
 /// element offsets (displacement unit sizeof(T)). Move-only; moving is not allowed while a
 /// LockAllEpoch refers to the window.
 ///
-/// Argument checks (target rank, offset + count within the target's window, count within the
-/// MPI int limit) are rank-local: the calling rank throws tessel::Error, naming the call and
+/// Operations of more than the Comm's max_message_items() (INT_MAX) elements go as several MPI
+/// calls (one op each in the ledger). The Comm must outlive the window. If a failure notice is
+/// pending on it (comm::notify_failure: a rank left an exchange with an error), the destructor
+/// does not call the collective MPI_Win_free (the window is leaked rather than hang).
+///
+/// Argument checks (target rank, offset + count within the target's window) are rank-local: the calling rank throws tessel::Error, naming the call and
 /// the values, before anything is posted. Use Context::agree() when all ranks must fail
 /// together.
 template <class T>

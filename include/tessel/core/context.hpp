@@ -26,11 +26,16 @@ class Context {
   int rank() const { return comm_.rank(); }
   int size() const { return comm_.size(); }
   CommLedger& ledger() { return *ledger_; }
+  /// Not collective, for tests only: test settings of this Context's communicator and of the
+  /// communicators made from it afterwards (comm::TestSettings). Set the same on every rank.
+  void set_testing(comm::TestSettings s);
   const CommLedger& ledger() const { return *ledger_; }
 
-  /// Collective. Runs `check` on every rank; if it throws a tessel::Error on any rank, every
-  /// rank throws an error of the same kind with that rank's message (the lowest failing
-  /// rank's). One allreduce when all succeed, so no rank waits forever on a peer that failed.
+  /// Collective. Runs `check` on every rank; if it throws on any rank, every rank throws the
+  /// same error: a tessel::Error of the same kind with the lowest failing rank's message, or,
+  /// for any other exception (std::bad_alloc, a user callback's), a tessel::Error whose
+  /// message names that rank and the original what(). One allreduce when all succeed, so no
+  /// rank waits forever on a peer that failed.
   void agree(const std::function<void()>& check) const;
 
  private:

@@ -23,6 +23,9 @@ class GridError : public Error { using Error::Error; };
 class InputError : public Error { using Error::Error; };
 /// An MPI call failed.
 class MpiError : public Error { using Error::Error; };
+/// Another rank left an exchange with an error (its own error says why): this rank saw its
+/// failure notice while waiting. The communicator (Context) is unusable afterwards.
+class PeerFailure : public Error { using Error::Error; };
 
 namespace detail {
 template <class... Args>

@@ -2,6 +2,12 @@
 /// @file dist_matrix.hpp
 /// DistMatrix<T>: a distributed dense matrix — a Layout plus this rank's column-major local
 /// block, owned or viewed (e.g. existing ScaLAPACK storage, without a copy).
+///
+/// Value semantics: copying an owning matrix copies its local block (the copy owns new
+/// storage; writing to one never changes the other, and the copy outlives the original).
+/// Copying a view gives another view of the same storage (a view is a reference to storage
+/// the caller owns; use clone() for an owning copy of a view). Moving transfers the storage
+/// and leaves the source empty. None of these is collective.
 #include <complex>
 #include <cstdint>
 #include <vector>
@@ -21,6 +27,14 @@ class DistMatrix {
   /// Not collective. A non-owning view of local storage `data` (leading dimension `ld`, at
   /// least the local row count) laid out as `layout`, as seen by rank `rank`.
   static DistMatrix view(layout::Layout layout, int rank, T* data, std::int64_t ld);
+
+  DistMatrix(const DistMatrix& o);
+  DistMatrix& operator=(const DistMatrix& o);
+  DistMatrix(DistMatrix&& o) noexcept;
+  DistMatrix& operator=(DistMatrix&& o) noexcept;
+  ~DistMatrix() = default;
+  /// Not collective. An owning deep copy (also of a view), with ld = max(1, local rows).
+  DistMatrix clone() const;
 
   const layout::Layout& layout() const { return layout_; }
   std::int64_t rows() const { return layout_.rows(); }

@@ -53,6 +53,9 @@ GemmPlan plan_multiply(std::int64_t m, std::int64_t n, std::int64_t k, int p,
 
 /// Collective over ctx. C = alpha op(A) op(B) + beta C for any m, n, k >= 0, any layouts of
 /// A, B, C over ctx's ranks. With beta == 0, C is not read (NaN in C does not propagate).
+/// C may share storage with A or B (the same matrix, or views over one buffer, also in part):
+/// a rank whose local storage of C overlaps that of A (or B) copies A (or B) first, so the
+/// result is that of distinct operands.
 /// Throws (on every rank): DimensionMismatch for inconsistent shapes, LayoutMismatch for
 /// layouts of another communicator size, GridError when memory is too small, InputError for
 /// NaN/Inf when opt.check_finite.

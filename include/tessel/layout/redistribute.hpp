@@ -45,6 +45,9 @@ struct RedistOptions {
 /// RedistOptions): those transfers are no MPI messages and are recorded as shm_bytes /
 /// shm_msgs (one per pair) of the sender, not as p2p; the window's MPI calls are recorded as
 /// what they are (collectives), as shared/tools/commcount counts them.
+/// Before any message, the leading dimensions are checked on every rank (lda >= the local
+/// rows of src, ldb >= those of dst, on ranks that hold elements) and agreed by one allreduce
+/// (recorded as a collective): LayoutMismatch on every rank if one rank's is too small.
 template <class T>
 void redistribute(const comm::Comm& c, const Layout& src, const T* a, std::int64_t lda,
                   const Layout& dst, T* b, std::int64_t ldb, const RedistOptions& opt = {});

@@ -59,7 +59,9 @@ struct PurifyOptions {
   int stall_window = 40;        ///< zero-gap detection window (steps)
   double symmetry_tol = 1e-10;  ///< F must satisfy max|F - F^T| <= symmetry_tol * max|F|
   dense::SscOptions ssc{};      ///< algorithm, n_dup, mesh edge p of SymmSquareCube
-  /// Called after every step on the active ranks (context rank 0 is always one of them).
+  /// Called after every step on the active ranks (context rank 0 is always one of them). If it
+  /// throws on any of them, purify() throws a tessel::Error naming the exception on every
+  /// rank of the context (the call is agreed among the active ranks: one allreduce a step).
   std::function<void(const PurifyStep&)> on_step;
   /// Non-orthogonal path: Newton-Schulz iteration for S^-1/2 stops when ||I - Z Y||_F (Y = S Z
   /// in exact arithmetic) is below max(ns_tol, 10 n eps), at most ns_max_iter steps.

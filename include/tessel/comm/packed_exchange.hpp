@@ -41,6 +41,9 @@ void exchange(const Comm& c, const ExchangeCounts& counts, const T* send, T* rec
   TESSEL_CHECK(counts.send[static_cast<std::size_t>(me)] == counts.recv[static_cast<std::size_t>(me)],
                Error, "exchange: own piece sends ", counts.send[static_cast<std::size_t>(me)],
                " items but receives ", counts.recv[static_cast<std::size_t>(me)]);
+  // Should this rank leave while messages are posted, its peers get a failure notice and throw
+  // instead of waiting for it (comm::ExchangeGuard, as in layout::redistribute).
+  ExchangeGuard guard(c.raw());
   RequestSet rs;
   for (int q = 0; q < p; ++q)
     if (q != me && counts.recv[static_cast<std::size_t>(q)] > 0)

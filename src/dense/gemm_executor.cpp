@@ -171,9 +171,12 @@ void execute_plan(Context& ctx, const GemmPlan& plan, T alpha, Op opa, const Dis
   }
 
   if (c_in_place) return;
+  // R: the product in C's layout. When the plan's C layout already places every element at
+  // C's local offsets, Cp is used as it is (with its own leading dimension: C may be a corner
+  // of a larger caller matrix whose local extents exceed Cp's).
   DistMatrix<T> R;
   if (layout::same_storage(L.c, C.layout())) {
-    R = DistMatrix<T>::view(C.layout(), ctx.rank(), Cp.data(), Cp.ld());
+    R = std::move(Cp);
   } else {
     PhaseScope ph(ctx.ledger(), "redistribute C");
     R = redistribute(ctx, Cp, C.layout());

@@ -27,10 +27,19 @@ Layout::Layout(Partition1D rows, Partition1D cols, std::vector<int> owner, int c
 Layout Layout::block_cyclic(std::int64_t m, std::int64_t n, std::int64_t mb, std::int64_t nb,
                             int nprow, int npcol, int rsrc, int csrc, int comm_size,
                             std::vector<int> grid_rank) {
+  return block_cyclic_inb(m, n, mb, nb, mb, nb, nprow, npcol, rsrc, csrc, comm_size,
+                          std::move(grid_rank));
+}
+
+Layout Layout::block_cyclic_inb(std::int64_t m, std::int64_t n, std::int64_t imb, std::int64_t inb,
+                                std::int64_t mb, std::int64_t nb, int nprow, int npcol, int rsrc,
+                                int csrc, int comm_size, std::vector<int> grid_rank) {
   TESSEL_CHECK(m >= 0, DimensionMismatch, "rows m = ", m, ", expected m >= 0");
   TESSEL_CHECK(n >= 0, DimensionMismatch, "cols n = ", n, ", expected n >= 0");
   TESSEL_CHECK(mb >= 1, LayoutMismatch, "row block size mb = ", mb, ", expected mb >= 1");
   TESSEL_CHECK(nb >= 1, LayoutMismatch, "column block size nb = ", nb, ", expected nb >= 1");
+  TESSEL_CHECK(imb >= 1 && inb >= 1, LayoutMismatch, "first block ", imb, " x ", inb,
+               ", expected sizes >= 1");
   TESSEL_CHECK(nprow >= 1 && npcol >= 1 && static_cast<std::int64_t>(nprow) * npcol <= comm_size,
                GridError, "process grid ", nprow, " x ", npcol, " needs ", nprow * npcol,
                " ranks, the communicator has ", comm_size);
@@ -38,8 +47,8 @@ Layout Layout::block_cyclic(std::int64_t m, std::int64_t n, std::int64_t mb, std
     grid_rank.resize(static_cast<std::size_t>(nprow) * npcol);
     for (std::size_t i = 0; i < grid_rank.size(); ++i) grid_rank[i] = static_cast<int>(i);
   }
-  return Layout(Partition1D::block_cyclic(m, mb, nprow, rsrc),
-                Partition1D::block_cyclic(n, nb, npcol, csrc), std::move(grid_rank), comm_size);
+  return Layout(Partition1D::block_cyclic(m, mb, nprow, rsrc, imb),
+                Partition1D::block_cyclic(n, nb, npcol, csrc, inb), std::move(grid_rank), comm_size);
 }
 
 Layout Layout::on_rank(std::int64_t m, std::int64_t n, int rank, int comm_size) {

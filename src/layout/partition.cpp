@@ -25,19 +25,24 @@ Partition1D::Partition1D(std::int64_t n, int groups, std::vector<Interval> inter
   TESSEL_CHECK(at == n, LayoutMismatch, "partition: intervals cover ", at, " of ", n);
 }
 
-Partition1D Partition1D::block_cyclic(std::int64_t n, std::int64_t nb, int nprocs, int src) {
+Partition1D Partition1D::block_cyclic(std::int64_t n, std::int64_t nb, int nprocs, int src,
+                                      std::int64_t first_nb) {
   TESSEL_CHECK(nb >= 1, LayoutMismatch, "block size nb = ", nb, ", expected nb >= 1");
+  TESSEL_CHECK(first_nb >= 0, LayoutMismatch, "first block size = ", first_nb,
+               ", expected >= 1 (or 0 for nb)");
+  if (first_nb == 0) first_nb = nb;
   TESSEL_CHECK(nprocs >= 1, GridError, "process count = ", nprocs, ", expected >= 1");
   TESSEL_CHECK(src >= 0 && src < nprocs, LayoutMismatch, "source process ", src,
                " outside [0, ", nprocs, ")");
   std::vector<Interval> iv;
   std::vector<std::int64_t> local(static_cast<std::size_t>(nprocs), 0);
   int g = src;
-  for (std::int64_t b = 0; b < n; b += nb) {
-    std::int64_t len = std::min(nb, n - b);
+  for (std::int64_t b = 0; b < n;) {
+    std::int64_t len = std::min(b == 0 ? first_nb : nb, n - b);
     iv.push_back({b, len, g, local[static_cast<std::size_t>(g)]});
     local[static_cast<std::size_t>(g)] += len;
     g = (g + 1) % nprocs;
+    b += len;
   }
   return Partition1D(n, nprocs, std::move(iv));
 }

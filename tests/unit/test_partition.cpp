@@ -17,6 +17,26 @@ TEST(Partition, BlockCyclicMatchesNumroc) {
   EXPECT_EQ(p.intervals()[3].local, 3);
 }
 
+TEST(Partition, FirstBlockOfItsOwnSize) {
+  // ScaLAPACK type-2 descriptor: n = 10, IMB = 2, MB = 3, src = 1 over 2 processes:
+  // [0,2)->1 [2,5)->0 [5,8)->1 [8,10)->0; PB_Cnumroc gives 5 rows to each.
+  auto p = Partition1D::block_cyclic(10, 3, 2, 1, 2);
+  ASSERT_EQ(p.intervals().size(), 4u);
+  EXPECT_EQ(p.intervals()[0].len, 2);
+  EXPECT_EQ(p.intervals()[0].group, 1);
+  EXPECT_EQ(p.intervals()[1].begin, 2);
+  EXPECT_EQ(p.intervals()[1].group, 0);
+  EXPECT_EQ(p.intervals()[2].local, 2);
+  EXPECT_EQ(p.local_extent(0), 5);
+  EXPECT_EQ(p.local_extent(1), 5);
+  // A first block larger than n, and first_nb 0 meaning nb.
+  EXPECT_EQ(Partition1D::block_cyclic(4, 3, 2, 0, 9).intervals().size(), 1u);
+  EXPECT_EQ(Partition1D::block_cyclic(10, 3, 3, 1, 0), Partition1D::block_cyclic(10, 3, 3, 1));
+  EXPECT_EQ(Layout::block_cyclic_inb(7, 9, 2, 4, 3, 5, 2, 2, 1, 0, 4).col_partition().intervals()[0].len, 4);
+  EXPECT_THROW(Partition1D::block_cyclic(10, 3, 2, 0, -1), tessel::LayoutMismatch);
+  EXPECT_THROW(Layout::block_cyclic_inb(4, 4, 0, 1, 2, 2, 1, 1, 0, 0, 1), tessel::LayoutMismatch);
+}
+
 TEST(Partition, SubKeepsLocalOffsets) {
   auto p = Partition1D::block_cyclic(10, 3, 2, 0);  // [0,3)->0 [3,6)->1 [6,9)->0 [9,10)->1
   auto s = p.sub(4, 5);                             // global [4,9)

@@ -26,6 +26,11 @@ class Layout {
   static Layout block_cyclic(std::int64_t m, std::int64_t n, std::int64_t mb, std::int64_t nb,
                              int nprow, int npcol, int rsrc, int csrc, int comm_size,
                              std::vector<int> grid_rank = {});
+  /// ScaLAPACK's BLOCK_CYCLIC_2D_INB (descriptor type 2): as block_cyclic, with a first block
+  /// of imb x inb (the following blocks mb x nb).
+  static Layout block_cyclic_inb(std::int64_t m, std::int64_t n, std::int64_t imb, std::int64_t inb,
+                                 std::int64_t mb, std::int64_t nb, int nprow, int npcol, int rsrc,
+                                 int csrc, int comm_size, std::vector<int> grid_rank = {});
   /// The whole matrix on one rank.
   static Layout on_rank(std::int64_t m, std::int64_t n, int rank, int comm_size);
 

@@ -26,7 +26,10 @@ class Partition1D {
   Partition1D(std::int64_t n, int groups, std::vector<Interval> intervals);
 
   /// ScaLAPACK block-cyclic: blocks of nb, first block on group `src`, groups = nprocs.
-  static Partition1D block_cyclic(std::int64_t n, std::int64_t nb, int nprocs, int src);
+  /// `first_nb` (ScaLAPACK's IMB/INB of a type-2 descriptor) is the size of the first block
+  /// (0: nb); the blocks after it have nb.
+  static Partition1D block_cyclic(std::int64_t n, std::int64_t nb, int nprocs, int src,
+                                  std::int64_t first_nb = 0);
   /// Contiguous pieces of the given sizes; piece i is group i, stored from local index 0.
   static Partition1D blocks(const std::vector<std::int64_t>& sizes);
   /// `parts` near-equal contiguous pieces of [0, n) (the first n % parts one longer).

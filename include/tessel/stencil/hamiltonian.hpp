@@ -58,6 +58,8 @@ class Hamiltonian {
   /// Traffic is recorded in the ledger phase "stencil/halo".
   void apply(const double* x, double* y, int width);
   const HaloPlan& plan() const { return plan_; }
+  /// V at this rank's points.
+  const std::vector<double>& potential() const { return v_; }
   const HamiltonianOptions& options() const { return opt_; }
   void set_overlap(bool on) { opt_.overlap = on; }
   const ApplyTimes& times() const { return times_; }

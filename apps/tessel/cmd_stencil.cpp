@@ -28,7 +28,8 @@ struct StencilArgs {
   std::string xyz, xyz_units = "angstrom", potential, exchange = "neighbor", overlap = "on",
                    partitioner = "metis", json;
   double radius = 0, box = 0, spacing = 0.5, omega = 1.0, softening = 1.0, tol = 1e-6, dt = 0.02;
-  int order = 4, states = 10, max_iter = 300, degree = 0, propagate = 0, repeat = 5;
+  int order = 4, states = 10, max_iter = 300, degree = 0, propagate = 0, repeat = 5, batch = 0, test_every = 2048;
+  bool apply_only = false;
   CLI::App* app = nullptr;
 };
 
@@ -109,6 +110,10 @@ int run_stencil(const StencilArgs& a) {
   TESSEL_CHECK(a.propagate >= 0, InputError, "--propagate ", a.propagate, ": expected >= 0 steps");
   TESSEL_CHECK(a.dt > 0 && std::isfinite(a.dt), InputError, "--dt ", a.dt, ": expected > 0");
   TESSEL_CHECK(a.repeat >= 1, InputError, "--repeat ", a.repeat, ": expected >= 1");
+  TESSEL_CHECK(a.batch >= 0, InputError, "--batch ", a.batch, ": expected >= 1 vectors (0: the solver's block)");
+  TESSEL_CHECK(a.test_every >= 1, InputError, "--test-every ", a.test_every, ": expected >= 1 points");
+  TESSEL_CHECK(!a.apply_only || a.propagate == 0, InputError, "--propagate ", a.propagate,
+               ": needs the eigenstates, which --apply-only skips");
   TESSEL_CHECK(a.omega > 0 && std::isfinite(a.omega), InputError, "--omega ", a.omega, ": expected > 0");
   TESSEL_CHECK(strategy != comm::ExchangeStrategy::Persistent || comm::have_persistent_neighbor(), InputError,
                "--exchange persistent: this MPI has no MPI_Neighbor_alltoallv_init (MPI-4; Open MPI 4.1 is "
@@ -146,10 +151,10 @@ int run_stencil(const StencilArgs& a) {
     }
   }();
   if (have_box) source = "box";
-  const auto owner = stencil::partition_mesh(mesh, P, part, a.order);
+  const auto owner = stencil::partition_mesh(ctx, mesh, part, a.order);  // on rank 0, broadcast
   const stencil::HaloPlan plan = stencil::make_halo_plan(mesh, owner, P, a.order, me);
   auto v = stencil::potential_values(mesh, plan, pot, a.omega, atoms, a.softening);
-  stencil::HamiltonianOptions hopt{strategy, a.overlap == "on"};
+  stencil::HamiltonianOptions hopt{strategy, a.overlap == "on", a.test_every};
   stencil::Hamiltonian h(ctx, plan, std::move(v), mesh.spacing(), hopt);
 
   // ---- partition report (each rank its own numbers, gathered)
@@ -190,7 +195,9 @@ int run_stencil(const StencilArgs& a) {
   ctx.ledger().reset();
   ctx.comm().barrier();
   const double t0 = MPI_Wtime();
-  auto res = solvers::chfsi(ctx, h, mesh.size(), mesh.spacing(), eo);
+  solvers::EigenResult res;
+  if (!a.apply_only) res = solvers::chfsi(ctx, h, mesh.size(), mesh.spacing(), eo);
+  else res.block = a.batch > 0 ? a.batch : a.states;
   const double solve_s = ctx.comm().allreduce_value(MPI_Wtime() - t0, MPI_MAX);
   const auto solve_times = h.times();
   const auto halo = ctx.ledger().total("stencil/halo");
@@ -201,10 +208,12 @@ int run_stencil(const StencilArgs& a) {
 
   // ---- hidden exchange: the same batch applied in the plain and the overlapped order,
   // alternating, `repeat` times each; hidden = 1 - exposed(overlapped) / exposed(plain).
-  const int k = res.block;
+  const int k = a.batch > 0 ? a.batch : res.block;
   std::vector<double> x(static_cast<std::size_t>(plan.local_size() * k), 0.0), y(x.size());
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.001 * static_cast<double>(i + 1));
   std::vector<double> ex_plain, ex_over, tot_plain, tot_over;
+  h.apply(x.data(), y.data(), k);  // builds the executor of this width (untimed)
+  ctx.ledger().reset();
   for (int r = 0; r < a.repeat; ++r)
     for (bool on : {false, true}) {
       h.set_overlap(on);
@@ -217,6 +226,10 @@ int run_stencil(const StencilArgs& a) {
       (on ? tot_over : tot_plain).push_back(t);
     }
   h.set_overlap(a.overlap == "on");
+  const auto per_apply = ctx.ledger().total("stencil/halo");
+  const Stat st_apply_bytes =
+      over_ranks(ctx, static_cast<double>(per_apply.coll_bytes + per_apply.p2p_sent_bytes + per_apply.p2p_recv_bytes) /
+                          (2.0 * a.repeat));
   const double m_plain = median(ex_plain), m_over = median(ex_over);
   const double hidden = m_plain > 0 ? std::max(0.0, 1 - m_over / m_plain) : 0.0;
 
@@ -235,7 +248,7 @@ int run_stencil(const StencilArgs& a) {
   }
 
   const auto ref = analytic(pot, a.omega, have_box ? a.box : 0, a.states);
-  if (root) {
+  if (root && !a.apply_only) {
     std::cout << fmt::format("{} after {} iterations (block {}, Chebyshev degree {}, spectrum bounds [{:.4g}, {:.4g}] Eh by "
                              "Lanczos), {:.3f} s, {} vector applications of H\n",
                              res.converged ? "converged" : "NOT converged (--max-iter reached)", res.iterations, res.block,
@@ -247,18 +260,23 @@ int run_stencil(const StencilArgs& a) {
       if (I < ref.size()) std::cout << fmt::format("  {:13.8f}  {:+.3e}", ref[I], res.values[I] - ref[I]);
       std::cout << "\n";
     }
-    std::cout << fmt::format("exchange during the solve: {:.3f} s exposed per rank (max; {:.1f}% of the solve), {} "
+  }
+  if (root) {
+    if (!a.apply_only)
+      std::cout << fmt::format("exchange during the solve: {:.3f} s exposed per rank (max; {:.1f}% of the solve), {} "
                              "applies\n",
-                             st_ex.max, 100 * st_ex.max / std::max(solve_s, 1e-300), solve_times.applies)
-              << fmt::format("overlap: exchange of a batch of {} vectors {:.3f} ms in the plain order, {:.3f} ms exposed in "
+                             st_ex.max, 100 * st_ex.max / std::max(solve_s, 1e-300), solve_times.applies);
+    std::cout << fmt::format("overlap: exchange of a batch of {} vectors {:.3f} ms in the plain order, {:.3f} ms exposed in "
                              "the overlapped order: {:.0f}% hidden (median of {}; apply {:.3f} / {:.3f} ms)\n",
                              k, 1e3 * m_plain, 1e3 * m_over, 100 * hidden, a.repeat, 1e3 * median(tot_plain),
                              1e3 * median(tot_over))
-              << fmt::format("halo bytes per rank during the solve: {}; halo messages per rank per apply: {}; "
-                             "neighbours per rank: {}\n",
-                             fmt_stat(st_halo_bytes, "{:.3g}"), fmt_stat(st_msgs, "{:.1f}"), fmt_stat(st_nbrs, "{:.1f}"))
-              << fmt::format("other collective bytes per rank (allreduce of Gram matrices, norms): {}\n",
-                             fmt_stat(st_other_bytes, "{:.3g}"));
+              << fmt::format("halo bytes per rank per apply of the batch (sent + received): {}; during the solve: {}; halo "
+                             "messages per rank per apply: {}; neighbours per rank: {}\n",
+                             fmt_stat(st_apply_bytes, "{:.4g}"), fmt_stat(st_halo_bytes, "{:.3g}"), fmt_stat(st_msgs, "{:.1f}"), fmt_stat(st_nbrs, "{:.1f}"))
+              ;
+    if (!a.apply_only)
+      std::cout << fmt::format("other collective bytes per rank in the solve (allreduce of Gram matrices, norms): {}\n",
+                               fmt_stat(st_other_bytes, "{:.3g}"));
     if (a.propagate > 0)
       std::cout << fmt::format("propagation: {} steps of dt = {} (4th-order Taylor), {:.3f} s; max |norm - 1| = {:.2e}\n",
                                a.propagate, a.dt, prop_s, norm_dev);
@@ -286,6 +304,8 @@ int run_stencil(const StencilArgs& a) {
     j["analytic"] = ref;
     j["steps"] = steps;
     j["solve_seconds"] = solve_s;
+    j["apply_only"] = a.apply_only;
+    j["test_every"] = a.test_every;
     j["exchange"] = {{"strategy", comm::to_string(strategy)},
                      {"solve_exposed_seconds_max", st_ex.max},
                      {"batch", k},
@@ -294,13 +314,14 @@ int run_stencil(const StencilArgs& a) {
                      {"apply_plain_seconds", tot_plain},
                      {"apply_overlapped_seconds", tot_over},
                      {"hidden_fraction", hidden},
-                     {"halo_bytes_per_rank", json_stat(st_halo_bytes)},
+                     {"halo_bytes_per_rank_solve", json_stat(st_halo_bytes)},
+                     {"halo_bytes_per_rank_per_apply", json_stat(st_apply_bytes)},
                      {"messages_per_rank", json_stat(st_msgs)},
                      {"neighbors_per_rank", json_stat(st_nbrs)}};
     if (a.propagate > 0) j["propagation"] = {{"steps", a.propagate}, {"dt", a.dt}, {"seconds", prop_s}, {"max_norm_deviation", norm_dev}};
     write_json(ctx, a.json, j);
   }
-  return res.converged ? 0 : 1;
+  return (a.apply_only || res.converged) ? 0 : 1;
 }
 
 }  // namespace
@@ -336,6 +357,11 @@ std::function<int()> add_stencil(CLI::App& app) {
       ->capture_default_str();
   s->add_option("--dt", a->dt, "Time step of --propagate (atomic units)")->capture_default_str();
   s->add_option("--repeat", a->repeat, "Timed applies per order for the hidden-exchange measurement")->capture_default_str();
+  s->add_option("--batch", a->batch, "Vectors per H apply in the hidden-exchange measurement (0: the solver's block)")
+      ->capture_default_str();
+  s->add_option("--test-every", a->test_every, "Overlapped order: inner points between two tests of the exchange")
+      ->capture_default_str();
+  s->add_flag("--apply-only", a->apply_only, "Skip the eigensolver: only the partition and the timed H applies (benchmarks)");
   s->add_option("--json", a->json, "Write the results as JSON");
   s->footer("Exit status 0 when the solver converged, 1 when --max-iter was reached first, 2 on bad input "
             "(printed once as 'tessel: error: ...'; no --json file is left behind). docs/stencil.md has the details.");

@@ -110,4 +110,18 @@ std::vector<int> partition_mesh(const Mesh& mesh, int parts, Partitioner how, in
   return owner;
 }
 
+std::vector<int> partition_mesh(Context& ctx, const Mesh& mesh, Partitioner how, int order) {
+  check_order(order);
+  TESSEL_CHECK(ctx.size() <= mesh.size(), GridError, "more ranks than points: ", ctx.size(),
+               " ranks for a mesh of ", mesh.size(), " points (", mesh.describe(), ")");
+  std::vector<int> owner;
+  ctx.agree([&] {
+    if (ctx.rank() == 0) owner = partition_mesh(mesh, ctx.size(), how, order);
+  });
+  owner.resize(static_cast<std::size_t>(mesh.size()));
+  PhaseScope phase(ctx.ledger(), "stencil/partition");
+  ctx.comm().bcast(owner.data(), static_cast<int>(owner.size()), 0);
+  return owner;
+}
+
 }  // namespace tessel::stencil

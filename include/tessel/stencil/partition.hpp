@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tessel/core/context.hpp"
 #include "tessel/stencil/mesh.hpp"
 
 namespace tessel::stencil {
@@ -31,5 +32,10 @@ void stencil_graph(const Mesh& mesh, int order, std::vector<std::int32_t>& xadj,
 /// longest extent at the point-count quantile that gives each half its share of the parts;
 /// ties broken by global index). Every part is non-empty.
 std::vector<int> partition_mesh(const Mesh& mesh, int parts, Partitioner how, int order);
+
+/// Collective over ctx: partition_mesh(mesh, ctx.size(), how, order) computed on rank 0 and
+/// broadcast (ledger phase "stencil/partition"). Every rank holds the same mesh. Errors (more
+/// ranks than points, a METIS failure) are thrown on every rank.
+std::vector<int> partition_mesh(Context& ctx, const Mesh& mesh, Partitioner how, int order);
 
 }  // namespace tessel::stencil

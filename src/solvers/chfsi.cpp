@@ -117,7 +117,7 @@ Bounds lanczos(Context& ctx, stencil::Hamiltonian& h, int steps, std::uint64_t s
     b = std::sqrt(dot(w, w));
     beta.push_back(b);
     if (b < 1e-12 * std::abs(a) + 1e-300) break;
-    qprev.swap(q);
+    qprev = q;  // (a copy: GCC 12 misreads a swap here as freeing a non-heap pointer)
     for (std::size_t i = 0; i < w.size(); ++i) q[i] = w[i] / b;
   }
   const int m = static_cast<int>(alpha.size());
@@ -129,7 +129,8 @@ Bounds lanczos(Context& ctx, stencil::Hamiltonian& h, int steps, std::uint64_t s
   auto ev = syev(t, m);
   if (ev.empty()) return {0.0, h.kinetic_bound() + vmax};
   const double gersh = h.kinetic_bound() + vmax;
-  return {ev.front(), std::min(ev.back() + std::abs(beta.back()), gersh)};
+  const double top = ev[ev.size() - 1] + std::abs(beta[beta.size() - 1]);
+  return {ev[0], std::min(top, gersh)};
 }
 
 }  // namespace

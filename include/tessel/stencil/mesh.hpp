@@ -1,0 +1,64 @@
+#pragma once
+/// @file mesh.hpp
+/// The real-space mesh of seed 002 (Octopus): a regular grid of spacing h, clipped to a union
+/// of spheres of radius r around the atoms of an .xyz file (Octopus's "minimum" box), or a
+/// whole cubic box. Pure data: every rank builds the same Mesh from the same input, with no
+/// communication, and the global numbering of the points is the lexicographic order of their
+/// grid coordinates (x slowest, z fastest).
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tessel::stencil {
+
+/// One atom of an .xyz file (coordinates in bohr).
+struct Atom {
+  std::string symbol;
+  double x = 0, y = 0, z = 0;
+};
+
+/// Not collective (reads the file on the calling rank). Reads an .xyz file: a count line, a
+/// comment line, then `count` lines "symbol x y z" (further columns ignored). Coordinates are
+/// taken as given (tessel's unit is bohr; the command converts Angstrom). Throws InputError
+/// naming the file and the line when it cannot be opened, the count is not a non-negative
+/// integer, or a line is missing or malformed.
+std::vector<Atom> read_xyz(const std::string& path);
+
+/// Pure. The widest stencil radius a Mesh pads for (order 12: radius 6).
+constexpr int kMaxStencilRadius = 6;
+
+class Mesh {
+ public:
+  /// Pure. A cube [-L/2, L/2]^3 with Dirichlet walls (the wave function is 0 on and beyond
+  /// them): the interior points x = -L/2 + i h, i = 1 .. n-1, n = round(L/h). Throws InputError
+  /// for h <= 0, L <= 0, non-finite values, or L/h not within 1e-9 of an integer >= 2.
+  static Mesh box(double length, double spacing);
+  /// Pure. The points i h (i integer, per axis) within distance `radius` of some atom. Throws
+  /// InputError for h <= 0, radius <= 0 (an empty mesh), non-finite values, and for an
+  /// empty mesh (no atoms, or a radius too small to contain a grid point).
+  static Mesh spheres(const std::vector<Atom>& atoms, double radius, double spacing);
+
+  double spacing() const { return h_; }
+  std::int64_t size() const { return static_cast<std::int64_t>(coords_.size()); }
+  /// Grid coordinates (integers; position = origin + coords * h) of global point g.
+  const std::array<int, 3>& coords(std::int64_t g) const { return coords_[static_cast<std::size_t>(g)]; }
+  /// Position of global point g.
+  std::array<double, 3> position(std::int64_t g) const;
+  /// Global index of the point at grid coordinates (i, j, k), or -1 when that point is not in
+  /// the mesh (outside the box or the spheres; any coordinates are allowed).
+  std::int64_t find(int i, int j, int k) const;
+  /// One line: "box L = 10 bohr, h = 0.5: 6859 points" or "3 spheres r = ..".
+  const std::string& describe() const { return desc_; }
+
+ private:
+  void index_points();
+  double h_ = 0;
+  std::array<double, 3> origin_{};      // position of grid coordinate (0, 0, 0)
+  std::array<int, 3> lo_{}, n_{};       // padded lookup box: coordinates lo .. lo + n - 1
+  std::vector<std::array<int, 3>> coords_;
+  std::vector<std::int32_t> lookup_;    // padded box -> global index or -1
+  std::string desc_;
+};
+
+}  // namespace tessel::stencil

@@ -1,0 +1,269 @@
+// Chebyshev-filtered subspace iteration: Lanczos bounds -> random block -> orth -> RR ->
+// (filter -> orth -> RR -> residuals)* . Communication: H applies (halo exchange), one
+// allreduce per Gram matrix, one per residual check; every dense step is a local BLAS/LAPACK
+// call on this rank's rows or on the small k x k problem (identical on every rank).
+#include "tessel/solvers/chfsi.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "small_lapack.hpp"
+
+namespace tessel::solvers {
+namespace {
+
+double hashed_unit(std::uint64_t seed, std::int64_t g, int col) {
+  std::uint64_t z = seed * 0x9E3779B97F4A7C15ULL + static_cast<std::uint64_t>(g) * 0xBF58476D1CE4E5B9ULL +
+                    static_cast<std::uint64_t>(col) * 0x94D049BB133111EBULL;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  z ^= z >> 31;
+  return static_cast<double>(z >> 11) * (2.0 / 9007199254740992.0) - 1.0;
+}
+
+// S (k x k) = X^T Y summed over ranks: X, Y are n x k item-major = k x n column-major.
+std::vector<double> gram(const Context& ctx, const double* x, const double* y, int n, int k) {
+  std::vector<double> s(static_cast<std::size_t>(k) * static_cast<std::size_t>(k), 0.0);
+  const double one = 1, zero = 0;
+  if (n > 0) dgemm_("N", "T", &k, &k, &n, &one, x, &k, y, &k, &zero, s.data(), &k);
+  ctx.comm().allreduce(s.data(), k * k, MPI_SUM);
+  return s;
+}
+
+// X (n x k) <- X M for a k x k column-major M: as k x n column-major, X^T <- M^T X^T.
+void right_multiply(std::vector<double>& x, const std::vector<double>& m, int n, int k, std::vector<double>& tmp) {
+  tmp.resize(x.size());
+  const double one = 1, zero = 0;
+  if (n > 0) dgemm_("T", "N", &k, &n, &k, &one, m.data(), &k, x.data(), &k, &zero, tmp.data(), &k);
+  x.swap(tmp);
+}
+
+// One Cholesky QR pass with unit-column scaling; a tiny shift when S is numerically singular.
+void chol_qr_pass(const Context& ctx, std::vector<double>& x, int n, int k) {
+  std::vector<double> s = gram(ctx, x.data(), x.data(), n, k);
+  std::vector<double> d(static_cast<std::size_t>(k));
+  for (int j = 0; j < k; ++j) {
+    const double sjj = s[static_cast<std::size_t>(j * k + j)];
+    TESSEL_CHECK(sjj > 0 && std::isfinite(sjj), Error, "chfsi: vector ", j, " has norm^2 ", sjj,
+                 " (the block lost rank; try more states or a smaller degree)");
+    d[static_cast<std::size_t>(j)] = 1.0 / std::sqrt(sjj);
+  }
+  for (int i = 0; i < k; ++i)
+    for (int j = 0; j < k; ++j) s[static_cast<std::size_t>(j * k + i)] *= d[static_cast<std::size_t>(i)] * d[static_cast<std::size_t>(j)];
+  std::vector<double> r = s;
+  int info = 0;
+  dpotrf_("U", &k, r.data(), &k, &info);
+  for (double shift = 1e-14; info != 0 && shift < 1e-2; shift *= 100) {
+    r = s;
+    for (int j = 0; j < k; ++j) r[static_cast<std::size_t>(j * k + j)] += shift;
+    dpotrf_("U", &k, r.data(), &k, &info);
+  }
+  TESSEL_CHECK(info == 0, Error, "chfsi: Cholesky QR failed (dpotrf info ", info, ")");
+  for (std::size_t p = 0; p < static_cast<std::size_t>(n); ++p)
+    for (std::size_t j = 0; j < static_cast<std::size_t>(k); ++j) x[p * static_cast<std::size_t>(k) + j] *= d[j];
+  const double one = 1;
+  if (n > 0) dtrsm_("L", "U", "T", "N", &k, &n, &one, r.data(), &k, x.data(), &k);
+}
+
+void orthonormalize(const Context& ctx, std::vector<double>& x, int n, int k) {
+  chol_qr_pass(ctx, x, n, k);
+  chol_qr_pass(ctx, x, n, k);
+}
+
+// Eigen-decomposition of a symmetric k x k matrix (in place: eigenvectors), ascending values.
+std::vector<double> syev(std::vector<double>& a, int k) {
+  for (int i = 0; i < k; ++i)
+    for (int j = 0; j < i; ++j) {
+      const double m = 0.5 * (a[static_cast<std::size_t>(j * k + i)] + a[static_cast<std::size_t>(i * k + j)]);
+      a[static_cast<std::size_t>(j * k + i)] = a[static_cast<std::size_t>(i * k + j)] = m;
+    }
+  std::vector<double> w(static_cast<std::size_t>(k));
+  int lwork = -1, info = 0;
+  double q = 0;
+  dsyev_("V", "U", &k, a.data(), &k, w.data(), &q, &lwork, &info);
+  lwork = static_cast<int>(q);
+  std::vector<double> work(static_cast<std::size_t>(std::max(1, lwork)));
+  dsyev_("V", "U", &k, a.data(), &k, w.data(), work.data(), &lwork, &info);
+  TESSEL_CHECK(info == 0, Error, "chfsi: dsyev failed (info ", info, ")");
+  return w;
+}
+
+struct Bounds {
+  double lower, upper;
+};
+
+// Lanczos on one hashed start vector: the extreme Ritz values; upper + |beta_last| bounds the
+// spectrum from above (capped by the Gershgorin bound of H).
+Bounds lanczos(Context& ctx, stencil::Hamiltonian& h, int steps, std::uint64_t seed, double vmax) {
+  const auto& pts = h.plan().points;
+  const int n = static_cast<int>(pts.size());
+  std::vector<double> q(static_cast<std::size_t>(n)), qprev(q.size(), 0.0), w(q.size());
+  for (int i = 0; i < n; ++i) q[static_cast<std::size_t>(i)] = hashed_unit(seed + 1, pts[static_cast<std::size_t>(i)], 0);
+  auto dot = [&](const std::vector<double>& a, const std::vector<double>& b) {
+    double s = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+    return ctx.comm().allreduce_value(s, MPI_SUM);
+  };
+  double nq = std::sqrt(dot(q, q));
+  for (auto& v : q) v /= nq;
+  std::vector<double> alpha, beta;
+  double b = 0;
+  for (int j = 0; j < steps; ++j) {
+    h.apply(q.data(), w.data(), 1);
+    for (std::size_t i = 0; i < w.size(); ++i) w[i] -= b * qprev[i];
+    const double a = dot(q, w);
+    for (std::size_t i = 0; i < w.size(); ++i) w[i] -= a * q[i];
+    alpha.push_back(a);
+    b = std::sqrt(dot(w, w));
+    beta.push_back(b);
+    if (b < 1e-12 * std::abs(a) + 1e-300) break;
+    qprev = q;  // (a copy: GCC 12 misreads a swap here as freeing a non-heap pointer)
+    for (std::size_t i = 0; i < w.size(); ++i) q[i] = w[i] / b;
+  }
+  const int m = static_cast<int>(alpha.size());
+  std::vector<double> t(static_cast<std::size_t>(m * m), 0.0);
+  for (int i = 0; i < m; ++i) {
+    t[static_cast<std::size_t>(i * m + i)] = alpha[static_cast<std::size_t>(i)];
+    if (i + 1 < m) t[static_cast<std::size_t>(i * m + i + 1)] = t[static_cast<std::size_t>((i + 1) * m + i)] = beta[static_cast<std::size_t>(i)];
+  }
+  auto ev = syev(t, m);
+  if (ev.empty()) return {0.0, h.kinetic_bound() + vmax};
+  const double gersh = h.kinetic_bound() + vmax;
+  const double top = ev[ev.size() - 1] + std::abs(beta[beta.size() - 1]);
+  return {ev[0], std::min(top, gersh)};
+}
+
+}  // namespace
+
+std::vector<double> column_norms2(const Context& ctx, const std::vector<double>& x, std::int64_t n, int width) {
+  std::vector<double> s(static_cast<std::size_t>(width), 0.0);
+  for (std::int64_t p = 0; p < n; ++p)
+    for (int j = 0; j < width; ++j) {
+      const double v = x[static_cast<std::size_t>(p * width + j)];
+      s[static_cast<std::size_t>(j)] += v * v;
+    }
+  ctx.comm().allreduce(s.data(), width, MPI_SUM);
+  return s;
+}
+
+EigenResult chfsi(Context& ctx, stencil::Hamiltonian& h, std::int64_t mesh_points, double spacing,
+                  const EigenOptions& opt) {
+  const int extra = opt.extra >= 0 ? opt.extra : std::max(4, opt.states / 4);
+  const std::int64_t kk = static_cast<std::int64_t>(opt.states) + extra;
+  TESSEL_CHECK(opt.states >= 1, InputError, "states ", opt.states, ": expected >= 1");
+  TESSEL_CHECK(kk <= mesh_points, InputError, "states ", opt.states, " (+ ", extra,
+               " guard vectors): more than the ", mesh_points, " points of the mesh");
+  TESSEL_CHECK(opt.tol > 0 && std::isfinite(opt.tol), InputError, "tolerance ", opt.tol, ": expected > 0");
+  TESSEL_CHECK(opt.lanczos_steps >= 1, InputError, "lanczos_steps ", opt.lanczos_steps, ": expected >= 1");
+  TESSEL_CHECK(opt.max_iter >= 1, InputError, "max_iter ", opt.max_iter, ": expected >= 1");
+  TESSEL_CHECK(opt.degree >= 0 && opt.degree <= 1000, InputError, "degree ", opt.degree,
+               ": expected 0 (automatic) .. 1000");
+  const int k = static_cast<int>(kk);
+  const auto& pts = h.plan().points;
+  const int n = static_cast<int>(pts.size());
+  const std::size_t N = static_cast<std::size_t>(n) * static_cast<std::size_t>(k);
+
+  EigenResult res;
+  res.block = k;
+  res.degree = opt.degree > 0 ? opt.degree : std::clamp(static_cast<int>(std::ceil(6.0 / spacing)), 8, 40);
+  double vmax = 0;  // |V| bound for the Gershgorin cap of the spectrum
+  for (double v : h.potential()) vmax = std::max(vmax, std::abs(v));
+  vmax = ctx.comm().allreduce_value(vmax, MPI_MAX);
+  const Bounds bd = lanczos(ctx, h, opt.lanczos_steps, opt.seed, vmax);
+  res.lower = bd.lower;
+  res.upper = bd.upper;
+  res.applies += opt.lanczos_steps;
+
+  std::vector<double> x(N), hx(N), y(N), ynew(N), hy(N), tmp;
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < k; ++j)
+      x[static_cast<std::size_t>(i) * static_cast<std::size_t>(k) + static_cast<std::size_t>(j)] =
+          hashed_unit(opt.seed, pts[static_cast<std::size_t>(i)], j);
+
+  std::vector<double> theta;
+  auto rayleigh_ritz = [&](std::vector<double>& v) {
+    orthonormalize(ctx, v, n, k);
+    h.apply(v.data(), hx.data(), k);
+    res.applies += k;
+    std::vector<double> g = gram(ctx, v.data(), hx.data(), n, k);
+    theta = syev(g, k);
+    right_multiply(v, g, n, k, tmp);
+    right_multiply(hx, g, n, k, tmp);
+    x.swap(v);
+  };
+  rayleigh_ritz(x);
+
+  for (int it = 1; it <= opt.max_iter; ++it) {
+    const double t0 = MPI_Wtime();
+    // Filter: damp [a, b], a = the block's largest Ritz value, scaled at a0 = the lowest.
+    const double a = theta.back(), b = bd.upper;
+    if (a < b) {
+      const double e = (b - a) / 2, c = (b + a) / 2;
+      const double a0 = std::min(theta.front(), a - 1e-3 * (b - a));
+      double sigma = e / (a0 - c);
+      const double tau = 2 / sigma;
+      // y = (H x - c x) sigma / e; H x is hx from the Rayleigh-Ritz step.
+      for (std::size_t i = 0; i < N; ++i) y[i] = (hx[i] - c * x[i]) * (sigma / e);
+      for (int d = 2; d <= res.degree; ++d) {
+        const double sn = 1 / (tau - sigma);
+        h.apply(y.data(), hy.data(), k);
+        res.applies += k;
+        for (std::size_t i = 0; i < N; ++i) ynew[i] = (hy[i] - c * y[i]) * (2 * sn / e) - sigma * sn * x[i];
+        x.swap(y);
+        y.swap(ynew);
+        sigma = sn;
+      }
+    } else {
+      y = x;
+    }
+    rayleigh_ritz(y);
+
+    // Residuals of the wanted states.
+    std::vector<double> r2(static_cast<std::size_t>(opt.states), 0.0);
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < opt.states; ++j) {
+        const std::size_t p = static_cast<std::size_t>(i) * static_cast<std::size_t>(k) + static_cast<std::size_t>(j);
+        const double rr = hx[p] - theta[static_cast<std::size_t>(j)] * x[p];
+        r2[static_cast<std::size_t>(j)] += rr * rr;
+      }
+    ctx.comm().allreduce(r2.data(), opt.states, MPI_SUM);
+    double worst = 0;
+    res.residuals.assign(static_cast<std::size_t>(opt.states), 0.0);
+    for (int j = 0; j < opt.states; ++j) {
+      res.residuals[static_cast<std::size_t>(j)] = std::sqrt(r2[static_cast<std::size_t>(j)]);
+      worst = std::max(worst, res.residuals[static_cast<std::size_t>(j)]);
+    }
+    res.iterations = it;
+    if (opt.on_step) opt.on_step(EigenStep{it, worst, MPI_Wtime() - t0});
+    if (worst <= opt.tol) {
+      res.converged = true;
+      break;
+    }
+  }
+  res.values.assign(theta.begin(), theta.begin() + opt.states);
+  res.vectors.resize(static_cast<std::size_t>(n) * static_cast<std::size_t>(opt.states));
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < opt.states; ++j)
+      res.vectors[static_cast<std::size_t>(i * opt.states + j)] = x[static_cast<std::size_t>(i) * static_cast<std::size_t>(k) + static_cast<std::size_t>(j)];
+  return res;
+}
+
+void taylor_step(stencil::Hamiltonian& h, std::vector<double>& psi, int width, double dt) {
+  const int w2 = 2 * width;
+  const std::size_t N = psi.size();
+  TESSEL_CHECK(static_cast<std::int64_t>(N) == h.plan().local_size() * w2, DimensionMismatch, "taylor_step: ",
+               N, " values for ", h.plan().local_size(), " points x ", w2, " real columns");
+  std::vector<double> t = psi, u(N);
+  for (int kterm = 1; kterm <= 4; ++kterm) {
+    h.apply(t.data(), u.data(), w2);
+    const double f = dt / kterm;
+    // t <- (-i dt / k) H t: (re, im) <- (f im(Ht), -f re(Ht)).
+    for (std::size_t p = 0; p < N; p += 2) {
+      t[p] = f * u[p + 1];
+      t[p + 1] = -f * u[p];
+    }
+    for (std::size_t p = 0; p < N; ++p) psi[p] += t[p];
+  }
+}
+
+}  // namespace tessel::solvers

@@ -1,0 +1,176 @@
+// Distributed H phi against an independent serial application on the same mesh (written here
+// from the mesh alone, no plan, no exchange): bit-identical for every exchange strategy, both
+// orders, several batch widths and both partitioners; ranks with no neighbour and graphs
+// with no edge at all; the ledger's halo bytes against the plan's formula.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "tessel/comm/exchange.hpp"
+#include "tessel/core/context.hpp"
+#include "tessel/stencil/fd.hpp"
+#include "tessel/stencil/hamiltonian.hpp"
+#include "tessel/stencil/partition.hpp"
+
+using namespace tessel;
+using namespace tessel::stencil;
+
+namespace {
+
+const std::vector<comm::ExchangeStrategy> kStrategies = {
+    comm::ExchangeStrategy::Alltoallv, comm::ExchangeStrategy::Ialltoallv, comm::ExchangeStrategy::Neighbor,
+    comm::ExchangeStrategy::Persistent, comm::ExchangeStrategy::P2P};
+
+double value(std::int64_t g, int b) { return std::sin(0.37 * static_cast<double>(g) + 1.1 * b) + 0.01 * b; }
+
+// Serial H x at every mesh point, the same arithmetic sequence per point as the kernels.
+std::vector<double> serial_apply(const Mesh& m, const std::vector<double>& v, int order, int w) {
+  const int r = order / 2;
+  const auto c = second_derivative_weights(order);
+  const double scale = -0.5 / (m.spacing() * m.spacing());
+  std::vector<double> y(static_cast<std::size_t>(m.size() * w));
+  for (std::int64_t g = 0; g < m.size(); ++g)
+    for (int b = 0; b < w; ++b) {
+      double acc = 3.0 * c[0] * value(g, b);
+      const auto cg = m.coords(g);
+      for (int axis = 0; axis < 3; ++axis)
+        for (int k = -r; k <= r; ++k) {
+          if (k == 0) continue;
+          auto q = cg;
+          q[static_cast<std::size_t>(axis)] += k;
+          const std::int64_t o = m.find(q[0], q[1], q[2]);
+          if (o >= 0) acc += c[static_cast<std::size_t>(std::abs(k))] * value(o, b);
+        }
+      double yy = v[static_cast<std::size_t>(g)] * value(g, b);
+      yy += scale * acc;
+      y[static_cast<std::size_t>(g * w + b)] = yy;
+    }
+  return y;
+}
+
+// Runs every strategy and order on `owner`, comparing bitwise with the serial result.
+void check_all(Context& ctx, const Mesh& m, const std::vector<int>& owner, int order, const std::vector<int>& widths) {
+  const int P = ctx.size(), me = ctx.rank();
+  HaloPlan plan = make_halo_plan(m, owner, P, order, me);
+  std::vector<double> vglob(static_cast<std::size_t>(m.size()));
+  for (std::int64_t g = 0; g < m.size(); ++g) vglob[static_cast<std::size_t>(g)] = 0.3 * std::cos(0.11 * static_cast<double>(g));
+  std::vector<double> vloc;
+  for (auto g : plan.points) vloc.push_back(vglob[static_cast<std::size_t>(g)]);
+  for (int w : widths) {
+    const auto ref = serial_apply(m, vglob, order, w);
+    std::vector<double> x(static_cast<std::size_t>(plan.local_size() * w)), y(x.size());
+    for (std::size_t i = 0; i < plan.points.size(); ++i)
+      for (int b = 0; b < w; ++b) x[i * static_cast<std::size_t>(w) + static_cast<std::size_t>(b)] = value(plan.points[i], b);
+    for (auto s : kStrategies) {
+      if (s == comm::ExchangeStrategy::Persistent && !comm::have_persistent_neighbor()) {
+        Hamiltonian h(ctx, plan, vloc, m.spacing(), {s, true});
+        EXPECT_THROW(h.apply(x.data(), y.data(), w), InputError);  // on every rank, no hang
+        continue;
+      }
+      for (bool overlap : {true, false}) {
+        SCOPED_TRACE(::testing::Message() << comm::to_string(s) << " overlap " << overlap << " width " << w
+                                          << " order " << order << " ranks " << P);
+        HamiltonianOptions opt{s, overlap, 7};
+        Hamiltonian h(ctx, plan, vloc, m.spacing(), opt);
+        ctx.ledger().reset();
+        std::fill(y.begin(), y.end(), -1.0);
+        h.apply(x.data(), y.data(), w);
+        h.apply(x.data(), y.data(), w);  // twice: persistent requests and graphs are reused
+        int bad = 0;
+        for (std::size_t i = 0; i < plan.points.size(); ++i)
+          for (int b = 0; b < w; ++b) {
+            const double got = y[i * static_cast<std::size_t>(w) + static_cast<std::size_t>(b)];
+            const double want = ref[static_cast<std::size_t>(plan.points[i] * w + b)];
+            if (std::memcmp(&got, &want, sizeof(double)) != 0) ++bad;
+          }
+        EXPECT_EQ(bad, 0);
+        // Ledger: two applies, each the plan's items x width doubles.
+        const auto k = ctx.ledger().total("stencil/halo");
+        const std::int64_t bytes = 2 * w * 8 * (plan.exchange.send_items() + plan.exchange.recv_items());
+        if (s == comm::ExchangeStrategy::P2P) {
+          EXPECT_EQ(k.p2p_sent_bytes + k.p2p_recv_bytes, bytes);
+          EXPECT_EQ(k.p2p_sent_msgs, 2 * static_cast<std::int64_t>(plan.exchange.send_peers.size()));
+          EXPECT_EQ(k.coll_calls, 0);
+        } else {
+          EXPECT_EQ(k.coll_bytes, bytes);
+          EXPECT_EQ(k.coll_calls, 2);
+          EXPECT_EQ(k.p2p_sent_msgs, 0);
+        }
+      }
+    }
+  }
+}
+
+std::vector<Atom> molecule() {
+  return {{"C", 0, 0, 0}, {"C", 1.4, 0.3, 0}, {"H", -0.6, 1.1, 0.4}, {"O", 3.9, 0, 0.5}, {"H", 2.5, -1.5, 0}};
+}
+
+}  // namespace
+
+TEST(StencilHamiltonian, BitIdenticalToSerialMetis) {
+  Context ctx(MPI_COMM_WORLD);
+  Mesh m = Mesh::spheres(molecule(), 1.7, 0.45);
+  for (int order : {4, 12}) check_all(ctx, m, partition_mesh(m, ctx.size(), Partitioner::Metis, order), order, {1, 3});
+}
+
+TEST(StencilHamiltonian, BitIdenticalToSerialGeometric) {
+  Context ctx(MPI_COMM_WORLD);
+  Mesh m = Mesh::spheres(molecule(), 1.7, 0.45);
+  check_all(ctx, m, partition_mesh(m, ctx.size(), Partitioner::Geometric, 6), 6, {2, 17});
+}
+
+TEST(StencilHamiltonian, BoxMeshOrder2And8) {
+  Context ctx(MPI_COMM_WORLD);
+  Mesh m = Mesh::box(4.0, 0.5);
+  for (int order : {2, 8}) check_all(ctx, m, partition_mesh(m, ctx.size(), Partitioner::Metis, order), order, {1});
+}
+
+// Rank 0 owns an isolated sphere (degree 0); the other ranks share a second one.
+TEST(StencilHamiltonian, ZeroDegreeRank) {
+  Context ctx(MPI_COMM_WORLD);
+  const int P = ctx.size();
+  Mesh m = Mesh::spheres({{"H", 0, 0, 0}, {"H", 20, 0, 0}}, 1.5, 0.5);
+  std::vector<int> owner(static_cast<std::size_t>(m.size()));
+  std::vector<std::int64_t> far;
+  for (std::int64_t g = 0; g < m.size(); ++g) {
+    if (m.position(g)[0] < 10) owner[static_cast<std::size_t>(g)] = 0;
+    else far.push_back(g);
+  }
+  for (std::size_t i = 0; i < far.size(); ++i)
+    owner[static_cast<std::size_t>(far[i])] = P == 1 ? 0 : 1 + static_cast<int>(i * static_cast<std::size_t>(P - 1) / far.size());
+  HaloPlan plan = make_halo_plan(m, owner, P, 4, ctx.rank());
+  if (ctx.rank() == 0) EXPECT_TRUE(plan.exchange.send_peers.empty() && plan.exchange.recv_peers.empty());
+  check_all(ctx, m, owner, 4, {1, 2});
+}
+
+// Every rank owns a sphere of its own: an exchange graph with no edge at all.
+TEST(StencilHamiltonian, EmptyGraph) {
+  Context ctx(MPI_COMM_WORLD);
+  const int P = ctx.size();
+  std::vector<Atom> atoms;
+  for (int q = 0; q < P; ++q) atoms.push_back({"H", 10.0 * q, 0, 0});
+  Mesh m = Mesh::spheres(atoms, 1.2, 0.5);
+  std::vector<int> owner(static_cast<std::size_t>(m.size()));
+  for (std::int64_t g = 0; g < m.size(); ++g) owner[static_cast<std::size_t>(g)] = static_cast<int>(std::lround(m.position(g)[0] / 10.0));
+  check_all(ctx, m, owner, 6, {3});
+}
+
+TEST(StencilHamiltonian, BadArgumentsThrowOnEveryRank) {
+  Context ctx(MPI_COMM_WORLD);
+  Mesh m = Mesh::box(3.0, 0.5);
+  auto owner = partition_mesh(m, ctx.size(), Partitioner::Geometric, 2);
+  HaloPlan plan = make_halo_plan(m, owner, ctx.size(), 2, ctx.rank());
+  std::vector<double> v(static_cast<std::size_t>(plan.local_size()), 0.0), x(v), y(v);
+  Hamiltonian h(ctx, plan, v, 0.5);
+  EXPECT_THROW(h.apply(x.data(), y.data(), 0), InputError);
+  EXPECT_THROW(Hamiltonian(ctx, plan, std::vector<double>(v.size() + 1), 0.5), DimensionMismatch);
+  // An inconsistent plan on one rank only: every rank throws, none waits.
+  comm::ExchangePlan bad = plan.exchange;
+  if (ctx.rank() == ctx.size() - 1) {
+    bad.send_peers.push_back(ctx.rank());
+    bad.send_counts.push_back(1);
+    bad.send_offsets.push_back(0);
+  }
+  EXPECT_THROW(comm::make_exchanger(ctx.comm(), bad, 1, comm::ExchangeStrategy::Neighbor), Error);
+}

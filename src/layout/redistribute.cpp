@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "tessel/comm/exchange.hpp"
 #include "tessel/comm/shared_window.hpp"
 #include "tessel/core/error.hpp"
 
@@ -149,18 +150,18 @@ void redistribute(const comm::Comm& c, const Layout& src, const T* a, std::int64
     }
   }
 
-  std::vector<std::int64_t> soff(static_cast<std::size_t>(p) + 1, 0), roff(soff);
-  for (int q = 0; q < p; ++q) {
-    const bool msg = q != me && shm[q] < 0;
-    soff[q + 1] = soff[q] + (msg ? scount[q] : 0);
-    roff[q + 1] = roff[q] + (msg ? rcount[q] : 0);
-  }
-  std::vector<T> sbuf(static_cast<std::size_t>(soff[p])), rbuf(static_cast<std::size_t>(roff[p]));
-
-  comm::RequestSet rs;
-  const int tag = 7101;
+  // The pairs that move by message (not this rank, not through the window): one packed
+  // comm::exchange, the same as the block-sparse redistribution's.
+  comm::ExchangeCounts msg{std::vector<std::int64_t>(static_cast<std::size_t>(p), 0),
+                           std::vector<std::int64_t>(static_cast<std::size_t>(p), 0)};
   for (int q = 0; q < p; ++q)
-    if (q != me && shm[q] < 0 && rcount[q] > 0) c.irecv(rbuf.data() + roff[q], rcount[q], q, tag, rs);
+    if (q != me && shm[q] < 0) {
+      msg.send[q] = scount[q];
+      msg.recv[q] = rcount[q];
+    }
+  const auto soff = comm::ExchangeCounts::offsets(msg.send);
+  const auto roff = comm::ExchangeCounts::offsets(msg.recv);
+  std::vector<T> sbuf(static_cast<std::size_t>(soff[p])), rbuf(static_cast<std::size_t>(roff[p]));
 
   // Pack (column segments outer, row segments inner: the receiver unpacks in this order):
   // into b for this rank, into the destination's window part for a same-node peer, into the
@@ -182,15 +183,12 @@ void redistribute(const comm::Comm& c, const Layout& src, const T* a, std::int64
       if (d != me) cur[d] += r.len;
     }
   });
-  for (int q = 0; q < p; ++q) {
-    if (q == me || scount[q] == 0) continue;
-    if (shm[q] >= 0) win.record_transfer(scount[q]);
-    else c.isend(sbuf.data() + soff[q], scount[q], q, tag, rs);
-  }
+  for (int q = 0; q < p; ++q)
+    if (q != me && scount[q] > 0 && shm[q] >= 0) win.record_transfer(scount[q]);
+  comm::exchange(c, msg, sbuf.data(), rbuf.data(), /*tag=*/7101);
   // Unified memory model (MPI-3.1 sec. 11.5.4 / example 11.10): Win_sync + node barrier +
   // Win_sync orders every peer's stores into my part before my loads below.
   if (!win.is_null()) win.publish(node->comm());
-  rs.wait_all();
 
   std::vector<std::int64_t> rcur(roff.begin(), roff.end() - 1);
   std::vector<const T*> orig(static_cast<std::size_t>(p), nullptr);

@@ -172,9 +172,15 @@ void BlockSparseMatrix<T>::sort_local() {
 template <class T>
 void BlockSparseMatrix<T>::finalize() {
   TESSEL_CHECK(ctx_ != nullptr, Error, "finalize: the matrix has no Context (default-constructed)");
+  PhaseScope phase(*ctx_->comm().ledger(), "sparse/finalize");
+  exchange_pending();
+}
+
+template <class T>
+void BlockSparseMatrix<T>::exchange_pending() {
+  TESSEL_CHECK(ctx_ != nullptr, Error, "finalize: the matrix has no Context (default-constructed)");
   const Context& ctx = *ctx_;
   const comm::Comm& c = ctx.comm();
-  PhaseScope phase(*ctx.comm().ledger(), "sparse/finalize");
   try {
     ctx.agree([&] { TESSEL_CHECK(put_error_.empty(), InputError, put_error_); });
   } catch (const Error&) {

@@ -1,6 +1,7 @@
 #pragma once
 // Helpers of the block-sparse tests: random block sizes and distributions, and a dense
 // reference (column-major, full) assembled on every rank from the same seeded choices.
+#include <gtest/gtest.h>
 #include <mpi.h>
 
 #include <cmath>
@@ -115,6 +116,107 @@ inline double max_abs_diff(const std::vector<double>& x, const std::vector<doubl
   double m = x.size() == y.size() ? 0.0 : INFINITY;
   for (std::size_t i = 0; i < x.size() && i < y.size(); ++i) m = std::max(m, std::abs(x[i] - y[i]));
   return m;
+}
+
+using sparse::BlockSparseMatrix;
+using sparse::BlockSizes;
+using sparse::Distribution;
+
+inline int world_size() {
+  int p = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  return p;
+}
+
+// Every local block equals the reference, no block is missing or extra, and the local CSR
+// follows the header's conventions (rows = the process row's block rows, sorted columns,
+// norms = Frobenius norms).
+inline void check_storage(const BlockSparseMatrix<double>& a, const DenseRef& ref) {
+  const auto& d = a.distribution();
+  ASSERT_TRUE(a.is_finalized());
+  auto loc = a.local();
+  ASSERT_EQ(*loc.brows, d.local_block_rows(a.prow()));
+  std::int64_t count = 0;
+  for (std::size_t i = 0; i < loc.brows->size(); ++i) {
+    for (auto k = (*loc.row_ptr)[i]; k < (*loc.row_ptr)[i + 1]; ++k) {
+      const int br = (*loc.brows)[i], bc = (*loc.col)[static_cast<std::size_t>(k)];
+      if (k > (*loc.row_ptr)[i]) EXPECT_LT((*loc.col)[static_cast<std::size_t>(k) - 1], bc);
+      EXPECT_EQ(d.owner(br, bc), a.rank());
+      EXPECT_TRUE(ref.has(br, bc)) << "extra block (" << br << ", " << bc << ")";
+      auto want = ref.block(br, bc);
+      const double* x = loc.data + (*loc.offset)[static_cast<std::size_t>(k)];
+      double s = 0;
+      for (std::size_t e = 0; e < want.size(); ++e) {
+        EXPECT_NEAR(x[e], want[e], 1e-13);
+        s += x[e] * x[e];
+      }
+      EXPECT_NEAR((*loc.norm)[static_cast<std::size_t>(k)], std::sqrt(s), 1e-12);
+    }
+  }
+  for (int br = 0; br < d.row_blocks().count(); ++br)
+    for (int bc = 0; bc < d.col_blocks().count(); ++bc) {
+      const double* x = a.get_block(br, bc);
+      const bool mine = d.owner(br, bc) == a.rank();
+      if (mine && ref.has(br, bc)) {
+        ++count;
+        ASSERT_NE(x, nullptr) << "missing block (" << br << ", " << bc << ")";
+        auto want = ref.block(br, bc);
+        for (std::size_t e = 0; e < want.size(); ++e) EXPECT_NEAR(x[e], want[e], 1e-13);
+      } else {
+        EXPECT_EQ(x, nullptr) << "block (" << br << ", " << bc << ")";
+      }
+    }
+  EXPECT_EQ(count, a.local_nblocks());
+}
+
+// The distributions every test loops over at this rank count: for each grid, the random
+// default and a caller-given one, plus one where all ranks but 0 own nothing.
+struct Setup {
+  Distribution dist;
+  const char* what;
+};
+// square = the same block sizes along rows and columns (for trace and shift).
+inline std::vector<Setup> setups(std::mt19937& rng, int p, bool square = false) {
+  std::vector<Setup> out;
+  for (auto [pr, pc] : grids(p)) {
+    auto rs = random_sizes(rng, 7), cs = square ? rs : random_sizes(rng, 5);
+    out.push_back({make_dist(DistKind::Random, rs, cs, pr, pc, rng), "random"});
+    out.push_back({make_dist(DistKind::Given, cs, rs, pr, pc, rng), "given"});
+  }
+  auto [pr, pc] = Distribution::default_grid(p);
+  auto s = random_sizes(rng, 6);
+  out.push_back({make_dist(DistKind::AllOnZero, s, s, pr, pc, rng), "all on rank 0"});
+  // fewer blocks than ranks along both dimensions
+  if (square) out.push_back({make_dist(DistKind::Random, {23}, {23}, pr, pc, rng), "tiny"});
+  else out.push_back({make_dist(DistKind::Random, {23}, {1, 13}, pr, pc, rng), "tiny"});
+  return out;
+}
+
+
+
+/// The reference of A^T.
+inline DenseRef transposed(const DenseRef& r) {
+  DenseRef t{r.cols, r.rows, std::vector<double>(r.a.size()), std::vector<char>(r.stored.size())};
+  for (std::int64_t j = 0; j < r.n(); ++j)
+    for (std::int64_t i = 0; i < r.m(); ++i) t.at(j, i) = r.at(i, j);
+  for (int br = 0; br < r.rows.count(); ++br)
+    for (int bc = 0; bc < r.cols.count(); ++bc)
+      t.stored[static_cast<std::size_t>(bc) * r.rows.count() + br] = r.has(br, bc);
+  return t;
+}
+
+/// Sets block (br, bc) of the reference to `v` (column-major) and marks it stored or not.
+inline void set_block(DenseRef& r, int br, int bc, const std::vector<double>& v, bool stored) {
+  for (int j = 0; j < r.cols.size(bc); ++j)
+    for (int i = 0; i < r.rows.size(br); ++i)
+      r.at(r.rows.offset(br) + i, r.cols.offset(bc) + j) = v[static_cast<std::size_t>(j) * r.rows.size(br) + i];
+  r.stored[static_cast<std::size_t>(br) * r.cols.count() + bc] = stored;
+}
+
+inline std::int64_t count_stored(const DenseRef& r) {
+  std::int64_t n = 0;
+  for (char s : r.stored) n += s;
+  return n;
 }
 
 }  // namespace tessel::testing

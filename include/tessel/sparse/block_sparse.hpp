@@ -209,6 +209,8 @@ class BlockSparseMatrix {
   void put_local(int brow, int bcol, const T* values, bool accumulate);
   /// Moves the blocks put since the last sort into CSR order (local, no MPI).
   void sort_local();
+  /// finalize() without its ledger phase (transpose and redistribute record under their own).
+  void exchange_pending();
 
   friend struct BlockSparseAccess;
 };
@@ -216,6 +218,9 @@ class BlockSparseMatrix {
 extern template class BlockSparseMatrix<double>;
 
 // ---- algebra (src/sparse/ops.cpp). "Collective" means over the matrices' Context. ----
+// Reductions (trace, dot, norm, counts) cover every locally stored block, including local puts
+// not yet finalized; remote blocks waiting for finalize() are not counted. The local updates
+// keep the CSR sorted; matrices combined must have equal distributions (LayoutMismatch).
 
 /// Collective. Sum of all stored elements of the diagonal blocks (square block structure).
 double trace(const Context& ctx, const BlockSparseMatrix<double>& a);
@@ -235,11 +240,18 @@ void shift(BlockSparseMatrix<double>& a, double alpha);
 /// Not collective. A = alpha A + beta B, sparsity the union (same distribution required).
 void add(BlockSparseMatrix<double>& a, double alpha, const BlockSparseMatrix<double>& b,
          double beta);
-/// Not collective. Drops blocks whose Frobenius norm is < eps (eps = 0: drops nothing).
+/// Not collective. Drops blocks whose Frobenius norm is < eps (eps = 0: drops nothing);
+/// eps < 0 is an InputError.
 void filter(BlockSparseMatrix<double>& a, double eps);
-/// Collective. A^T on distribution a.distribution().transposed() unless `to` is given.
+/// Collective. A^T on distribution a.distribution().transposed() unless `to` is given (its
+/// block rows must be a's block columns and vice versa). Blocks move to their owners in one
+/// exchange (ledger phase "sparse/transpose"). a must be finalized (checked on every rank).
 BlockSparseMatrix<double> transpose(const Context& ctx, const BlockSparseMatrix<double>& a);
-/// Collective. Copies `a` onto another distribution of the same block sizes.
+BlockSparseMatrix<double> transpose(const Context& ctx, const BlockSparseMatrix<double>& a,
+                                    const Distribution& to);
+/// Collective. Copies `a` onto another distribution of the same block sizes (any grid of
+/// ctx.size() ranks): one alltoall of counts and one message per pair of ranks that share
+/// blocks (ledger phase "sparse/redistribute"). a must be finalized (checked on every rank).
 BlockSparseMatrix<double> redistribute(const Context& ctx, const BlockSparseMatrix<double>& a,
                                        const Distribution& to);
 

@@ -21,12 +21,6 @@ using namespace tessel::testing;
 
 namespace {
 
-int world_size() {
-  int p = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &p);
-  return p;
-}
-
 struct Case {
   int pr = 1, pc = 1;
   SpAlgorithm alg = SpAlgorithm::Cannon;

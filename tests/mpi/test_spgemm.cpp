@@ -288,3 +288,115 @@ TEST(Spgemm, Errors) {
   }
   EXPECT_THROW(parse_sp_algorithm("summa"), InputError);
 }
+
+// The ledger's panel bytes of one multiply against eq. 7 in its exact per-rank form (see
+// spgemm_plan.hpp), computed here from the block patterns: operands already on the plan's
+// images (no conform step), image (m, v) = blocks of process row m (A) with k blocks of image v;
+// bytes of an image or panel = 32 per block + 8 per value; a partial C panel adds a 16-byte
+// header. Cannon: a rank receives every image of its row (column) except the start images it
+// holds at home. rma25d: the LR A and LC B images of each of its V/L ticks not at home; it sends
+// its L - 1 foreign partial panels.
+TEST(Spgemm, PanelBytesMatchEq7) {
+  Context ctx(MPI_COMM_WORLD);
+  const int p = world_size(), me = ctx.rank();
+  unsigned seed = 100;
+  for (auto [pr, pc] : grids(p))
+    for (auto alg : {SpAlgorithm::Cannon, SpAlgorithm::Rma25d})
+      for (int L : layer_choices(alg, pr, pc)) {
+        std::mt19937 rng(seed++);
+        int V = std::lcm(pr, pc);
+        int lr = 1, lc = 1;
+        if (alg == SpAlgorithm::Rma25d) {
+          V = std::lcm(V, L);
+          if (pr == pc) lr = lc = static_cast<int>(std::lround(std::sqrt(L)));
+          else if (pr > pc) lr = L;
+          else lc = L;
+        }
+        const int a = V / pc, b = V / pr, sr = pr / lr, sc = pc / lc;
+        auto ms = random_sizes(rng, 7), ks = random_sizes(rng, 9), ns = random_sizes(rng, 6);
+        auto dc = Distribution::random(BlockSizes(ms), BlockSizes(ns), pr, pc, rng());
+        std::vector<int> acol(ks.size()), brow(ks.size()), img(ks.size());
+        for (std::size_t k = 0; k < ks.size(); ++k) {
+          int v = static_cast<int>(rng() % static_cast<unsigned>(V));
+          acol[k] = v / a;
+          brow[k] = v / b;
+          img[k] = std::max(acol[k] * a, brow[k] * b);  // the documented first common image
+        }
+        Distribution da(BlockSizes(ms), BlockSizes(ks), pr, pc, dc.row_dist(), acol);
+        Distribution db(BlockSizes(ks), BlockSizes(ns), pr, pc, brow, dc.col_dist());
+        BlockSparseMatrix<double> A(ctx, da, "A"), B(ctx, db, "B"), C(ctx, dc, "C");
+        DenseRef ra = fill_random(A, rng, 0.5, p), rb = fill_random(B, rng, 0.5, p);
+        SpMultiplyOptions o;
+        o.algorithm = alg;
+        o.layers = L;
+        auto rep = multiply(ctx, 1.0, SpOp::N, A, SpOp::N, B, 0.0, C, o);
+        EXPECT_EQ(rep.conform.recv + rep.conform.sent, 0);
+
+        auto bsz = [](int r, int c) { return static_cast<std::int64_t>(r) * c; };
+        auto s_a = [&](int m, int v) {
+          std::int64_t s = 0;
+          for (int r = 0; r < static_cast<int>(ms.size()); ++r)
+            for (int k = 0; k < static_cast<int>(ks.size()); ++k)
+              if (dc.row_owner(r) == m && img[static_cast<std::size_t>(k)] == v && ra.has(r, k))
+                s += 32 + 8 * bsz(ms[static_cast<std::size_t>(r)], ks[static_cast<std::size_t>(k)]);
+          return s;
+        };
+        auto s_b = [&](int v, int n) {
+          std::int64_t s = 0;
+          for (int k = 0; k < static_cast<int>(ks.size()); ++k)
+            for (int c = 0; c < static_cast<int>(ns.size()); ++c)
+              if (dc.col_owner(c) == n && img[static_cast<std::size_t>(k)] == v && rb.has(k, c))
+                s += 32 + 8 * bsz(ks[static_cast<std::size_t>(k)], ns[static_cast<std::size_t>(c)]);
+          return s;
+        };
+        const int i = me / pc, j = me % pc;
+        std::int64_t ea = 0, eb = 0, ec = 0;
+        if (alg == SpAlgorithm::Cannon) {
+          for (int v = 0; v < V; ++v) ea += s_a(i, v), eb += s_b(v, j);
+          for (int q = 0; q < a; ++q) {
+            int w = (j * a + i * b + q) % V;
+            if (w / a == j) ea -= s_a(i, w);
+          }
+          for (int q = 0; q < b; ++q) {
+            int w = (j * a + i * b + q) % V;
+            if (w / b == i) eb -= s_b(w, j);
+          }
+        } else {
+          const int ii = i % sr, jj = j % sc, l = (j / sc) * lr + i / sr;
+          std::vector<int> mine;
+          for (int s = 0; s < V / L; ++s) mine.push_back((ii * b + jj * a + l + L * s) % V);
+          for (int v : mine) {
+            for (int x = 0; x < lr; ++x)
+              if (x * sr + ii != i || v / a != j) ea += s_a(x * sr + ii, v);
+            for (int y = 0; y < lc; ++y)
+              if (v / b != i || y * sc + jj != j) eb += s_b(v, y * sc + jj);
+          }
+          for (int x = 0; x < lr; ++x)
+            for (int y = 0; y < lc; ++y) {
+              int m = x * sr + ii, n = y * sc + jj;
+              if (m == i && n == j) continue;
+              ec += 16;
+              for (int r = 0; r < static_cast<int>(ms.size()); ++r)
+                for (int c = 0; c < static_cast<int>(ns.size()); ++c) {
+                  if (dc.row_owner(r) != m || dc.col_owner(c) != n) continue;
+                  bool any = false;
+                  for (int k = 0; k < static_cast<int>(ks.size()) && !any; ++k)
+                    any = ra.has(r, k) && rb.has(k, c) &&
+                          std::find(mine.begin(), mine.end(), img[static_cast<std::size_t>(k)]) != mine.end();
+                  if (any) ec += 32 + 8 * bsz(ms[static_cast<std::size_t>(r)], ns[static_cast<std::size_t>(c)]);
+                }
+            }
+        }
+        EXPECT_EQ(rep.a_panels.recv, ea) << to_string(alg) << " L=" << L << " " << pr << "x" << pc << " rank " << me;
+        EXPECT_EQ(rep.b_panels.recv, eb) << to_string(alg) << " L=" << L << " " << pr << "x" << pc << " rank " << me;
+        EXPECT_EQ(rep.c_panels.sent, ec) << to_string(alg) << " L=" << L << " " << pr << "x" << pc << " rank " << me;
+        std::int64_t moved = ea + eb + ec;  // the check is not vacuous
+        MPI_Allreduce(MPI_IN_PLACE, &moved, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+        if (p > 1) EXPECT_GT(moved, 0);
+        if (L > 1) {
+          std::int64_t c = ec;
+          MPI_Allreduce(MPI_IN_PLACE, &c, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+          EXPECT_GT(c, 0);
+        }
+      }
+}

@@ -127,7 +127,9 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
     dir_b.build(st.bcomm, mine_b);
     rs.wait_all();  // also: every rank has left its previous multiply (windows are free)
     if (any_grow) {
+      int made = st.creations;
       st = SpMultiplyCache::State{};  // frees the old windows (collective)
+      st.creations = made + 1;
       st.key_comm = ctx.comm().raw();
       st.pr = plan.pr;
       st.pc = plan.pc;
@@ -139,7 +141,6 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
       st.a_data = comm::Window<double>(st.acomm, slack(need[1]));
       st.b_meta = comm::Window<std::int64_t>(st.bcomm, slack(need[2]));
       st.b_data = comm::Window<double>(st.bcomm, slack(need[3]));
-      if (cache) cache->creations += 1;
       res.windows_created = true;
     }
   }

@@ -400,3 +400,33 @@ TEST(Spgemm, PanelBytesMatchEq7) {
         }
       }
 }
+
+// rma25d's windows are kept in the caller's cache: created once, reused while the panels fit,
+// re-created when one rank's panels grow; results stay exact throughout.
+TEST(Spgemm, WindowCacheReusedAndGrown) {
+  Context ctx(MPI_COMM_WORLD);
+  auto [pr, pc] = Distribution::default_grid(world_size());
+  SpMultiplyCache cache;
+  std::mt19937 rng(8);
+  auto s = random_sizes(rng, 6);
+  auto d = Distribution::random(BlockSizes(s), BlockSizes(s), pr, pc, 3);
+  SpMultiplyOptions o;
+  o.algorithm = SpAlgorithm::Rma25d;
+  BlockSparseMatrix<double> A0(ctx, d, "A");
+  fill_random(A0, rng, 0.3, world_size());
+  for (int round = 0; round < 3; ++round) {
+    BlockSparseMatrix<double> A = A0, C(ctx, d, "C");
+    if (round == 2) fill_random(A, rng, 1.0, world_size());
+    auto a = dense_of(ctx, A);
+    int n = static_cast<int>(A.rows());
+    std::vector<double> want(a.size(), 0.0);
+    ref_gemm('N', 'N', n, n, n, 1.0, a.data(), n, a.data(), n, 0.0, want.data(), n);
+    auto rep = multiply(ctx, 1.0, SpOp::N, A, SpOp::N, A, 0.0, C, o, &cache);
+    double scale = 1;
+    for (double x : want) scale = std::max(scale, std::abs(x));
+    EXPECT_LE(max_abs_diff(dense_of(ctx, C), want) / scale, 1e-12);
+    if (round == 0) EXPECT_TRUE(rep.windows_created);
+    if (round == 1) EXPECT_FALSE(rep.windows_created);  // same panels: reused
+  }
+  EXPECT_EQ(cache.creations(), 2);  // the dense third round outgrew the windows
+}

@@ -14,6 +14,7 @@
 #include "cli_util.hpp"
 #include "commands.hpp"
 #include "report.hpp"
+#include "spgemm_case.hpp"
 #include "tessel/dense/multiply.hpp"
 #include "tessel/sparse/convert.hpp"
 #include "tessel/sparse/multiply.hpp"
@@ -58,37 +59,6 @@ std::pair<int, int> parse_grid(const std::string& g, int p) {
   return {pr, pc};
 }
 
-/// The synthetic "band" system: `nmol` molecules of three atoms (block sizes 4, 1, 1, as water
-/// in a minimal basis) on a ring; blocks between molecules at most 6 apart (periodic), values
-/// hashed in [-1, 1) times exp(-distance): a stand-in until the water generator lands.
-struct Band {
-  int nmol = 100;
-  BlockSizes sizes() const {
-    std::vector<int> s;
-    for (int m = 0; m < nmol; ++m) s.insert(s.end(), {4, 1, 1});
-    return BlockSizes(s);
-  }
-  void fill(BlockSparseMatrix<double>& a, std::uint64_t seed, int which) const {
-    const auto& d = a.distribution();
-    const BlockSizes& bs = d.row_blocks();
-    std::vector<double> v;
-    for (int r : d.local_block_rows(a.prow()))
-      for (int c : d.local_block_cols(a.pcol())) {
-        int dm = std::abs(r / 3 - c / 3);
-        dm = std::min(dm, nmol - dm);
-        if (dm > 6) continue;
-        v.resize(static_cast<std::size_t>(bs.size(r)) * bs.size(c));
-        double s = std::exp(-1.0 * dm);
-        for (int j = 0; j < bs.size(c); ++j)
-          for (int i = 0; i < bs.size(r); ++i)
-            v[static_cast<std::size_t>(j) * bs.size(r) + i] =
-                s * hashed(seed, which, bs.offset(r) + i, bs.offset(c) + j);
-        a.put_block(r, c, v.data());
-      }
-    a.finalize();
-  }
-};
-
 double frob2_local(dense::DistMatrix<double>& x) {
   double s = 0;
   x.for_each_local([&](std::int64_t, std::int64_t, double& v) { s += v * v; });
@@ -120,54 +90,23 @@ int run_spgemm(const SpgemmArgs& a) {
                "--comm-only skips the block products: its C cannot pass --verify");
   const sparse::SpOp opa = parse_op("--transa", a.transa), opb = parse_op("--transb", a.transb);
   auto [pr, pc] = parse_grid(a.grid, p);
-  TESSEL_CHECK(a.a.empty() && a.b.empty() && a.blocks.empty(), InputError,
-               "--a/--b/--blocks: the CP2K CSR reader is not in this build yet (use --generate)");
   TESSEL_CHECK(a.out.empty(), InputError, "--out ", a.out,
                ": the CSR writer is not in this build yet");
-  // --generate KIND:N
-  auto colon = a.generate.find(':');
-  std::string kind = a.generate.substr(0, colon);
-  int nmol = 0;
-  try {
-    TESSEL_CHECK(colon != std::string::npos, InputError, "");
-    std::size_t u = 0;
-    nmol = std::stoi(a.generate.substr(colon + 1), &u);
-    TESSEL_CHECK(u == a.generate.size() - colon - 1 && nmol >= 1, InputError, "");
-  } catch (const std::exception&) {
-    throw InputError("--generate '" + a.generate + "': expected band:N (N >= 1 molecules)");
-  }
-  TESSEL_CHECK(kind == "band", InputError, "--generate '", a.generate, "': ",
-               kind == "water" ? "the water generator is not in this build yet; " : "",
-               "expected band:N");
+  SpgemmInputs in{a.generate, a.a, a.b, a.blocks, a.seed};
+  check_spgemm_inputs(in);
   // The plan first: a bad --layers fails here, on every rank, before any matrix is built.
   sparse::SpgemmPlan plan = sparse::make_spgemm_plan(opt.algorithm, pr, pc, opt.layers);
   check_writable(ctx, "--json", a.json);
 
-  Band band{nmol};
-  BlockSizes bs = band.sizes();
-  // Distributions (as DBCSR's random permutation): C's rows and columns balanced at random,
-  // the k blocks on random images so op(A) and op(B) need no redistribution (op N).
-  Distribution dc = Distribution::random(bs, bs, pr, pc, a.seed);
-  Distribution dk = Distribution::random(bs, bs, plan.v, plan.v, a.seed + 1);
-  std::vector<int> acol(dk.row_dist().size()), brow(acol.size());
-  for (std::size_t k = 0; k < acol.size(); ++k) {
-    acol[k] = plan.a_home_col(dk.row_dist()[k]);
-    brow[k] = plan.b_home_row(dk.row_dist()[k]);
-  }
-  Distribution da(bs, bs, pr, pc, dc.row_dist(), acol);
-  Distribution db(bs, bs, pr, pc, brow, dc.col_dist());
-  // op T: A (B) stored on a random distribution; multiply transposes and conforms it (timed,
-  // phase "spgemm/conform").
-  BlockSparseMatrix<double> A(ctx, opa == sparse::SpOp::N ? da : Distribution::random(bs, bs, pr, pc, a.seed + 2), "A");
-  BlockSparseMatrix<double> B(ctx, opb == sparse::SpOp::N ? db : Distribution::random(bs, bs, pr, pc, a.seed + 3), "B");
-  band.fill(A, a.seed, 1);
-  band.fill(B, a.seed, 2);
+  SpgemmCase cs = make_spgemm_case(ctx, in, opa, opb, plan);
+  BlockSparseMatrix<double>& A = cs.A;
+  BlockSparseMatrix<double>& B = cs.B;
+  const Distribution& dc = cs.dc;
   const double occ_a = sparse::occupation(ctx, A), occ_b = sparse::occupation(ctx, B);
 
   if (root)
-    std::cout << fmt::format("tessel spgemm: C = op{}(A) op{}(B), {} x {} ({} blocks per side, band:{}: "
-                             "molecules of blocks 4,1,1, neighbours within 6), {} ranks, eps {:g}{}\n",
-                             a.transa, a.transb, bs.extent(), bs.extent(), bs.count(), nmol, p, a.eps,
+    std::cout << fmt::format("tessel spgemm: C = op{}(A) op{}(B), {}, {} ranks, eps {:g}{}\n",
+                             a.transa, a.transb, cs.description, p, a.eps,
                              a.comm_only ? ", COMMUNICATION ONLY (--comm-only)" : "")
               << plan.describe(a.explain ? 0 : -1) << std::flush;
   if (a.explain) return 0;
@@ -228,7 +167,7 @@ int run_spgemm(const SpgemmArgs& a) {
     rel = diff / std::max(nref, 1e-300);
     // exact: rounding; filtered: the promise of the filter (docs/sparse.md)
     const double V = plan.v;
-    tol = 1e-12 + a.eps * (V * std::sqrt(static_cast<double>(bs.count())) + bs.count()) / std::max(nref, 1e-300);
+    tol = 1e-12 + a.eps * (V * std::sqrt(static_cast<double>(dc.row_blocks().count())) + dc.row_blocks().count()) / std::max(nref, 1e-300);
     verdict = fmt::format("{} (against the dense multiply: relative Frobenius error {:.2e}, tolerance {:.2e})",
                           rel <= tol ? "PASSED" : "FAILED", rel, tol);
   }
@@ -250,8 +189,8 @@ int run_spgemm(const SpgemmArgs& a) {
     nlohmann::json j = run_header(ctx);
     j["command"] = "spgemm";
     j["generate"] = a.generate;
-    j["n"] = bs.extent();
-    j["blocks"] = bs.count();
+    j["n"] = dc.row_blocks().extent();
+    j["blocks"] = dc.row_blocks().count();
     j["algorithm"] = sparse::to_string(opt.algorithm);
     j["layers"] = plan.layers;
     j["grid"] = fmt::format("{}x{}", pr, pc);

@@ -4,7 +4,8 @@
 #
 # Runs tests/cli/rma_probe (a known mix of isend/irecv and Window rget/put/accumulate, passive
 # and fence epochs, self targets, zero counts, MPI_PROC_NULL targets; then node-shared
-# layout::redistribute moves, real and emulated nodes) with libcommcount.so
+# layout::redistribute moves, real and emulated nodes; then block-sparse finalize / transpose /
+# redistribute with their MPI_Alltoall of counts) with libcommcount.so
 # preloaded into every rank, and requires the probe's ledger totals (summed over ranks, and
 # the per-rank max) to EQUAL commcount's, counter by counter: p2p sent/received bytes and
 # messages, one-sided put/get/accumulate bytes and operations, and collective bytes and calls.

@@ -1,7 +1,9 @@
 // rma_probe: a known mix of point-to-point traffic (comm::Comm isend/irecv) and one-sided
 // traffic (comm::Window rget/put/accumulate, passive and fence epochs, several element types,
 // self targets, zero counts, MPI_PROC_NULL targets) in a Context. Checks the data it moved,
-// then, after a node-shared redistribution (shm_phase), writes the ledger's totals as JSON (rank 0) for check_rma_commcount.sh to compare with
+// then, after a node-shared redistribution (shm_phase) and block-sparse finalize / transpose /
+// redistribute moves (sparse_phase: comm::alltoall_counts + comm::exchange), writes the
+// ledger's totals as JSON (rank 0) for check_rma_commcount.sh to compare with
 // shared/tools/commcount:
 //
 //   {"ranks": p, "bad": 0, "total": {<counter>: sum over ranks}, "max": {<counter>: max}}
@@ -27,6 +29,7 @@
 #include "tessel/comm/window.hpp"
 #include "tessel/core/context.hpp"
 #include "tessel/layout/redistribute.hpp"
+#include "tessel/sparse/block_sparse.hpp"
 
 namespace {
 
@@ -182,6 +185,41 @@ std::int64_t shm_phase(const Comm& c, std::int64_t s) {
   return bad;
 }
 
+// Block-sparse moves (finalize: agree allreduce + alltoall of counts + p2p; transpose;
+// redistribute), each block's values a formula of its position, checked after the round trips.
+std::int64_t sparse_phase(const tessel::Context& ctx, std::int64_t s) {
+  namespace S = tessel::sparse;
+  const int p = ctx.size(), me = ctx.rank();
+  std::vector<int> sizes;
+  for (std::int64_t k = 0; k < s; ++k)
+    for (int x : {1, 4, 5, 13, 23, 4, 1}) sizes.push_back(x);
+  const S::BlockSizes b(sizes);
+  const int nb = b.count();
+  auto val = [](int br, int bc, int e) { return 1000.0 * br + bc + 1e-3 * e; };
+  auto [pr, pc] = S::Distribution::default_grid(p);
+  S::BlockSparseMatrix<double> a(ctx, S::Distribution::random(b, b, pr, pc, 3), "A");
+  std::vector<double> v;
+  for (int br = 0; br < nb; ++br)
+    for (int bc = 0; bc < nb; ++bc) {
+      if ((br * 3 + bc) % 4 == 0 || (br * 7 + bc) % p != me) continue;  // put by one rank
+      v.resize(static_cast<std::size_t>(b.size(br)) * b.size(bc));
+      for (std::size_t e = 0; e < v.size(); ++e) v[e] = val(br, bc, static_cast<int>(e));
+      a.put_block(br, bc, v.data());
+    }
+  a.finalize();
+  auto tt = S::transpose(ctx, S::transpose(ctx, a));
+  auto r = S::redistribute(ctx, a, S::Distribution::random(b, b, 1, p, 4));
+  std::int64_t bad = 0;
+  for (const auto* m : {&a, &tt, &r})
+    m->for_each_block([&](int br, int bc, const double* x, int rr, int cc) {
+      if ((br * 3 + bc) % 4 == 0) ++bad;
+      for (int e = 0; e < rr * cc; ++e)
+        if (x[e] != val(br, bc, e)) ++bad;
+    });
+  if (S::nblocks(ctx, tt) != S::nblocks(ctx, a) || S::nblocks(ctx, r) != S::nblocks(ctx, a)) ++bad;
+  return bad;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -205,6 +243,7 @@ int main(int argc, char** argv) {
     std::int64_t bad = p2p_phase(ctx.comm(), scale);
     bad += rma_phase(ctx.comm(), scale);  // windows freed on return
     bad += shm_phase(ctx.comm(), scale);
+    bad += sparse_phase(ctx, scale);
     const PhaseCounts t = ctx.ledger().total();
 
     // The probe's own bookkeeping: not counted by commcount, not recorded in the ledger.

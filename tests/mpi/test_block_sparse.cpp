@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -28,6 +29,44 @@ TEST(BlockSparse, PutRemoteAndFinalize) {
     check_storage(a, ref);
     EXPECT_LE(max_abs_diff(dense_of(ctx, a), ref.a), 0.0);
   }
+}
+
+TEST(BlockSparse, FinalizeLedgerMatchesTheByteFormula) {
+  Context ctx(MPI_COMM_WORLD);
+  const int p = ctx.size(), me = ctx.rank();
+  auto [pr, pc] = Distribution::default_grid(p);
+  std::mt19937 rng(16);
+  auto s = random_sizes(rng, 9);
+  Distribution d = Distribution::random(BlockSizes(s), BlockSizes(s), pr, pc, 8);
+  BlockSparseMatrix<double> a(ctx, d, "A");
+  // rank r puts the blocks with (br + 2 bc) % p == r, some of them twice (accumulate)
+  std::int64_t sent = 0;
+  std::vector<char> peers(static_cast<std::size_t>(p), 0);
+  for (int br = 0; br < d.row_blocks().count(); ++br)
+    for (int bc = 0; bc < d.col_blocks().count(); ++bc) {
+      if ((br + 2 * bc) % p != me) continue;
+      std::vector<double> v(static_cast<std::size_t>(s[br]) * s[bc], 1.0);
+      const int times = 1 + (br + bc) % 2;
+      for (int t = 0; t < times; ++t) a.put_block(br, bc, v.data(), true);
+      const int o = d.owner(br, bc);
+      if (o != me) {
+        sent += times * (16 + 8 * static_cast<std::int64_t>(v.size()));
+        peers[static_cast<std::size_t>(o)] = 1;
+      }
+    }
+  ctx.ledger().reset();
+  a.finalize();
+  const auto got = ctx.ledger().total("sparse/finalize");
+  EXPECT_EQ(got.p2p_sent_bytes, sent);
+  EXPECT_EQ(got.p2p_sent_msgs, std::count(peers.begin(), peers.end(), 1));
+  // Context::agree's allreduce (one int, skipped on one rank) + the alltoall of counts
+  EXPECT_EQ(got.coll_calls, p > 1 ? 2 : 1);
+  EXPECT_EQ(got.coll_bytes, p > 1 ? 4 + 16 * (p - 1) : 0);
+  // every stored value is the number of puts of its block
+  a.for_each_block([&](int br, int bc, const double* x, int r, int c) {
+    for (int e = 0; e < r * c; ++e) EXPECT_EQ(x[e], 1.0 + (br + bc) % 2);
+  });
+  EXPECT_EQ(nblocks(ctx, a), static_cast<std::int64_t>(s.size() * s.size()));
 }
 
 TEST(BlockSparse, AccumulateFromSeveralRanks) {
@@ -204,6 +243,17 @@ TEST(BlockSparseErrors, BadPutOnOneRankThrowsEverywhereInFinalize) {
   }
   EXPECT_THROW(a.get_block(0, 3), InputError);
   a.finalize();  // usable afterwards
+}
+
+TEST(BlockSparseErrors, BadDistributionEntry) {
+  Context ctx(MPI_COMM_WORLD);
+  auto [pr, pc] = Distribution::default_grid(ctx.size());
+  BlockSizes r({4, 5}), c({1, 13, 4});
+  EXPECT_THROW(Distribution(r, c, pr, pc, {0, pr}, {0, 0, 0}), InputError);       // row >= PR
+  EXPECT_THROW(Distribution(r, c, pr, pc, {0, 0}, {0, -1, 0}), InputError);       // negative
+  EXPECT_THROW(Distribution(r, c, pr, pc, {0, 0}, {0, 0}), InputError);           // too short
+  EXPECT_THROW(BlockSizes({4, 0}), InputError);                                    // empty block
+  EXPECT_THROW(Distribution::random(r, c, 0, pc), GridError);
 }
 
 TEST(BlockSparseErrors, CommunicatorSizeMustMatchGrid) {

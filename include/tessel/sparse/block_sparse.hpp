@@ -147,10 +147,12 @@ class BlockSparseMatrix {
   /// in increasing source rank, each rank's in put order), sorts the local CSR and recomputes
   /// the norms. Throws (on every rank) the first bad put of any rank since the last finalize.
   void finalize();
-  /// Not collective. True when the local CSR is sorted and no remote block is buffered (after
-  /// construction, finalize(), assign_local()); local() and the algebra need it.
+  /// Not collective. True when the local CSR is sorted, no remote block is buffered and no bad
+  /// put is pending (after construction, finalize(), assign_local() without earlier remote
+  /// puts); local() describes every block only then; transpose/redistribute require it.
   bool is_finalized() const { return !unsorted_ && pending_.empty() && put_error_.empty(); }
-  /// Not collective. Drops every stored block (and buffered remote blocks).
+  /// Not collective. Drops every stored block (and buffered remote blocks and a pending bad
+  /// put).
   void clear();
   /// Not collective. Rebuilds this rank's storage from a sorted block-CSR built by a kernel
   /// (the multiply, add, filter): brows must be this rank's local block rows; norms are
@@ -159,7 +161,8 @@ class BlockSparseMatrix {
                     std::vector<std::int64_t> offset, std::vector<T> data);
 
   /// Not collective. f(brow, bcol, const T* block, rows, cols) for every local block in CSR
-  /// order (local blocks put since the last finalize() follow, in put order).
+  /// order (local blocks put since the last finalize() follow, in put order). The mutable
+  /// overload lets f change the values and recomputes the norms afterwards.
   void for_each_block(
       const std::function<void(int, int, const T*, int, int)>& f) const;
   void for_each_block(const std::function<void(int, int, T*, int, int)>& f);

@@ -27,7 +27,7 @@ using sparse::BlockSparseMatrix;
 using sparse::Distribution;
 
 struct SpgemmArgs {
-  std::string a, b, blocks, generate = "band:300", algorithm = "cannon", layers = "auto", grid,
+  std::string a, b, blocks, generate = "water:200", algorithm = "cannon", layers = "auto", grid,
                               transa = "N", transb = "N", out, json;
   double eps = 0;
   int repeat = 3;
@@ -227,7 +227,8 @@ std::function<int()> add_spgemm(CLI::App& app) {
   s->add_option("--b", a->b, "B as CP2K CSR text (needs the CSR reader)");
   s->add_option("--blocks", a->blocks, "Block sizes file (blocksizes.txt) of --a/--b");
   s->add_option("--generate", a->generate,
-                "Generated A and B: band:N (N molecules of blocks 4,1,1 on a ring, neighbours within 6)")
+                "Generated A and B: water:N (H S of N water molecules, sparse/generate.hpp), water-ss:N (S S), "
+                "or band:N (N molecules of blocks 4,1,1 on a ring, neighbours within 6)")
       ->capture_default_str();
   s->add_option("--algorithm", a->algorithm, "cannon (Algorithm 1) | rma25d (Algorithm 2)")->capture_default_str();
   s->add_option("--layers", a->layers, "rma25d layers L or auto (the largest valid L <= 4)")->capture_default_str();

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "cli_util.hpp"
+#include "tessel/sparse/generate.hpp"
 
 namespace tessel::app {
 
@@ -53,7 +54,7 @@ int parse_count(const std::string& spec) {
     TESSEL_CHECK(u == spec.size() - colon - 1 && n >= 1, InputError, "");
     return n;
   } catch (const std::exception&) {
-    throw InputError("--generate '" + spec + "': expected band:N (N >= 1 molecules)");
+    throw InputError("--generate '" + spec + "': expected water:N, water-ss:N or band:N (N >= 1 molecules)");
   }
 }
 }  // namespace
@@ -63,16 +64,17 @@ void check_spgemm_inputs(const SpgemmInputs& in) {
                "--a/--b/--blocks: the CP2K CSR reader is not in this build yet (use --generate)");
   std::string kind = in.generate.substr(0, in.generate.find(':'));
   parse_count(in.generate);
-  TESSEL_CHECK(kind == "band", InputError, "--generate '", in.generate, "': ",
-               kind == "water" ? "the water generator is not in this build yet; " : "",
-               "expected band:N");
+  TESSEL_CHECK(kind == "band" || kind == "water" || kind == "water-ss", InputError, "--generate '",
+               in.generate, "': expected water:N, water-ss:N or band:N");
 }
 
 SpgemmCase make_spgemm_case(Context& ctx, const SpgemmInputs& in, sparse::SpOp opa,
                             sparse::SpOp opb, const sparse::SpgemmPlan& plan) {
   check_spgemm_inputs(in);
-  Band band{parse_count(in.generate)};
-  BlockSizes bs = band.sizes();
+  const std::string kind = in.generate.substr(0, in.generate.find(':'));
+  const int n = parse_count(in.generate);
+  Band band{n};
+  BlockSizes bs = kind == "band" ? band.sizes() : sparse::water_block_sizes(n);
   const int pr = plan.pr, pc = plan.pc;
   SpgemmCase c;
   c.dc = Distribution::random(bs, bs, pr, pc, in.seed);
@@ -82,14 +84,27 @@ SpgemmCase make_spgemm_case(Context& ctx, const SpgemmInputs& in, sparse::SpOp o
     acol[k] = plan.a_home_col(dk.row_dist()[k]);
     brow[k] = plan.b_home_row(dk.row_dist()[k]);
   }
-  Distribution da(bs, bs, pr, pc, c.dc.row_dist(), acol);
-  Distribution db(bs, bs, pr, pc, brow, c.dc.col_dist());
-  c.A = BlockSparseMatrix<double>(ctx, opa == sparse::SpOp::N ? da : Distribution::random(bs, bs, pr, pc, in.seed + 2), "A");
-  c.B = BlockSparseMatrix<double>(ctx, opb == sparse::SpOp::N ? db : Distribution::random(bs, bs, pr, pc, in.seed + 3), "B");
-  band.fill(c.A, in.seed, 1);
-  band.fill(c.B, in.seed, 2);
-  c.description = fmt::format("{} x {} ({} blocks per side), {}: molecules of blocks 4,1,1 on a ring, neighbours within 6",
-                              bs.extent(), bs.extent(), bs.count(), in.generate);
+  Distribution da = opa == sparse::SpOp::N ? Distribution(bs, bs, pr, pc, c.dc.row_dist(), acol)
+                                           : Distribution::random(bs, bs, pr, pc, in.seed + 2);
+  Distribution db = opb == sparse::SpOp::N ? Distribution(bs, bs, pr, pc, brow, c.dc.col_dist())
+                                           : Distribution::random(bs, bs, pr, pc, in.seed + 3);
+  if (kind == "band") {
+    c.A = BlockSparseMatrix<double>(ctx, da, "A");
+    c.B = BlockSparseMatrix<double>(ctx, db, "B");
+    band.fill(c.A, in.seed, 1);
+    band.fill(c.B, in.seed, 2);
+    c.description = fmt::format("{} x {} ({} blocks per side), {}: molecules of blocks 4,1,1 on a ring, "
+                                "neighbours within 6", bs.extent(), bs.extent(), bs.count(), in.generate);
+  } else {  // the water box (sparse/generate.hpp): A = H (or S), B = S
+    sparse::WaterOptions wo;
+    wo.seed = in.seed;
+    sparse::WaterSystem w = sparse::generate_water(ctx, n, wo, da);
+    c.A = kind == "water" ? std::move(w.H) : std::move(w.S);
+    c.B = sparse::redistribute(ctx, kind == "water" ? w.S : c.A, db);
+    c.description = fmt::format("{} x {} ({} blocks per side), {}: {} water molecules (box {:.1f} A), {}",
+                                bs.extent(), bs.extent(), bs.count(), in.generate, n, w.box_angstrom,
+                                kind == "water" ? "A = H, B = S" : "A = B = S");
+  }
   return c;
 }
 

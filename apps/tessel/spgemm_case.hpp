@@ -10,7 +10,7 @@
 namespace tessel::app {
 
 struct SpgemmInputs {
-  std::string generate = "band:300";  // band:N (or, with the I/O of sparse-io, water:N)
+  std::string generate = "water:200";  // band:N (or, with the I/O of sparse-io, water:N)
   std::string a, b, blocks;           // CSR files (need the CSR reader)
   std::uint64_t seed = 42;
 };

@@ -1,0 +1,289 @@
+// The density matrix of (H, S), written once over Algebra<M>:
+//   validate -> Z = S^-1/2 (newton_schulz.cpp) -> Ht = Z H Z -> Lanczos bounds of Ht ->
+//   sign: mu search (bracket, then Illinois regula falsi on the occupation), Pt = (I - X)/2
+//         [nonsymmetric form: X = sign(S^-1 H - mu I), P = (S^-1 - X S^-1)/2]
+//   trs4 | canonical | trs2 | mcweeny: purify_generic(Ht), mu from the step polynomials
+//   -> P = Z Pt Z -> tr(PS), 2 tr(PH), occupation check -> W = P H P (option).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "tessel/core/error.hpp"
+#include "tessel/solvers/density.hpp"
+
+namespace tessel::solvers {
+
+std::string to_string(DensityMethod m) {
+  switch (m) {
+    case DensityMethod::Sign: return "sign";
+    case DensityMethod::Trs4: return "trs4";
+    case DensityMethod::Canonical: return "canonical";
+    case DensityMethod::Trs2: return "trs2";
+    case DensityMethod::McWeeny: return "mcweeny";
+  }
+  return "?";
+}
+
+DensityMethod parse_density_method(const std::string& s, const std::string& what) {
+  for (auto m : {DensityMethod::Sign, DensityMethod::Trs4, DensityMethod::Canonical,
+                 DensityMethod::Trs2, DensityMethod::McWeeny})
+    if (s == to_string(m)) return m;
+  throw InputError(detail::concat(what, " = '", s, "' (expected sign, trs4, canonical, trs2 or mcweeny)"));
+}
+
+namespace {
+
+// ||A - A^T||_F / ||A||_F (0 for A = 0).
+template <class M>
+double asymmetry(Algebra<M>& alg, const M& a) {
+  M t = alg.transpose(a);
+  const double na = alg.norm(a);
+  alg.add(t, -1.0, a, 1.0);
+  const double d = alg.norm(t);
+  return na > 0 ? d / na : d;
+}
+
+// The energy where the Lanczos density-of-states estimate of Ht holds nocc of n states.
+double mu_guess(const SpectralBounds& b, std::int64_t nocc, std::int64_t n) {
+  const double target = static_cast<double>(nocc) / static_cast<double>(n);
+  double acc = 0;
+  for (std::size_t i = 0; i < b.ritz.size(); ++i) {
+    const double next = acc + b.weight[i];
+    if (next >= target) {
+      const double left = i == 0 ? b.lo : b.ritz[i - 1];
+      return left + (b.ritz[i] - left) * (target - acc) / std::max(b.weight[i], 1e-300);
+    }
+    acc = next;
+  }
+  return 0.5 * (b.lo + b.hi);
+}
+
+template <class M>
+struct SignSearch {
+  Algebra<M>& alg;
+  const M& A;  // Ht (symmetric form) or S^-1 H (nonsymmetric form)
+  const SpectralBounds& b;
+  const DensityOptions& opt;
+  std::int64_t n, nocc;
+  DensityResult<M>& out;
+  M x;  // sign at the last mu evaluated
+  // count(mu) = (n - tr sign(A - mu I)) / 2 = tr(P S)
+  double count(double mu) {
+    M a = alg.copy(A);
+    alg.shift(a, -mu);
+    const double bound = 1.01 * std::max(std::abs(b.hi - mu), std::abs(b.lo - mu));
+    SignOptions so;
+    so.order = opt.sign_order;
+    so.tol = opt.tol;
+    so.max_iter = opt.max_iter;
+    so.mu = mu;
+    so.on_step = opt.on_step;
+    auto r = sign(alg, a, bound, so);
+    ++out.sign_evaluations;
+    out.iterations += r.iterations;
+    out.residual = r.residual;
+    x = std::move(r.X);
+    const double c = 0.5 * (static_cast<double>(n) - alg.trace(x));
+    if (opt.on_step) {
+      IterationInfo s;
+      s.stage = "mu";
+      s.iteration = out.sign_evaluations;
+      s.residual = r.residual;
+      s.occupation = 2 * c;
+      s.mu = mu;
+      s.blocks = alg.blocks(x);
+      opt.on_step(s);
+    }
+    return c;
+  }
+  // Bracket, then Illinois: f(mu) = count(mu) - nocc is a non-decreasing step function; any mu
+  // with |f| < 1/2 lies in the HOMO-LUMO gap.
+  double search() {
+    const double width = b.hi - b.lo;
+    double mu = std::clamp(mu_guess(b, nocc, n), b.lo + 1e-3 * width, b.hi - 1e-3 * width);
+    double f = count(mu) - static_cast<double>(nocc);
+    if (std::abs(f) < 0.5) return finish(mu, mu, mu);
+    double ma = mu, fa = f, mb = mu, fb = f;  // fa < 0 < fb once bracketed
+    double step = std::max(width * std::abs(f) / static_cast<double>(n), 1e-3 * width);
+    while ((fa < 0) == (fb < 0)) {
+      check_budget();
+      const double dir = f < 0 ? 1.0 : -1.0;
+      double next = mu + dir * step;
+      next = std::clamp(next, b.lo, b.hi);
+      TESSEL_CHECK(next != mu, InputError, "density: the electron count ", 2 * nocc,
+                   " cannot be reached inside the spectrum bounds [", b.lo, ", ", b.hi,
+                   "] (occupation at mu = ", mu, " is ", 2 * (f + static_cast<double>(nocc)), ")");
+      mu = next;
+      f = count(mu) - static_cast<double>(nocc);
+      if (std::abs(f) < 0.5) return finish(mu, mu, mu);
+      if (f < 0) { ma = mu; fa = f; } else { mb = mu; fb = f; }
+      if ((fa < 0) != (fb < 0)) break;
+      step *= 2;
+    }
+    if (fa > 0) { std::swap(ma, mb); std::swap(fa, fb); }
+    int side = 0;
+    for (;;) {
+      check_budget();
+      TESSEL_CHECK(mb - ma > 1e-12 * std::max(1.0, width), InputError,
+                   "density: no gap at the electron count ", 2 * nocc, ": the occupation jumps from ",
+                   2 * (fa + static_cast<double>(nocc)), " to ", 2 * (fb + static_cast<double>(nocc)),
+                   " between mu = ", ma, " and ", mb, " (HOMO and LUMO degenerate)");
+      double m = mb - fb * (mb - ma) / (fb - fa);
+      if (!(m > ma && m < mb)) m = 0.5 * (ma + mb);
+      const double fm = count(m) - static_cast<double>(nocc);
+      if (std::abs(fm) < 0.5) return finish(m, ma, mb);
+      if (fm < 0) {
+        ma = m;
+        fa = fm;
+        if (side == -1) fb *= 0.5;  // Illinois: the same end kept twice
+        side = -1;
+      } else {
+        mb = m;
+        fb = fm;
+        if (side == 1) fa *= 0.5;
+        side = 1;
+      }
+    }
+  }
+  void check_budget() {
+    if (out.sign_evaluations >= opt.max_sign_evaluations)
+      throw Error(detail::concat("density: mu not found in max_sign_evaluations = ",
+                                 opt.max_sign_evaluations, " sign evaluations"));
+  }
+  double finish(double mu, double lo, double hi) {
+    out.homo_lumo_lo = lo;
+    out.homo_lumo_hi = hi;
+    return mu;
+  }
+};
+
+}  // namespace
+
+template <class M>
+DensityResult<M> density(Algebra<M>& alg, const M& H, const M& S, std::int64_t electrons,
+                         const DensityOptions& opt) {
+  Context& ctx = alg.ctx();
+  const std::int64_t n = Algebra<M>::n(H);
+  ctx.agree([&] {
+    TESSEL_CHECK(H.rows() == H.cols(), DimensionMismatch, "density: H is ", H.rows(), " x ",
+                 H.cols(), " (expected square)");
+    std::string why;
+    TESSEL_CHECK(Algebra<M>::conforms(H, S, &why), DimensionMismatch,
+                 "density: H and S do not match: ", why);
+    TESSEL_CHECK(electrons > 0 && electrons % 2 == 0, InputError, "density: electrons = ", electrons,
+                 " (expected an even number > 0: closed-shell, two electrons per occupied state)");
+    TESSEL_CHECK(electrons / 2 < n, InputError, "density: electrons = ", electrons,
+                 " fill ", electrons / 2, " states but the basis has n = ", n,
+                 " (expected at most ", 2 * (n - 1), ")");
+    TESSEL_CHECK(opt.sign_order == 2 || opt.sign_order == 3, InputError, "density: sign order = ",
+                 opt.sign_order, " (expected 2 or 3)");
+    TESSEL_CHECK(opt.tol > 0 && std::isfinite(opt.tol), InputError, "density: tol = ", opt.tol, " (expected > 0)");
+    TESSEL_CHECK(opt.max_iter >= 1 && opt.max_sign_evaluations >= 1, InputError,
+                 "density: max_iter = ", opt.max_iter, ", max_sign_evaluations = ",
+                 opt.max_sign_evaluations, " (expected >= 1)");
+    TESSEL_CHECK(opt.occupation_tol > 0, InputError, "density: occupation_tol = ", opt.occupation_tol,
+                 " (expected > 0)");
+    TESSEL_CHECK(!opt.mu || std::isfinite(*opt.mu), InputError, "density: mu = ", *opt.mu,
+                 " (expected a finite energy)");
+    TESSEL_CHECK(opt.method != DensityMethod::McWeeny || opt.mu, InputError,
+                 "density: mcweeny needs mu inside the HOMO-LUMO gap (--mu)");
+  });
+  const std::int64_t nocc = electrons / 2;
+  const auto m0 = alg.stats().multiplications;
+  DensityResult<M> out;
+  {
+    const bool fh = alg.finite(H), fs = alg.finite(S);
+    ctx.agree([&] {
+      TESSEL_CHECK(fh, InputError, "density: H has NaN or Inf entries");
+      TESSEL_CHECK(fs, InputError, "density: S has NaN or Inf entries");
+    });
+    const double ah = asymmetry(alg, H), as = asymmetry(alg, S);
+    ctx.agree([&] {
+      TESSEL_CHECK(ah <= opt.symmetry_tol, InputError, "density: H is not symmetric: ||H - H^T||_F / ||H||_F = ",
+                   ah, " (expected <= ", opt.symmetry_tol, ")");
+      TESSEL_CHECK(as <= opt.symmetry_tol, InputError, "density: S is not symmetric: ||S - S^T||_F / ||S||_F = ",
+                   as, " (expected <= ", opt.symmetry_tol, ")");
+    });
+  }
+  InverseOptions io = opt.inverse;
+  if (!io.on_step) io.on_step = opt.on_step;
+  auto z = inverse_sqrt(alg, S, io);
+  out.inverse_iterations = z.iterations;
+  const M& Z = z.X;
+  M ht = alg.product(alg.product(Z, H), Z);
+  alg.symmetrize(ht);
+  out.bounds = lanczos_bounds(alg, ht, opt.lanczos_steps);
+  if (opt.mu) {
+    const double mu = *opt.mu;
+    ctx.agree([&] {
+      TESSEL_CHECK(mu > out.bounds.lo && mu < out.bounds.hi, InputError, "density: mu = ", mu,
+                   " is outside the spectrum [", out.bounds.lo, ", ", out.bounds.hi,
+                   "] of S^-1 H (Lanczos bounds): every state would be ",
+                   mu <= out.bounds.lo ? "empty" : "occupied");
+    });
+  }
+  M pt;
+  if (opt.method == DensityMethod::Sign) {
+    M sinv;
+    M a;
+    if (opt.nonsymmetric) {
+      sinv = alg.product(Z, Z);
+      a = alg.product(sinv, H);
+    }
+    SignSearch<M> s{alg, opt.nonsymmetric ? a : ht, out.bounds, opt, n, nocc, out, M{}};
+    if (opt.mu) {
+      out.mu = *opt.mu;
+      s.count(out.mu);
+      out.homo_lumo_lo = out.homo_lumo_hi = out.mu;
+    } else {
+      out.mu = s.search();
+    }
+    if (opt.nonsymmetric) {  // P = (S^-1 - X S^-1) / 2
+      M xs = alg.product(s.x, sinv);
+      alg.add(sinv, 0.5, xs, -0.5);
+      alg.symmetrize(sinv);
+      out.P = std::move(sinv);
+    } else {
+      pt = std::move(s.x);  // Pt = (I - X) / 2
+      alg.scale(pt, -0.5);
+      alg.shift(pt, 0.5);
+    }
+  } else {
+    PurifyMethod pm = opt.method == DensityMethod::Trs4        ? PurifyMethod::Trs4
+                      : opt.method == DensityMethod::Trs2      ? PurifyMethod::Trs2
+                      : opt.method == DensityMethod::McWeeny   ? PurifyMethod::McWeeny
+                                                               : PurifyMethod::Canonical;
+    auto r = purify_generic(alg, ht, nocc, pm, opt.mu, opt.tol, opt.max_iter, opt.on_step);
+    pt = std::move(r.X);
+    out.mu = r.mu;
+    out.iterations = r.iterations;
+    out.residual = r.idempotency_error;
+  }
+  if (!(opt.method == DensityMethod::Sign && opt.nonsymmetric)) {
+    out.P = alg.product(alg.product(Z, pt), Z);
+    alg.symmetrize(out.P);
+  }
+  out.trace_ps = alg.dot(out.P, S);
+  out.band_energy = 2 * alg.dot(out.P, H);
+  const double occ = 2 * out.trace_ps;
+  const bool given_mu = opt.mu && opt.method == DensityMethod::Sign;
+  ctx.agree([&] {
+    TESSEL_CHECK(std::isfinite(occ), Error, "density: the occupation is not finite");
+    TESSEL_CHECK(given_mu || std::abs(occ - static_cast<double>(electrons)) <= opt.occupation_tol,
+                 InputError, "density: occupation lost: 2 tr(P S) = ", occ, " but electrons = ",
+                 electrons, " (|difference| > occupation_tol = ", opt.occupation_tol,
+                 "): the filter threshold eps = ", alg.filter_eps(), " is too large for this system");
+  });
+  if (opt.energy_weighted) out.W = alg.product(alg.product(out.P, H), out.P);
+  out.multiplications = alg.stats().multiplications - m0;
+  return out;
+}
+
+template DensityResult<dense::DistMatrix<double>> density(DenseAlgebra&, const dense::DistMatrix<double>&,
+                                                          const dense::DistMatrix<double>&, std::int64_t,
+                                                          const DensityOptions&);
+template DensityResult<sparse::BlockSparseMatrix<double>> density(
+    SparseAlgebra&, const sparse::BlockSparseMatrix<double>&, const sparse::BlockSparseMatrix<double>&,
+    std::int64_t, const DensityOptions&);
+
+}  // namespace tessel::solvers

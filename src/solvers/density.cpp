@@ -112,7 +112,9 @@ struct SignSearch {
       next = std::clamp(next, b.lo, b.hi);
       TESSEL_CHECK(next != mu, InputError, "density: the electron count ", 2 * nocc,
                    " cannot be reached inside the spectrum bounds [", b.lo, ", ", b.hi,
-                   "] (occupation at mu = ", mu, " is ", 2 * (f + static_cast<double>(nocc)), ")");
+                   "] (occupation at mu = ", mu, " is ", 2 * (f + static_cast<double>(nocc)), ")",
+                   alg.filter_eps() > 0 ? detail::concat(": the filter threshold eps = ", alg.filter_eps(),
+                                                         " may be too large (occupation lost)") : std::string());
       mu = next;
       f = count(mu) - static_cast<double>(nocc);
       if (std::abs(f) < 0.5) return finish(mu, mu, mu);
@@ -265,6 +267,12 @@ DensityResult<M> density(Algebra<M>& alg, const M& H, const M& S, std::int64_t e
   }
   out.trace_ps = alg.dot(out.P, S);
   out.band_energy = 2 * alg.dot(out.P, H);
+  {
+    M psp = alg.product(alg.product(out.P, S), out.P);
+    alg.add(psp, 1.0, out.P, -1.0);
+    const double np = alg.norm(out.P);
+    out.idempotency = alg.norm(psp) / (np > 0 ? np : 1.0);
+  }
   const double occ = 2 * out.trace_ps;
   const bool given_mu = opt.mu && opt.method == DensityMethod::Sign;
   ctx.agree([&] {
@@ -273,6 +281,10 @@ DensityResult<M> density(Algebra<M>& alg, const M& H, const M& S, std::int64_t e
                  InputError, "density: occupation lost: 2 tr(P S) = ", occ, " but electrons = ",
                  electrons, " (|difference| > occupation_tol = ", opt.occupation_tol,
                  "): the filter threshold eps = ", alg.filter_eps(), " is too large for this system");
+    TESSEL_CHECK(out.idempotency <= opt.idempotency_tol, InputError,
+                 "density: idempotency lost: ||P S P - P||_F / ||P||_F = ", out.idempotency,
+                 " (> idempotency_tol = ", opt.idempotency_tol, "): the filter threshold eps = ",
+                 alg.filter_eps(), " is too large for this system");
   });
   if (opt.energy_weighted) out.W = alg.product(alg.product(out.P, H), out.P);
   out.multiplications = alg.stats().multiplications - m0;

@@ -126,6 +126,8 @@ struct DensityOptions {
   int max_sign_evaluations = 30;
   double symmetry_tol = 1e-8;   ///< ||H - H^T||_F <= tol ||H||_F (and S)
   double occupation_tol = 1e-2; ///< |2 tr(PS) - N| above this: "occupation lost" error
+  /// ||P S P - P||_F / ||P||_F above this: "idempotency lost" error (2 more products)
+  double idempotency_tol = 1e-2;
   bool energy_weighted = false; ///< also W = P H P
   InverseOptions inverse;       ///< for S^-1/2
   int lanczos_steps = 30;
@@ -139,6 +141,7 @@ struct DensityResult {
   double mu = 0;
   double band_energy = 0;   ///< 2 tr(P H)
   double trace_ps = 0;      ///< tr(P S) (= electrons / 2)
+  double idempotency = 0;   ///< ||P S P - P||_F / ||P||_F
   double residual = 0;      ///< last sign residual or ||X - X^2||_F of the purification
   int iterations = 0;       ///< sign / purification steps, all mu evaluations together
   int sign_evaluations = 0; ///< sign iterations run (mu search); 0 for purification

@@ -43,20 +43,38 @@ double asymmetry(Algebra<M>& alg, const M& a) {
   return na > 0 ? d / na : d;
 }
 
-// The energy where the Lanczos density-of-states estimate of Ht holds nocc of n states.
-double mu_guess(const SpectralBounds& b, std::int64_t nocc, std::int64_t n) {
-  const double target = static_cast<double>(nocc) / static_cast<double>(n);
-  double acc = 0;
-  for (std::size_t i = 0; i < b.ritz.size(); ++i) {
-    const double next = acc + b.weight[i];
-    if (next >= target) {
-      const double left = i == 0 ? b.lo : b.ritz[i - 1];
-      return left + (b.ritz[i] - left) * (target - acc) / std::max(b.weight[i], 1e-300);
+// The Lanczos estimate of the number of states below mu (the Ritz values weighted by the start
+// vector's spectral measure), piecewise linear and increasing from (lo, 0) to (hi, n). The mu
+// search runs in u = estimate(mu): there the true count is nearly u itself, so the secant
+// steps of regula falsi land close even where the density of states is far from uniform.
+struct Warp {
+  std::vector<double> x, y;
+  Warp(const SpectralBounds& b, std::int64_t n) {
+    const double nd = static_cast<double>(n);
+    x.push_back(b.lo);
+    y.push_back(0);
+    double acc = 0;
+    for (std::size_t i = 0; i < b.ritz.size(); ++i) {
+      acc += b.weight[i];
+      const double xi = b.ritz[i], yi = nd * (acc - 0.5 * b.weight[i]);
+      if (xi > x.back() && xi < b.hi && yi > y.back()) {
+        x.push_back(xi);
+        y.push_back(std::min(yi, nd * (1 - 1e-9)));
+      }
     }
-    acc = next;
+    x.push_back(b.hi);
+    y.push_back(nd);
   }
-  return 0.5 * (b.lo + b.hi);
-}
+  static double interp(const std::vector<double>& from, const std::vector<double>& to, double v) {
+    if (v <= from.front()) return to.front();
+    if (v >= from.back()) return to.back();
+    const auto k = static_cast<std::size_t>(std::upper_bound(from.begin(), from.end(), v) - from.begin());
+    const double t = (v - from[k - 1]) / (from[k] - from[k - 1]);
+    return to[k - 1] + t * (to[k] - to[k - 1]);
+  }
+  double u(double mu) const { return interp(x, y, mu); }
+  double mu(double u) const { return interp(y, x, u); }
+};
 
 template <class M>
 struct SignSearch {
@@ -99,49 +117,54 @@ struct SignSearch {
   // Bracket, then Illinois: f(mu) = count(mu) - nocc is a non-decreasing step function; any mu
   // with |f| < 1/2 lies in the HOMO-LUMO gap.
   double search() {
-    const double width = b.hi - b.lo;
-    double mu = std::clamp(mu_guess(b, nocc, n), b.lo + 1e-3 * width, b.hi - 1e-3 * width);
-    double f = count(mu) - static_cast<double>(nocc);
+    const double width = b.hi - b.lo, nd = static_cast<double>(n), target = static_cast<double>(nocc);
+    const Warp w(b, n);
+    double u = target, mu = w.mu(u);
+    double f = count(mu) - target;
     if (std::abs(f) < 0.5) return finish(mu, mu, mu);
-    double ma = mu, fa = f, mb = mu, fb = f;  // fa < 0 < fb once bracketed
-    double step = std::max(width * std::abs(f) / static_cast<double>(n), 1e-3 * width);
+    // Bracket: secant steps of slope 1 in u, doubled while the sign of f does not change.
+    double ua = u, fa = f, ma = mu, ub = u, fb = f, mb = mu;  // fa < 0 < fb once bracketed
+    double step = std::abs(f) + 0.5;
     while ((fa < 0) == (fb < 0)) {
       check_budget();
-      const double dir = f < 0 ? 1.0 : -1.0;
-      double next = mu + dir * step;
-      next = std::clamp(next, b.lo, b.hi);
+      const double next_u = std::clamp(u + (f < 0 ? step : -step), 0.0, nd);
+      const double next = w.mu(next_u);
       TESSEL_CHECK(next != mu, InputError, "density: the electron count ", 2 * nocc,
                    " cannot be reached inside the spectrum bounds [", b.lo, ", ", b.hi,
-                   "] (occupation at mu = ", mu, " is ", 2 * (f + static_cast<double>(nocc)), ")",
+                   "] (occupation at mu = ", mu, " is ", 2 * (f + target), ")",
                    alg.filter_eps() > 0 ? detail::concat(": the filter threshold eps = ", alg.filter_eps(),
                                                          " may be too large (occupation lost)") : std::string());
+      u = next_u;
       mu = next;
-      f = count(mu) - static_cast<double>(nocc);
+      f = count(mu) - target;
       if (std::abs(f) < 0.5) return finish(mu, mu, mu);
-      if (f < 0) { ma = mu; fa = f; } else { mb = mu; fb = f; }
+      if (f < 0) { ua = u; fa = f; ma = mu; } else { ub = u; fb = f; mb = mu; }
       if ((fa < 0) != (fb < 0)) break;
       step *= 2;
     }
-    if (fa > 0) { std::swap(ma, mb); std::swap(fa, fb); }
+    if (fa > 0) { std::swap(ua, ub); std::swap(fa, fb); std::swap(ma, mb); }
+    // Illinois regula falsi on f(u); the count is a step function, any |f| < 1/2 is in the gap.
     int side = 0;
     for (;;) {
       check_budget();
       TESSEL_CHECK(mb - ma > 1e-12 * std::max(1.0, width), InputError,
                    "density: no gap at the electron count ", 2 * nocc, ": the occupation jumps from ",
-                   2 * (fa + static_cast<double>(nocc)), " to ", 2 * (fb + static_cast<double>(nocc)),
-                   " between mu = ", ma, " and ", mb, " (HOMO and LUMO degenerate)");
-      double m = mb - fb * (mb - ma) / (fb - fa);
-      if (!(m > ma && m < mb)) m = 0.5 * (ma + mb);
-      const double fm = count(m) - static_cast<double>(nocc);
+                   2 * (fa + target), " to ", 2 * (fb + target), " between mu = ", ma, " and ", mb,
+                   " (HOMO and LUMO degenerate)");
+      double um = ub - fb * (ub - ua) / (fb - fa);
+      double m = w.mu(um);
+      if (!(m > ma && m < mb)) {
+        m = 0.5 * (ma + mb);
+        um = w.u(m);
+      }
+      const double fm = count(m) - target;
       if (std::abs(fm) < 0.5) return finish(m, ma, mb);
       if (fm < 0) {
-        ma = m;
-        fa = fm;
+        ua = um; fa = fm; ma = m;
         if (side == -1) fb *= 0.5;  // Illinois: the same end kept twice
         side = -1;
       } else {
-        mb = m;
-        fb = fm;
+        ub = um; fb = fm; mb = m;
         if (side == 1) fa *= 0.5;
         side = 1;
       }

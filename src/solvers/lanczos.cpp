@@ -19,7 +19,8 @@ SpectralBounds lanczos(const std::function<void(const std::vector<double>&, std:
   if (n <= 0) return b;
   k = static_cast<int>(std::min<std::int64_t>(k, n));
   const auto N = static_cast<std::size_t>(n);
-  // A fixed start vector with every component nonzero (a hash of the index), normalised.
+  // A fixed pseudo-random start vector (a hash of the index, components in [-1, 1)),
+  // normalised: its spectral measure (the Ritz weights) estimates the density of states.
   std::vector<double> v(N), vp(N, 0.0), w(N);
   double nv = 0;
   for (std::size_t i = 0; i < N; ++i) {
@@ -27,7 +28,7 @@ SpectralBounds lanczos(const std::function<void(const std::vector<double>&, std:
     h ^= h >> 31;
     h *= 0xBF58476D1CE4E5B9ull;
     h ^= h >> 29;
-    v[i] = 0.5 + static_cast<double>(h % 1000003) / 1000003.0;
+    v[i] = 2.0 * static_cast<double>(h % 1000003) / 1000003.0 - 1.0;
     nv += v[i] * v[i];
   }
   for (auto& x : v) x /= std::sqrt(nv);

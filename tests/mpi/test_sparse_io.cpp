@@ -307,3 +307,114 @@ TEST(SparseIo, Cp2kFilesFromSharedData) {
     EXPECT_EQ(nblocks(ctx, m), count_stored(ref));
   }
 }
+
+TEST(SparseIo, MatrixMarketHandWritten) {
+  Context ctx(MPI_COMM_WORLD);
+  const BlockSizes bs({4, 1, 1});
+  auto [pr, pc] = Distribution::default_grid(ctx.size());
+  const Distribution d = Distribution::random(bs, bs, pr, pc, 2);
+  // general, entries in no particular order, a comment line and a blank line
+  const std::string p = tmp_path("g.mtx");
+  put_file(p, "%%MatrixMarket matrix coordinate real general\n% comment\n6 6 5\n"
+              "6 1 -2.5\n1 1 1.0\n\n5 5 3e-3\n2 3 7\n1 6 4\n");
+  auto g = read_matrix_market(ctx, p, d);
+  DenseRef ref = empty_ref(d);
+  ref.at(5, 0) = -2.5, ref.at(0, 0) = 1, ref.at(4, 4) = 3e-3, ref.at(1, 2) = 7, ref.at(0, 5) = 4;
+  for (auto [br, bc] : {std::pair{2, 0}, {0, 0}, {1, 1}, {0, 2}}) ref.stored[br * 3 + bc] = 1;
+  check_storage(g, ref);
+  // symmetric: the lower triangle, mirrored
+  put_file(p, "%%MatrixMarket matrix coordinate real symmetric\n6 6 3\n6 1 -2.5\n1 1 1.0\n5 4 2\n");
+  auto s = read_matrix_market(ctx, p, d);
+  DenseRef sr = empty_ref(d);
+  sr.at(5, 0) = sr.at(0, 5) = -2.5, sr.at(0, 0) = 1, sr.at(4, 3) = sr.at(3, 4) = 2;
+  for (auto [br, bc] : {std::pair{2, 0}, {0, 2}, {0, 0}, {1, 0}, {0, 1}}) sr.stored[br * 3 + bc] = 1;
+  check_storage(s, sr);
+
+  const std::string hdr = "%%MatrixMarket matrix coordinate real general\n";
+  struct Bad {
+    std::string text;
+    std::vector<std::string> expect;
+  };
+  const std::vector<Bad> bad = {
+      {"%%MatrixMarket matrix array real general\n6 6\n", {"line 1", "'coordinate'"}},
+      {"%%MatrixMarket matrix coordinate complex general\n6 6 0\n", {"line 1", "field 'complex'"}},
+      {"hello\n", {"line 1", "expected the banner"}},
+      {hdr + "7 6 1\n1 1 1\n", {"line 2", "the matrix is 7 x 6", "block sizes sum to 6 x 6"}},
+      {hdr + "6 6\n", {"line 2", "size line"}},
+      {hdr + "6 6 2\n1 1 1\n1 x 2\n", {"line 4", "expected 'row col value'"}},
+      {hdr + "6 6 2\n1 1 1\n7 1 2\n", {"line 4", "row 7 is out of range"}},
+      {hdr + "6 6 3\n1 1 1\n2 2 2\n1 1 3\n", {"line 5", "duplicate entry (1, 1): line 3"}},
+      {hdr + "6 6 3\n1 1 1\n2 2 2\n", {"announces 3 entries, the file holds 2"}},
+      {"%%MatrixMarket matrix coordinate real symmetric\n6 6 2\n1 1 1\n1 2 2\n",
+       {"line 4", "above the diagonal"}},
+  };
+  for (const auto& b : bad) {
+    SCOPED_TRACE(b.text);
+    put_file(p, b.text);
+    auto expect = b.expect;
+    expect.push_back(p);
+    expect_input_error([&] { read_matrix_market(ctx, p, d); }, expect);
+  }
+}
+
+TEST(SparseIo, MatrixMarketAndNpyRoundTrips) {
+  Context ctx(MPI_COMM_WORLD);
+  std::mt19937 rng(31);
+  const BlockSizes bs(random_sizes(rng, 6));
+  auto [pr, pc] = Distribution::default_grid(ctx.size());
+  BlockSparseMatrix<double> a(ctx, Distribution::random(bs, bs, pr, pc, 6), "A");
+  DenseRef ref = fill_random(a, rng, 0.4, ctx.size());
+  const std::string p = tmp_path("rt.mtx");
+  write_matrix_market(ctx, a, p);
+  check_storage(read_matrix_market(ctx, p, Distribution::random(bs, bs, pc, pr, 8)), ref);
+  const std::string q = tmp_path("rt.npy");
+  write_npy_blocks(ctx, a, q);
+  check_storage(read_npy_blocks(ctx, q, Distribution::random(bs, bs, pc, pr, 8)), ref);
+  expect_input_error([&] { write_matrix_market(ctx, a, "no/such/dir/a.mtx"); },
+                     {"cannot write no/such/dir/a.mtx"});
+  // symmetric: A + A^T written as its lower triangle reads back whole
+  std::vector<double> full = ref.a;
+  const std::int64_t n = bs.extent();
+  BlockSparseMatrix<double> sym(ctx, a.distribution(), "S");
+  DenseRef sref = empty_ref(a.distribution());
+  for (int br = 0; br < bs.count(); ++br)
+    for (int bc = 0; bc < bs.count(); ++bc) {
+      if (!ref.has(br, bc) && !ref.has(bc, br)) continue;
+      std::vector<double> v;
+      for (int j = 0; j < bs.size(bc); ++j)
+        for (int i = 0; i < bs.size(br); ++i) {
+          const std::int64_t gi = bs.offset(br) + i, gj = bs.offset(bc) + j;
+          v.push_back(full[gj * n + gi] + full[gi * n + gj]);
+        }
+      set_block(sref, br, bc, v, true);
+      if (sym.distribution().owner(br, bc) == ctx.rank()) sym.put_block(br, bc, v.data());
+    }
+  sym.finalize();
+  write_matrix_market(ctx, sym, p, true);
+  check_storage(read_matrix_market(ctx, p, bs, bs), sref);
+}
+
+TEST(SparseIo, MatrixMarketAndNpyFromScipy) {
+  const std::string mtx = tmp_path("scipy.mtx"), npy = tmp_path("scipy.npy");
+  int ok = 0;
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank_of() == 0) {
+    const std::string cmd =
+        "/usr/bin/python3 -c \"import numpy as np, scipy.sparse as sp, scipy.io as sio\n"
+        "a = sp.random(17, 17, density=0.2, random_state=4); a = (a + a.T).tocoo()\n"
+        "sio.mmwrite('" + mtx + "', a, symmetry='symmetric')\n"
+        "np.save('" + npy + "', a.toarray())\" 2>/dev/null";
+    ok = std::system(cmd.c_str()) == 0;
+  }
+  MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (!ok) GTEST_SKIP() << "python3 with scipy is not available";
+  Context ctx(MPI_COMM_WORLD);
+  const BlockSizes bs({4, 1, 1, 4, 1, 1, 5});
+  auto m = read_matrix_market(ctx, mtx, bs, bs);
+  auto [pr, pc] = Distribution::default_grid(ctx.size());
+  auto x = read_npy_blocks(ctx, npy, Distribution::random(bs, bs, pr, pc, 5));
+  // mmwrite prints 16 significant digits: equal to rounding
+  EXPECT_LE(max_abs_diff(dense_of(ctx, m), dense_of(ctx, x)), 1e-15);
+  EXPECT_EQ(nblocks(ctx, m), nblocks(ctx, x));  // zero blocks stored by neither
+  EXPECT_GT(frobenius_norm(ctx, m), 0.0);
+}

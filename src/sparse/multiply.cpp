@@ -146,7 +146,7 @@ SpMultiplyReport multiply(Context& ctx, double alpha, SpOp opa, const BlockSpars
     eo.allowed = &*allowed;
   }
   detail::ExecResult res = plan.algorithm == SpAlgorithm::Cannon
-                               ? detail::run_cannon(ctx, plan, ops, eo)
+                               ? detail::run_cannon(ctx, plan, ops, eo, cache ? &cache->state() : nullptr)
                                : detail::run_rma25d(ctx, plan, ops, eo,
                                                     cache ? &cache->state() : nullptr);
   rep.blocks_filtered =

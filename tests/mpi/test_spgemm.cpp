@@ -427,6 +427,10 @@ TEST(Spgemm, WindowCacheReusedAndGrown) {
     EXPECT_LE(max_abs_diff(dense_of(ctx, C), want) / scale, 1e-12);
     if (round == 0) EXPECT_TRUE(rep.windows_created);
     if (round == 1) EXPECT_FALSE(rep.windows_created);  // same panels: reused
+    SpMultiplyOptions oc;  // Cannon through the same cache (its grid communicators)
+    BlockSparseMatrix<double> C2(ctx, d, "C2");
+    multiply(ctx, 1.0, SpOp::N, A, SpOp::N, A, 0.0, C2, oc, &cache);
+    EXPECT_LE(max_abs_diff(dense_of(ctx, C2), want) / scale, 1e-12);
   }
   EXPECT_EQ(cache.creations(), 2);  // the dense third round outgrew the windows
 }

@@ -229,6 +229,13 @@ TEST(Spgemm, EmptyMatricesAndRows) {
     cs.seed = 4;
     r = run_case(ctx, cs);
     EXPECT_LE(max_abs_diff(r.got, r.want) / r.scale, 1e-12);
+    cs.alpha = 0.0;  // C = beta C without moving anything
+    cs.fill_a = 0.5;
+    cs.fill_c = 0.5;
+    r = run_case(ctx, cs);
+    EXPECT_LE(max_abs_diff(r.got, r.want) / r.scale, 1e-12);
+    EXPECT_EQ(r.rep.a_panels.recv + r.rep.b_panels.recv, 0);
+    cs.alpha = 1.0;
     cs.mb = 1;  // a single block row/column, more ranks than blocks
     cs.nb = 1;
     cs.kb = 1;

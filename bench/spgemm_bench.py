@@ -193,7 +193,9 @@ def summarize(runs, variants, cases, configs):
             ref = None
             print(f"\n{cfg}, {case}")
             print(f"{'variant':>10} {'L':>2} {'median s':>9} {'vs first':>8} {'GFLOP/s':>8} "
-                  f"{'A+B MB max':>10} {'A+B MB mean':>11} {'C MB mean':>9} {'all MB mean':>11} {'wire MB':>8}")
+                  f"{'A+B MB max':>10} {'A+B MB mean':>11} {'A+B/L=1':>7} {'eq.7':>5} {'C MB mean':>9} "
+                  f"{'all MB mean':>11} {'wire MB':>8}")
+            ab_l1 = None
             for v in variants:
                 rs = [r for r in runs if r["config"] == cfg and r["case"] == case and r["variant"] == v["name"]
                       and r["result"]]
@@ -216,14 +218,24 @@ def summarize(runs, variants, cases, configs):
                 wire = [r["wire_tx_bytes"] for r in rs if "wire_tx_bytes" in r]
                 if ref is None:
                     ref = med
+                # eq. 7: A+B per rank scales as (LR S_A + LC S_B) / L against L = 1; with S_A ~ S_B
+                # that is 1/sqrt(L) on a square grid and (1 + L) / (2 L) on a non-square one.
+                L = res.get("layers") or 1
+                if v["name"] == "rma25d:1" or (v.get("alg") == "rma25d" and L == 1):
+                    ab_l1 = ab_mean
+                pr_, pc_ = (int(x) for x in str(res.get("grid", "1x1")).split("x")) if "grid" in res else (1, 1)
+                model = (L ** -0.5 if pr_ == pc_ else (1 + L) / (2 * L)) if v.get("alg") == "rma25d" else None
+                ab_ratio = ab_mean / ab_l1 if (ab_l1 and v.get("alg") == "rma25d") else None
                 row = {"config": cfg, "case": case, "variant": v["name"], "layers": res.get("layers"),
+                       "ab_ratio_to_l1": ab_ratio, "ab_ratio_eq7": model,
                        "median_s": med, "ratio_to_first": med / ref, "gflops": res.get("gflops"),
                        "ab_max_bytes": ab_max, "ab_mean_bytes": ab_mean, "c_mean_bytes": c_mean,
                        "all_mean_bytes": all_mean,
                        "wire_tx_bytes_median": statistics.median(wire) if wire else None, "pairs": len(rs)}
                 rows.append(row)
                 print(f"{v['name']:>10} {str(res.get('layers', '-')):>2} {med:9.4f} {med / ref:8.3f} "
-                      f"{res.get('gflops', 0):8.3f} {ab_max / 1e6:10.2f} {ab_mean / 1e6:11.2f} {c_mean / 1e6:9.2f} "
+                      f"{res.get('gflops', 0):8.3f} {ab_max / 1e6:10.2f} {ab_mean / 1e6:11.2f} "
+                      f"{('%.3f' % ab_ratio) if ab_ratio else '-':>7} {('%.3f' % model) if model else '-':>5} {c_mean / 1e6:9.2f} "
                       f"{all_mean / 1e6:11.2f} {(statistics.median(wire) / 1e6 if wire else float('nan')):8.1f}")
     return rows
 

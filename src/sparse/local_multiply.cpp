@@ -186,8 +186,14 @@ void multiply_images(const PanelView& a, const PanelView& b, const BlockSizes& r
                      const BlockSizes& inner, const BlockSizes& cols, double eps,
                      const CAccumulator* allowed, CAccumulator& c, KernelStats& stats) {
   if (a.nblocks == 0 || b.nblocks == 0) return;
-  // B's block rows: [begin, end) of each row present (B is sorted by row).
+  // B's block rows: [begin, end) of each row present (B is sorted by row); B's block columns
+  // and their sizes, read once.
   std::vector<std::int64_t> rb;  // triples: row, begin, end
+  std::vector<int> bc(static_cast<std::size_t>(b.nblocks)), bn(bc.size());
+  for (std::int64_t z = 0; z < b.nblocks; ++z) {
+    bc[static_cast<std::size_t>(z)] = b.bcol(z);
+    bn[static_cast<std::size_t>(z)] = cols.size(b.bcol(z));
+  }
   for (std::int64_t x = 0; x < b.nblocks;) {
     std::int64_t y = x;
     while (y < b.nblocks && b.brow(y) == b.brow(x)) ++y;
@@ -246,13 +252,13 @@ void multiply_images(const PanelView& a, const PanelView& b, const BlockSizes& r
       const double* ab = a.block(q);
       const int kk = inner.size(k);
       for (std::int64_t z = lo; z < hi; ++z) {
-        int cc = b.bcol(z);
+        const int cc = bc[static_cast<std::size_t>(z)];
         if (eps > 0 && na * b.norm(z) < thr) {
           ++stats.skipped;
           continue;
         }
         if (allowed && allowed->find(r, cc) < 0) continue;
-        Stack& s = stack_of(m, cols.size(cc), kk);
+        Stack& s = stack_of(m, bn[static_cast<std::size_t>(z)], kk);
         s.p.push_back({ab, b.block(z), c.slot(r, cc)});
         if (s.p.size() >= kStackSize) flush(s, c.data(), stats);
       }

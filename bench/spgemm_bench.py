@@ -14,8 +14,9 @@ the PMPI counter ../shared/tools/commcount preloaded (whole program: the set-up'
 included, so it is an upper bound), and on the emulated cluster the wire bytes of every run.
 An L that does not fit a grid (eq. 4/5) is reported as "invalid L" and skipped.
 
-Cases: --generate specs of `tessel spgemm` (band:N now; water:N and the CP2K CSR files
-(H*S, S*S of the 256-water SZV system) once the readers/generator are in the build).
+Cases: --generate specs of `tessel spgemm` (water:N = H S, water-ss:N = S S, band:N), or
+csr:A.csr:B.csr:blocksizes.txt (CP2K CSR files, e.g. the 256-water SZV H*S:
+csr:KS.csr.gz:S.csr.gz:blocksizes.txt in ../shared/data/cp2k/h2o-256-szv; needs the CSR reader).
 Configs: local:NP (mpirun on this machine, oversubscribed, OMP_NUM_THREADS=1) or
 nc:NODESxPPN (../shared/tools/netcluster, brought up once per config with --rate/--delay).
 --comm-only passes `--comm-only` to tessel (DBCSR has no such mode and is then not run).
@@ -129,10 +130,15 @@ def main():
             for case in cases:
                 for pair in range(a.pairs):
                     for v in variants:
-                        tag = f"{cfg.replace(':', '-')}-{case.replace(':', '')}-{v['name'].replace(':', '_')}-pair{pair}"
+                        tag = f"{cfg.replace(':', '-')}-{Path(case.replace(':', '_')).name}-{v['name'].replace(':', '_')}-pair{pair}"
                         js = raw / f"{tag}.json"
                         ccjs = raw / f"{tag}.commcount.json"
-                        common = ["--generate", case, "--eps", a.eps, "--repeat", str(a.repeat), "--json", str(js)]
+                        if case.startswith("csr:"):
+                            fa, fb, fblk = case[4:].split(":")
+                            src = ["--a", fa, "--b", fb, "--blocks", fblk]
+                        else:
+                            src = ["--generate", case]
+                        common = src + ["--eps", a.eps, "--repeat", str(a.repeat), "--json", str(js)]
                         if v["prog"] == "dbcsr":
                             prog = [str(dbcsr)] + common
                         else:

@@ -127,10 +127,10 @@ def main():
         else:
             raise SystemExit(f"spgemm_bench: config '{cfg}': expected local:NP or nc:NODESxPPN")
         try:
-            for case in cases:
+            for ci, case in enumerate(cases):
                 for pair in range(a.pairs):
                     for v in variants:
-                        tag = f"{cfg.replace(':', '-')}-{Path(case.replace(':', '_')).name}-{v['name'].replace(':', '_')}-pair{pair}"
+                        tag = f"{cfg.replace(':', '-')}-case{ci}-{v['name'].replace(':', '_')}-pair{pair}"
                         js = raw / f"{tag}.json"
                         ccjs = raw / f"{tag}.commcount.json"
                         if case.startswith("csr:"):

@@ -63,6 +63,9 @@ int main(int argc, char** argv) {
   int repeat = 3;
   app.add_option("--generate", in.generate, "band:N (as tessel spgemm)")->capture_default_str();
   app.add_option("--seed", in.seed, "Seed (as tessel spgemm)")->capture_default_str();
+  app.add_option("--a", in.a, "A as CP2K CSR text (as tessel spgemm)");
+  app.add_option("--b", in.b, "B as CP2K CSR text (as tessel spgemm)");
+  app.add_option("--blocks", in.blocks, "Block sizes file of --a/--b");
   app.add_option("--grid", grid, "PRxPC (default: the most square, PR <= PC)");
   app.add_option("--eps", eps, "filter_eps of c_dbcsr_multiply_d")->capture_default_str();
   app.add_option("--repeat", repeat, "Timed multiplies (median)")->capture_default_str();

@@ -14,8 +14,9 @@ the PMPI counter ../shared/tools/commcount preloaded (whole program: the set-up'
 included, so it is an upper bound), and on the emulated cluster the wire bytes of every run.
 An L that does not fit a grid (eq. 4/5) is reported as "invalid L" and skipped.
 
-Cases: --generate specs of `tessel spgemm` (band:N now; water:N and the CP2K CSR files
-(H*S, S*S of the 256-water SZV system) once the readers/generator are in the build).
+Cases: --generate specs of `tessel spgemm` (water:N = H S, water-ss:N = S S, band:N), or
+csr:A.csr:B.csr:blocksizes.txt (CP2K CSR files, e.g. the 256-water SZV H*S:
+csr:KS.csr.gz:S.csr.gz:blocksizes.txt in ../shared/data/cp2k/h2o-256-szv; needs the CSR reader).
 Configs: local:NP (mpirun on this machine, oversubscribed, OMP_NUM_THREADS=1) or
 nc:NODESxPPN (../shared/tools/netcluster, brought up once per config with --rate/--delay).
 --comm-only passes `--comm-only` to tessel (DBCSR has no such mode and is then not run).
@@ -126,13 +127,18 @@ def main():
         else:
             raise SystemExit(f"spgemm_bench: config '{cfg}': expected local:NP or nc:NODESxPPN")
         try:
-            for case in cases:
+            for ci, case in enumerate(cases):
                 for pair in range(a.pairs):
                     for v in variants:
-                        tag = f"{cfg.replace(':', '-')}-{case.replace(':', '')}-{v['name'].replace(':', '_')}-pair{pair}"
+                        tag = f"{cfg.replace(':', '-')}-case{ci}-{v['name'].replace(':', '_')}-pair{pair}"
                         js = raw / f"{tag}.json"
                         ccjs = raw / f"{tag}.commcount.json"
-                        common = ["--generate", case, "--eps", a.eps, "--repeat", str(a.repeat), "--json", str(js)]
+                        if case.startswith("csr:"):
+                            fa, fb, fblk = case[4:].split(":")
+                            src = ["--a", fa, "--b", fb, "--blocks", fblk]
+                        else:
+                            src = ["--generate", case]
+                        common = src + ["--eps", a.eps, "--repeat", str(a.repeat), "--json", str(js)]
                         if v["prog"] == "dbcsr":
                             prog = [str(dbcsr)] + common
                         else:
@@ -193,7 +199,9 @@ def summarize(runs, variants, cases, configs):
             ref = None
             print(f"\n{cfg}, {case}")
             print(f"{'variant':>10} {'L':>2} {'median s':>9} {'vs first':>8} {'GFLOP/s':>8} "
-                  f"{'A+B MB max':>10} {'A+B MB mean':>11} {'C MB mean':>9} {'all MB mean':>11} {'wire MB':>8}")
+                  f"{'A+B MB max':>10} {'A+B MB mean':>11} {'A+B/L=1':>7} {'eq.7':>5} {'C MB mean':>9} "
+                  f"{'all MB mean':>11} {'wire MB':>8}")
+            ab_l1 = None
             for v in variants:
                 rs = [r for r in runs if r["config"] == cfg and r["case"] == case and r["variant"] == v["name"]
                       and r["result"]]
@@ -216,14 +224,24 @@ def summarize(runs, variants, cases, configs):
                 wire = [r["wire_tx_bytes"] for r in rs if "wire_tx_bytes" in r]
                 if ref is None:
                     ref = med
+                # eq. 7: A+B per rank scales as (LR S_A + LC S_B) / L against L = 1; with S_A ~ S_B
+                # that is 1/sqrt(L) on a square grid and (1 + L) / (2 L) on a non-square one.
+                L = res.get("layers") or 1
+                if v["name"] == "rma25d:1" or (v.get("alg") == "rma25d" and L == 1):
+                    ab_l1 = ab_mean
+                pr_, pc_ = (int(x) for x in str(res.get("grid", "1x1")).split("x")) if "grid" in res else (1, 1)
+                model = (L ** -0.5 if pr_ == pc_ else (1 + L) / (2 * L)) if v.get("alg") == "rma25d" else None
+                ab_ratio = ab_mean / ab_l1 if (ab_l1 and v.get("alg") == "rma25d") else None
                 row = {"config": cfg, "case": case, "variant": v["name"], "layers": res.get("layers"),
+                       "ab_ratio_to_l1": ab_ratio, "ab_ratio_eq7": model,
                        "median_s": med, "ratio_to_first": med / ref, "gflops": res.get("gflops"),
                        "ab_max_bytes": ab_max, "ab_mean_bytes": ab_mean, "c_mean_bytes": c_mean,
                        "all_mean_bytes": all_mean,
                        "wire_tx_bytes_median": statistics.median(wire) if wire else None, "pairs": len(rs)}
                 rows.append(row)
                 print(f"{v['name']:>10} {str(res.get('layers', '-')):>2} {med:9.4f} {med / ref:8.3f} "
-                      f"{res.get('gflops', 0):8.3f} {ab_max / 1e6:10.2f} {ab_mean / 1e6:11.2f} {c_mean / 1e6:9.2f} "
+                      f"{res.get('gflops', 0):8.3f} {ab_max / 1e6:10.2f} {ab_mean / 1e6:11.2f} "
+                      f"{('%.3f' % ab_ratio) if ab_ratio else '-':>7} {('%.3f' % model) if model else '-':>5} {c_mean / 1e6:9.2f} "
                       f"{all_mean / 1e6:11.2f} {(statistics.median(wire) / 1e6 if wire else float('nan')):8.1f}")
     return rows
 

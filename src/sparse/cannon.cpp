@@ -73,10 +73,18 @@ void preshift(const comm::Comm& ring, int n, int me, int per,
 }  // namespace
 
 ExecResult run_cannon(Context& ctx, const SpgemmPlan& plan, const SpOperands& ops,
-                      const ExecOptions& opt) {
+                      const ExecOptions& opt, SpMultiplyCache::State* cache) {
   CommLedger& ledger = ctx.ledger();
   ExecResult res;
-  layout::ProcessGrid2D grid(ctx.comm(), plan.pr, plan.pc);
+  std::optional<layout::ProcessGrid2D> own;
+  std::optional<layout::ProcessGrid2D>& slot = cache ? cache->grid : own;
+  if (!slot || (cache && cache->grid_comm != ctx.comm().raw()) || slot->pr() != plan.pr ||
+      slot->pc() != plan.pc) {  // every rank decides alike (same cache history)
+    slot.reset();
+    slot.emplace(ctx.comm(), plan.pr, plan.pc);
+    if (cache) cache->grid_comm = ctx.comm().raw();
+  }
+  const layout::ProcessGrid2D& grid = *slot;
   const int i = grid.prow(), j = grid.pcol(), V = plan.v;
   const int a = plan.a_per_col(), b = plan.b_per_row();
 

@@ -31,12 +31,6 @@ std::int64_t norm_bits(double x) {
 constexpr long long kXsmmMaxMnk = 80LL * 80 * 80;
 }  // namespace
 
-double PanelView::norm(std::int64_t b) const {
-  double x;
-  std::memcpy(&x, &meta[kMeta * b + 3], sizeof x);
-  return x;
-}
-
 std::vector<ImageSize> image_sizes(const LocalBlocks<double>& m, const BlockSizes& rows,
                                    const BlockSizes& cols, const std::vector<int>& kv,
                                    bool by_col, int first, int count) {
@@ -88,19 +82,41 @@ void pack_images(const LocalBlocks<double>& m, const BlockSizes& rows, const Blo
   }
 }
 
+CAccumulator::CAccumulator(const BlockSizes* rows, const BlockSizes* cols)
+    : rows_(rows), cols_(cols),
+      row_slot_(static_cast<std::size_t>(rows->count()), -1),
+      spa_(static_cast<std::size_t>(cols->count()), -1) {}
+
+void CAccumulator::select(int r) const {
+  if (r == cur_) return;
+  if (cur_ >= 0 && row_slot_[static_cast<std::size_t>(cur_)] >= 0)
+    for (auto& e : entries_[static_cast<std::size_t>(row_slot_[static_cast<std::size_t>(cur_)])])
+      spa_[static_cast<std::size_t>(e.first)] = -1;
+  cur_ = r;
+  if (row_slot_[static_cast<std::size_t>(r)] >= 0)
+    for (auto& e : entries_[static_cast<std::size_t>(row_slot_[static_cast<std::size_t>(r)])])
+      spa_[static_cast<std::size_t>(e.first)] = e.second;
+}
+
 std::int64_t CAccumulator::find(int r, int c) const {
-  auto it = index_.find(static_cast<std::int64_t>(r) * cols_->count() + c);
-  return it == index_.end() ? -1 : offs_[static_cast<std::size_t>(it->second)];
+  select(r);
+  return spa_[static_cast<std::size_t>(c)];
 }
 
 std::int64_t CAccumulator::slot(int r, int c) {
-  std::int64_t key = static_cast<std::int64_t>(r) * cols_->count() + c;
-  auto [it, fresh] = index_.try_emplace(key, static_cast<std::int64_t>(keys_.size()));
-  if (!fresh) return offs_[static_cast<std::size_t>(it->second)];
-  std::int64_t off = static_cast<std::int64_t>(data_.size());
-  keys_.push_back(key);
-  offs_.push_back(off);
+  select(r);
+  std::int64_t& off = spa_[static_cast<std::size_t>(c)];
+  if (off >= 0) return off;
+  int& rs = row_slot_[static_cast<std::size_t>(r)];
+  if (rs < 0) {
+    rs = static_cast<int>(entries_.size());
+    entries_.emplace_back();
+    row_of_.push_back(r);
+  }
+  off = static_cast<std::int64_t>(data_.size());
+  entries_[static_cast<std::size_t>(rs)].emplace_back(c, off);
   data_.resize(data_.size() + static_cast<std::size_t>(rows_->size(r)) * cols_->size(c), 0.0);
+  ++nblocks_;
   return off;
 }
 
@@ -116,39 +132,68 @@ void CAccumulator::add(const PanelView& p) {
 }
 
 PanelBuf CAccumulator::pack() const {
-  std::vector<std::size_t> order(keys_.size());
+  std::vector<std::size_t> order(entries_.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](auto x, auto y) { return keys_[x] < keys_[y]; });
+  std::sort(order.begin(), order.end(), [&](auto x, auto y) { return row_of_[x] < row_of_[y]; });
   PanelBuf p;
-  p.meta.reserve(order.size() * kMeta);
+  p.meta.reserve(static_cast<std::size_t>(nblocks_) * kMeta);
   p.data.reserve(data_.size());
-  std::int64_t nc = cols_->count();
   for (std::size_t i : order) {
-    int r = static_cast<int>(keys_[i] / nc), c = static_cast<int>(keys_[i] % nc);
-    std::int64_t n = static_cast<std::int64_t>(rows_->size(r)) * cols_->size(c);
-    const double* src = data_.data() + offs_[i];
-    p.meta.insert(p.meta.end(), {r, c, static_cast<std::int64_t>(p.data.size()),
-                                 norm_bits(frob(src, n))});
-    p.data.insert(p.data.end(), src, src + n);
+    int r = row_of_[i];
+    auto row = entries_[i];
+    std::sort(row.begin(), row.end());
+    for (auto [c, off] : row) {
+      std::int64_t n = static_cast<std::int64_t>(rows_->size(r)) * cols_->size(c);
+      const double* src = data_.data() + off;
+      p.meta.insert(p.meta.end(), {r, c, static_cast<std::int64_t>(p.data.size()),
+                                   norm_bits(frob(src, n))});
+      p.data.insert(p.data.end(), src, src + n);
+    }
   }
   return p;
 }
 
 namespace {
-struct Prod {
-  std::int64_t key;  // shape
-  const double* a;
-  const double* b;
-  std::int64_t c;  // offset in C
+/// The products of one block shape, run together through one LIBXSMM kernel (or dgemm).
+struct Stack {
+  int m = 0, n = 0, k = 0;
+  libxsmm_dmmfunction f = nullptr;
+  struct Item {
+    const double* a;
+    const double* b;
+    std::int64_t c;  // offset in C (its buffer may grow while the stack fills)
+  };
+  std::vector<Item> p;
 };
+constexpr std::size_t kStackSize = 30000;
+
+void flush(Stack& s, double* cd, KernelStats& stats) {
+  const double one = 1.0;
+  const std::size_t np = s.p.size();
+  if (s.f) {
+    for (const auto& it : s.p) s.f(it.a, it.b, cd + it.c);
+  } else {
+    for (const auto& it : s.p)
+      dgemm_("N", "N", &s.m, &s.n, &s.k, &one, it.a, &s.m, it.b, &s.k, &one, cd + it.c, &s.m);
+  }
+  stats.flops += 2.0 * s.m * s.n * s.k * static_cast<double>(np);
+  stats.multiplied += static_cast<std::int64_t>(np);
+  s.p.clear();
+}
 }  // namespace
 
 void multiply_images(const PanelView& a, const PanelView& b, const BlockSizes& rows,
                      const BlockSizes& inner, const BlockSizes& cols, double eps,
                      const CAccumulator* allowed, CAccumulator& c, KernelStats& stats) {
   if (a.nblocks == 0 || b.nblocks == 0) return;
-  // B's block rows: [begin, end) of each row present (B is sorted by row).
+  // B's block rows: [begin, end) of each row present (B is sorted by row); B's block columns
+  // and their sizes, read once.
   std::vector<std::int64_t> rb;  // triples: row, begin, end
+  std::vector<int> bc(static_cast<std::size_t>(b.nblocks)), bn(bc.size());
+  for (std::int64_t z = 0; z < b.nblocks; ++z) {
+    bc[static_cast<std::size_t>(z)] = b.bcol(z);
+    bn[static_cast<std::size_t>(z)] = cols.size(b.bcol(z));
+  }
   for (std::int64_t x = 0; x < b.nblocks;) {
     std::int64_t y = x;
     while (y < b.nblocks && b.brow(y) == b.brow(x)) ++y;
@@ -164,7 +209,28 @@ void multiply_images(const PanelView& a, const PanelView& b, const BlockSizes& r
     if (lo < rb.size() / 3 && rb[3 * lo] == k) return {rb[3 * lo + 1], rb[3 * lo + 2]};
     return {0, 0};
   };
-  std::vector<Prod> prods;
+  std::vector<Stack> stacks;
+  // Shapes with all sizes <= 32 are found through a direct table, others by search.
+  constexpr int kT = 33;
+  std::vector<int> table(static_cast<std::size_t>(kT) * kT * kT, -1);
+  const double one = 1.0;
+  auto stack_of = [&](int m, int n, int k) -> Stack& {
+    const bool small = m < kT && n < kT && k < kT;
+    int* t = small ? &table[(static_cast<std::size_t>(m) * kT + n) * kT + k] : nullptr;
+    if (t && *t >= 0) return stacks[static_cast<std::size_t>(*t)];
+    if (!t)
+      for (auto& s : stacks)
+        if (s.m == m && s.n == n && s.k == k) return s;
+    Stack s;
+    s.m = m;
+    s.n = n;
+    s.k = k;
+    if (static_cast<long long>(m) * n * k <= kXsmmMaxMnk)
+      s.f = libxsmm_dmmdispatch(m, n, k, nullptr, nullptr, nullptr, &one, &one, nullptr, nullptr);
+    stacks.push_back(std::move(s));
+    if (t) *t = static_cast<int>(stacks.size() - 1);
+    return stacks.back();
+  };
   for (std::int64_t x = 0; x < a.nblocks;) {
     int r = a.brow(x);
     std::int64_t y = x;
@@ -178,46 +244,28 @@ void multiply_images(const PanelView& a, const PanelView& b, const BlockSizes& r
       }
       thr = nr > 0 ? eps / static_cast<double>(nr) : 0;
     }
+    const int m = rows.size(r);
     for (std::int64_t q = x; q < y; ++q) {
       int k = a.bcol(q);
       auto [lo, hi] = brange(k);
-      double na = a.norm(q);
+      const double na = a.norm(q);
+      const double* ab = a.block(q);
+      const int kk = inner.size(k);
       for (std::int64_t z = lo; z < hi; ++z) {
-        int cc = b.bcol(z);
+        const int cc = bc[static_cast<std::size_t>(z)];
         if (eps > 0 && na * b.norm(z) < thr) {
           ++stats.skipped;
           continue;
         }
         if (allowed && allowed->find(r, cc) < 0) continue;
-        std::int64_t key = (static_cast<std::int64_t>(rows.size(r)) << 42) |
-                           (static_cast<std::int64_t>(cols.size(cc)) << 21) | inner.size(k);
-        prods.push_back({key, a.block(q), b.block(z), c.slot(r, cc)});
+        Stack& s = stack_of(m, bn[static_cast<std::size_t>(z)], kk);
+        s.p.push_back({ab, b.block(z), c.slot(r, cc)});
+        if (s.p.size() >= kStackSize) flush(s, c.data(), stats);
       }
     }
     x = y;
   }
-  std::sort(prods.begin(), prods.end(),
-            [](const Prod& p, const Prod& q) { return p.key < q.key; });
-  double* cd = c.data();
-  const double one = 1.0;
-  for (std::size_t x = 0; x < prods.size();) {
-    std::size_t y = x;
-    while (y < prods.size() && prods[y].key == prods[x].key) ++y;
-    int m = static_cast<int>(prods[x].key >> 42), n = static_cast<int>((prods[x].key >> 21) & 0x1FFFFF),
-        k = static_cast<int>(prods[x].key & 0x1FFFFF);
-    libxsmm_dmmfunction f = nullptr;
-    if (static_cast<long long>(m) * n * k <= kXsmmMaxMnk)
-      f = libxsmm_dmmdispatch(m, n, k, nullptr, nullptr, nullptr, &one, &one, nullptr, nullptr);
-    if (f) {
-      for (std::size_t q = x; q < y; ++q) f(prods[q].a, prods[q].b, cd + prods[q].c);
-    } else {
-      for (std::size_t q = x; q < y; ++q)
-        dgemm_("N", "N", &m, &n, &k, &one, prods[q].a, &m, prods[q].b, &k, &one, cd + prods[q].c, &m);
-    }
-    stats.flops += 2.0 * m * n * k * static_cast<double>(y - x);
-    stats.multiplied += static_cast<std::int64_t>(y - x);
-    x = y;
-  }
+  for (auto& s : stacks) flush(s, c.data(), stats);
 }
 
 CAccumulator pattern_of(const BlockSparseMatrix<double>& c) {

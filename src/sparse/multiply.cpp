@@ -90,32 +90,11 @@ const BlockSparseMatrix<double>* conform(Context& ctx, SpOp op, const BlockSpars
   store->finalize();
   return &*store;
 }
-}  // namespace
-
-SpMultiplyReport multiply(Context& ctx, double alpha, SpOp opa, const BlockSparseMatrix<double>& a,
-                          SpOp opb, const BlockSparseMatrix<double>& b, double beta,
-                          BlockSparseMatrix<double>& c, const SpMultiplyOptions& options,
-                          SpMultiplyCache* cache) {
-  check_shapes(ctx, opa, a, opb, b, c);
-  ctx.agree([&] {
-    for (const BlockSparseMatrix<double>* m : {&a, &b, static_cast<const BlockSparseMatrix<double>*>(&c)})
-      TESSEL_CHECK(m->is_finalized(), InputError, "spgemm: ", m->name(),
-                   " has blocks put since the last finalize() (call finalize() first)");
-  });
-  TESSEL_CHECK(options.filter_eps >= 0, InputError, "spgemm: filter_eps = ", options.filter_eps,
-               " (expected >= 0)");
+/// Conform the operands, run the executor: this rank's product panel in `res`.
+void run_multiply(Context& ctx, const SpgemmPlan& plan, SpOp opa, const BlockSparseMatrix<double>& a,
+                  SpOp opb, const BlockSparseMatrix<double>& b, const BlockSparseMatrix<double>& c,
+                  const SpMultiplyOptions& options, SpMultiplyCache* cache, detail::ExecResult& res) {
   const Distribution& dc = c.distribution();
-  SpMultiplyReport rep;
-  rep.plan = make_spgemm_plan(options.algorithm, dc.pr(), dc.pc(), options.layers);
-  const SpgemmPlan& plan = rep.plan;
-  libxsmm_init();
-
-  CommLedger& ledger = ctx.ledger();
-  const char* names[] = {detail::kPhaseA, detail::kPhaseB, detail::kPhaseC, detail::kPhaseSetup,
-                         detail::kPhaseConform};
-  SpPanelBytes before[5];
-  for (int x = 0; x < 5; ++x) before[x] = phase_bytes(ledger, names[x]);
-
   // Conform: op(A) rows as C's, k blocks on the plan's images; op(B) likewise.
   const auto& da = a.distribution();
   const auto& db = b.distribution();
@@ -145,10 +124,40 @@ SpMultiplyReport multiply(Context& ctx, double alpha, SpOp opa, const BlockSpars
     allowed.emplace(detail::pattern_of(c));
     eo.allowed = &*allowed;
   }
-  detail::ExecResult res = plan.algorithm == SpAlgorithm::Cannon
-                               ? detail::run_cannon(ctx, plan, ops, eo)
-                               : detail::run_rma25d(ctx, plan, ops, eo,
-                                                    cache ? &cache->state() : nullptr);
+  res = plan.algorithm == SpAlgorithm::Cannon
+            ? detail::run_cannon(ctx, plan, ops, eo, cache ? &cache->state() : nullptr)
+            : detail::run_rma25d(ctx, plan, ops, eo, cache ? &cache->state() : nullptr);
+}
+}  // namespace
+
+SpMultiplyReport multiply(Context& ctx, double alpha, SpOp opa, const BlockSparseMatrix<double>& a,
+                          SpOp opb, const BlockSparseMatrix<double>& b, double beta,
+                          BlockSparseMatrix<double>& c, const SpMultiplyOptions& options,
+                          SpMultiplyCache* cache) {
+  check_shapes(ctx, opa, a, opb, b, c);
+  ctx.agree([&] {
+    for (const BlockSparseMatrix<double>* m : {&a, &b, static_cast<const BlockSparseMatrix<double>*>(&c)})
+      TESSEL_CHECK(m->is_finalized(), InputError, "spgemm: ", m->name(),
+                   " has blocks put since the last finalize() (call finalize() first)");
+  });
+  TESSEL_CHECK(options.filter_eps >= 0, InputError, "spgemm: filter_eps = ", options.filter_eps,
+               " (expected >= 0)");
+  const Distribution& dc = c.distribution();
+  SpMultiplyReport rep;
+  rep.plan = make_spgemm_plan(options.algorithm, dc.pr(), dc.pc(), options.layers);
+  const SpgemmPlan& plan = rep.plan;
+  libxsmm_init();
+
+  CommLedger& ledger = ctx.ledger();
+  const char* names[] = {detail::kPhaseA, detail::kPhaseB, detail::kPhaseC, detail::kPhaseSetup,
+                         detail::kPhaseConform};
+  SpPanelBytes before[5];
+  for (int x = 0; x < 5; ++x) before[x] = phase_bytes(ledger, names[x]);
+
+  detail::ExecResult res;
+  if (alpha != 0.0) {  // alpha = 0 (the same on every rank): C = beta C, nothing moves
+    run_multiply(ctx, plan, opa, a, opb, b, c, options, cache, res);
+  }
   rep.blocks_filtered =
       detail::merge_into(c, beta, alpha, res.product.view(), options.retain_sparsity,
                          options.filter_eps);

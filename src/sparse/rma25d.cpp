@@ -15,14 +15,6 @@
 
 namespace tessel::sparse {
 
-struct SpMultiplyCache::State {
-  MPI_Comm key_comm = MPI_COMM_NULL;
-  int pr = 0, pc = 0, layers = 0, creations = 0;
-  comm::Comm acomm{MPI_COMM_NULL, nullptr}, bcomm{MPI_COMM_NULL, nullptr};
-  comm::Window<std::int64_t> a_meta, b_meta;
-  comm::Window<double> a_data, b_data;
-};
-
 SpMultiplyCache::SpMultiplyCache() : s_(std::make_unique<State>()) {}
 SpMultiplyCache::~SpMultiplyCache() = default;
 SpMultiplyCache::SpMultiplyCache(SpMultiplyCache&&) noexcept = default;
@@ -120,6 +112,10 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
     comm::RequestSet rs;
     comm::iallreduce_raw(ctx.comm(), &grow, &any_grow, 1, MPI_INT, sizeof(int), MPI_MAX, rs);
     if (!same) {  // the sub-communicators depend only on the grid and L (every rank agrees)
+      st.a_meta = {};  // windows over the old sub-communicators go first
+      st.a_data = {};
+      st.b_meta = {};
+      st.b_data = {};
       st.acomm = ctx.comm().split(ii, me);  // member x*PC + n is P(x*side_r + ii, n)
       st.bcomm = ctx.comm().split(jj, me);  // member m*LC + y is P(m, y*side_c + jj)
     }
@@ -127,15 +123,15 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
     dir_b.build(st.bcomm, mine_b);
     rs.wait_all();  // also: every rank has left its previous multiply (windows are free)
     if (any_grow) {
-      int made = st.creations;
-      st = SpMultiplyCache::State{};  // frees the old windows (collective)
-      st.creations = made + 1;
+      st.a_meta = {};  // frees the old windows (collective), in creation order
+      st.a_data = {};
+      st.b_meta = {};
+      st.b_data = {};
+      st.creations += 1;
       st.key_comm = ctx.comm().raw();
       st.pr = plan.pr;
       st.pc = plan.pc;
       st.layers = L;
-      st.acomm = ctx.comm().split(ii, me);
-      st.bcomm = ctx.comm().split(jj, me);
       auto slack = [](std::int64_t n) { return n + n / 4 + 64; };
       st.a_meta = comm::Window<std::int64_t>(st.acomm, slack(need[0]));
       st.a_data = comm::Window<double>(st.acomm, slack(need[1]));

@@ -5,9 +5,31 @@
 // into C by merge_into.
 #include <vector>
 
+#include <optional>
+
 #include "spgemm_panels.hpp"
+#include "tessel/comm/window.hpp"
 #include "tessel/core/context.hpp"
+#include "tessel/layout/grid2d.hpp"
 #include "tessel/sparse/multiply.hpp"
+
+namespace tessel::sparse {
+
+/// What a cache keeps between multiplies: Cannon's grid communicators, rma25d's
+/// sub-communicators and windows (keyed by the Context's communicator, the grid and L).
+struct SpMultiplyCache::State {
+  // Cannon
+  MPI_Comm grid_comm = MPI_COMM_NULL;
+  std::optional<layout::ProcessGrid2D> grid;
+  // rma25d
+  MPI_Comm key_comm = MPI_COMM_NULL;
+  int pr = 0, pc = 0, layers = 0, creations = 0;
+  comm::Comm acomm{MPI_COMM_NULL, nullptr}, bcomm{MPI_COMM_NULL, nullptr};
+  comm::Window<std::int64_t> a_meta, b_meta;
+  comm::Window<double> a_data, b_data;
+};
+
+}  // namespace tessel::sparse
 
 namespace tessel::sparse::detail {
 
@@ -43,7 +65,7 @@ struct ExecResult {
 
 /// Collective over ctx. Seed Algorithm 1 (cannon.cpp).
 ExecResult run_cannon(Context& ctx, const SpgemmPlan& plan, const SpOperands& ops,
-                      const ExecOptions& opt);
+                      const ExecOptions& opt, SpMultiplyCache::State* cache);
 /// Collective over ctx. Seed Algorithm 2 (rma25d.cpp). `cache` may be null.
 ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& ops,
                       const ExecOptions& opt, SpMultiplyCache::State* cache);

@@ -6,6 +6,7 @@
 // block's first value in data, Frobenius norm as the bit pattern of a double), sorted by (row,
 // column), and data (column-major blocks, back to back).
 #include <cstdint>
+#include <cstring>
 #include <unordered_map>
 #include <vector>
 
@@ -24,7 +25,11 @@ struct PanelView {
   int brow(std::int64_t b) const { return static_cast<int>(meta[kMeta * b]); }
   int bcol(std::int64_t b) const { return static_cast<int>(meta[kMeta * b + 1]); }
   const double* block(std::int64_t b) const { return data + meta[kMeta * b + 2]; }
-  double norm(std::int64_t b) const;
+  double norm(std::int64_t b) const {
+    double x;
+    std::memcpy(&x, &meta[kMeta * b + 3], sizeof x);
+    return x;
+  }
   std::int64_t bytes() const { return nblocks * kMetaBytes + ndata * 8; }
 };
 
@@ -63,10 +68,12 @@ struct KernelStats {
   std::int64_t multiplied = 0, skipped = 0;
 };
 
-/// A C panel being accumulated: blocks keyed by (row, column), values in one growing buffer.
+/// A C panel being accumulated: blocks by row, values in one growing buffer. Lookups go
+/// through a dense column index of the current row (a sparse accumulator, as Gustavson's), so
+/// calls should come row by row (the kernel does); switching rows costs the row's blocks.
 class CAccumulator {
  public:
-  CAccumulator(const BlockSizes* rows, const BlockSizes* cols) : rows_(rows), cols_(cols) {}
+  CAccumulator(const BlockSizes* rows, const BlockSizes* cols);
   /// Offset of block (r, c), created (zero) when absent.
   std::int64_t slot(int r, int c);
   /// Offset or -1.
@@ -76,15 +83,19 @@ class CAccumulator {
   void add(const PanelView& p);
   /// Packs into the wire format, sorted by (row, column).
   PanelBuf pack() const;
-  std::int64_t nblocks() const { return static_cast<std::int64_t>(keys_.size()); }
+  std::int64_t nblocks() const { return nblocks_; }
 
  private:
+  void select(int r) const;
   const BlockSizes* rows_;
   const BlockSizes* cols_;
-  std::unordered_map<std::int64_t, std::int64_t> index_;
-  std::vector<std::int64_t> keys_;  // r * ncols + c, in creation order
-  std::vector<std::int64_t> offs_;
+  std::vector<int> row_slot_;  // global row -> index into entries_, or -1
+  std::vector<int> row_of_;    // index into entries_ -> global row
+  std::vector<std::vector<std::pair<int, std::int64_t>>> entries_;  // (column, offset)
   std::vector<double> data_;
+  mutable std::vector<std::int64_t> spa_;  // column -> offset in the current row, or -1
+  mutable int cur_ = -1;
+  std::int64_t nblocks_ = 0;
 };
 
 /// The local kernel (no MPI): C += A_image * B_image over block-CSR images. On-the-fly filter

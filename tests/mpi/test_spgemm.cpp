@@ -229,6 +229,25 @@ TEST(Spgemm, EmptyMatricesAndRows) {
     cs.seed = 4;
     r = run_case(ctx, cs);
     EXPECT_LE(max_abs_diff(r.got, r.want) / r.scale, 1e-12);
+    {  // no block rows at all: C is 0 x n, nothing to do, nothing to fail
+      std::mt19937 rng(2);
+      auto ks = random_sizes(rng, 3);
+      auto dz = Distribution::random(BlockSizes(std::vector<int>{}), BlockSizes(ks), pr, pc, 1);
+      auto dk = Distribution::random(BlockSizes(ks), BlockSizes(ks), pr, pc, 2);
+      BlockSparseMatrix<double> Z(ctx, dz, "Z"), K(ctx, dk, "K"), ZC(ctx, dz, "ZC");
+      fill_random(K, rng, 1.0, world_size());
+      SpMultiplyOptions oz;
+      oz.algorithm = alg;
+      EXPECT_NO_THROW(multiply(ctx, 1.0, SpOp::N, Z, SpOp::N, K, 0.0, ZC, oz));
+      EXPECT_EQ(ZC.local_nblocks(), 0);
+    }
+    cs.alpha = 0.0;  // C = beta C without moving anything
+    cs.fill_a = 0.5;
+    cs.fill_c = 0.5;
+    r = run_case(ctx, cs);
+    EXPECT_LE(max_abs_diff(r.got, r.want) / r.scale, 1e-12);
+    EXPECT_EQ(r.rep.a_panels.recv + r.rep.b_panels.recv, 0);
+    cs.alpha = 1.0;
     cs.mb = 1;  // a single block row/column, more ranks than blocks
     cs.nb = 1;
     cs.kb = 1;
@@ -427,6 +446,10 @@ TEST(Spgemm, WindowCacheReusedAndGrown) {
     EXPECT_LE(max_abs_diff(dense_of(ctx, C), want) / scale, 1e-12);
     if (round == 0) EXPECT_TRUE(rep.windows_created);
     if (round == 1) EXPECT_FALSE(rep.windows_created);  // same panels: reused
+    SpMultiplyOptions oc;  // Cannon through the same cache (its grid communicators)
+    BlockSparseMatrix<double> C2(ctx, d, "C2");
+    multiply(ctx, 1.0, SpOp::N, A, SpOp::N, A, 0.0, C2, oc, &cache);
+    EXPECT_LE(max_abs_diff(dense_of(ctx, C2), want) / scale, 1e-12);
   }
   EXPECT_EQ(cache.creations(), 2);  // the dense third round outgrew the windows
 }

@@ -196,3 +196,12 @@ TEST(SpgemmPlan, Describe) {
   EXPECT_NE(make_spgemm_plan(SpAlgorithm::Cannon, 2, 3).describe().find("V = lcm(PR, PC) = 6"),
             std::string::npos);
 }
+
+#include "tessel/layout/grid2d.hpp"
+
+TEST(ProcessGrid2D, Check) {
+  EXPECT_NO_THROW(layout::ProcessGrid2D::check(2, 3, 6));
+  EXPECT_THROW(layout::ProcessGrid2D::check(2, 3, 7), GridError);
+  EXPECT_THROW(layout::ProcessGrid2D::check(0, 3, 0), GridError);
+  EXPECT_THROW(layout::ProcessGrid2D::check(-1, -1, 1), GridError);
+}

@@ -45,8 +45,9 @@ struct SpMultiplyReport {
   bool windows_created = false;
 };
 
-/// The rma25d window buffers kept across multiplies (seed sec. 3): owned by the caller and
-/// passed to every multiply of an iteration. They are re-created (collectively) only when the
+/// What is kept across multiplies (seed sec. 3): rma25d's window buffers and sub-communicators,
+/// Cannon's row and column communicators. Owned by the caller and passed to every multiply of
+/// an iteration (a Cannon multiply without a cache splits two communicators per call). They are re-created (collectively) only when the
 /// grid or L changes or a rank's panels outgrow them, decided by a nonblocking allreduce
 /// overlapped with the multiply's set-up. Destroy it (collective over the matrices' Context)
 /// before MPI_Finalize. Movable, not copyable.
@@ -68,9 +69,10 @@ class SpMultiplyCache {
 /// Collective over ctx. C = alpha op(A) op(B) + beta C. A, B and C live on the same PR x PC grid
 /// (ctx.size() ranks); block sizes must agree (DimensionMismatch naming both). Operands whose
 /// distribution does not fit the algorithm (op = T, rows of op(A) not distributed as C's rows,
-/// k blocks of A and B not on a common image, ...) are first transposed (sparse::transpose) and
-/// redistributed (sparse::redistribute), recorded as phase "spgemm/conform". `cache` (rma25d)
-/// keeps the windows between calls; null = windows for this call only. Errors (bad L, grid,
+/// k blocks of A and B not on a common image, ...) are first
+/// conformed: each local block (transposed locally for op T) is put to its owner on the target
+/// distribution and one finalize() moves them, recorded as phase "spgemm/conform". `cache`
+/// keeps communicators and windows between calls; null = made for this call only. Errors (bad L, grid,
 /// sizes) are thrown on every rank before any panel moves.
 SpMultiplyReport multiply(Context& ctx, double alpha, SpOp opa,
                           const BlockSparseMatrix<double>& a, SpOp opb,

@@ -70,9 +70,6 @@ Input read_input(Context& ctx, const DensityArgs& a) {
   TESSEL_CHECK(!a.ks.empty() && !a.overlap.empty() && !a.blocks.empty(), InputError,
                "--ks, --overlap and --blocks are all needed (or --generate water:N)");
   TESSEL_CHECK(a.electrons.has_value(), InputError, "--electrons is needed with --ks/--overlap");
-#ifndef TESSEL_HAVE_SPARSE_IO
-  throw InputError("--ks/--overlap/--blocks: the CP2K CSR reader is not in this build yet (use --generate)");
-#else
   const sparse::BlockSizes bs = sparse::read_block_sizes(a.blocks);
   auto g = sparse::Distribution::default_grid(ctx.size());
   auto dist = sparse::Distribution::random(bs, bs, g.first, g.second);
@@ -85,7 +82,6 @@ Input read_input(Context& ctx, const DensityArgs& a) {
   in.description = fmt::format("{} and {} ({} basis functions, {} atoms)", a.ks, a.overlap,
                                in.H.rows(), bs.count());
   return in;
-#endif
 }
 
 template <class M>
@@ -193,13 +189,8 @@ int run_density(const DensityArgs& a) {
     take(r, alg);
     p_blocks = sparse::nblocks(ctx, r.P);
     p_occupation = sparse::occupation(ctx, r.P);
-#ifdef TESSEL_HAVE_SPARSE_IO
     if (npy) sparse::write_npy_blocks(ctx, r.P, a.out);
     if (csr) sparse::write_cp2k_csr(ctx, r.P, a.out);
-#else
-    if (npy) io::write_npy(ctx, a.out, sparse::to_dense(ctx, r.P, sparse::block_layout(r.P.distribution())));
-    TESSEL_CHECK(!csr, InputError, "--out '", a.out, "': the CSR writer is not in this build yet");
-#endif
   }
   auto stats = comm::ledger_stats(ctx.comm(), ctx.ledger(), {""});
   const double bytes_max = stats.empty() ? 0 : stats[0].recv_bytes.max + stats[0].coll_bytes.max + stats[0].rma_bytes.max;

@@ -238,6 +238,14 @@ DensityResult<M> density(Algebra<M>& alg, const M& H, const M& S, std::int64_t e
   M ht = alg.product(alg.product(Z, H), Z);
   alg.symmetrize(ht);
   out.bounds = lanczos_bounds(alg, ht, opt.lanczos_steps);
+  ctx.agree([&] {
+    TESSEL_CHECK(out.bounds.hi > out.bounds.lo, InputError,
+                 "density: S^-1/2 H S^-1/2 has no spread of eigenvalues (Lanczos bounds [", out.bounds.lo,
+                 ", ", out.bounds.hi, "]): no occupation can be resolved",
+                 alg.filter_eps() > 0 ? detail::concat("; occupation lost: the filter threshold eps = ",
+                                                       alg.filter_eps(), " is too large for this system")
+                                      : std::string());
+  });
   if (opt.mu) {
     const double mu = *opt.mu;
     ctx.agree([&] {

@@ -38,7 +38,7 @@ SpectralBounds bounds_of_s(Algebra<M>& alg, const M& S, const InverseOptions& op
     TESSEL_CHECK(fin, InputError, who, ": S has NaN or Inf entries");
     TESSEL_CHECK(b.ritz_min > 0, InputError, who, ": S is not positive definite: Lanczos found "
                  "an eigenvalue estimate ", b.ritz_min, " <= 0 (the lower spectral bound of S "
-                 "failed; largest estimate ", b.ritz_max, ")");
+                 "failed; largest estimate ", b.ritz_max, "); S is singular or indefinite");
   });
   return b;
 }
@@ -60,7 +60,8 @@ struct Monitor {
     const double floor = eps > 0 ? std::max(1e-3, 1e3 * eps) : 1e-7;
     if (!std::isfinite(r) || (r > prev && r >= floor))
       throw InputError(detail::concat(
-          who, ": the iteration diverged: residual ", r, " at step ", k, " (from ", prev,
+          who, ": S is not positive definite or its spectral bounds are wrong: the residual grew to ",
+          r, " at step ", k, " (from ", prev,
           "): the eigenvalues of S/s left the convergence region; the spectral bounds of S used "
           "(lower ", lo, ", upper ", hi, ", scale s = ", scale, ") are wrong: ",
           lo <= 0 ? "the lower bound failed (S is not positive definite)"
@@ -71,8 +72,9 @@ struct Monitor {
     }
     constexpr int kWindow = 25;
     if (k >= kWindow && r > (1 - 1e-3) * hist[static_cast<std::size_t>(k - kWindow)])
-      throw InputError(detail::concat(who, ": the residual stalled at ", r, " over ", kWindow,
-                                      " steps: S is singular or nearly so (lower bound ", lo, ")"));
+      throw InputError(detail::concat(who, ": S is not positive definite: the residual stalled at ", r,
+                                      " over ", kWindow, " steps: S is singular or nearly so (lower bound ",
+                                      lo, ")"));
     if (k >= max_iter)
       throw Error(detail::concat(who, ": no convergence in max_iter = ", max_iter,
                                  " steps: residual ", r, " (tol ", tol, ")"));

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "purify_steps.hpp"
+#include "ssc_algebra.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/solvers/density.hpp"
 
@@ -27,7 +28,7 @@ double apply_steps(double x, const std::vector<steps::Coefficients>& cs) {
 template <class M>
 PurifyGenericResult<M> purify_generic(Algebra<M>& alg, const M& Ht, std::int64_t nocc,
                                       PurifyMethod method, std::optional<double> mu, double tol,
-                                      int max_iter, const ProgressFn& on_step) {
+                                      int max_iter, const ProgressFn& on_step, int stall_window) {
   using Clock = std::chrono::steady_clock;
   const std::int64_t n = alg.n(Ht);
   PurifyOptions popt;
@@ -35,7 +36,8 @@ PurifyGenericResult<M> purify_generic(Algebra<M>& alg, const M& Ht, std::int64_t
   popt.mu = mu;
   popt.tol = tol;
   popt.max_iter = max_iter;
-  alg.ctx().agree([&] { steps::check_options(popt, n, nocc); });
+  popt.stall_window = stall_window;
+  alg.agree([&] { steps::check_options(popt, n, nocc); });
   steps::Bounds b;
   std::tie(b.hmin, b.hmax) = alg.gershgorin(Ht);
   b.trace = alg.trace(Ht);
@@ -48,30 +50,30 @@ PurifyGenericResult<M> purify_generic(Algebra<M>& alg, const M& Ht, std::int64_t
     case PurifyMethod::McWeeny: x0 = steps::start_mcweeny(b, *mu, &start_error); break;
     default: x0 = steps::start_trs(b); break;
   }
-  alg.ctx().agree([&] {
+  alg.agree([&] {
     if (!start_error.empty()) throw InputError(start_error);
   });
   const double eps = alg.filter_eps();
   const double floor_level = eps > 0 ? std::max(1e-6, 1e3 * eps) : 1e-6;
-  constexpr int kFloorSteps = 3, kStall = 40;
+  constexpr int kFloorSteps = 3;
+  const int kStall = stall_window;
   const int power = steps::highest_power(method);
   M x = alg.copy(Ht);
   alg.scale(x, x0.a);
   alg.shift(x, x0.b);
   alg.filter(x);
+  alg.resymmetrize(x);
   std::vector<steps::Coefficients> cs;
   std::vector<double> hist;
   M best;
-  double best_err = INFINITY;
+  double best_err = INFINITY, best_t1 = 0, best_en = 0;
   int best_it = 0, behind = 0;
-  int it = 0;
-  double err = 0, t1 = 0;
+  int it = 0, performed = -1;
+  double err = 0, t1 = 0, en = 0;
   auto t = Clock::now();
   for (;; ++it) {
-    M x2 = alg.product(x, x);
-    M x3, x4;
-    if (power >= 3) x3 = alg.product(x2, x);
-    if (power >= 4) x4 = alg.product(x2, x2);
+    M x2, x3, x4;
+    alg.powers(x, power, x2, x3, x4);
     steps::Traces tr;
     tr.t1 = t1 = alg.trace(x);
     tr.t2 = alg.trace(x2);
@@ -82,6 +84,7 @@ PurifyGenericResult<M> purify_generic(Algebra<M>& alg, const M& Ht, std::int64_t
       alg.add(d, 1.0, x2, -1.0);
       err = alg.norm(d);
     }
+    en = 2 * alg.dot(x, Ht);
     hist.push_back(err);
     if (on_step) {
       IterationInfo s;
@@ -89,15 +92,18 @@ PurifyGenericResult<M> purify_generic(Algebra<M>& alg, const M& Ht, std::int64_t
       s.iteration = it;
       s.residual = err;
       s.occupation = 2 * t1;
+      s.band_energy = en;
       s.blocks = alg.blocks(x);
       s.seconds = std::chrono::duration<double>(Clock::now() - t).count();
       on_step(s);
       t = Clock::now();
     }
     if (!std::isfinite(err))
-      throw Error(detail::concat("purify: ", to_string(method), ": ||X - X^2||_F is not finite at step ", it));
+      throw Error(detail::concat("purify: ", to_string(method), ": ||D - D^2||_F is not finite at step ", it));
     if (err < best_err) {
       best_err = err;
+      best_t1 = t1;
+      best_en = en;
       best_it = it;
       behind = 0;
       best = alg.copy(x);
@@ -108,7 +114,10 @@ PurifyGenericResult<M> purify_generic(Algebra<M>& alg, const M& Ht, std::int64_t
     if (behind >= kFloorSteps && best_err < floor_level) {  // the filtering / rounding floor
       x = std::move(best);
       err = best_err;
+      t1 = best_t1;
+      en = best_en;
       cs.resize(static_cast<std::size_t>(best_it));
+      performed = it + 1;
       it = best_it;
       break;
     }
@@ -118,8 +127,9 @@ PurifyGenericResult<M> purify_generic(Algebra<M>& alg, const M& Ht, std::int64_t
     if (it >= kStall && err > 0.5 * hist[static_cast<std::size_t>(it - kStall)])
       throw InputError(detail::concat(
           "purify: ", to_string(method), ": no clear occupation: ||X - X^2||_F = ", err,
-          " has not halved in ", kStall, " steps: the HOMO-LUMO gap at nocc = ", nocc,
-          " is zero or too small to resolve (or the filter threshold is too large)"));
+          " has not halved in ", kStall, " steps (step ", it, "); about ", (tr.t1 - tr.t2) / 0.25,
+          " states sit at occupation ~1/2: the HOMO-LUMO gap is zero (degenerate at nocc = ", nocc,
+          ") or too small to resolve (or the filter threshold is too large)"));
     steps::Coefficients c{};
     switch (method) {
       case PurifyMethod::Canonical: c = steps::step_canonical(tr, b); break;
@@ -132,11 +142,16 @@ PurifyGenericResult<M> purify_generic(Algebra<M>& alg, const M& Ht, std::int64_t
     if (c[2] != 0) alg.add(x, 1.0, x3, c[2]);
     if (c[3] != 0) alg.add(x, 1.0, x4, c[3]);
     alg.filter(x);
+    alg.resymmetrize(x);  // X^2, X^3 from different blocks round differently: keep X = X^T
   }
   PurifyGenericResult<M> out;
   out.X = std::move(x);
   out.iterations = it;
   out.idempotency_error = err;
+  out.trace = t1;
+  out.band_energy = en;
+  out.products = static_cast<std::int64_t>(performed >= 0 ? performed : it + 1) *
+                 (power == 2 ? 1 : power == 3 ? 2 : 3);
   // mu: the steps map x0 = a e + b (a < 0) monotonically to the occupation of energy e.
   double lo = b.hmin, hi = b.hmax;
   if (x0.a != 0) {
@@ -153,9 +168,12 @@ PurifyGenericResult<M> purify_generic(Algebra<M>& alg, const M& Ht, std::int64_t
 
 template PurifyGenericResult<dense::DistMatrix<double>> purify_generic(
     DenseAlgebra&, const dense::DistMatrix<double>&, std::int64_t, PurifyMethod,
-    std::optional<double>, double, int, const ProgressFn&);
+    std::optional<double>, double, int, const ProgressFn&, int);
 template PurifyGenericResult<sparse::BlockSparseMatrix<double>> purify_generic(
     SparseAlgebra&, const sparse::BlockSparseMatrix<double>&, std::int64_t, PurifyMethod,
-    std::optional<double>, double, int, const ProgressFn&);
+    std::optional<double>, double, int, const ProgressFn&, int);
+template PurifyGenericResult<SscMatrix> purify_generic(Algebra<SscMatrix>&, const SscMatrix&, std::int64_t,
+                                                       PurifyMethod, std::optional<double>, double, int,
+                                                       const ProgressFn&, int);
 
 }  // namespace tessel::solvers

@@ -13,6 +13,7 @@
 /// is a template over M written once against this class and instantiated for both types.
 /// "Collective" below means over the Context's communicator.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -76,6 +77,18 @@ class Algebra<dense::DistMatrix<double>> {
   void matvec(const Matrix& a, const std::vector<double>& x, std::vector<double>& y) const;
   /// Collective. 1 when every entry is finite, 0 otherwise.
   bool finite(const Matrix& a) const;
+  /// Collective. Context::agree (the SymmSquareCube algebra of purify() agrees over its
+  /// active ranks instead).
+  void agree(const std::function<void()>& f) const { ctx_.agree(f); }
+  /// Collective. X^2 .. X^k (k = 2, 3, 4) of a symmetric X: X^2 = XX, X^3 = X^2 X, X^4 = X^2 X^2
+  /// (purify()'s own algebra runs SymmSquareCube here).
+  void powers(const Matrix& x, int k, Matrix& x2, Matrix& x3, Matrix& x4) {
+    x2 = product(x, x);
+    if (k >= 3) x3 = product(x2, x);
+    if (k >= 4) x4 = product(x2, x2);
+  }
+  /// Restores exact symmetry where a kernel relies on it (nothing to do here).
+  void resymmetrize(Matrix&) const {}
   /// Collective. Stored blocks (dense: 0, meaning "dense").
   std::int64_t blocks(const Matrix&) const { return 0; }
 
@@ -119,6 +132,13 @@ class Algebra<sparse::BlockSparseMatrix<double>> {
   void matvec(const Matrix& a, const std::vector<double>& x, std::vector<double>& y) const;
   bool finite(const Matrix& a) const;
   std::int64_t blocks(const Matrix& a) const;
+  void agree(const std::function<void()>& f) const { ctx_.agree(f); }
+  void powers(const Matrix& x, int k, Matrix& x2, Matrix& x3, Matrix& x4) {
+    x2 = product(x, x);
+    if (k >= 3) x3 = product(x2, x);
+    if (k >= 4) x4 = product(x2, x2);
+  }
+  void resymmetrize(Matrix&) const {}
 
  private:
   Context& ctx_;

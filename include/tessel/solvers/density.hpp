@@ -33,6 +33,7 @@ struct IterationInfo {
   double residual = 0;
   double occupation = 0;
   double mu = 0;
+  double band_energy = 0;  ///< purification: 2 tr(X Ht) of this step's X
   std::int64_t blocks = 0;
   double seconds = 0;
 };
@@ -162,17 +163,23 @@ DensityResult<M> density(Algebra<M>& alg, const M& H, const M& S, std::int64_t e
 
 /// Collective. Purification (canonical, McWeeny, TRS2, TRS4: the coefficient steps of
 /// purify_steps) of a symmetric Ht in an orthogonal basis with nocc occupied states, over any
-/// algebra. Returns X (the density) and mu recovered from the composed step polynomials.
+/// algebra (also purify()'s SymmSquareCube algebra). Returns X (the density) and mu recovered
+/// from the composed step polynomials. Stops as purify.hpp says (tol, the rounding/filtering
+/// floor, max_iter, no clear occupation over stall_window steps).
 template <class M>
 struct PurifyGenericResult {
   M X;
   int iterations = 0;
   double idempotency_error = 0;
   double mu = 0;
+  double trace = 0;        ///< tr X of the returned X
+  double band_energy = 0;  ///< 2 tr(X Ht) of the returned X
+  std::int64_t products = 0;  ///< products of the steps actually used
 };
 template <class M>
 PurifyGenericResult<M> purify_generic(Algebra<M>& alg, const M& Ht, std::int64_t nocc,
                                       PurifyMethod method, std::optional<double> mu,
-                                      double tol, int max_iter, const ProgressFn& on_step);
+                                      double tol, int max_iter, const ProgressFn& on_step,
+                                      int stall_window = 40);
 
 }  // namespace tessel::solvers

@@ -37,6 +37,10 @@ struct ReadOptions {
   const BlockSparseMatrix<double>* pattern = nullptr;
   /// Name of the returned matrix (error messages); default: the file name.
   std::string name;
+  /// CP2K CSR has no size line: its dimension is its largest row and column index. When true,
+  /// block sizes that do not sum to exactly that are an InputError (a wrong blocksizes.txt);
+  /// false accepts larger sums (a matrix whose last rows or columns hold no stored block).
+  bool exact_extent = true;
 };
 
 /// Collective. Reads CP2K CSR text (`row col value` per line, 1-based, both triangles, sorted

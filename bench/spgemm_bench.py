@@ -16,7 +16,7 @@ An L that does not fit a grid (eq. 4/5) is reported as "invalid L" and skipped.
 
 Cases: --generate specs of `tessel spgemm` (water:N = H S, water-ss:N = S S, band:N), or
 csr:A.csr:B.csr:blocksizes.txt (CP2K CSR files, e.g. the 256-water SZV H*S:
-csr:KS.csr.gz:S.csr.gz:blocksizes.txt in ../shared/data/cp2k/h2o-256-szv; needs the CSR reader).
+csr:KS.csr.gz:S.csr.gz:blocksizes.txt in ../shared/data/cp2k/h2o-256-szv).
 Configs: local:NP (mpirun on this machine, oversubscribed, OMP_NUM_THREADS=1) or
 nc:NODESxPPN (../shared/tools/netcluster, brought up once per config with --rate/--delay).
 --comm-only passes `--comm-only` to tessel (DBCSR has no such mode and is then not run).

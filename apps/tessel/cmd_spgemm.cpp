@@ -17,6 +17,7 @@
 #include "spgemm_case.hpp"
 #include "tessel/dense/multiply.hpp"
 #include "tessel/sparse/convert.hpp"
+#include "tessel/sparse/io.hpp"
 #include "tessel/sparse/multiply.hpp"
 
 namespace tessel::app {
@@ -90,13 +91,12 @@ int run_spgemm(const SpgemmArgs& a) {
                "--comm-only skips the block products: its C cannot pass --verify");
   const sparse::SpOp opa = parse_op("--transa", a.transa), opb = parse_op("--transb", a.transb);
   auto [pr, pc] = parse_grid(a.grid, p);
-  TESSEL_CHECK(a.out.empty(), InputError, "--out ", a.out,
-               ": the CSR writer is not in this build yet");
   SpgemmInputs in{a.generate, a.a, a.b, a.blocks, a.seed};
   check_spgemm_inputs(in);
   // The plan first: a bad --layers fails here, on every rank, before any matrix is built.
   sparse::SpgemmPlan plan = sparse::make_spgemm_plan(opt.algorithm, pr, pc, opt.layers);
   check_writable(ctx, "--json", a.json);
+  check_writable(ctx, "--out", a.out);
 
   SpgemmCase cs = make_spgemm_case(ctx, in, opa, opb, plan);
   BlockSparseMatrix<double>& A = cs.A;
@@ -185,6 +185,7 @@ int run_spgemm(const SpgemmArgs& a) {
                  "sums sent to their owners):\n"
               << ledger_table(stats, true) << "verify: " << verdict << "\n" << std::flush;
   }
+  if (!a.out.empty()) sparse::write_cp2k_csr(ctx, C, a.out);
   if (!a.json.empty()) {
     nlohmann::json j = run_header(ctx);
     j["command"] = "spgemm";
@@ -223,8 +224,8 @@ std::function<int()> add_spgemm(CLI::App& app) {
   CLI::App* s = app.add_subcommand(
       "spgemm", "Block-sparse multiply C = op(A) op(B) (DBCSR's algorithms, seed 001; collective). "
                 "GFLOP/s = flops of the block products done / median time.");
-  s->add_option("--a", a->a, "A as CP2K CSR text (needs the CSR reader)");
-  s->add_option("--b", a->b, "B as CP2K CSR text (needs the CSR reader)");
+  s->add_option("--a", a->a, "A as CP2K CSR text (plain or gzip; with --b and --blocks)");
+  s->add_option("--b", a->b, "B as CP2K CSR text (plain or gzip)");
   s->add_option("--blocks", a->blocks, "Block sizes file (blocksizes.txt) of --a/--b");
   s->add_option("--generate", a->generate,
                 "Generated A and B: water:N (H S of N water molecules, sparse/generate.hpp), water-ss:N (S S), "
@@ -242,7 +243,7 @@ std::function<int()> add_spgemm(CLI::App& app) {
   s->add_flag("--verify", a->verify, "Check C against the dense multiply of the same matrices");
   s->add_flag("--explain", a->explain, "Print the plan (with rank 0's reads) and exit");
   s->add_flag("--comm-only", a->comm_only, "Benchmarks: move every panel but skip the block products");
-  s->add_option("--out", a->out, "Write C as CP2K CSR text (needs the CSR writer)");
+  s->add_option("--out", a->out, "Write C as CP2K CSR text");
   s->add_option("--json", a->json, "Write the results as JSON (default: not written)");
   s->footer("Errors are printed once as 'tessel: error: ...' and the command exits with status 2; "
             "a failed --verify exits with status 1. docs/sparse.md.");

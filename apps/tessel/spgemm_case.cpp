@@ -6,6 +6,7 @@
 
 #include "cli_util.hpp"
 #include "tessel/sparse/generate.hpp"
+#include "tessel/sparse/io.hpp"
 
 namespace tessel::app {
 
@@ -60,8 +61,12 @@ int parse_count(const std::string& spec) {
 }  // namespace
 
 void check_spgemm_inputs(const SpgemmInputs& in) {
-  TESSEL_CHECK(in.a.empty() && in.b.empty() && in.blocks.empty(), InputError,
-               "--a/--b/--blocks: the CP2K CSR reader is not in this build yet (use --generate)");
+  if (!in.a.empty() || !in.b.empty() || !in.blocks.empty()) {
+    TESSEL_CHECK(!in.a.empty() && !in.b.empty() && !in.blocks.empty(), InputError,
+                 "--a/--b/--blocks: all three are needed together (got --a '", in.a, "', --b '",
+                 in.b, "', --blocks '", in.blocks, "')");
+    return;
+  }
   std::string kind = in.generate.substr(0, in.generate.find(':'));
   parse_count(in.generate);
   TESSEL_CHECK(kind == "band" || kind == "water" || kind == "water-ss", InputError, "--generate '",
@@ -71,10 +76,12 @@ void check_spgemm_inputs(const SpgemmInputs& in) {
 SpgemmCase make_spgemm_case(Context& ctx, const SpgemmInputs& in, sparse::SpOp opa,
                             sparse::SpOp opb, const sparse::SpgemmPlan& plan) {
   check_spgemm_inputs(in);
-  const std::string kind = in.generate.substr(0, in.generate.find(':'));
-  const int n = parse_count(in.generate);
+  const bool files = !in.a.empty();
+  const std::string kind = files ? "csr" : in.generate.substr(0, in.generate.find(':'));
+  const int n = files ? 0 : parse_count(in.generate);
   Band band{n};
-  BlockSizes bs = kind == "band" ? band.sizes() : sparse::water_block_sizes(n);
+  BlockSizes bs = files ? sparse::read_block_sizes(in.blocks)
+                        : kind == "band" ? band.sizes() : sparse::water_block_sizes(n);
   const int pr = plan.pr, pc = plan.pc;
   SpgemmCase c;
   c.dc = Distribution::random(bs, bs, pr, pc, in.seed);
@@ -88,7 +95,15 @@ SpgemmCase make_spgemm_case(Context& ctx, const SpgemmInputs& in, sparse::SpOp o
                                            : Distribution::random(bs, bs, pr, pc, in.seed + 2);
   Distribution db = opb == sparse::SpOp::N ? Distribution(bs, bs, pr, pc, brow, c.dc.col_dist())
                                            : Distribution::random(bs, bs, pr, pc, in.seed + 3);
-  if (kind == "band") {
+  if (files) {  // CP2K CSR text, read straight onto the distributions
+    sparse::ReadOptions ra, rb;
+    ra.name = "--a " + in.a;
+    rb.name = "--b " + in.b;
+    c.A = sparse::read_cp2k_csr(ctx, in.a, da, ra);
+    c.B = sparse::read_cp2k_csr(ctx, in.b, db, rb);
+    c.description = fmt::format("{} x {} ({} blocks per side), A = {}, B = {} (CP2K CSR, block sizes {})",
+                                bs.extent(), bs.extent(), bs.count(), in.a, in.b, in.blocks);
+  } else if (kind == "band") {
     c.A = BlockSparseMatrix<double>(ctx, da, "A");
     c.B = BlockSparseMatrix<double>(ctx, db, "B");
     band.fill(c.A, in.seed, 1);

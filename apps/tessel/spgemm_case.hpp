@@ -10,8 +10,8 @@
 namespace tessel::app {
 
 struct SpgemmInputs {
-  std::string generate = "water:200";  // band:N (or, with the I/O of sparse-io, water:N)
-  std::string a, b, blocks;           // CSR files (need the CSR reader)
+  std::string generate = "water:200";  // water:N, water-ss:N or band:N
+  std::string a, b, blocks;           // CP2K CSR files and block sizes (all three or none)
   std::uint64_t seed = 42;
 };
 

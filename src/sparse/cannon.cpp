@@ -78,11 +78,15 @@ ExecResult run_cannon(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
   ExecResult res;
   std::optional<layout::ProcessGrid2D> own;
   std::optional<layout::ProcessGrid2D>& slot = cache ? cache->grid : own;
-  if (!slot || (cache && cache->grid_comm != ctx.comm().raw()) || slot->pr() != plan.pr ||
+  if (!slot || (cache && (cache->grid_comm != ctx.comm().raw() || cache->grid_ledger != &ctx.ledger())) ||
+      slot->pr() != plan.pr ||
       slot->pc() != plan.pc) {  // every rank decides alike (same cache history)
     slot.reset();
     slot.emplace(ctx.comm(), plan.pr, plan.pc);
-    if (cache) cache->grid_comm = ctx.comm().raw();
+    if (cache) {
+      cache->grid_comm = ctx.comm().raw();
+      cache->grid_ledger = &ctx.ledger();
+    }
   }
   const layout::ProcessGrid2D& grid = *slot;
   const int i = grid.prow(), j = grid.pcol(), V = plan.v;

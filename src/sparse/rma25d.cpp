@@ -104,7 +104,8 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
   Directory dir_a, dir_b;
   {
     PhaseScope ph(ledger, kPhaseSetup);
-    bool same = st.key_comm == ctx.comm().raw() && st.pr == plan.pr && st.pc == plan.pc &&
+    bool same = st.key_comm == ctx.comm().raw() && st.key_ledger == &ctx.ledger() &&
+                st.pr == plan.pr && st.pc == plan.pc &&
                 st.layers == L && !st.a_meta.is_null();
     int grow = !same || need[0] > st.a_meta.size() || need[1] > st.a_data.size() ||
                need[2] > st.b_meta.size() || need[3] > st.b_data.size();
@@ -129,6 +130,7 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
       st.b_data = {};
       st.creations += 1;
       st.key_comm = ctx.comm().raw();
+      st.key_ledger = &ctx.ledger();
       st.pr = plan.pr;
       st.pc = plan.pc;
       st.layers = L;

@@ -20,9 +20,11 @@ namespace tessel::sparse {
 struct SpMultiplyCache::State {
   // Cannon
   MPI_Comm grid_comm = MPI_COMM_NULL;
+  const CommLedger* grid_ledger = nullptr;
   std::optional<layout::ProcessGrid2D> grid;
   // rma25d
   MPI_Comm key_comm = MPI_COMM_NULL;
+  const CommLedger* key_ledger = nullptr;  // a new Context may reuse a freed handle
   int pr = 0, pc = 0, layers = 0, creations = 0;
   comm::Comm acomm{MPI_COMM_NULL, nullptr}, bcomm{MPI_COMM_NULL, nullptr};
   comm::Window<std::int64_t> a_meta, b_meta;

@@ -1092,10 +1092,12 @@ def spgemm_error_cases(runner, tally, nranks, work):
         (["--generate", "band:0"], ["--generate 'band:0'"]),
         (["--comm-only", "--verify"], ["--comm-only", "--verify"]),
         (["--repeat", "0"], ["--repeat 0"]),
+        (["--a", "A.csr"], ["--a/--b/--blocks", "all three"]),
+        (["--a", "nothere.csr", "--b", "nothere.csr", "--blocks", "nothere.txt"], ["nothere.txt"]),
     ]
     for args, must in simple:
         d = case()
-        base = ["spgemm"] if "--generate" in args else ["spgemm", "--generate", "band:4"]
+        base = ["spgemm"] if ("--generate" in args or "--a" in args) else ["spgemm", "--generate", "band:4"]
         check_error_case(runner, tally, nranks, f"np{nranks} spgemm error: {' '.join(args)}",
                          base + args + ["--json", os.path.join(d, "out.json")], d, must=must)
     d = case()
@@ -1123,6 +1125,19 @@ def spgemm_positive_cases(runner, tally, nranks, work):
         if "verify: PASSED" not in out:
             problems.append("no 'verify: PASSED' in the output")
         tally.report(f"np{nranks} spgemm {label}", problems, run)
+    cp2k = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "data", "cp2k",
+                        "h2o-32-szv")
+    if os.path.isdir(cp2k):  # CP2K's 32-water H and S (CSR text): H S verified, C written as CSR
+        problems = []
+        out = os.path.join(d, "C.csr")
+        run = run_ok(runner, nranks, ["spgemm", "--a", os.path.join(cp2k, "KS.csr"), "--b", os.path.join(cp2k, "S.csr"),
+                                      "--blocks", os.path.join(cp2k, "blocksizes.txt"), "--algorithm", "rma25d",
+                                      "--repeat", "1", "--verify", "--out", out], d, problems)
+        if "verify: PASSED" not in "\n".join(rank0_stdout(run)):
+            problems.append("no 'verify: PASSED' in the output")
+        if not os.path.exists(out) or os.path.getsize(out) == 0 or os.path.getsize(out) % 40 != 0:
+            problems.append(f"{out}: missing, empty or not 40-byte lines")
+        tally.report(f"np{nranks} spgemm CP2K 32-water H S --out", problems, run)
     problems = []
     run = run_ok(runner, nranks, ["spgemm", "--generate", "band:40", "--algorithm", "rma25d", "--explain"], d, problems)
     out = "\n".join(rank0_stdout(run))

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "tessel/comm/exchange.hpp"
+#include "tessel/comm/packed_exchange.hpp"
 #include "tessel/comm/shared_window.hpp"
 #include "tessel/core/error.hpp"
 

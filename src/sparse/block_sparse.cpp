@@ -8,7 +8,7 @@
 #include <cstring>
 #include <numeric>
 
-#include "tessel/comm/exchange.hpp"
+#include "tessel/comm/packed_exchange.hpp"
 #include "tessel/core/error.hpp"
 
 namespace tessel::sparse {

@@ -1,4 +1,4 @@
-#include "tessel/comm/exchange.hpp"
+#include "tessel/comm/packed_exchange.hpp"
 
 namespace tessel::comm {
 

@@ -1,5 +1,5 @@
 #pragma once
-/// @file exchange.hpp
+/// @file packed_exchange.hpp
 /// A sparse all-to-all exchange of packed buffers: every rank holds one send buffer cut into
 /// consecutive pieces by destination rank (piece q goes to rank q) and receives one buffer
 /// cut the same way by source rank. Counts travel first in one MPI_Alltoall (recorded as a

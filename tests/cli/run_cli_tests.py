@@ -1067,6 +1067,94 @@ def purify_positive_cases(runner, tally, nranks, work):
 
 
 # ---------------------------------------------------------------- main
+def spgemm_error_cases(runner, tally, nranks, work):
+    """Bad inputs of `tessel spgemm`: exit 2, one message from rank 0 naming the option and the
+    value, no output file."""
+    counter = [0]
+
+    def case():
+        counter[0] += 1
+        d = os.path.join(work, f"np{nranks}_sperr{counter[0]:02d}")
+        os.makedirs(d)
+        return d
+
+    bad_grid = f"{nranks + 1}x1"
+    simple = [
+        (["--algorithm", "summa"], ["--algorithm 'summa'", "cannon or rma25d"]),
+        (["--algorithm", "rma25d", "--layers", "3"], ["L = 3", "valid: 1"]),
+        (["--algorithm", "cannon", "--layers", "2"], ["layers = 2", "cannon"]),
+        (["--layers", "0"], ["--layers '0'", "auto"]),
+        (["--grid", bad_grid], [f"--grid {bad_grid}", f"the run has {nranks}"]),
+        (["--grid", "two"], ["--grid 'two'", "PRxPC"]),
+        (["--eps", "-1"], ["--eps -1"]),
+        (["--transa", "X"], ["--transa 'X'", "N or T"]),
+        (["--generate", "foo:3"], ["--generate 'foo:3'", "band:N"]),
+        (["--generate", "band:0"], ["--generate 'band:0'"]),
+        (["--comm-only", "--verify"], ["--comm-only", "--verify"]),
+        (["--repeat", "0"], ["--repeat 0"]),
+        (["--a", "A.csr"], ["--a/--b/--blocks", "all three"]),
+        (["--a", "nothere.csr", "--b", "nothere.csr", "--blocks", "nothere.txt"], ["nothere.txt"]),
+    ]
+    for args, must in simple:
+        d = case()
+        base = ["spgemm"] if ("--generate" in args or "--a" in args) else ["spgemm", "--generate", "band:4"]
+        check_error_case(runner, tally, nranks, f"np{nranks} spgemm error: {' '.join(args)}",
+                         base + args + ["--json", os.path.join(d, "out.json")], d, must=must)
+    d = case()
+    check_error_case(runner, tally, nranks, f"np{nranks} spgemm error: unwritable --json",
+                     ["spgemm", "--generate", "band:4", "--json", "/nonexistent/dir/r.json"], d,
+                     must=["--json", "/nonexistent/dir/r.json"])
+
+
+def spgemm_positive_cases(runner, tally, nranks, work):
+    """`tessel spgemm` runs: both algorithms verified against the dense multiply (exact and
+    filtered, N and T), --explain, --comm-only, --json."""
+    d = os.path.join(work, f"np{nranks}_spok")
+    os.makedirs(d)
+    runs = [
+        ("cannon exact", ["--algorithm", "cannon", "--verify"]),
+        ("cannon eps T", ["--algorithm", "cannon", "--eps", "1e-6", "--transb", "T", "--verify"]),
+        ("rma25d auto eps T", ["--algorithm", "rma25d", "--layers", "auto", "--eps", "1e-6", "--transa", "T",
+                               "--verify"]),
+        ("rma25d L=1", ["--algorithm", "rma25d", "--layers", "1", "--verify"]),
+    ]
+    for label, args in runs:
+        problems = []
+        run = run_ok(runner, nranks, ["spgemm", "--generate", "band:40", "--repeat", "1"] + args, d, problems)
+        out = "\n".join(rank0_stdout(run))
+        if "verify: PASSED" not in out:
+            problems.append("no 'verify: PASSED' in the output")
+        tally.report(f"np{nranks} spgemm {label}", problems, run)
+    cp2k = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "data", "cp2k",
+                        "h2o-32-szv")
+    if os.path.isdir(cp2k):  # CP2K's 32-water H and S (CSR text): H S verified, C written as CSR
+        problems = []
+        out = os.path.join(d, "C.csr")
+        run = run_ok(runner, nranks, ["spgemm", "--a", os.path.join(cp2k, "KS.csr"), "--b", os.path.join(cp2k, "S.csr"),
+                                      "--blocks", os.path.join(cp2k, "blocksizes.txt"), "--algorithm", "rma25d",
+                                      "--repeat", "1", "--verify", "--out", out], d, problems)
+        if "verify: PASSED" not in "\n".join(rank0_stdout(run)):
+            problems.append("no 'verify: PASSED' in the output")
+        if not os.path.exists(out) or os.path.getsize(out) == 0 or os.path.getsize(out) % 40 != 0:
+            problems.append(f"{out}: missing, empty or not 40-byte lines")
+        tally.report(f"np{nranks} spgemm CP2K 32-water H S --out", problems, run)
+    problems = []
+    run = run_ok(runner, nranks, ["spgemm", "--generate", "band:40", "--algorithm", "rma25d", "--explain"], d, problems)
+    out = "\n".join(rank0_stdout(run))
+    if "spgemm plan: rma25d" not in out or "reads of rank 0" not in out or "times (s)" in out:
+        problems.append("--explain does not print the plan alone")
+    tally.report(f"np{nranks} spgemm --explain", problems, run)
+    problems = []
+    js = os.path.join(d, "r.json")
+    run = run_ok(runner, nranks, ["spgemm", "--generate", "band:40", "--comm-only", "--repeat", "2", "--json", js], d,
+                 problems)
+    j = load_json(js, problems)
+    if j is not None:
+        if j.get("comm_only") is not True or j.get("flops") != 0 or "ledger_one_call" not in j:
+            problems.append(f"unexpected JSON: comm_only={j.get('comm_only')} flops={j.get('flops')}")
+    tally.report(f"np{nranks} spgemm --comm-only --json", problems, run)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--mpiexec", required=True, help="mpirun / mpiexec")
@@ -1079,7 +1167,7 @@ def main():
     ap.add_argument("--np", required=True, help="rank counts, comma or semicolon separated")
     ap.add_argument("--timeout", type=float, default=120, help="seconds per mpirun (a hang fails)")
     ap.add_argument("--keep", action="store_true", help="keep the work folder")
-    ap.add_argument("--only", choices=["errors", "positive", "purify", "gemm"],
+    ap.add_argument("--only", choices=["errors", "positive", "purify", "gemm", "spgemm"],
                     help="run one half only, only the purify/ssc cases, or only the gemm/info cases")
     a = ap.parse_args()
 
@@ -1100,6 +1188,10 @@ def main():
                 positive_cases(runner, tally, n, work)
             if a.only in (None, "positive", "purify"):
                 purify_positive_cases(runner, tally, n, work)
+            if a.only in (None, "errors", "spgemm"):
+                spgemm_error_cases(runner, tally, n, work)
+            if a.only in (None, "positive", "spgemm"):
+                spgemm_positive_cases(runner, tally, n, work)
     finally:
         if a.keep or tally.failed:
             print(f"work folder kept: {work}")

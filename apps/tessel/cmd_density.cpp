@@ -1,0 +1,270 @@
+// `tessel density`: the density matrix of (H, S) and an electron count by the linear-scaling
+// solvers of solvers/density.hpp (sign with a mu search, TRS4, canonical, TRS2, McWeeny) on
+// block-sparse matrices (or dense with --dense), one progress line per iteration and a
+// summary: band energy, mu, tr(PS), idempotency, sign evaluations, multiplications, time and
+// bytes per rank.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdint>
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include "cli_util.hpp"
+#include "commands.hpp"
+#include "report.hpp"
+#include "tessel/comm/ledger_stats.hpp"
+#include "tessel/io/npy.hpp"
+#include "tessel/solvers/density.hpp"
+#include "tessel/sparse/convert.hpp"
+#include "tessel/sparse/generate.hpp"
+#include "tessel/sparse/io.hpp"
+
+namespace tessel::app {
+namespace {
+
+using sparse::BlockSparseMatrix;
+
+struct DensityArgs {
+  std::string ks, overlap, blocks, generate, method = "sign", algorithm = "cannon", layers = "auto",
+      out, json;
+  std::optional<std::int64_t> electrons;
+  std::optional<double> mu;
+  int sign_order = 2, max_iter = 200;
+  double eps = 1e-6, tol = 1e-12;
+  bool dense = false, nonsymmetric = false, energy_weighted = false;
+};
+
+struct Input {
+  BlockSparseMatrix<double> H, S;
+  std::int64_t electrons = 0;
+  std::string description;
+};
+
+// H, S and the electron count from the files (CP2K CSR + block sizes) or the generator.
+Input read_input(Context& ctx, const DensityArgs& a) {
+  Input in;
+  if (!a.generate.empty()) {
+    const auto colon = a.generate.find(':');
+    long long n = 0;
+    bool ok = colon != std::string::npos && a.generate.substr(0, colon) == "water";
+    if (ok) {
+      try {
+        std::size_t used = 0;
+        n = std::stoll(a.generate.substr(colon + 1), &used);
+        ok = used == a.generate.size() - colon - 1 && n >= 1;
+      } catch (const std::exception&) {
+        ok = false;
+      }
+    }
+    TESSEL_CHECK(ok, InputError, "--generate '", a.generate, "': expected water:N (N >= 1 molecules)");
+    auto w = sparse::generate_water(ctx, static_cast<int>(n));
+    in.H = std::move(w.H);
+    in.S = std::move(w.S);
+    in.electrons = a.electrons.value_or(w.nelectrons);
+    in.description = fmt::format("generated water box: {} molecules ({:.1f} A), {} basis functions",
+                                 n, w.box_angstrom, in.H.rows());
+    return in;
+  }
+  TESSEL_CHECK(!a.ks.empty() && !a.overlap.empty() && !a.blocks.empty(), InputError,
+               "--ks, --overlap and --blocks are all needed (or --generate water:N)");
+  TESSEL_CHECK(a.electrons.has_value(), InputError, "--electrons is needed with --ks/--overlap");
+  const sparse::BlockSizes bs = sparse::read_block_sizes(a.blocks);
+  auto g = sparse::Distribution::default_grid(ctx.size());
+  auto dist = sparse::Distribution::random(bs, bs, g.first, g.second);
+  sparse::ReadOptions ro;
+  ro.name = "--ks " + a.ks;
+  in.H = sparse::read_cp2k_csr(ctx, a.ks, dist, ro);
+  ro.name = "--overlap " + a.overlap;
+  in.S = sparse::read_cp2k_csr(ctx, a.overlap, dist, ro);
+  in.electrons = *a.electrons;
+  in.description = fmt::format("{} and {} ({} basis functions, {} atoms)", a.ks, a.overlap,
+                               in.H.rows(), bs.count());
+  return in;
+}
+
+template <class M>
+solvers::DensityResult<M> solve(solvers::Algebra<M>& alg, const M& H, const M& S, std::int64_t electrons,
+                                const solvers::DensityOptions& o) {
+  return solvers::density(alg, H, S, electrons, o);
+}
+
+int run_density(const DensityArgs& a) {
+  Context ctx(MPI_COMM_WORLD);
+  const bool root = ctx.rank() == 0;
+  solvers::DensityOptions opt;
+  opt.method = parse_named("--method", a.method, "sign, trs4, canonical, trs2 or mcweeny",
+                           [](const std::string& v) { return solvers::parse_density_method(v); });
+  TESSEL_CHECK(a.sign_order == 2 || a.sign_order == 3, InputError, "--sign-order ", a.sign_order,
+               ": expected 2 or 3");
+  TESSEL_CHECK(a.eps >= 0 && std::isfinite(a.eps), InputError, "--eps ", a.eps,
+               ": expected >= 0 (0 = no filtering)");
+  TESSEL_CHECK(a.tol > 0, InputError, "--tol ", a.tol, ": expected > 0");
+  TESSEL_CHECK(!a.mu || std::isfinite(*a.mu), InputError, "--mu: expected a finite energy");
+  sparse::SpMultiplyOptions mo;
+  mo.algorithm = parse_named("--algorithm", a.algorithm, "cannon or rma25d",
+                             [](const std::string& v) { return sparse::parse_sp_algorithm(v); });
+  mo.layers = a.layers == "auto" ? 0 : parse_named("--layers", a.layers, "auto or an integer >= 1", [](const std::string& v) {
+    std::size_t used = 0;
+    int l = 0;
+    try {
+      l = std::stoi(v, &used);
+    } catch (const std::exception&) {
+      throw InputError("bad");
+    }
+    if (used != v.size() || l < 1) throw InputError("bad");
+    return l;
+  });
+  mo.filter_eps = a.eps;
+  const bool npy = a.out.size() > 4 && a.out.substr(a.out.size() - 4) == ".npy";
+  const bool csr = a.out.size() > 4 && a.out.substr(a.out.size() - 4) == ".csr";
+  TESSEL_CHECK(a.out.empty() || npy || csr, InputError, "--out '", a.out, "': expected a .npy or .csr file name");
+  TESSEL_CHECK(!(csr && a.dense), InputError, "--out '", a.out, "': --dense writes .npy only");
+  check_writable(ctx, "--out", a.out);
+  check_writable(ctx, "--json", a.json);
+  opt.sign_order = a.sign_order;
+  opt.nonsymmetric = a.nonsymmetric;
+  opt.mu = a.mu;
+  opt.tol = a.tol;
+  opt.max_iter = a.max_iter;
+  opt.energy_weighted = a.energy_weighted;
+  const auto t_in = MPI_Wtime();
+  Input in = read_input(ctx, a);
+  const double read_seconds = MPI_Wtime() - t_in;
+  if (root)
+    std::cout << fmt::format("tessel density: {}, {} electrons, method {}{}, {} ranks, {}, eps {:g}\n",
+                             in.description, in.electrons, a.method,
+                             opt.method == solvers::DensityMethod::Sign ? fmt::format(" (order {})", a.sign_order) : "",
+                             ctx.size(), a.dense ? "dense" : a.algorithm, a.dense ? 0.0 : a.eps)
+              << fmt::format("{:>14} {:>5} {:>12} {:>14} {:>12} {:>10} {:>9}\n", "stage", "iter", "residual",
+                             "occupation", "mu", "blocks", "seconds")
+              << std::flush;
+  opt.on_step = [&](const solvers::IterationInfo& s) {
+    if (!root) return;
+    std::cout << fmt::format("{:>14} {:>5} {:>12.3e} {:>14} {:>12} {:>10} {:>9.3f}\n", s.stage, s.iteration,
+                             s.residual, s.occupation != 0 ? fmt::format("{:.8f}", s.occupation) : "-",
+                             s.stage == "sign" || s.stage == "mu" ? fmt::format("{:.6f}", s.mu) : "-",
+                             s.blocks > 0 ? std::to_string(s.blocks) : "-", s.seconds)
+              << std::flush;
+  };
+  nlohmann::json j = run_header(ctx);
+  ctx.comm().barrier();
+  ctx.ledger().reset();
+  comm::pcontrol(2);
+  const double t0 = MPI_Wtime();
+  double band = 0, mu = 0, trace_ps = 0, idem = 0, residual = 0, flops = 0;
+  int iters = 0, sign_ev = 0, inv_iters = 0;
+  std::int64_t mults = 0, p_blocks = 0;
+  double p_occupation = 1.0;
+  auto take = [&](const auto& r, auto& alg) {
+    band = r.band_energy;
+    mu = r.mu;
+    trace_ps = r.trace_ps;
+    idem = r.idempotency;
+    residual = r.residual;
+    iters = r.iterations;
+    sign_ev = r.sign_evaluations;
+    inv_iters = r.inverse_iterations;
+    mults = r.multiplications;
+    flops = ctx.comm().allreduce_value(alg.stats().flops, MPI_SUM);
+  };
+  double seconds = 0;
+  if (a.dense) {
+    auto g = most_square_grid(ctx.size());
+    auto lay = layout::Layout::block_cyclic(in.H.rows(), in.H.cols(), 64, 64, g.first, g.second, 0, 0, ctx.size());
+    auto H = sparse::to_dense(ctx, in.H, lay);
+    auto S = sparse::to_dense(ctx, in.S, lay);
+    solvers::DenseAlgebra alg(ctx);
+    auto r = solve(alg, H, S, in.electrons, opt);
+    seconds = MPI_Wtime() - t0;
+    comm::pcontrol(0);
+    take(r, alg);
+    if (npy) io::write_npy(ctx, a.out, r.P);
+  } else {
+    solvers::SparseAlgebra alg(ctx, mo);
+    auto r = solve(alg, in.H, in.S, in.electrons, opt);
+    seconds = MPI_Wtime() - t0;
+    comm::pcontrol(0);
+    take(r, alg);
+    p_blocks = sparse::nblocks(ctx, r.P);
+    p_occupation = sparse::occupation(ctx, r.P);
+    if (npy) sparse::write_npy_blocks(ctx, r.P, a.out);
+    if (csr) sparse::write_cp2k_csr(ctx, r.P, a.out);
+  }
+  auto stats = comm::ledger_stats(ctx.comm(), ctx.ledger(), {""});
+  const double bytes_max = stats.empty() ? 0 : stats[0].recv_bytes.max + stats[0].coll_bytes.max + stats[0].rma_bytes.max;
+  if (root) {
+    std::cout << fmt::format("band energy 2 tr(PH): {:.10f} Eh\n", band)
+              << fmt::format("mu: {:.6f} Eh{}\n", mu, opt.mu ? " (given)" : "")
+              << fmt::format("tr(PS): {:.10f} (electrons 2 tr(PS) = {:.10f}, expected {})\n", trace_ps,
+                             2 * trace_ps, in.electrons)
+              << fmt::format("idempotency ||PSP - P||_F / ||P||_F: {:.3e}\n", idem)
+              << fmt::format("iterations: {} ({}), S^-1/2: {} Newton-Schulz steps; sign evaluations: {}\n", iters,
+                             a.method, inv_iters, sign_ev)
+              << fmt::format("multiplications: {} ({:.3g} GFLOP), residual {:.3e}\n", mults, flops / 1e9, residual)
+              << (a.dense ? std::string()
+                          : fmt::format("P: {} blocks stored ({:.2f}% of all)\n", p_blocks, 100 * p_occupation))
+              << fmt::format("time: {:.3f} s (input {:.3f} s)\n", seconds, read_seconds)
+              << fmt::format("bytes received per rank (max): {}\n", human_bytes(bytes_max))
+              << ledger_table(comm::ledger_stats(ctx.comm(), ctx.ledger(), {"spgemm", "gemm", "sparse", ""}), true)
+              << std::flush;
+  } else {
+    (void)comm::ledger_stats(ctx.comm(), ctx.ledger(), {"spgemm", "gemm", "sparse", ""});
+  }
+  if (!a.json.empty()) {
+    j["command"] = "density";
+    j["input"] = in.description;
+    j["method"] = a.method;
+    j["sign_order"] = a.sign_order;
+    j["algorithm"] = a.dense ? "dense" : a.algorithm;
+    j["eps"] = a.eps;
+    j["electrons"] = in.electrons;
+    j["band_energy"] = band;
+    j["mu"] = mu;
+    j["trace_ps"] = trace_ps;
+    j["idempotency"] = idem;
+    j["iterations"] = iters;
+    j["inverse_sqrt_iterations"] = inv_iters;
+    j["sign_evaluations"] = sign_ev;
+    j["multiplications"] = mults;
+    j["flops"] = flops;
+    j["seconds"] = seconds;
+    j["p_blocks"] = p_blocks;
+    j["bytes_per_rank_max"] = bytes_max;
+    j["ledger"] = ledger_json(stats);
+    write_json(ctx, a.json, j);
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::function<int()> add_density(CLI::App& app) {
+  auto a = std::make_shared<DensityArgs>();
+  auto* s = app.add_subcommand("density",
+                               "Density matrix P of (H, S) and an electron count by linear-scaling solvers "
+                               "(sign function with a mu search, TRS4, canonical, TRS2, McWeeny) on block-sparse "
+                               "matrices; collective. docs/density.md.");
+  s->add_option("--ks", a->ks, "Kohn-Sham matrix H as CP2K CSR text (plain or gzip)");
+  s->add_option("--overlap", a->overlap, "Overlap S as CP2K CSR text");
+  s->add_option("--blocks", a->blocks, "Block sizes file (blocksizes.txt)");
+  s->add_option("--generate", a->generate, "water:N — the generated water box of N molecules instead of files");
+  s->add_option("--electrons", a->electrons, "Electron count N (even; default with --generate: 8 per molecule)");
+  s->add_option("--method", a->method, "sign | trs4 | canonical | trs2 | mcweeny")->capture_default_str();
+  s->add_option("--sign-order", a->sign_order, "Newton-Schulz order of the sign iteration: 2 or 3")->capture_default_str();
+  s->add_option("--eps", a->eps, "Filter threshold of every product (0 = no filtering)")->capture_default_str();
+  s->add_option("--mu", a->mu, "Chemical potential (Eh): no search (sign), required for mcweeny");
+  s->add_option("--tol", a->tol, "Stop: sign relative residual / ||X - X^2||_F")->capture_default_str();
+  s->add_option("--max-iter", a->max_iter, "Iteration cap per sign evaluation / purification")->capture_default_str();
+  s->add_option("--algorithm", a->algorithm, "Block-sparse multiply: cannon | rma25d")->capture_default_str();
+  s->add_option("--layers", a->layers, "rma25d layers L (auto: the largest valid L <= 4)")->capture_default_str();
+  s->add_flag("--dense", a->dense, "Run the same solver on dense matrices (dense::multiply)");
+  s->add_flag("--nonsymmetric", a->nonsymmetric, "Sign: P = (I - sign(S^-1 H - mu I)) S^-1 / 2 instead of the S^-1/2 form");
+  s->add_flag("--energy-weighted", a->energy_weighted, "Also compute W = P H P");
+  s->add_option("--out", a->out, "Write P (.npy dense, or .csr CP2K text)");
+  s->add_option("--json", a->json, "Write the results as JSON");
+  return [a] { return run_density(*a); };
+}
+
+}  // namespace tessel::app

@@ -1,0 +1,250 @@
+#!/usr/bin/python3
+"""spgemm_bench.py — the block-sparse multiply (seed 001): DBCSR 2.5 (bench/dbcsr_spgemm),
+tessel `cannon` and tessel `rma25d` with L = 1, 2, 4, alternating, locally or on the emulated
+cluster.
+
+Every run is one program on the same matrices and distributions (apps/tessel/spgemm_case):
+`tessel spgemm --generate CASE --algorithm A --layers L --eps E --repeat R --json` or
+`dbcsr_spgemm --generate CASE --eps E --repeat R --json`, the median time per multiply reported.
+Variants run round-robin (v1, v2, ..., v1, v2, ... --pairs times) so they share the machine's
+load; the summary gives the median over pairs, GFLOP/s (flops of the block products done, as
+each library counts them), the ratio to DBCSR (the first variant), and bytes per rank: tessel's
+ledger of one multiply (A, B, C panels, max and mean over ranks); for DBCSR, with --commcount,
+the PMPI counter ../shared/tools/commcount preloaded (whole program: the set-up's traffic is
+included, so it is an upper bound), and on the emulated cluster the wire bytes of every run.
+An L that does not fit a grid (eq. 4/5) is reported as "invalid L" and skipped.
+
+Cases: --generate specs of `tessel spgemm` (water:N = H S, water-ss:N = S S, band:N), or
+csr:A.csr:B.csr:blocksizes.txt (CP2K CSR files, e.g. the 256-water SZV H*S:
+csr:KS.csr.gz:S.csr.gz:blocksizes.txt in ../shared/data/cp2k/h2o-256-szv).
+Configs: local:NP (mpirun on this machine, oversubscribed, OMP_NUM_THREADS=1) or
+nc:NODESxPPN (../shared/tools/netcluster, brought up once per config with --rate/--delay).
+--comm-only passes `--comm-only` to tessel (DBCSR has no such mode and is then not run).
+
+Writes bench/results/spgemm-<host>-<date>.json (+ raw logs/JSONs in the folder of that name).
+
+Examples:
+    python3 bench/spgemm_bench.py --config local:4 --cases band:100 --pairs 1 --repeat 2
+    python3 bench/spgemm_bench.py --config local:4,local:9,local:16 --cases band:2000,band:10000 \\
+        --eps 1e-6 --pairs 3 --commcount
+    python3 bench/spgemm_bench.py --config nc:16x1,nc:8x2 --cases band:10000 --eps 1e-6 \\
+        --variants cannon,rma25d:1,rma25d:4 --comm-only
+"""
+import argparse
+import datetime
+import json
+import os
+import shlex
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MPI_ENV = ROOT / "scripts" / "mpi-env.sh"
+NC = ROOT.parent / "shared" / "tools" / "netcluster" / "netcluster.sh"
+CC_SRC = ROOT.parent / "shared" / "tools" / "commcount"
+DEFAULT_VARIANTS = "dbcsr,cannon,rma25d:1,rma25d:2,rma25d:4"
+
+
+def parse_variant(v):
+    f = v.split(":")
+    if f[0] == "dbcsr":
+        return {"name": v, "prog": "dbcsr"}
+    if f[0] not in ("cannon", "rma25d"):
+        raise SystemExit(f"spgemm_bench: variant '{v}': expected dbcsr, cannon or rma25d[:L]")
+    return {"name": v, "prog": "tessel", "alg": f[0], "layers": f[1] if len(f) > 1 else "auto"}
+
+
+def nc_stats():
+    out = subprocess.run([str(NC), "stats"], capture_output=True, text=True).stdout
+    nodes = {}
+    for line in out.splitlines():
+        f = line.split()
+        if not f or f[0].startswith("#"):
+            continue
+        try:
+            nodes[f[0]] = int(f[5])
+        except (IndexError, ValueError):
+            pass
+    return nodes
+
+
+def commcount_lib(build):
+    lib = Path(build) / "commcount" / "openmpi" / "libcommcount.so"
+    if not lib.exists():
+        stage = Path(build) / "commcount.bench"
+        stage.mkdir(exist_ok=True)
+        subprocess.run(["make", "-s", "-C", str(CC_SRC), "openmpi", f"OUT={stage}"], check=True)
+        lib.parent.mkdir(parents=True, exist_ok=True)
+        (stage / "openmpi" / "libcommcount.so").rename(lib)
+    return lib
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--config", default="local:4", help="comma list of local:NP or nc:NODESxPPN")
+    ap.add_argument("--cases", default="band:2000", help="comma list of --generate specs")
+    ap.add_argument("--variants", default=DEFAULT_VARIANTS)
+    ap.add_argument("--eps", default="1e-6")
+    ap.add_argument("--repeat", type=int, default=3, help="timed multiplies per run (median)")
+    ap.add_argument("--pairs", type=int, default=2, help="rounds over the variants")
+    ap.add_argument("--comm-only", action="store_true", help="tessel: skip the block products")
+    ap.add_argument("--commcount", action="store_true", help="count DBCSR's bytes with commcount")
+    ap.add_argument("--rate", default="1gbit")
+    ap.add_argument("--delay", default="50us")
+    ap.add_argument("--build", default=str(ROOT / "build"))
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
+    ap.add_argument("--timeout", type=int, default=3600)
+    a = ap.parse_args()
+    tessel = Path(a.build) / "apps" / "tessel" / "tessel"
+    dbcsr = Path(a.build) / "bench" / "dbcsr_spgemm"
+    variants = [parse_variant(v) for v in a.variants.split(",") if v]
+    if a.comm_only:
+        variants = [v for v in variants if v["prog"] != "dbcsr"]
+    for v in variants:
+        exe = dbcsr if v["prog"] == "dbcsr" else tessel
+        if not exe.exists():
+            raise SystemExit(f"spgemm_bench: {exe} not built (bash scripts/setup.sh)")
+    cases = [c for c in a.cases.split(",") if c]
+    configs = [c for c in a.config.split(",") if c]
+    cclib = commcount_lib(a.build) if a.commcount else None
+    stem = f"spgemm-{socket.gethostname().split('.')[0]}-{datetime.datetime.now():%Y%m%d-%H%M%S}"
+    raw = Path(a.out) / stem
+    raw.mkdir(parents=True, exist_ok=True)
+    runs = []
+    for cfg in configs:
+        kind, _, spec = cfg.partition(":")
+        if kind == "local":
+            np_, ppn, nodes = int(spec), None, 1
+        elif kind == "nc":
+            nodes, ppn = (int(x) for x in spec.split("x"))
+            np_ = nodes * ppn
+            subprocess.run([str(NC), "up", str(nodes), "--rate", a.rate, "--delay", a.delay,
+                            "--slots", str(ppn)], check=True, capture_output=True)
+        else:
+            raise SystemExit(f"spgemm_bench: config '{cfg}': expected local:NP or nc:NODESxPPN")
+        try:
+            for ci, case in enumerate(cases):
+                for pair in range(a.pairs):
+                    for v in variants:
+                        tag = f"{cfg.replace(':', '-')}-case{ci}-{v['name'].replace(':', '_')}-pair{pair}"
+                        js = raw / f"{tag}.json"
+                        ccjs = raw / f"{tag}.commcount.json"
+                        if case.startswith("csr:"):
+                            fa, fb, fblk = case[4:].split(":")
+                            src = ["--a", fa, "--b", fb, "--blocks", fblk]
+                        else:
+                            src = ["--generate", case]
+                        common = src + ["--eps", a.eps, "--repeat", str(a.repeat), "--json", str(js)]
+                        if v["prog"] == "dbcsr":
+                            prog = [str(dbcsr)] + common
+                        else:
+                            prog = [str(tessel), "spgemm", "--algorithm", v["alg"], "--layers", v["layers"]] + common
+                            if a.comm_only:
+                                prog.append("--comm-only")
+                        env = ["-x", "OMP_NUM_THREADS=1", "-x", "OPENBLAS_NUM_THREADS=1"]
+                        if cclib and v["prog"] == "dbcsr" and kind == "local":
+                            env += ["-x", f"LD_PRELOAD={cclib}", "-x", f"COMMCOUNT_OUT={ccjs}"]
+                        if kind == "local":
+                            cmd = ["bash", "-c", f"source {shlex.quote(str(MPI_ENV))}; exec mpirun -np {np_} "
+                                   f"--oversubscribe " + " ".join(shlex.quote(x) for x in env + prog)]
+                        else:
+                            cmd = [str(NC), "run", "--", "-np", str(np_), "--map-by", f"ppr:{ppn}:node"] + env + prog
+                        s0 = nc_stats() if kind == "nc" else None
+                        t0 = time.time()
+                        p = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout)
+                        wall = time.time() - t0
+                        (raw / f"{tag}.log").write_text(" ".join(cmd) + "\n" + p.stdout + p.stderr)
+                        r = {"config": cfg, "case": case, "variant": v["name"], "pair": pair, "ranks": np_,
+                             "nodes": nodes, "ppn": ppn, "rc": p.returncode, "wall_s": wall, "cmd": cmd}
+                        if kind == "nc":
+                            s1 = nc_stats()
+                            r["wire_tx_bytes"] = sum(s1[k] - s0.get(k, 0) for k in s1)
+                        try:
+                            r["result"] = json.loads(js.read_text())
+                        except (OSError, ValueError):
+                            r["result"] = None
+                        try:
+                            r["commcount"] = json.loads(ccjs.read_text())
+                        except (OSError, ValueError):
+                            pass
+                        invalid = p.returncode == 2 and "does not fit" in (p.stderr + p.stdout)
+                        r["invalid_layers"] = invalid
+                        ok = p.returncode == 0 and r["result"] is not None
+                        med = r["result"]["median_s"] if ok else None
+                        what = ("median %.4f s" % med) if ok else ("invalid L for this grid" if invalid
+                                                                    else (p.stderr or p.stdout)[-300:])
+                        print(f"  {'ok    ' if ok else ('skip  ' if invalid else 'FAILED')} {tag}: {what}", flush=True)
+                        runs.append(r)
+        finally:
+            if kind == "nc":
+                subprocess.run([str(NC), "down"], capture_output=True)
+    summary = summarize(runs, variants, cases, configs)
+    out = {"stem": stem, "date": datetime.datetime.now().isoformat(), "comm_only": a.comm_only,
+           "eps": a.eps, "repeat": a.repeat, "pairs": a.pairs, "rate": a.rate, "delay": a.delay,
+           "variants": [v["name"] for v in variants], "runs": runs, "summary": summary}
+    path = Path(a.out) / f"{stem}.json"
+    path.write_text(json.dumps(out, indent=1))
+    print(f"spgemm_bench: wrote {path}")
+    return 0 if all(r["rc"] == 0 or r["invalid_layers"] for r in runs) else 1
+
+
+def summarize(runs, variants, cases, configs):
+    rows = []
+    for cfg in configs:
+        for case in cases:
+            ref = None
+            print(f"\n{cfg}, {case}")
+            print(f"{'variant':>10} {'L':>2} {'median s':>9} {'vs first':>8} {'GFLOP/s':>8} "
+                  f"{'A+B MB max':>10} {'A+B MB mean':>11} {'A+B/L=1':>7} {'eq.7':>5} {'C MB mean':>9} "
+                  f"{'all MB mean':>11} {'wire MB':>8}")
+            ab_l1 = None
+            for v in variants:
+                rs = [r for r in runs if r["config"] == cfg and r["case"] == case and r["variant"] == v["name"]
+                      and r["result"]]
+                if not rs:
+                    bad = [r for r in runs if r["config"] == cfg and r["case"] == case and r["variant"] == v["name"]]
+                    why = "invalid L for this grid" if bad and bad[0]["invalid_layers"] else "no successful run"
+                    print(f"{v['name']:>10}  ({why})")
+                    continue
+                med = statistics.median(r["result"]["median_s"] for r in rs)
+                res = rs[0]["result"]
+                led = res.get("ledger_one_call", {})
+                stat = lambda ph, k: led.get(ph, {}).get("recv_bytes", {}).get(k, 0)
+                ab_max = stat("spgemm/A panels", "max") + stat("spgemm/B panels", "max")
+                ab_mean = stat("spgemm/A panels", "mean") + stat("spgemm/B panels", "mean")
+                c_mean = stat("spgemm/C panels", "mean")
+                all_mean = stat("all", "mean")
+                if v["prog"] == "dbcsr" and "commcount" in rs[0]:
+                    cc = rs[0]["commcount"]
+                    all_mean = cc["total"]["p2p_recv_bytes"] / max(1, cc.get("nranks", rs[0]["ranks"]))
+                wire = [r["wire_tx_bytes"] for r in rs if "wire_tx_bytes" in r]
+                if ref is None:
+                    ref = med
+                # eq. 7: A+B per rank scales as (LR S_A + LC S_B) / L against L = 1; with S_A ~ S_B
+                # that is 1/sqrt(L) on a square grid and (1 + L) / (2 L) on a non-square one.
+                L = res.get("layers") or 1
+                if v["name"] == "rma25d:1" or (v.get("alg") == "rma25d" and L == 1):
+                    ab_l1 = ab_mean
+                pr_, pc_ = (int(x) for x in str(res.get("grid", "1x1")).split("x")) if "grid" in res else (1, 1)
+                model = (L ** -0.5 if pr_ == pc_ else (1 + L) / (2 * L)) if v.get("alg") == "rma25d" else None
+                ab_ratio = ab_mean / ab_l1 if (ab_l1 and v.get("alg") == "rma25d") else None
+                row = {"config": cfg, "case": case, "variant": v["name"], "layers": res.get("layers"),
+                       "ab_ratio_to_l1": ab_ratio, "ab_ratio_eq7": model,
+                       "median_s": med, "ratio_to_first": med / ref, "gflops": res.get("gflops"),
+                       "ab_max_bytes": ab_max, "ab_mean_bytes": ab_mean, "c_mean_bytes": c_mean,
+                       "all_mean_bytes": all_mean,
+                       "wire_tx_bytes_median": statistics.median(wire) if wire else None, "pairs": len(rs)}
+                rows.append(row)
+                print(f"{v['name']:>10} {str(res.get('layers', '-')):>2} {med:9.4f} {med / ref:8.3f} "
+                      f"{res.get('gflops', 0):8.3f} {ab_max / 1e6:10.2f} {ab_mean / 1e6:11.2f} "
+                      f"{('%.3f' % ab_ratio) if ab_ratio else '-':>7} {('%.3f' % model) if model else '-':>5} {c_mean / 1e6:9.2f} "
+                      f"{all_mean / 1e6:11.2f} {(statistics.median(wire) / 1e6 if wire else float('nan')):8.1f}")
+    return rows
+
+
+if __name__ == "__main__":
+    sys.exit(main())

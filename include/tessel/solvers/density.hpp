@@ -1,0 +1,185 @@
+#pragma once
+/// @file density.hpp
+/// Linear-scaling density matrices (seed 001 §1, CP2K LS_SCF, NTPoly), each solver written
+/// once over Algebra<M> (algebra.hpp) and instantiated for dense DistMatrix<double> and
+/// block-sparse BlockSparseMatrix<double>:
+///  - lanczos_bounds: extreme eigenvalues of a symmetric matrix (or operator) by Lanczos;
+///  - inverse_sqrt / inverse: S^-1/2 and S^-1 by Newton-Schulz of order 2 or 3 scaled from
+///    Lanczos bounds; inverse_hotelling: S^-1 by X <- 2X - X S X;
+///  - sign: the matrix sign function by Newton-Schulz (order 2 or 3);
+///  - density: P = 1/2 (I - sign(S^-1 H - mu I)) S^-1 (or its symmetric form through S^-1/2)
+///    with mu from the electron count (bracket + Illinois regula falsi on the trace), or
+///    TRS4 / canonical / TRS2 / McWeeny purification of S^-1/2 H S^-1/2 with mu recovered
+///    from the purification polynomial; W = P H P on request.
+/// P is the density of one spin channel: tr(P S) = electrons / 2, band energy 2 tr(P H).
+/// docs/density.md has the formulas, stopping rules and errors. All calls are collective over
+/// the algebra's Context; every error is thrown on every rank.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tessel/solvers/algebra.hpp"
+#include "tessel/solvers/purify.hpp"
+
+namespace tessel::solvers {
+
+/// One line of progress: the stage ("lanczos", "inverse sqrt", "sign", "mu", "trs4", ...),
+/// its iteration, residual, occupation (electrons, when known), mu, blocks stored, seconds.
+struct IterationInfo {
+  std::string stage;
+  int iteration = 0;
+  double residual = 0;
+  double occupation = 0;
+  double mu = 0;
+  double band_energy = 0;  ///< purification: 2 tr(X Ht) of this step's X
+  std::int64_t blocks = 0;
+  double seconds = 0;
+};
+using ProgressFn = std::function<void(const IterationInfo&)>;
+
+/// Bounds of the spectrum: [lo, hi] are the extreme Ritz values widened by their residual
+/// norms (estimates that enclose the spectrum in practice, not guaranteed bounds).
+struct SpectralBounds {
+  double lo = 0, hi = 0;
+  double ritz_min = 0, ritz_max = 0;
+  int steps = 0;
+  /// All Ritz values (increasing) and their weights (squared first components of the Ritz
+  /// vectors: the start vector's spectral measure, summing to 1) — a density-of-states estimate.
+  std::vector<double> ritz, weight;
+};
+
+/// Pure computation over a collective operator: `k` Lanczos steps of y = op(x) (x, y of
+/// length n replicated on every rank, the same on every rank) from a fixed start vector.
+SpectralBounds lanczos(const std::function<void(const std::vector<double>&, std::vector<double>&)>& op,
+                       std::int64_t n, int k);
+/// Collective. lanczos over algebra.matvec(a).
+template <class M>
+SpectralBounds lanczos_bounds(Algebra<M>& alg, const M& a, int k = 30);
+
+struct InverseOptions {
+  int order = 2;           ///< Newton-Schulz order: 2 or 3
+  double tol = 1e-11;      ///< stop when ||I - Z S Z||_F / sqrt(n) < tol (or stagnation under filtering)
+  int max_iter = 100;
+  int lanczos_steps = 30;  ///< for the scaling bounds of S
+  ProgressFn on_step;
+};
+
+template <class M>
+struct InverseResult {
+  M X;                       ///< S^-1/2 (inverse_sqrt) or S^-1 (inverse, inverse_hotelling)
+  int iterations = 0;
+  std::int64_t multiplications = 0;
+  double residual = 0;       ///< final relative residual
+  SpectralBounds bounds;     ///< of S
+};
+
+/// Collective. S^-1/2 by the coupled Newton-Schulz iteration (order 2: T = (3I - ZY)/2; order 3:
+/// T = (15I - 10ZY + 3(ZY)^2)/8; Y <- YT, Z <- TZ) from Y0 = S/s, Z0 = I, s from the Lanczos
+/// bounds of S. InputError when S is not positive definite (a Ritz value <= 0, or the
+/// iteration diverging; the message says which bound failed) or the options are bad.
+template <class M>
+InverseResult<M> inverse_sqrt(Algebra<M>& alg, const M& S, const InverseOptions& opt = {});
+/// Collective. S^-1 = (S^-1/2)^2 from inverse_sqrt (one more product).
+template <class M>
+InverseResult<M> inverse(Algebra<M>& alg, const M& S, const InverseOptions& opt = {});
+/// Collective. S^-1 by Hotelling's X <- 2X - X S X from X0 = 2/(lo + hi) I (order ignored).
+template <class M>
+InverseResult<M> inverse_hotelling(Algebra<M>& alg, const M& S, const InverseOptions& opt = {});
+
+struct SignOptions {
+  int order = 2;           ///< 2: X <- X(3I - X^2)/2; 3: X <- X(15I - 10X^2 + 3X^4)/8
+  double tol = 1e-12;      ///< stop when ||I - X^2||_F < tol ||X^2||_F (or stagnation)
+  int max_iter = 100;
+  double mu = 0;           ///< reported in the progress lines only
+  ProgressFn on_step;
+};
+
+template <class M>
+struct SignResult {
+  M X;
+  int iterations = 0;
+  std::int64_t multiplications = 0;
+  double residual = 0;     ///< ||I - X^2||_F / ||X^2||_F of the returned X
+  bool stagnated = false;  ///< stopped at the filtering floor above tol
+};
+
+/// Collective. sign(A) by Newton-Schulz from X0 = A / bound, where `bound` >= the spectral
+/// radius of A (|lambda| / bound <= 1). Error when the residual diverges or is not finite.
+template <class M>
+SignResult<M> sign(Algebra<M>& alg, const M& A, double bound, const SignOptions& opt = {});
+
+enum class DensityMethod { Sign, Trs4, Canonical, Trs2, McWeeny };
+std::string to_string(DensityMethod m);
+/// Pure. "sign", "trs4", "canonical", "trs2", "mcweeny" (InputError naming `what` otherwise).
+DensityMethod parse_density_method(const std::string& s, const std::string& what = "method");
+
+struct DensityOptions {
+  DensityMethod method = DensityMethod::Sign;
+  int sign_order = 2;
+  /// Sign method: false = symmetric form P = Z (I - sign(Z H Z - mu I)) Z / 2 with Z = S^-1/2;
+  /// true = P = (I - sign(S^-1 H - mu I)) S^-1 / 2 (the seed's eq. 1).
+  bool nonsymmetric = false;
+  std::optional<double> mu;     ///< given: no search (must lie inside the spectrum)
+  double tol = 1e-12;           ///< sign: relative residual; purification: ||X - X^2||_F
+  int max_iter = 200;
+  int max_sign_evaluations = 30;
+  double symmetry_tol = 1e-8;   ///< ||H - H^T||_F <= tol ||H||_F (and S)
+  double occupation_tol = 1e-2; ///< |2 tr(PS) - N| above this: "occupation lost" error
+  /// ||P S P - P||_F / ||P||_F above this: "idempotency lost" error (2 more products)
+  double idempotency_tol = 1e-2;
+  bool energy_weighted = false; ///< also W = P H P
+  InverseOptions inverse;       ///< for S^-1/2
+  int lanczos_steps = 30;
+  ProgressFn on_step;
+};
+
+template <class M>
+struct DensityResult {
+  M P;                      ///< density of one spin channel in the non-orthogonal basis
+  M W;                      ///< P H P when energy_weighted (else empty)
+  double mu = 0;
+  double band_energy = 0;   ///< 2 tr(P H)
+  double trace_ps = 0;      ///< tr(P S) (= electrons / 2)
+  double idempotency = 0;   ///< ||P S P - P||_F / ||P||_F
+  double residual = 0;      ///< last sign residual or ||X - X^2||_F of the purification
+  int iterations = 0;       ///< sign / purification steps, all mu evaluations together
+  int sign_evaluations = 0; ///< sign iterations run (mu search); 0 for purification
+  int inverse_iterations = 0;
+  std::int64_t multiplications = 0;  ///< every product, S^-1/2 and basis changes included
+  double homo_lumo_lo = 0, homo_lumo_hi = 0;  ///< sign search: final bracket of mu
+  SpectralBounds bounds;    ///< of S^-1/2 H S^-1/2
+};
+
+/// Collective. The density matrix of (H, S) with `electrons` electrons (even, 2 .. 2(n-1)).
+/// InputError (every rank): H or S not square/same structure, not finite, not symmetric
+/// (with the relative asymmetry), S not positive definite, odd or out-of-range electrons,
+/// mu outside the spectrum, occupation lost (filter too large), no gap at the electron count;
+/// Error: no convergence.
+template <class M>
+DensityResult<M> density(Algebra<M>& alg, const M& H, const M& S, std::int64_t electrons,
+                         const DensityOptions& opt = {});
+
+/// Collective. Purification (canonical, McWeeny, TRS2, TRS4: the coefficient steps of
+/// purify_steps) of a symmetric Ht in an orthogonal basis with nocc occupied states, over any
+/// algebra (also purify()'s SymmSquareCube algebra). Returns X (the density) and mu recovered
+/// from the composed step polynomials. Stops as purify.hpp says (tol, the rounding/filtering
+/// floor, max_iter, no clear occupation over stall_window steps).
+template <class M>
+struct PurifyGenericResult {
+  M X;
+  int iterations = 0;
+  double idempotency_error = 0;
+  double mu = 0;
+  double trace = 0;        ///< tr X of the returned X
+  double band_energy = 0;  ///< 2 tr(X Ht) of the returned X
+  std::int64_t products = 0;  ///< products of the steps actually used
+};
+template <class M>
+PurifyGenericResult<M> purify_generic(Algebra<M>& alg, const M& Ht, std::int64_t nocc,
+                                      PurifyMethod method, std::optional<double> mu,
+                                      double tol, int max_iter, const ProgressFn& on_step,
+                                      int stall_window = 40);
+
+}  // namespace tessel::solvers

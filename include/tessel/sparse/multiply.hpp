@@ -1,0 +1,86 @@
+#pragma once
+/// @file multiply.hpp
+/// The block-sparse multiply C = alpha op(A) op(B) + beta C (seed 001, DBCSR): Cannon with
+/// point-to-point shifts (Algorithm 1) or the 2.5D one-sided algorithm with L layers
+/// (Algorithm 2), on-the-fly norm filtering, LIBXSMM block products. docs/sparse.md.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "tessel/sparse/block_sparse.hpp"
+#include "tessel/sparse/spgemm_plan.hpp"
+
+namespace tessel::sparse {
+
+enum class SpOp { N, T };
+
+struct SpMultiplyOptions {
+  SpAlgorithm algorithm = SpAlgorithm::Cannon;
+  /// rma25d layers L (0 = auto: the largest valid L <= 4); Cannon takes 0 or 1.
+  int layers = 0;
+  /// On-the-fly filter: a block product is skipped when ||A_ik|| ||B_kj|| < eps / n_i, n_i the
+  /// block products of C's block row i in that tick; then blocks of C with norm < eps are
+  /// dropped. 0 = exact.
+  double filter_eps = 0.0;
+  /// Keep C's existing block pattern: products outside it are not stored.
+  bool retain_sparsity = false;
+  /// Benchmarks: move every panel but skip the block products (C = beta C).
+  bool comm_only = false;
+};
+
+/// Per-rank bytes of one phase ("spgemm/A panels", ...): received (p2p + get) and sent.
+struct SpPanelBytes {
+  std::int64_t recv = 0, sent = 0, msgs = 0, rma_ops = 0;
+};
+
+struct SpMultiplyReport {
+  SpgemmPlan plan;
+  /// This rank: flops of the block products done (2 m n k each), products done and skipped by
+  /// the on-the-fly filter, and blocks of C dropped by the final filter.
+  double flops = 0;
+  std::int64_t blocks_multiplied = 0, blocks_skipped = 0, blocks_filtered = 0;
+  /// This rank's bytes of each phase of this call.
+  SpPanelBytes a_panels, b_panels, c_panels, setup, conform;
+  /// rma25d: true when the windows were (re)created by this call.
+  bool windows_created = false;
+};
+
+/// What is kept across multiplies (seed sec. 3): rma25d's window buffers and sub-communicators,
+/// Cannon's row and column communicators. Owned by the caller and passed to every multiply of
+/// an iteration (a Cannon multiply without a cache splits two communicators per call). They are re-created (collectively) only when the
+/// grid or L changes or a rank's panels outgrow them, decided by a nonblocking allreduce
+/// overlapped with the multiply's set-up. Destroy it (collective over the matrices' Context)
+/// before MPI_Finalize. Movable, not copyable.
+class SpMultiplyCache {
+ public:
+  SpMultiplyCache();
+  ~SpMultiplyCache();
+  SpMultiplyCache(SpMultiplyCache&&) noexcept;
+  SpMultiplyCache& operator=(SpMultiplyCache&&) noexcept;
+  /// Number of times the windows were created so far.
+  int creations() const;
+  struct State;
+  State& state() { return *s_; }
+
+ private:
+  std::unique_ptr<State> s_;
+};
+
+/// Collective over ctx. C = alpha op(A) op(B) + beta C. A, B and C live on the same PR x PC grid
+/// (ctx.size() ranks); block sizes must agree (DimensionMismatch naming both). Operands whose
+/// distribution does not fit the algorithm (op = T, rows of op(A) not distributed as C's rows,
+/// k blocks of A and B not on a common image, ...) are first
+/// conformed: each local block (transposed locally for op T) is put to its owner on the target
+/// distribution and one finalize() moves them, recorded as phase "spgemm/conform". `cache`
+/// keeps communicators and windows between calls; null = made for this call only. Errors (bad L, grid,
+/// sizes) are thrown on every rank before any panel moves.
+SpMultiplyReport multiply(Context& ctx, double alpha, SpOp opa,
+                          const BlockSparseMatrix<double>& a, SpOp opb,
+                          const BlockSparseMatrix<double>& b, double beta,
+                          BlockSparseMatrix<double>& c, const SpMultiplyOptions& options = {},
+                          SpMultiplyCache* cache = nullptr);
+
+/// Pure. "cannon" / "rma25d" (InputError otherwise, naming the value).
+SpAlgorithm parse_sp_algorithm(const std::string& s);
+
+}  // namespace tessel::sparse

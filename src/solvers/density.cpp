@@ -1,0 +1,332 @@
+// The density matrix of (H, S), written once over Algebra<M>:
+//   validate -> Z = S^-1/2 (newton_schulz.cpp) -> Ht = Z H Z -> Lanczos bounds of Ht ->
+//   sign: mu search (bracket, then Illinois regula falsi on the occupation), Pt = (I - X)/2
+//         [nonsymmetric form: X = sign(S^-1 H - mu I), P = (S^-1 - X S^-1)/2]
+//   trs4 | canonical | trs2 | mcweeny: purify_generic(Ht), mu from the step polynomials
+//   -> P = Z Pt Z -> tr(PS), 2 tr(PH), occupation check -> W = P H P (option).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "tessel/core/error.hpp"
+#include "tessel/solvers/density.hpp"
+
+namespace tessel::solvers {
+
+std::string to_string(DensityMethod m) {
+  switch (m) {
+    case DensityMethod::Sign: return "sign";
+    case DensityMethod::Trs4: return "trs4";
+    case DensityMethod::Canonical: return "canonical";
+    case DensityMethod::Trs2: return "trs2";
+    case DensityMethod::McWeeny: return "mcweeny";
+  }
+  return "?";
+}
+
+DensityMethod parse_density_method(const std::string& s, const std::string& what) {
+  for (auto m : {DensityMethod::Sign, DensityMethod::Trs4, DensityMethod::Canonical,
+                 DensityMethod::Trs2, DensityMethod::McWeeny})
+    if (s == to_string(m)) return m;
+  throw InputError(detail::concat(what, " = '", s, "' (expected sign, trs4, canonical, trs2 or mcweeny)"));
+}
+
+namespace {
+
+// ||A - A^T||_F / ||A||_F (0 for A = 0).
+template <class M>
+double asymmetry(Algebra<M>& alg, const M& a) {
+  M t = alg.transpose(a);
+  const double na = alg.norm(a);
+  alg.add(t, -1.0, a, 1.0);
+  const double d = alg.norm(t);
+  return na > 0 ? d / na : d;
+}
+
+// The Lanczos estimate of the number of states below mu (the Ritz values weighted by the start
+// vector's spectral measure), piecewise linear and increasing from (lo, 0) to (hi, n). The mu
+// search runs in u = estimate(mu): there the true count is nearly u itself, so the secant
+// steps of regula falsi land close even where the density of states is far from uniform.
+struct Warp {
+  std::vector<double> x, y;
+  Warp(const SpectralBounds& b, std::int64_t n) {
+    const double nd = static_cast<double>(n);
+    x.push_back(b.lo);
+    y.push_back(0);
+    double acc = 0;
+    for (std::size_t i = 0; i < b.ritz.size(); ++i) {
+      acc += b.weight[i];
+      const double xi = b.ritz[i], yi = nd * (acc - 0.5 * b.weight[i]);
+      if (xi > x.back() && xi < b.hi && yi > y.back()) {
+        x.push_back(xi);
+        y.push_back(std::min(yi, nd * (1 - 1e-9)));
+      }
+    }
+    x.push_back(b.hi);
+    y.push_back(nd);
+  }
+  static double interp(const std::vector<double>& from, const std::vector<double>& to, double v) {
+    if (v <= from.front()) return to.front();
+    if (v >= from.back()) return to.back();
+    const auto k = static_cast<std::size_t>(std::upper_bound(from.begin(), from.end(), v) - from.begin());
+    const double t = (v - from[k - 1]) / (from[k] - from[k - 1]);
+    return to[k - 1] + t * (to[k] - to[k - 1]);
+  }
+  double u(double mu) const { return interp(x, y, mu); }
+  double mu(double u) const { return interp(y, x, u); }
+};
+
+template <class M>
+struct SignSearch {
+  Algebra<M>& alg;
+  const M& A;  // Ht (symmetric form) or S^-1 H (nonsymmetric form)
+  const SpectralBounds& b;
+  const DensityOptions& opt;
+  std::int64_t n, nocc;
+  DensityResult<M>& out;
+  M x;  // sign at the last mu evaluated
+  // count(mu) = (n - tr sign(A - mu I)) / 2 = tr(P S)
+  double count(double mu) {
+    M a = alg.copy(A);
+    alg.shift(a, -mu);
+    const double bound = 1.01 * std::max(std::abs(b.hi - mu), std::abs(b.lo - mu));
+    SignOptions so;
+    so.order = opt.sign_order;
+    so.tol = opt.tol;
+    so.max_iter = opt.max_iter;
+    so.mu = mu;
+    so.on_step = opt.on_step;
+    auto r = sign(alg, a, bound, so);
+    ++out.sign_evaluations;
+    out.iterations += r.iterations;
+    out.residual = r.residual;
+    x = std::move(r.X);
+    const double c = 0.5 * (static_cast<double>(n) - alg.trace(x));
+    if (opt.on_step) {
+      IterationInfo s;
+      s.stage = "mu";
+      s.iteration = out.sign_evaluations;
+      s.residual = r.residual;
+      s.occupation = 2 * c;
+      s.mu = mu;
+      s.blocks = alg.blocks(x);
+      opt.on_step(s);
+    }
+    return c;
+  }
+  // Bracket, then Illinois: f(mu) = count(mu) - nocc is a non-decreasing step function; any mu
+  // with |f| < 1/2 lies in the HOMO-LUMO gap.
+  double search() {
+    const double width = b.hi - b.lo, nd = static_cast<double>(n), target = static_cast<double>(nocc);
+    const Warp w(b, n);
+    double u = target, mu = w.mu(u);
+    double f = count(mu) - target;
+    if (std::abs(f) < 0.5) return finish(mu, mu, mu);
+    // Bracket: secant steps of slope 1 in u, doubled while the sign of f does not change.
+    double ua = u, fa = f, ma = mu, ub = u, fb = f, mb = mu;  // fa < 0 < fb once bracketed
+    double step = std::abs(f) + 0.5;
+    while ((fa < 0) == (fb < 0)) {
+      check_budget();
+      const double next_u = std::clamp(u + (f < 0 ? step : -step), 0.0, nd);
+      const double next = w.mu(next_u);
+      TESSEL_CHECK(next != mu, InputError, "density: the electron count ", 2 * nocc,
+                   " cannot be reached inside the spectrum bounds [", b.lo, ", ", b.hi,
+                   "] (occupation at mu = ", mu, " is ", 2 * (f + target), ")",
+                   alg.filter_eps() > 0 ? detail::concat(": the filter threshold eps = ", alg.filter_eps(),
+                                                         " may be too large (occupation lost)") : std::string());
+      u = next_u;
+      mu = next;
+      f = count(mu) - target;
+      if (std::abs(f) < 0.5) return finish(mu, mu, mu);
+      if (f < 0) { ua = u; fa = f; ma = mu; } else { ub = u; fb = f; mb = mu; }
+      if ((fa < 0) != (fb < 0)) break;
+      step *= 2;
+    }
+    if (fa > 0) { std::swap(ua, ub); std::swap(fa, fb); std::swap(ma, mb); }
+    // Illinois regula falsi on f(u); the count is a step function, any |f| < 1/2 is in the gap.
+    int side = 0;
+    for (;;) {
+      check_budget();
+      TESSEL_CHECK(mb - ma > 1e-12 * std::max(1.0, width), InputError,
+                   "density: no gap at the electron count ", 2 * nocc, ": the occupation jumps from ",
+                   2 * (fa + target), " to ", 2 * (fb + target), " between mu = ", ma, " and ", mb,
+                   " (HOMO and LUMO degenerate)");
+      double um = ub - fb * (ub - ua) / (fb - fa);
+      double m = w.mu(um);
+      if (!(m > ma && m < mb)) {
+        m = 0.5 * (ma + mb);
+        um = w.u(m);
+      }
+      const double fm = count(m) - target;
+      if (std::abs(fm) < 0.5) return finish(m, ma, mb);
+      if (fm < 0) {
+        ua = um; fa = fm; ma = m;
+        if (side == -1) fb *= 0.5;  // Illinois: the same end kept twice
+        side = -1;
+      } else {
+        ub = um; fb = fm; mb = m;
+        if (side == 1) fa *= 0.5;
+        side = 1;
+      }
+    }
+  }
+  void check_budget() {
+    if (out.sign_evaluations >= opt.max_sign_evaluations)
+      throw Error(detail::concat("density: mu not found in max_sign_evaluations = ",
+                                 opt.max_sign_evaluations, " sign evaluations"));
+  }
+  double finish(double mu, double lo, double hi) {
+    out.homo_lumo_lo = lo;
+    out.homo_lumo_hi = hi;
+    return mu;
+  }
+};
+
+}  // namespace
+
+template <class M>
+DensityResult<M> density(Algebra<M>& alg, const M& H, const M& S, std::int64_t electrons,
+                         const DensityOptions& opt) {
+  Context& ctx = alg.ctx();
+  const std::int64_t n = Algebra<M>::n(H);
+  ctx.agree([&] {
+    TESSEL_CHECK(H.rows() == H.cols(), DimensionMismatch, "density: H is ", H.rows(), " x ",
+                 H.cols(), " (expected square)");
+    std::string why;
+    TESSEL_CHECK(Algebra<M>::conforms(H, S, &why), DimensionMismatch,
+                 "density: H and S do not match: ", why);
+    TESSEL_CHECK(electrons > 0 && electrons % 2 == 0, InputError, "density: electrons = ", electrons,
+                 " (expected an even number > 0: closed-shell, two electrons per occupied state)");
+    TESSEL_CHECK(electrons / 2 < n, InputError, "density: electrons = ", electrons,
+                 " fill ", electrons / 2, " states but the basis has n = ", n,
+                 " (expected at most ", 2 * (n - 1), ")");
+    TESSEL_CHECK(opt.sign_order == 2 || opt.sign_order == 3, InputError, "density: sign order = ",
+                 opt.sign_order, " (expected 2 or 3)");
+    TESSEL_CHECK(opt.tol > 0 && std::isfinite(opt.tol), InputError, "density: tol = ", opt.tol, " (expected > 0)");
+    TESSEL_CHECK(opt.max_iter >= 1 && opt.max_sign_evaluations >= 1, InputError,
+                 "density: max_iter = ", opt.max_iter, ", max_sign_evaluations = ",
+                 opt.max_sign_evaluations, " (expected >= 1)");
+    TESSEL_CHECK(opt.occupation_tol > 0, InputError, "density: occupation_tol = ", opt.occupation_tol,
+                 " (expected > 0)");
+    TESSEL_CHECK(!opt.mu || std::isfinite(*opt.mu), InputError, "density: mu = ", *opt.mu,
+                 " (expected a finite energy)");
+    TESSEL_CHECK(opt.method != DensityMethod::McWeeny || opt.mu, InputError,
+                 "density: mcweeny needs mu inside the HOMO-LUMO gap (--mu)");
+  });
+  const std::int64_t nocc = electrons / 2;
+  const auto m0 = alg.stats().multiplications;
+  DensityResult<M> out;
+  {
+    const bool fh = alg.finite(H), fs = alg.finite(S);
+    ctx.agree([&] {
+      TESSEL_CHECK(fh, InputError, "density: H has NaN or Inf entries");
+      TESSEL_CHECK(fs, InputError, "density: S has NaN or Inf entries");
+    });
+    const double ah = asymmetry(alg, H), as = asymmetry(alg, S);
+    ctx.agree([&] {
+      TESSEL_CHECK(ah <= opt.symmetry_tol, InputError, "density: H is not symmetric: ||H - H^T||_F / ||H||_F = ",
+                   ah, " (expected <= ", opt.symmetry_tol, ")");
+      TESSEL_CHECK(as <= opt.symmetry_tol, InputError, "density: S is not symmetric: ||S - S^T||_F / ||S||_F = ",
+                   as, " (expected <= ", opt.symmetry_tol, ")");
+    });
+  }
+  InverseOptions io = opt.inverse;
+  if (!io.on_step) io.on_step = opt.on_step;
+  auto z = inverse_sqrt(alg, S, io);
+  out.inverse_iterations = z.iterations;
+  const M& Z = z.X;
+  M ht = alg.product(alg.product(Z, H), Z);
+  alg.symmetrize(ht);
+  out.bounds = lanczos_bounds(alg, ht, opt.lanczos_steps);
+  ctx.agree([&] {
+    TESSEL_CHECK(out.bounds.hi > out.bounds.lo, InputError,
+                 "density: S^-1/2 H S^-1/2 has no spread of eigenvalues (Lanczos bounds [", out.bounds.lo,
+                 ", ", out.bounds.hi, "]): no occupation can be resolved",
+                 alg.filter_eps() > 0 ? detail::concat("; occupation lost: the filter threshold eps = ",
+                                                       alg.filter_eps(), " is too large for this system")
+                                      : std::string());
+  });
+  if (opt.mu) {
+    const double mu = *opt.mu;
+    ctx.agree([&] {
+      TESSEL_CHECK(mu > out.bounds.lo && mu < out.bounds.hi, InputError, "density: mu = ", mu,
+                   " is outside the spectrum [", out.bounds.lo, ", ", out.bounds.hi,
+                   "] of S^-1 H (Lanczos bounds): every state would be ",
+                   mu <= out.bounds.lo ? "empty" : "occupied");
+    });
+  }
+  M pt;
+  if (opt.method == DensityMethod::Sign) {
+    M sinv;
+    M a;
+    if (opt.nonsymmetric) {
+      sinv = alg.product(Z, Z);
+      a = alg.product(sinv, H);
+    }
+    SignSearch<M> s{alg, opt.nonsymmetric ? a : ht, out.bounds, opt, n, nocc, out, M{}};
+    if (opt.mu) {
+      out.mu = *opt.mu;
+      s.count(out.mu);
+      out.homo_lumo_lo = out.homo_lumo_hi = out.mu;
+    } else {
+      out.mu = s.search();
+    }
+    if (opt.nonsymmetric) {  // P = (S^-1 - X S^-1) / 2
+      M xs = alg.product(s.x, sinv);
+      alg.add(sinv, 0.5, xs, -0.5);
+      alg.symmetrize(sinv);
+      out.P = std::move(sinv);
+    } else {
+      pt = std::move(s.x);  // Pt = (I - X) / 2
+      alg.scale(pt, -0.5);
+      alg.shift(pt, 0.5);
+    }
+  } else {
+    PurifyMethod pm = opt.method == DensityMethod::Trs4        ? PurifyMethod::Trs4
+                      : opt.method == DensityMethod::Trs2      ? PurifyMethod::Trs2
+                      : opt.method == DensityMethod::McWeeny   ? PurifyMethod::McWeeny
+                                                               : PurifyMethod::Canonical;
+    auto r = purify_generic(alg, ht, nocc, pm, opt.mu, opt.tol, opt.max_iter, opt.on_step);
+    pt = std::move(r.X);
+    out.mu = r.mu;
+    out.iterations = r.iterations;
+    out.residual = r.idempotency_error;
+  }
+  if (!(opt.method == DensityMethod::Sign && opt.nonsymmetric)) {
+    out.P = alg.product(alg.product(Z, pt), Z);
+    alg.symmetrize(out.P);
+  }
+  out.trace_ps = alg.dot(out.P, S);
+  out.band_energy = 2 * alg.dot(out.P, H);
+  {
+    M psp = alg.product(alg.product(out.P, S), out.P);
+    alg.add(psp, 1.0, out.P, -1.0);
+    const double np = alg.norm(out.P);
+    out.idempotency = alg.norm(psp) / (np > 0 ? np : 1.0);
+  }
+  const double occ = 2 * out.trace_ps;
+  const bool given_mu = opt.mu && opt.method == DensityMethod::Sign;
+  ctx.agree([&] {
+    TESSEL_CHECK(std::isfinite(occ), Error, "density: the occupation is not finite");
+    TESSEL_CHECK(given_mu || std::abs(occ - static_cast<double>(electrons)) <= opt.occupation_tol,
+                 InputError, "density: occupation lost: 2 tr(P S) = ", occ, " but electrons = ",
+                 electrons, " (|difference| > occupation_tol = ", opt.occupation_tol,
+                 "): the filter threshold eps = ", alg.filter_eps(), " is too large for this system");
+    TESSEL_CHECK(out.idempotency <= opt.idempotency_tol, InputError,
+                 "density: idempotency lost: ||P S P - P||_F / ||P||_F = ", out.idempotency,
+                 " (> idempotency_tol = ", opt.idempotency_tol, "): the filter threshold eps = ",
+                 alg.filter_eps(), " is too large for this system");
+  });
+  if (opt.energy_weighted) out.W = alg.product(alg.product(out.P, H), out.P);
+  out.multiplications = alg.stats().multiplications - m0;
+  return out;
+}
+
+template DensityResult<dense::DistMatrix<double>> density(DenseAlgebra&, const dense::DistMatrix<double>&,
+                                                          const dense::DistMatrix<double>&, std::int64_t,
+                                                          const DensityOptions&);
+template DensityResult<sparse::BlockSparseMatrix<double>> density(
+    SparseAlgebra&, const sparse::BlockSparseMatrix<double>&, const sparse::BlockSparseMatrix<double>&,
+    std::int64_t, const DensityOptions&);
+
+}  // namespace tessel::solvers

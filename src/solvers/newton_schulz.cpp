@@ -1,0 +1,195 @@
+// S^-1/2 and S^-1 by Newton-Schulz (orders 2 and 3) and S^-1 by Hotelling, scaled from the
+// Lanczos bounds of S; written once over Algebra<M>. The stopping rule and the failure
+// messages are shared by the three iterations (Monitor).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "tessel/core/error.hpp"
+#include "tessel/solvers/density.hpp"
+
+namespace tessel::solvers {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void check_inverse_options(const Context& ctx, const InverseOptions& opt) {
+  ctx.agree([&] {
+    TESSEL_CHECK(opt.order == 2 || opt.order == 3, InputError, "inverse sqrt: order = ", opt.order,
+                 " (expected 2 or 3)");
+    TESSEL_CHECK(opt.tol > 0 && std::isfinite(opt.tol), InputError, "inverse sqrt: tol = ", opt.tol,
+                 " (expected > 0)");
+    TESSEL_CHECK(opt.max_iter >= 1, InputError, "inverse sqrt: max_iter = ", opt.max_iter,
+                 " (expected >= 1)");
+    TESSEL_CHECK(opt.lanczos_steps >= 2, InputError, "inverse sqrt: lanczos_steps = ",
+                 opt.lanczos_steps, " (expected >= 2)");
+  });
+}
+
+// Lanczos bounds of S; InputError when a Ritz value is <= 0 (S is then certainly not
+// positive definite) or S is not finite.
+template <class M>
+SpectralBounds bounds_of_s(Algebra<M>& alg, const M& S, const InverseOptions& opt, const char* who) {
+  const bool fin = alg.finite(S);
+  SpectralBounds b = fin ? lanczos_bounds(alg, S, opt.lanczos_steps) : SpectralBounds{};
+  alg.ctx().agree([&] {
+    TESSEL_CHECK(fin, InputError, who, ": S has NaN or Inf entries");
+    TESSEL_CHECK(b.ritz_min > 0, InputError, who, ": S is not positive definite: Lanczos found "
+                 "an eigenvalue estimate ", b.ritz_min, " <= 0 (the lower spectral bound of S "
+                 "failed; largest estimate ", b.ritz_max, "); S is singular or indefinite");
+  });
+  return b;
+}
+
+// The shared stopping rule: converged (r < tol), the filtering or rounding floor (r stops
+// decreasing once small), divergence (r grows while large, or is not finite), a stall.
+struct Monitor {
+  const char* who;
+  double tol, eps;
+  int max_iter;
+  double lo, hi, scale;  // bounds of S and the scale used
+  std::vector<double> hist;
+  bool stagnated = false;
+  // true: stop now. Throws (on every rank: r is replicated) on failure.
+  bool done(double r, int k) {
+    hist.push_back(r);
+    const double prev = k > 0 ? hist[static_cast<std::size_t>(k - 1)] : r;
+    if (r < tol) return true;
+    const double floor = eps > 0 ? std::max(1e-3, 1e3 * eps) : 1e-7;
+    if (!std::isfinite(r) || (r > prev && r >= floor))
+      throw InputError(detail::concat(
+          who, ": S is not positive definite or its spectral bounds are wrong: the residual grew to ",
+          r, " at step ", k, " (from ", prev,
+          "): the eigenvalues of S/s left the convergence region; the spectral bounds of S used "
+          "(lower ", lo, ", upper ", hi, ", scale s = ", scale, ") are wrong: ",
+          lo <= 0 ? "the lower bound failed (S is not positive definite)"
+                  : "the upper bound failed or S has an eigenvalue <= 0 (not positive definite)"));
+    if (k > 0 && r > 0.8 * prev && r < floor) {
+      stagnated = true;
+      return true;
+    }
+    constexpr int kWindow = 25;
+    if (k >= kWindow && r > (1 - 1e-3) * hist[static_cast<std::size_t>(k - kWindow)])
+      throw InputError(detail::concat(who, ": S is not positive definite: the residual stalled at ", r,
+                                      " over ", kWindow, " steps: S is singular or nearly so (lower bound ",
+                                      lo, ")"));
+    if (k >= max_iter)
+      throw Error(detail::concat(who, ": no convergence in max_iter = ", max_iter,
+                                 " steps: residual ", r, " (tol ", tol, ")"));
+    return false;
+  }
+};
+
+template <class M>
+double identity_residual(Algebra<M>& alg, const M& t) {  // ||I - T||_F / sqrt(n)
+  M r = alg.copy(t);
+  alg.shift(r, -1.0);
+  return alg.norm(r) / std::sqrt(static_cast<double>(std::max<std::int64_t>(1, alg.n(t))));
+}
+
+template <class M>
+void report(Algebra<M>& alg, const InverseOptions& opt, const char* stage, int k, double r,
+            const M& x, Clock::time_point& t) {
+  if (!opt.on_step) return;
+  IterationInfo s;
+  s.stage = stage;
+  s.iteration = k;
+  s.residual = r;
+  s.blocks = alg.blocks(x);
+  s.seconds = std::chrono::duration<double>(Clock::now() - t).count();
+  opt.on_step(s);
+  t = Clock::now();
+}
+
+}  // namespace
+
+template <class M>
+InverseResult<M> inverse_sqrt(Algebra<M>& alg, const M& S, const InverseOptions& opt) {
+  check_inverse_options(alg.ctx(), opt);
+  const auto m0 = alg.stats().multiplications;
+  InverseResult<M> out;
+  out.bounds = bounds_of_s(alg, S, opt, "inverse sqrt");
+  const double lo = std::max(out.bounds.lo, 0.5 * out.bounds.ritz_min), hi = out.bounds.hi;
+  // Y0 = S/s maps the spectrum into [2 lo/(lo+hi), 2 hi/(lo+hi)] (times 1/1.02): inside the
+  // convergence region (0, 3) of order 2 and (0, ~2.3) of order 3 with a margin.
+  const double s = 1.02 * (lo + hi) / 2;
+  M y = alg.copy(S);
+  alg.scale(y, 1 / s);
+  M z = alg.identity(S);
+  Monitor mon{"inverse sqrt", opt.tol, alg.filter_eps(), opt.max_iter, lo, hi, s, {}};
+  auto t = Clock::now();
+  int k = 0;
+  double r = 0;
+  for (;; ++k) {
+    M tm = alg.product(z, y);
+    r = identity_residual(alg, tm);
+    report(alg, opt, "inverse sqrt", k, r, z, t);
+    if (mon.done(r, k)) break;
+    if (opt.order == 2) {  // T = (3I - ZY)/2
+      alg.scale(tm, -0.5);
+      alg.shift(tm, 1.5);
+    } else {  // T = (15I - 10ZY + 3(ZY)^2)/8
+      M t2 = alg.product(tm, tm);
+      alg.add(tm, -10.0 / 8, t2, 3.0 / 8);
+      alg.shift(tm, 15.0 / 8);
+    }
+    y = alg.product(y, tm);
+    z = alg.product(tm, z);
+  }
+  alg.scale(z, 1 / std::sqrt(s));
+  alg.symmetrize(z);
+  out.X = std::move(z);
+  out.iterations = k;
+  out.residual = r;
+  out.multiplications = alg.stats().multiplications - m0;
+  return out;
+}
+
+template <class M>
+InverseResult<M> inverse(Algebra<M>& alg, const M& S, const InverseOptions& opt) {
+  auto out = inverse_sqrt(alg, S, opt);
+  out.X = alg.product(out.X, out.X);
+  ++out.multiplications;
+  return out;
+}
+
+template <class M>
+InverseResult<M> inverse_hotelling(Algebra<M>& alg, const M& S, const InverseOptions& opt) {
+  check_inverse_options(alg.ctx(), opt);
+  const auto m0 = alg.stats().multiplications;
+  InverseResult<M> out;
+  out.bounds = bounds_of_s(alg, S, opt, "hotelling");
+  const double lo = std::max(out.bounds.lo, 0.5 * out.bounds.ritz_min), hi = out.bounds.hi;
+  const double a = 2 / (1.02 * (lo + hi));  // eigenvalues of S X0 in (0, 2)
+  M x = alg.identity(S, a);
+  Monitor mon{"hotelling", opt.tol, alg.filter_eps(), opt.max_iter, lo, hi, 1 / a, {}};
+  auto t = Clock::now();
+  int k = 0;
+  double r = 0;
+  for (;; ++k) {
+    M sx = alg.product(S, x);
+    r = identity_residual(alg, sx);
+    report(alg, opt, "hotelling", k, r, x, t);
+    if (mon.done(r, k)) break;
+    M xsx = alg.product(x, sx);
+    alg.add(x, 2.0, xsx, -1.0);  // X <- 2X - X S X
+  }
+  alg.symmetrize(x);
+  out.X = std::move(x);
+  out.iterations = k;
+  out.residual = r;
+  out.multiplications = alg.stats().multiplications - m0;
+  return out;
+}
+
+#define TESSEL_INSTANTIATE(M)                                                             \
+  template InverseResult<M> inverse_sqrt(Algebra<M>&, const M&, const InverseOptions&); \
+  template InverseResult<M> inverse(Algebra<M>&, const M&, const InverseOptions&);      \
+  template InverseResult<M> inverse_hotelling(Algebra<M>&, const M&, const InverseOptions&);
+TESSEL_INSTANTIATE(dense::DistMatrix<double>)
+TESSEL_INSTANTIATE(sparse::BlockSparseMatrix<double>)
+#undef TESSEL_INSTANTIATE
+
+}  // namespace tessel::solvers

@@ -1,0 +1,179 @@
+// Purification (canonical, McWeeny, TRS2, TRS4) over any Algebra<M>: the starting guesses and
+// coefficient steps of purify_steps.cpp, the powers X^2, X^3, X^4 by alg.product (filtered),
+// the stopping rules of the dense driver (purify.cpp), and mu recovered afterwards from the
+// composed step polynomials: the energy e whose starting value a e + b the steps map to 1/2.
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "purify_steps.hpp"
+#include "ssc_algebra.hpp"
+#include "tessel/core/error.hpp"
+#include "tessel/solvers/density.hpp"
+
+namespace tessel::solvers {
+namespace {
+
+double apply_steps(double x, const std::vector<steps::Coefficients>& cs) {
+  for (const auto& c : cs) {
+    const double x2 = x * x;
+    x = c[0] * x + c[1] * x2 + c[2] * x2 * x + c[3] * x2 * x2;
+  }
+  return x;
+}
+
+}  // namespace
+
+template <class M>
+PurifyGenericResult<M> purify_generic(Algebra<M>& alg, const M& Ht, std::int64_t nocc,
+                                      PurifyMethod method, std::optional<double> mu, double tol,
+                                      int max_iter, const ProgressFn& on_step, int stall_window) {
+  using Clock = std::chrono::steady_clock;
+  const std::int64_t n = alg.n(Ht);
+  PurifyOptions popt;
+  popt.method = method;
+  popt.mu = mu;
+  popt.tol = tol;
+  popt.max_iter = max_iter;
+  popt.stall_window = stall_window;
+  alg.agree([&] { steps::check_options(popt, n, nocc); });
+  steps::Bounds b;
+  std::tie(b.hmin, b.hmax) = alg.gershgorin(Ht);
+  b.trace = alg.trace(Ht);
+  b.n = n;
+  b.nocc = nocc;
+  steps::Start x0;
+  std::string start_error;
+  switch (method) {
+    case PurifyMethod::Canonical: x0 = steps::start_canonical(b); break;
+    case PurifyMethod::McWeeny: x0 = steps::start_mcweeny(b, *mu, &start_error); break;
+    default: x0 = steps::start_trs(b); break;
+  }
+  alg.agree([&] {
+    if (!start_error.empty()) throw InputError(start_error);
+  });
+  const double eps = alg.filter_eps();
+  const double floor_level = eps > 0 ? std::max(1e-6, 1e3 * eps) : 1e-6;
+  constexpr int kFloorSteps = 3;
+  const int kStall = stall_window;
+  const int power = steps::highest_power(method);
+  M x = alg.copy(Ht);
+  alg.scale(x, x0.a);
+  alg.shift(x, x0.b);
+  alg.filter(x);
+  alg.resymmetrize(x);
+  std::vector<steps::Coefficients> cs;
+  std::vector<double> hist;
+  M best;
+  double best_err = INFINITY, best_t1 = 0, best_en = 0;
+  int best_it = 0, behind = 0;
+  int it = 0, performed = -1;
+  double err = 0, t1 = 0, en = 0;
+  auto t = Clock::now();
+  for (;; ++it) {
+    M x2, x3, x4;
+    alg.powers(x, power, x2, x3, x4);
+    steps::Traces tr;
+    tr.t1 = t1 = alg.trace(x);
+    tr.t2 = alg.trace(x2);
+    if (power >= 3) tr.t3 = alg.trace(x3);
+    if (power >= 4) tr.t4 = alg.trace(x4);
+    {
+      M d = alg.copy(x);
+      alg.add(d, 1.0, x2, -1.0);
+      err = alg.norm(d);
+    }
+    en = 2 * alg.dot(x, Ht);
+    hist.push_back(err);
+    if (on_step) {
+      IterationInfo s;
+      s.stage = to_string(method);
+      s.iteration = it;
+      s.residual = err;
+      s.occupation = 2 * t1;
+      s.band_energy = en;
+      s.blocks = alg.blocks(x);
+      s.seconds = std::chrono::duration<double>(Clock::now() - t).count();
+      on_step(s);
+      t = Clock::now();
+    }
+    if (!std::isfinite(err))
+      throw Error(detail::concat("purify: ", to_string(method), ": ||D - D^2||_F is not finite at step ", it));
+    if (err < best_err) {
+      best_err = err;
+      best_t1 = t1;
+      best_en = en;
+      best_it = it;
+      behind = 0;
+      best = alg.copy(x);
+    } else {
+      ++behind;
+    }
+    if (err < tol) break;
+    if (behind >= kFloorSteps && best_err < floor_level) {  // the filtering / rounding floor
+      x = std::move(best);
+      err = best_err;
+      t1 = best_t1;
+      en = best_en;
+      cs.resize(static_cast<std::size_t>(best_it));
+      performed = it + 1;
+      it = best_it;
+      break;
+    }
+    if (it >= max_iter)
+      throw Error(detail::concat("purify: ", to_string(method), ": no convergence in max_iter = ",
+                                 max_iter, " steps: ||X - X^2||_F = ", err, " (tol ", tol, ")"));
+    if (it >= kStall && err > 0.5 * hist[static_cast<std::size_t>(it - kStall)])
+      throw InputError(detail::concat(
+          "purify: ", to_string(method), ": no clear occupation: ||X - X^2||_F = ", err,
+          " has not halved in ", kStall, " steps (step ", it, "); about ", (tr.t1 - tr.t2) / 0.25,
+          " states sit at occupation ~1/2: the HOMO-LUMO gap is zero (degenerate at nocc = ", nocc,
+          ") or too small to resolve (or the filter threshold is too large)"));
+    steps::Coefficients c{};
+    switch (method) {
+      case PurifyMethod::Canonical: c = steps::step_canonical(tr, b); break;
+      case PurifyMethod::McWeeny: c = steps::step_mcweeny(); break;
+      case PurifyMethod::Trs2: c = steps::step_trs2(tr, b); break;
+      case PurifyMethod::Trs4: c = steps::step_trs4(tr, b); break;
+    }
+    cs.push_back(c);
+    alg.add(x, c[0], x2, c[1]);
+    if (c[2] != 0) alg.add(x, 1.0, x3, c[2]);
+    if (c[3] != 0) alg.add(x, 1.0, x4, c[3]);
+    alg.filter(x);
+    alg.resymmetrize(x);  // X^2, X^3 from different blocks round differently: keep X = X^T
+  }
+  PurifyGenericResult<M> out;
+  out.X = std::move(x);
+  out.iterations = it;
+  out.idempotency_error = err;
+  out.trace = t1;
+  out.band_energy = en;
+  out.products = static_cast<std::int64_t>(performed >= 0 ? performed : it + 1) *
+                 (power == 2 ? 1 : power == 3 ? 2 : 3);
+  // mu: the steps map x0 = a e + b (a < 0) monotonically to the occupation of energy e.
+  double lo = b.hmin, hi = b.hmax;
+  if (x0.a != 0) {
+    for (int k = 0; k < 200 && hi - lo > 1e-15 * std::max(1.0, std::abs(hi)); ++k) {
+      const double e = 0.5 * (lo + hi);
+      const double occ = apply_steps(x0.a * e + x0.b, cs);
+      if ((occ > 0.5) == (x0.a < 0)) lo = e;
+      else hi = e;
+    }
+  }
+  out.mu = 0.5 * (lo + hi);
+  return out;
+}
+
+template PurifyGenericResult<dense::DistMatrix<double>> purify_generic(
+    DenseAlgebra&, const dense::DistMatrix<double>&, std::int64_t, PurifyMethod,
+    std::optional<double>, double, int, const ProgressFn&, int);
+template PurifyGenericResult<sparse::BlockSparseMatrix<double>> purify_generic(
+    SparseAlgebra&, const sparse::BlockSparseMatrix<double>&, std::int64_t, PurifyMethod,
+    std::optional<double>, double, int, const ProgressFn&, int);
+template PurifyGenericResult<SscMatrix> purify_generic(Algebra<SscMatrix>&, const SscMatrix&, std::int64_t,
+                                                       PurifyMethod, std::optional<double>, double, int,
+                                                       const ProgressFn&, int);
+
+}  // namespace tessel::solvers

@@ -1,0 +1,89 @@
+// The matrix sign function by Newton-Schulz, written once over Algebra<M>:
+//   X0 = A / bound;  order 2: X <- X (3I - X^2) / 2           (2 products per step)
+//                    order 3: X <- X (15I - 10X^2 + 3X^4) / 8 (3 products per step)
+//   stop: ||I - X^2||_F < tol ||X^2||_F, or the residual stops falling once small (the
+//   filtering floor), or it grows / is not finite (error).
+#include <chrono>
+#include <cmath>
+
+#include "tessel/core/error.hpp"
+#include "tessel/solvers/density.hpp"
+
+namespace tessel::solvers {
+
+template <class M>
+SignResult<M> sign(Algebra<M>& alg, const M& A, double bound, const SignOptions& opt) {
+  using Clock = std::chrono::steady_clock;
+  alg.ctx().agree([&] {
+    TESSEL_CHECK(opt.order == 2 || opt.order == 3, InputError, "sign: order = ", opt.order,
+                 " (expected 2 or 3)");
+    TESSEL_CHECK(bound > 0 && std::isfinite(bound), InputError, "sign: bound = ", bound,
+                 " (expected > 0: a bound of the spectral radius of A)");
+    TESSEL_CHECK(opt.tol > 0, InputError, "sign: tol = ", opt.tol, " (expected > 0)");
+    TESSEL_CHECK(opt.max_iter >= 1, InputError, "sign: max_iter = ", opt.max_iter, " (expected >= 1)");
+  });
+  const auto m0 = alg.stats().multiplications;
+  const double eps = alg.filter_eps();
+  const double floor = eps > 0 ? std::max(1e-3, 1e3 * eps) : 1e-6;
+  M x = alg.copy(A);
+  alg.scale(x, 1 / bound);
+  alg.filter(x);
+  SignResult<M> out;
+  double prev = INFINITY;
+  auto t = Clock::now();
+  int k = 0;
+  for (;; ++k) {
+    M x2 = alg.product(x, x);
+    const double n2 = alg.norm(x2);
+    M r = alg.copy(x2);
+    alg.shift(r, -1.0);
+    const double res = alg.norm(r) / (n2 > 0 ? n2 : 1.0);
+    if (opt.on_step) {
+      IterationInfo s;
+      s.stage = "sign";
+      s.iteration = k;
+      s.residual = res;
+      s.mu = opt.mu;
+      s.blocks = alg.blocks(x);
+      s.seconds = std::chrono::duration<double>(Clock::now() - t).count();
+      opt.on_step(s);
+      t = Clock::now();
+    }
+    out.residual = res;
+    if (res < opt.tol) break;
+    if (!std::isfinite(res) || (res > prev && res > floor))
+      throw Error(detail::concat("sign: Newton-Schulz diverged: ||I - X^2||_F / ||X^2||_F = ", res,
+                                 " at step ", k, ": the spectral bound ", bound,
+                                 " of A is too small"));
+    if (res > 0.8 * prev && res < floor) {  // the filtering (or rounding) floor
+      out.stagnated = true;
+      break;
+    }
+    if (k >= opt.max_iter)
+      throw Error(detail::concat("sign: no convergence in max_iter = ", opt.max_iter,
+                                 " steps: residual ", res, " (tol ", opt.tol, "); an eigenvalue of A "
+                                 "is too close to zero (mu too close to an eigenvalue)"));
+    prev = res;
+    if (opt.order == 2) {  // X (3I - X^2)/2
+      alg.scale(x2, -0.5);
+      alg.shift(x2, 1.5);
+      x = alg.product(x, x2);
+    } else {  // X (15I - 10X^2 + 3X^4)/8
+      M x4 = alg.product(x2, x2);
+      alg.add(x2, -10.0 / 8, x4, 3.0 / 8);
+      alg.shift(x2, 15.0 / 8);
+      x = alg.product(x, x2);
+    }
+  }
+  out.X = std::move(x);
+  out.iterations = k;
+  out.multiplications = alg.stats().multiplications - m0;
+  return out;
+}
+
+template SignResult<dense::DistMatrix<double>> sign(DenseAlgebra&, const dense::DistMatrix<double>&,
+                                                    double, const SignOptions&);
+template SignResult<sparse::BlockSparseMatrix<double>> sign(
+    SparseAlgebra&, const sparse::BlockSparseMatrix<double>&, double, const SignOptions&);
+
+}  // namespace tessel::solvers

@@ -1,0 +1,333 @@
+// The local kernel of the block-sparse multiply (no MPI): images packed from block-CSR,
+// C += A * B over images with on-the-fly filtering, block products batched by shape and run
+// through LIBXSMM (BLAS dgemm for large blocks), and the final merge into C.
+#include <libxsmm.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "spgemm_panels.hpp"
+#include "tessel/core/error.hpp"
+
+extern "C" void dgemm_(const char*, const char*, const int*, const int*, const int*,
+                       const double*, const double*, const int*, const double*, const int*,
+                       const double*, double*, const int*);
+
+namespace tessel::sparse::detail {
+
+namespace {
+double frob(const double* x, std::int64_t n) {
+  double s = 0;
+  for (std::int64_t i = 0; i < n; ++i) s += x[i] * x[i];
+  return std::sqrt(s);
+}
+std::int64_t norm_bits(double x) {
+  std::int64_t b;
+  std::memcpy(&b, &x, sizeof b);
+  return b;
+}
+/// Blocks with m * n * k above this go to BLAS (LIBXSMM's JIT covers small shapes best).
+constexpr long long kXsmmMaxMnk = 80LL * 80 * 80;
+}  // namespace
+
+std::vector<ImageSize> image_sizes(const LocalBlocks<double>& m, const BlockSizes& rows,
+                                   const BlockSizes& cols, const std::vector<int>& kv,
+                                   bool by_col, int first, int count) {
+  std::vector<ImageSize> s(static_cast<std::size_t>(count));
+  for (std::size_t i = 0; i < m.brows->size(); ++i) {
+    int r = (*m.brows)[i];
+    for (std::int64_t k = (*m.row_ptr)[i]; k < (*m.row_ptr)[i + 1]; ++k) {
+      int c = (*m.col)[static_cast<std::size_t>(k)];
+      int img = kv[static_cast<std::size_t>(by_col ? c : r)] - first;
+      if (img < 0 || img >= count) continue;
+      auto& x = s[static_cast<std::size_t>(img)];
+      x.nblocks += 1;
+      x.ndata += static_cast<std::int64_t>(rows.size(r)) * cols.size(c);
+    }
+  }
+  return s;
+}
+
+void pack_images(const LocalBlocks<double>& m, const BlockSizes& rows, const BlockSizes& cols,
+                 const std::vector<int>& kv, bool by_col, int first, int count,
+                 std::int64_t* meta, double* data) {
+  auto sizes = image_sizes(m, rows, cols, kv, by_col, first, count);
+  std::vector<std::int64_t> mcur(static_cast<std::size_t>(count)), dcur(mcur.size()),
+      dbase(mcur.size());
+  std::int64_t mb = 0, db = 0;
+  for (std::size_t q = 0; q < mcur.size(); ++q) {
+    mcur[q] = mb;
+    dcur[q] = dbase[q] = db;
+    mb += sizes[q].nblocks;
+    db += sizes[q].ndata;
+  }
+  for (std::size_t i = 0; i < m.brows->size(); ++i) {
+    int r = (*m.brows)[i];
+    for (std::int64_t k = (*m.row_ptr)[i]; k < (*m.row_ptr)[i + 1]; ++k) {
+      auto kk = static_cast<std::size_t>(k);
+      int c = (*m.col)[kk];
+      int img = kv[static_cast<std::size_t>(by_col ? c : r)] - first;
+      if (img < 0 || img >= count) continue;
+      auto q = static_cast<std::size_t>(img);
+      std::int64_t n = static_cast<std::int64_t>(rows.size(r)) * cols.size(c);
+      std::int64_t* e = meta + kMeta * mcur[q]++;
+      e[0] = r;
+      e[1] = c;
+      e[2] = dcur[q] - dbase[q];  // offset within the image
+      e[3] = norm_bits((*m.norm)[kk]);
+      std::memcpy(data + dcur[q], m.data + (*m.offset)[kk], static_cast<std::size_t>(n) * 8);
+      dcur[q] += n;
+    }
+  }
+}
+
+CAccumulator::CAccumulator(const BlockSizes* rows, const BlockSizes* cols)
+    : rows_(rows), cols_(cols),
+      row_slot_(static_cast<std::size_t>(rows->count()), -1),
+      spa_(static_cast<std::size_t>(cols->count()), -1) {}
+
+void CAccumulator::select(int r) const {
+  if (r == cur_) return;
+  if (cur_ >= 0 && row_slot_[static_cast<std::size_t>(cur_)] >= 0)
+    for (auto& e : entries_[static_cast<std::size_t>(row_slot_[static_cast<std::size_t>(cur_)])])
+      spa_[static_cast<std::size_t>(e.first)] = -1;
+  cur_ = r;
+  if (row_slot_[static_cast<std::size_t>(r)] >= 0)
+    for (auto& e : entries_[static_cast<std::size_t>(row_slot_[static_cast<std::size_t>(r)])])
+      spa_[static_cast<std::size_t>(e.first)] = e.second;
+}
+
+std::int64_t CAccumulator::find(int r, int c) const {
+  select(r);
+  return spa_[static_cast<std::size_t>(c)];
+}
+
+std::int64_t CAccumulator::slot(int r, int c) {
+  select(r);
+  std::int64_t& off = spa_[static_cast<std::size_t>(c)];
+  if (off >= 0) return off;
+  int& rs = row_slot_[static_cast<std::size_t>(r)];
+  if (rs < 0) {
+    rs = static_cast<int>(entries_.size());
+    entries_.emplace_back();
+    row_of_.push_back(r);
+  }
+  off = static_cast<std::int64_t>(data_.size());
+  entries_[static_cast<std::size_t>(rs)].emplace_back(c, off);
+  data_.resize(data_.size() + static_cast<std::size_t>(rows_->size(r)) * cols_->size(c), 0.0);
+  ++nblocks_;
+  return off;
+}
+
+void CAccumulator::add(const PanelView& p) {
+  for (std::int64_t b = 0; b < p.nblocks; ++b) {
+    int r = p.brow(b), c = p.bcol(b);
+    std::int64_t off = slot(r, c);
+    std::int64_t n = static_cast<std::int64_t>(rows_->size(r)) * cols_->size(c);
+    const double* src = p.block(b);
+    double* dst = data_.data() + off;
+    for (std::int64_t x = 0; x < n; ++x) dst[x] += src[x];
+  }
+}
+
+PanelBuf CAccumulator::pack() const {
+  std::vector<std::size_t> order(entries_.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](auto x, auto y) { return row_of_[x] < row_of_[y]; });
+  PanelBuf p;
+  p.meta.reserve(static_cast<std::size_t>(nblocks_) * kMeta);
+  p.data.reserve(data_.size());
+  for (std::size_t i : order) {
+    int r = row_of_[i];
+    auto row = entries_[i];
+    std::sort(row.begin(), row.end());
+    for (auto [c, off] : row) {
+      std::int64_t n = static_cast<std::int64_t>(rows_->size(r)) * cols_->size(c);
+      const double* src = data_.data() + off;
+      p.meta.insert(p.meta.end(), {r, c, static_cast<std::int64_t>(p.data.size()),
+                                   norm_bits(frob(src, n))});
+      p.data.insert(p.data.end(), src, src + n);
+    }
+  }
+  return p;
+}
+
+namespace {
+/// The products of one block shape, run together through one LIBXSMM kernel (or dgemm).
+struct Stack {
+  int m = 0, n = 0, k = 0;
+  libxsmm_dmmfunction f = nullptr;
+  struct Item {
+    const double* a;
+    const double* b;
+    std::int64_t c;  // offset in C (its buffer may grow while the stack fills)
+  };
+  std::vector<Item> p;
+};
+constexpr std::size_t kStackSize = 30000;
+
+void flush(Stack& s, double* cd, KernelStats& stats) {
+  const double one = 1.0;
+  const std::size_t np = s.p.size();
+  if (s.f) {
+    for (const auto& it : s.p) s.f(it.a, it.b, cd + it.c);
+  } else {
+    for (const auto& it : s.p)
+      dgemm_("N", "N", &s.m, &s.n, &s.k, &one, it.a, &s.m, it.b, &s.k, &one, cd + it.c, &s.m);
+  }
+  stats.flops += 2.0 * s.m * s.n * s.k * static_cast<double>(np);
+  stats.multiplied += static_cast<std::int64_t>(np);
+  s.p.clear();
+}
+}  // namespace
+
+void multiply_images(const PanelView& a, const PanelView& b, const BlockSizes& rows,
+                     const BlockSizes& inner, const BlockSizes& cols, double eps,
+                     const CAccumulator* allowed, CAccumulator& c, KernelStats& stats) {
+  if (a.nblocks == 0 || b.nblocks == 0) return;
+  // B's block rows: [begin, end) of each row present (B is sorted by row); B's block columns
+  // and their sizes, read once.
+  std::vector<std::int64_t> rb;  // triples: row, begin, end
+  std::vector<int> bc(static_cast<std::size_t>(b.nblocks)), bn(bc.size());
+  for (std::int64_t z = 0; z < b.nblocks; ++z) {
+    bc[static_cast<std::size_t>(z)] = b.bcol(z);
+    bn[static_cast<std::size_t>(z)] = cols.size(b.bcol(z));
+  }
+  for (std::int64_t x = 0; x < b.nblocks;) {
+    std::int64_t y = x;
+    while (y < b.nblocks && b.brow(y) == b.brow(x)) ++y;
+    rb.insert(rb.end(), {b.brow(x), x, y});
+    x = y;
+  }
+  auto brange = [&](int k) -> std::pair<std::int64_t, std::int64_t> {
+    std::size_t lo = 0, hi = rb.size() / 3;
+    while (lo < hi) {
+      std::size_t mid = (lo + hi) / 2;
+      if (rb[3 * mid] < k) lo = mid + 1; else hi = mid;
+    }
+    if (lo < rb.size() / 3 && rb[3 * lo] == k) return {rb[3 * lo + 1], rb[3 * lo + 2]};
+    return {0, 0};
+  };
+  std::vector<Stack> stacks;
+  // Shapes with all sizes <= 32 are found through a direct table, others by search.
+  constexpr int kT = 33;
+  std::vector<int> table(static_cast<std::size_t>(kT) * kT * kT, -1);
+  const double one = 1.0;
+  auto stack_of = [&](int m, int n, int k) -> Stack& {
+    const bool small = m < kT && n < kT && k < kT;
+    int* t = small ? &table[(static_cast<std::size_t>(m) * kT + n) * kT + k] : nullptr;
+    if (t && *t >= 0) return stacks[static_cast<std::size_t>(*t)];
+    if (!t)
+      for (auto& s : stacks)
+        if (s.m == m && s.n == n && s.k == k) return s;
+    Stack s;
+    s.m = m;
+    s.n = n;
+    s.k = k;
+    if (static_cast<long long>(m) * n * k <= kXsmmMaxMnk)
+      s.f = libxsmm_dmmdispatch(m, n, k, nullptr, nullptr, nullptr, &one, &one, nullptr, nullptr);
+    stacks.push_back(std::move(s));
+    if (t) *t = static_cast<int>(stacks.size() - 1);
+    return stacks.back();
+  };
+  for (std::int64_t x = 0; x < a.nblocks;) {
+    int r = a.brow(x);
+    std::int64_t y = x;
+    while (y < a.nblocks && a.brow(y) == r) ++y;
+    double thr = 0;
+    if (eps > 0) {  // n_r: the block products of C's row r in this call
+      std::int64_t nr = 0;
+      for (std::int64_t q = x; q < y; ++q) {
+        auto [lo, hi] = brange(a.bcol(q));
+        nr += hi - lo;
+      }
+      thr = nr > 0 ? eps / static_cast<double>(nr) : 0;
+    }
+    const int m = rows.size(r);
+    for (std::int64_t q = x; q < y; ++q) {
+      int k = a.bcol(q);
+      auto [lo, hi] = brange(k);
+      const double na = a.norm(q);
+      const double* ab = a.block(q);
+      const int kk = inner.size(k);
+      for (std::int64_t z = lo; z < hi; ++z) {
+        const int cc = bc[static_cast<std::size_t>(z)];
+        if (eps > 0 && na * b.norm(z) < thr) {
+          ++stats.skipped;
+          continue;
+        }
+        if (allowed && allowed->find(r, cc) < 0) continue;
+        Stack& s = stack_of(m, bn[static_cast<std::size_t>(z)], kk);
+        s.p.push_back({ab, b.block(z), c.slot(r, cc)});
+        if (s.p.size() >= kStackSize) flush(s, c.data(), stats);
+      }
+    }
+    x = y;
+  }
+  for (auto& s : stacks) flush(s, c.data(), stats);
+}
+
+CAccumulator pattern_of(const BlockSparseMatrix<double>& c) {
+  const auto& d = c.distribution();
+  CAccumulator acc(&d.row_blocks(), &d.col_blocks());
+  auto l = c.local();
+  for (std::size_t i = 0; i < l.brows->size(); ++i)
+    for (std::int64_t k = (*l.row_ptr)[i]; k < (*l.row_ptr)[i + 1]; ++k)
+      acc.slot((*l.brows)[i], (*l.col)[static_cast<std::size_t>(k)]);
+  return acc;
+}
+
+std::int64_t merge_into(BlockSparseMatrix<double>& c, double beta, double alpha,
+                        const PanelView& p, bool retain, double eps) {
+  const auto& rows = c.distribution().row_blocks();
+  const auto& cols = c.distribution().col_blocks();
+  auto l = c.local();
+  bool keep_old = retain || beta != 0.0;
+  std::vector<std::int64_t> row_ptr{0}, offset;
+  std::vector<int> col;
+  std::vector<double> data;
+  std::int64_t dropped = 0, pb = 0;
+  auto emit = [&](int r, int cc, const double* old, const double* prod) {
+    std::int64_t n = static_cast<std::int64_t>(rows.size(r)) * cols.size(cc);
+    std::size_t at = data.size();
+    data.resize(at + static_cast<std::size_t>(n));
+    double* dst = data.data() + at;
+    for (std::int64_t x = 0; x < n; ++x)
+      dst[x] = (old && beta != 0.0 ? beta * old[x] : 0.0) + (prod ? alpha * prod[x] : 0.0);
+    if (eps > 0 && frob(dst, n) < eps) {
+      data.resize(at);
+      ++dropped;
+      return;
+    }
+    col.push_back(cc);
+    offset.push_back(static_cast<std::int64_t>(at));
+  };
+  for (std::size_t i = 0; i < l.brows->size(); ++i) {
+    int r = (*l.brows)[i];
+    TESSEL_ASSERT(pb >= p.nblocks || p.brow(pb) >= r);
+    std::int64_t k = (*l.row_ptr)[i], kend = (*l.row_ptr)[i + 1];
+    while (k < kend || (pb < p.nblocks && p.brow(pb) == r)) {
+      int oc = k < kend ? (*l.col)[static_cast<std::size_t>(k)] : -1;
+      int pc = (pb < p.nblocks && p.brow(pb) == r) ? p.bcol(pb) : -1;
+      if (oc >= 0 && (pc < 0 || oc < pc)) {
+        if (keep_old) emit(r, oc, l.data + (*l.offset)[static_cast<std::size_t>(k)], nullptr);
+        ++k;
+      } else if (oc < 0 || pc < oc) {
+        if (!retain) emit(r, pc, nullptr, p.block(pb));
+        ++pb;
+      } else {
+        emit(r, oc, keep_old ? l.data + (*l.offset)[static_cast<std::size_t>(k)] : nullptr,
+             p.block(pb));
+        ++k;
+        ++pb;
+      }
+    }
+    row_ptr.push_back(static_cast<std::int64_t>(col.size()));
+  }
+  TESSEL_ASSERT(pb == p.nblocks);
+  c.assign_local(std::move(row_ptr), std::move(col), std::move(offset), std::move(data));
+  return dropped;
+}
+
+}  // namespace tessel::sparse::detail

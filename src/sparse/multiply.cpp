@@ -1,0 +1,173 @@
+// multiply(): check -> plan -> conform the operands to the plan's images -> executor (Cannon or
+// rma25d) -> merge alpha * product into beta * C, final filter -> report.
+#include "tessel/sparse/multiply.hpp"
+
+#include <libxsmm.h>
+
+#include <optional>
+
+#include "spgemm_exec.hpp"
+
+namespace tessel::sparse {
+
+SpAlgorithm parse_sp_algorithm(const std::string& s) {
+  if (s == "cannon") return SpAlgorithm::Cannon;
+  if (s == "rma25d") return SpAlgorithm::Rma25d;
+  throw InputError("spgemm: algorithm '" + s + "' (expected cannon or rma25d)");
+}
+
+namespace {
+using detail::SpOperands;
+
+SpPanelBytes bytes_of(const PhaseCounts& c) {
+  return {c.recv_bytes(), c.sent_bytes(), c.p2p_sent_msgs + c.p2p_recv_msgs, c.rma_ops};
+}
+SpPanelBytes diff(const SpPanelBytes& x, const SpPanelBytes& y) {
+  return {x.recv - y.recv, x.sent - y.sent, x.msgs - y.msgs, x.rma_ops - y.rma_ops};
+}
+/// This rank's counts of phase `<current>/<name>`.
+SpPanelBytes phase_bytes(const CommLedger& l, const std::string& name) {
+  std::string full = l.phase().empty() ? name : l.phase() + "/" + name;
+  return bytes_of(l.total(full));
+}
+
+const char* op_name(SpOp o) { return o == SpOp::N ? "N" : "T"; }
+
+void check_shapes(const Context& ctx, SpOp opa, const BlockSparseMatrix<double>& a, SpOp opb,
+                  const BlockSparseMatrix<double>& b, const BlockSparseMatrix<double>& c) {
+  TESSEL_CHECK(&c != &a && &c != &b, InputError,
+               "spgemm: C must not be the same matrix as A or B (use a copy)");
+  for (const BlockSparseMatrix<double>* m : {&a, &b, &c}) {
+    const auto& d = m->distribution();
+    TESSEL_CHECK(d.nranks() == ctx.size(), GridError, "spgemm: ", m->name(), " is on a ",
+                 d.pr(), "x", d.pc(), " grid but the context has ", ctx.size(), " ranks");
+  }
+  const auto& dc = c.distribution();
+  for (const auto* m : {&a, &b}) {
+    const auto& d = m->distribution();
+    TESSEL_CHECK(d.pr() == dc.pr() && d.pc() == dc.pc(), GridError, "spgemm: ", m->name(),
+                 " is on a ", d.pr(), "x", d.pc(), " grid but C (", c.name(), ") on ", dc.pr(),
+                 "x", dc.pc(), " (expected one grid)");
+  }
+  const auto& da = a.distribution();
+  const auto& db = b.distribution();
+  const BlockSizes& ar = opa == SpOp::N ? da.row_blocks() : da.col_blocks();
+  const BlockSizes& ak = opa == SpOp::N ? da.col_blocks() : da.row_blocks();
+  const BlockSizes& bk = opb == SpOp::N ? db.row_blocks() : db.col_blocks();
+  const BlockSizes& bc = opb == SpOp::N ? db.col_blocks() : db.row_blocks();
+  TESSEL_CHECK(ak == bk, DimensionMismatch, "spgemm: op", op_name(opa), "(", a.name(), ") is ",
+               ar.extent(), " x ", ak.extent(), " (", ar.count(), " x ", ak.count(),
+               " blocks) but op", op_name(opb), "(", b.name(), ") is ", bk.extent(), " x ",
+               bc.extent(), " (", bk.count(), " x ", bc.count(),
+               " blocks): inner block sizes differ");
+  TESSEL_CHECK(ar == dc.row_blocks() && bc == dc.col_blocks(), DimensionMismatch, "spgemm: op(",
+               a.name(), ") op(", b.name(), ") is ", ar.extent(), " x ", bc.extent(), " (",
+               ar.count(), " x ", bc.count(), " blocks) but C (", c.name(), ") is ", c.rows(),
+               " x ", c.cols(), " (", dc.row_blocks().count(), " x ", dc.col_blocks().count(),
+               " blocks, or different block sizes)");
+}
+
+/// op(M) on `target`, without a copy when M (op N) is already there. Otherwise every local
+/// block (transposed locally for op T) is put to its owner on `target`: one finalize().
+const BlockSparseMatrix<double>* conform(Context& ctx, SpOp op, const BlockSparseMatrix<double>& m,
+                                         const Distribution& target,
+                                         std::optional<BlockSparseMatrix<double>>& store) {
+  if (op == SpOp::N && m.distribution() == target) return &m;
+  PhaseScope ph(ctx.ledger(), detail::kPhaseConform);
+  store.emplace(ctx, target, m.name());
+  std::vector<double> tmp;
+  m.for_each_block([&](int r, int c, const double* x, int nr, int nc) {
+    if (op == SpOp::N) {
+      store->put_block(r, c, x);
+      return;
+    }
+    tmp.resize(static_cast<std::size_t>(nr) * nc);
+    for (int jj = 0; jj < nc; ++jj)
+      for (int ii = 0; ii < nr; ++ii)
+        tmp[static_cast<std::size_t>(ii) * nc + jj] = x[static_cast<std::size_t>(jj) * nr + ii];
+    store->put_block(c, r, tmp.data());
+  });
+  store->finalize();
+  return &*store;
+}
+/// Conform the operands, run the executor: this rank's product panel in `res`.
+void run_multiply(Context& ctx, const SpgemmPlan& plan, SpOp opa, const BlockSparseMatrix<double>& a,
+                  SpOp opb, const BlockSparseMatrix<double>& b, const BlockSparseMatrix<double>& c,
+                  const SpMultiplyOptions& options, SpMultiplyCache* cache, detail::ExecResult& res) {
+  const Distribution& dc = c.distribution();
+  // Conform: op(A) rows as C's, k blocks on the plan's images; op(B) likewise.
+  const auto& da = a.distribution();
+  const auto& db = b.distribution();
+  const BlockSizes& inner = opa == SpOp::N ? da.col_blocks() : da.row_blocks();
+  SpOperands ops;
+  ops.kv = k_images(plan, inner.count(), opa == SpOp::N ? &da.col_dist() : nullptr,
+                    opb == SpOp::N ? &db.row_dist() : nullptr);
+  std::vector<int> acol(ops.kv.size()), brow(ops.kv.size());
+  for (std::size_t k = 0; k < ops.kv.size(); ++k) {
+    acol[k] = plan.a_home_col(ops.kv[k]);
+    brow[k] = plan.b_home_row(ops.kv[k]);
+  }
+  Distribution ta(dc.row_blocks(), inner, dc.pr(), dc.pc(), dc.row_dist(), acol);
+  Distribution tb(inner, dc.col_blocks(), dc.pr(), dc.pc(), brow, dc.col_dist());
+  std::optional<BlockSparseMatrix<double>> sa, sb;
+  ops.a = conform(ctx, opa, a, ta, sa);
+  ops.b = conform(ctx, opb, b, tb, sb);
+  ops.rows = &dc.row_blocks();
+  ops.inner = &ta.col_blocks();
+  ops.cols = &dc.col_blocks();
+
+  std::optional<detail::CAccumulator> allowed;
+  detail::ExecOptions eo;
+  eo.eps = options.filter_eps;
+  eo.comm_only = options.comm_only;
+  if (options.retain_sparsity) {
+    allowed.emplace(detail::pattern_of(c));
+    eo.allowed = &*allowed;
+  }
+  res = plan.algorithm == SpAlgorithm::Cannon
+            ? detail::run_cannon(ctx, plan, ops, eo, cache ? &cache->state() : nullptr)
+            : detail::run_rma25d(ctx, plan, ops, eo, cache ? &cache->state() : nullptr);
+}
+}  // namespace
+
+SpMultiplyReport multiply(Context& ctx, double alpha, SpOp opa, const BlockSparseMatrix<double>& a,
+                          SpOp opb, const BlockSparseMatrix<double>& b, double beta,
+                          BlockSparseMatrix<double>& c, const SpMultiplyOptions& options,
+                          SpMultiplyCache* cache) {
+  check_shapes(ctx, opa, a, opb, b, c);
+  ctx.agree([&] {
+    for (const BlockSparseMatrix<double>* m : {&a, &b, static_cast<const BlockSparseMatrix<double>*>(&c)})
+      TESSEL_CHECK(m->is_finalized(), InputError, "spgemm: ", m->name(),
+                   " has blocks put since the last finalize() (call finalize() first)");
+  });
+  TESSEL_CHECK(options.filter_eps >= 0, InputError, "spgemm: filter_eps = ", options.filter_eps,
+               " (expected >= 0)");
+  const Distribution& dc = c.distribution();
+  SpMultiplyReport rep;
+  rep.plan = make_spgemm_plan(options.algorithm, dc.pr(), dc.pc(), options.layers);
+  const SpgemmPlan& plan = rep.plan;
+  libxsmm_init();
+
+  CommLedger& ledger = ctx.ledger();
+  const char* names[] = {detail::kPhaseA, detail::kPhaseB, detail::kPhaseC, detail::kPhaseSetup,
+                         detail::kPhaseConform};
+  SpPanelBytes before[5];
+  for (int x = 0; x < 5; ++x) before[x] = phase_bytes(ledger, names[x]);
+
+  detail::ExecResult res;
+  if (alpha != 0.0) {  // alpha = 0 (the same on every rank): C = beta C, nothing moves
+    run_multiply(ctx, plan, opa, a, opb, b, c, options, cache, res);
+  }
+  rep.blocks_filtered =
+      detail::merge_into(c, beta, alpha, res.product.view(), options.retain_sparsity,
+                         options.filter_eps);
+  rep.flops = res.stats.flops;
+  rep.blocks_multiplied = res.stats.multiplied;
+  rep.blocks_skipped = res.stats.skipped;
+  rep.windows_created = res.windows_created;
+  SpPanelBytes* outs[] = {&rep.a_panels, &rep.b_panels, &rep.c_panels, &rep.setup, &rep.conform};
+  for (int x = 0; x < 5; ++x) *outs[x] = diff(phase_bytes(ledger, names[x]), before[x]);
+  return rep;
+}
+
+}  // namespace tessel::sparse

@@ -1,0 +1,248 @@
+// Block-sparse 2.5D one-sided multiply (seed 001, Algorithm 2):
+//   set-up: image directories (allgather on the A and B sub-communicators) overlapped with the
+//           nonblocking allreduce that decides whether the cached windows must grow;
+//   pack:   my A and B home images into the read-only windows (MPI_Win_allocate), lock_all;
+//   ticks:  s = 0 .. V/L - 1: MPI_Rget of the next tick's LR A images and LC B images while the
+//           L panel products of this tick run (double buffers; no pre-shift);
+//   C:      during the last tick each foreign partial panel is sent (Isend) to its owner as soon
+//           as it is complete; the owner adds the L - 1 partials it receives into its own.
+// The schedule (which image, from whom) is SpgemmPlan's (spgemm_plan.hpp).
+#include <algorithm>
+
+#include "spgemm_exec.hpp"
+#include "tessel/comm/nonblocking.hpp"
+#include "tessel/comm/window.hpp"
+
+namespace tessel::sparse {
+
+SpMultiplyCache::SpMultiplyCache() : s_(std::make_unique<State>()) {}
+SpMultiplyCache::~SpMultiplyCache() = default;
+SpMultiplyCache::SpMultiplyCache(SpMultiplyCache&&) noexcept = default;
+SpMultiplyCache& SpMultiplyCache::operator=(SpMultiplyCache&&) noexcept = default;
+int SpMultiplyCache::creations() const { return s_->creations; }
+
+namespace detail {
+
+namespace {
+constexpr int kTagHead = 811, kTagMeta = 812, kTagData = 813;
+
+/// Image sizes of every member of a sub-communicator (`per` images each): [member][q].
+struct Directory {
+  int per = 1;
+  std::vector<ImageSize> size;             // member * per + q
+  std::vector<std::int64_t> meta_off, data_off;  // element offsets within the member's window
+  void build(const comm::Comm& c, const std::vector<ImageSize>& mine) {
+    per = static_cast<int>(mine.size());
+    std::vector<std::int64_t> send;
+    for (const auto& s : mine) send.insert(send.end(), {s.nblocks, s.ndata});
+    std::vector<std::int64_t> all(send.size() * static_cast<std::size_t>(c.size()));
+    c.allgather(send.data(), static_cast<int>(send.size()), all.data());
+    size.resize(all.size() / 2);
+    meta_off.resize(size.size());
+    data_off.resize(size.size());
+    for (std::size_t x = 0; x < size.size(); ++x) {
+      size[x] = {all[2 * x], all[2 * x + 1]};
+      bool first = x % static_cast<std::size_t>(per) == 0;
+      meta_off[x] = first ? 0 : meta_off[x - 1] + kMeta * size[x - 1].nblocks;
+      data_off[x] = first ? 0 : data_off[x - 1] + size[x - 1].ndata;
+    }
+  }
+};
+
+std::int64_t total_meta(const std::vector<ImageSize>& s) {
+  std::int64_t n = 0;
+  for (auto& x : s) n += kMeta * x.nblocks;
+  return n;
+}
+std::int64_t total_data(const std::vector<ImageSize>& s) {
+  std::int64_t n = 0;
+  for (auto& x : s) n += x.ndata;
+  return n;
+}
+
+/// One image to read: from `member` of the window's communicator, image q of its panel.
+struct Fetch {
+  PanelBuf buf;
+  PanelView view;
+};
+
+void fetch(comm::Window<std::int64_t>& wm, comm::Window<double>& wd, const Directory& dir,
+           int member, int q, int me, Fetch& f, comm::RequestSet& rs) {
+  std::size_t x = static_cast<std::size_t>(member) * static_cast<std::size_t>(dir.per) +
+                  static_cast<std::size_t>(q);
+  const ImageSize& s = dir.size[x];
+  if (member == me) {  // my own image: read it in place
+    f.view = {wm.data() + dir.meta_off[x], s.nblocks, wd.data() + dir.data_off[x], s.ndata};
+    return;
+  }
+  f.buf.resize(s.nblocks, s.ndata);
+  if (s.nblocks > 0) {
+    wm.rget(f.buf.meta.data(), kMeta * s.nblocks, member, dir.meta_off[x], rs);
+    wd.rget(f.buf.data.data(), s.ndata, member, dir.data_off[x], rs);
+  }
+  f.view = f.buf.view();
+}
+}  // namespace
+
+ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& ops,
+                      const ExecOptions& opt, SpMultiplyCache::State* cache) {
+  CommLedger& ledger = ctx.ledger();
+  ExecResult res;
+  SpMultiplyCache::State local_state;
+  SpMultiplyCache::State& st = cache ? *cache : local_state;
+  const int me = ctx.rank(), i = me / plan.pc, j = me % plan.pc;
+  const int ii = i % plan.side_r, jj = j % plan.side_c;
+  const int a = plan.a_per_col(), b = plan.b_per_row(), L = plan.layers;
+
+  // ---- set-up: sizes, the grow decision (nonblocking, overlapped), directories ----
+  std::vector<ImageSize> mine_a =
+      image_sizes(ops.a->local(), *ops.rows, *ops.inner, ops.kv, true, j * a, a);
+  std::vector<ImageSize> mine_b =
+      image_sizes(ops.b->local(), *ops.inner, *ops.cols, ops.kv, false, i * b, b);
+  const std::int64_t need[4] = {total_meta(mine_a), total_data(mine_a), total_meta(mine_b),
+                                total_data(mine_b)};
+  Directory dir_a, dir_b;
+  {
+    PhaseScope ph(ledger, kPhaseSetup);
+    bool same = st.key_comm == ctx.comm().raw() && st.key_ledger == &ctx.ledger() &&
+                st.pr == plan.pr && st.pc == plan.pc &&
+                st.layers == L && !st.a_meta.is_null();
+    int grow = !same || need[0] > st.a_meta.size() || need[1] > st.a_data.size() ||
+               need[2] > st.b_meta.size() || need[3] > st.b_data.size();
+    int any_grow = 0;
+    comm::RequestSet rs;
+    comm::iallreduce_raw(ctx.comm(), &grow, &any_grow, 1, MPI_INT, sizeof(int), MPI_MAX, rs);
+    if (!same) {  // the sub-communicators depend only on the grid and L (every rank agrees)
+      st.a_meta = {};  // windows over the old sub-communicators go first
+      st.a_data = {};
+      st.b_meta = {};
+      st.b_data = {};
+      st.acomm = ctx.comm().split(ii, me);  // member x*PC + n is P(x*side_r + ii, n)
+      st.bcomm = ctx.comm().split(jj, me);  // member m*LC + y is P(m, y*side_c + jj)
+    }
+    dir_a.build(st.acomm, mine_a);
+    dir_b.build(st.bcomm, mine_b);
+    rs.wait_all();  // also: every rank has left its previous multiply (windows are free)
+    if (any_grow) {
+      st.a_meta = {};  // frees the old windows (collective), in creation order
+      st.a_data = {};
+      st.b_meta = {};
+      st.b_data = {};
+      st.creations += 1;
+      st.key_comm = ctx.comm().raw();
+      st.key_ledger = &ctx.ledger();
+      st.pr = plan.pr;
+      st.pc = plan.pc;
+      st.layers = L;
+      auto slack = [](std::int64_t n) { return n + n / 4 + 64; };
+      st.a_meta = comm::Window<std::int64_t>(st.acomm, slack(need[0]));
+      st.a_data = comm::Window<double>(st.acomm, slack(need[1]));
+      st.b_meta = comm::Window<std::int64_t>(st.bcomm, slack(need[2]));
+      st.b_data = comm::Window<double>(st.bcomm, slack(need[3]));
+      res.windows_created = true;
+    }
+  }
+  // ---- pack my home images into the windows and open the read epochs ----
+  pack_images(ops.a->local(), *ops.rows, *ops.inner, ops.kv, true, j * a, a, st.a_meta.data(),
+              st.a_data.data());
+  pack_images(ops.b->local(), *ops.inner, *ops.cols, ops.kv, false, i * b, b, st.b_meta.data(),
+              st.b_data.data());
+  comm::LockAllEpoch e1(st.a_meta), e2(st.a_data), e3(st.b_meta), e4(st.b_data);
+  st.a_meta.sync();
+  st.a_data.sync();
+  st.b_meta.sync();
+  st.b_data.sync();
+  {
+    PhaseScope ph(ledger, kPhaseSetup);
+    ctx.comm().barrier();  // every window is packed before anyone reads
+  }
+  const int me_a = st.acomm.rank(), me_b = st.bcomm.rank();
+
+  // ---- ticks ----
+  auto panels = plan.rma_panels(i, j);
+  std::vector<CAccumulator> acc;
+  for (std::size_t p = 0; p < panels.size(); ++p) acc.emplace_back(ops.rows, ops.cols);
+  std::vector<Fetch> fa[2], fb[2];
+  comm::RequestSet rs_ab[2];
+  auto post = [&](int s) {
+    int buf = s % 2, v = plan.rma_image(i, j, s);
+    fa[buf].resize(static_cast<std::size_t>(plan.lr));
+    fb[buf].resize(static_cast<std::size_t>(plan.lc));
+    {
+      PhaseScope ph(ledger, kPhaseA);
+      for (int x = 0; x < plan.lr; ++x)  // A image (x*side_r + ii, v) on P(., v / a)
+        fetch(st.a_meta, st.a_data, dir_a, x * plan.pc + plan.a_home_col(v), v % a, me_a,
+              fa[buf][static_cast<std::size_t>(x)], rs_ab[buf]);
+    }
+    {
+      PhaseScope ph(ledger, kPhaseB);
+      for (int y = 0; y < plan.lc; ++y)  // B image (v, y*side_c + jj) on P(v / b, .)
+        fetch(st.b_meta, st.b_data, dir_b, plan.b_home_row(v) * plan.lc + y, v % b, me_b,
+              fb[buf][static_cast<std::size_t>(y)], rs_ab[buf]);
+    }
+  };
+  // C partials: the owner receives from the L - 1 other layers of its fibre: first the sizes
+  // (posted now), then the values (posted once the sizes arrived).
+  comm::RequestSet rs_head, rs_c, rs_send;
+  std::vector<int> srcs;
+  std::vector<std::int64_t> heads;
+  if (L > 1) {
+    PhaseScope ph(ledger, kPhaseC);
+    for (int x = 0; x < plan.lr; ++x)
+      for (int y = 0; y < plan.lc; ++y) {
+        int src = plan.rank_of(x * plan.side_r + ii, y * plan.side_c + jj);
+        if (src != me) srcs.push_back(src);
+      }
+    heads.resize(2 * srcs.size());
+    for (std::size_t q = 0; q < srcs.size(); ++q)
+      ctx.comm().irecv(&heads[2 * q], 2, srcs[q], kTagHead, rs_head);
+  }
+  std::vector<PanelBuf> outgoing(panels.size());
+  std::vector<std::int64_t> out_heads(2 * panels.size());
+  std::size_t own = 0;
+  for (std::size_t p = 0; p < panels.size(); ++p)
+    if (panels[p] == std::make_pair(i, j)) own = p;
+  post(0);
+  for (int s = 0; s < plan.ticks; ++s) {
+    int buf = s % 2;
+    rs_ab[buf].wait_all();
+    if (s + 1 < plan.ticks) post(s + 1);
+    bool last = s + 1 == plan.ticks;
+    for (std::size_t p = 0; p < panels.size(); ++p) {
+      auto x = p / static_cast<std::size_t>(plan.lc), y = p % static_cast<std::size_t>(plan.lc);
+      if (!opt.comm_only)
+        multiply_images(fa[buf][x].view, fb[buf][y].view, *ops.rows, *ops.inner, *ops.cols,
+                        opt.eps, p == own ? opt.allowed : nullptr, acc[p], res.stats);
+      if (last && p != own) {  // this partial panel is complete: send it to its owner now
+        PhaseScope ph(ledger, kPhaseC);
+        auto& o = outgoing[p];
+        o = acc[p].pack();
+        int dest = plan.rank_of(panels[p].first, panels[p].second);
+        out_heads[2 * p] = static_cast<std::int64_t>(o.meta.size());
+        out_heads[2 * p + 1] = static_cast<std::int64_t>(o.data.size());
+        ctx.comm().isend(&out_heads[2 * p], 2, dest, kTagHead, rs_send);
+        ctx.comm().isend(o.meta.data(), static_cast<std::int64_t>(o.meta.size()), dest, kTagMeta, rs_send);
+        ctx.comm().isend(o.data.data(), static_cast<std::int64_t>(o.data.size()), dest, kTagData, rs_send);
+      }
+    }
+  }
+  if (L > 1) {
+    PhaseScope ph(ledger, kPhaseC);
+    rs_head.wait_all();
+    std::vector<PanelBuf> incoming(srcs.size());
+    for (std::size_t q = 0; q < srcs.size(); ++q) {
+      incoming[q].meta.resize(static_cast<std::size_t>(heads[2 * q]));
+      incoming[q].data.resize(static_cast<std::size_t>(heads[2 * q + 1]));
+      ctx.comm().irecv(incoming[q].meta.data(), heads[2 * q], srcs[q], kTagMeta, rs_c);
+      ctx.comm().irecv(incoming[q].data.data(), heads[2 * q + 1], srcs[q], kTagData, rs_c);
+    }
+    rs_c.wait_all();
+    for (auto& in : incoming) acc[own].add(in.view());  // accumulate on the owner
+    rs_send.wait_all();
+  }
+  res.product = acc[own].pack();
+  return res;
+}
+
+}  // namespace detail
+}  // namespace tessel::sparse

@@ -1,0 +1,75 @@
+#pragma once
+// Private to src/sparse: the executors of the block-sparse multiply. multiply.cpp prepares the
+// operands (conformed to the plan's image distribution) and calls one of them; each returns
+// this rank's product panel alpha-free (C_own += op(A) op(B) over all images), to be merged
+// into C by merge_into.
+#include <vector>
+
+#include <optional>
+
+#include "spgemm_panels.hpp"
+#include "tessel/comm/window.hpp"
+#include "tessel/core/context.hpp"
+#include "tessel/layout/grid2d.hpp"
+#include "tessel/sparse/multiply.hpp"
+
+namespace tessel::sparse {
+
+/// What a cache keeps between multiplies: Cannon's grid communicators, rma25d's
+/// sub-communicators and windows (keyed by the Context's communicator, the grid and L).
+struct SpMultiplyCache::State {
+  // Cannon
+  MPI_Comm grid_comm = MPI_COMM_NULL;
+  const CommLedger* grid_ledger = nullptr;
+  std::optional<layout::ProcessGrid2D> grid;
+  // rma25d
+  MPI_Comm key_comm = MPI_COMM_NULL;
+  const CommLedger* key_ledger = nullptr;  // a new Context may reuse a freed handle
+  int pr = 0, pc = 0, layers = 0, creations = 0;
+  comm::Comm acomm{MPI_COMM_NULL, nullptr}, bcomm{MPI_COMM_NULL, nullptr};
+  comm::Window<std::int64_t> a_meta, b_meta;
+  comm::Window<double> a_data, b_data;
+};
+
+}  // namespace tessel::sparse
+
+namespace tessel::sparse::detail {
+
+/// Ledger phases (nested under the caller's phase).
+inline constexpr const char* kPhaseA = "spgemm/A panels";
+inline constexpr const char* kPhaseB = "spgemm/B panels";
+inline constexpr const char* kPhaseC = "spgemm/C panels";
+inline constexpr const char* kPhaseSetup = "spgemm/setup";
+inline constexpr const char* kPhaseConform = "spgemm/conform";
+
+/// op(A) (rows as C, k blocks on process column kv / a) and op(B) (k blocks on process row
+/// kv / b, columns as C), ready for the plan.
+struct SpOperands {
+  const BlockSparseMatrix<double>* a = nullptr;
+  const BlockSparseMatrix<double>* b = nullptr;
+  std::vector<int> kv;  // image of every k block
+  const BlockSizes* rows = nullptr;
+  const BlockSizes* inner = nullptr;
+  const BlockSizes* cols = nullptr;
+};
+
+struct ExecOptions {
+  double eps = 0;
+  bool comm_only = false;
+  const CAccumulator* allowed = nullptr;  // retain_sparsity: C's own pattern
+};
+
+struct ExecResult {
+  PanelBuf product;  // this rank's C panel, sum over all images (not scaled by alpha)
+  KernelStats stats;
+  bool windows_created = false;
+};
+
+/// Collective over ctx. Seed Algorithm 1 (cannon.cpp).
+ExecResult run_cannon(Context& ctx, const SpgemmPlan& plan, const SpOperands& ops,
+                      const ExecOptions& opt, SpMultiplyCache::State* cache);
+/// Collective over ctx. Seed Algorithm 2 (rma25d.cpp). `cache` may be null.
+ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& ops,
+                      const ExecOptions& opt, SpMultiplyCache::State* cache);
+
+}  // namespace tessel::sparse::detail

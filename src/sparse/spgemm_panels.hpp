@@ -1,0 +1,119 @@
+#pragma once
+// Private to src/sparse: the wire format of A/B images and C panels, packing, the local kernel
+// (no MPI) and the final merge into C. Used by cannon.cpp, rma25d.cpp and multiply.cpp.
+//
+// An image/panel is two arrays: meta (4 int64 per block: block row, block column, offset of the
+// block's first value in data, Frobenius norm as the bit pattern of a double), sorted by (row,
+// column), and data (column-major blocks, back to back).
+#include <cstdint>
+#include <cstring>
+#include <unordered_map>
+#include <vector>
+
+#include "tessel/sparse/block_sparse.hpp"
+
+namespace tessel::sparse::detail {
+
+constexpr int kMeta = 4;  // int64 per block in meta
+constexpr std::int64_t kMetaBytes = kMeta * 8;
+
+struct PanelView {
+  const std::int64_t* meta = nullptr;
+  std::int64_t nblocks = 0;
+  const double* data = nullptr;
+  std::int64_t ndata = 0;
+  int brow(std::int64_t b) const { return static_cast<int>(meta[kMeta * b]); }
+  int bcol(std::int64_t b) const { return static_cast<int>(meta[kMeta * b + 1]); }
+  const double* block(std::int64_t b) const { return data + meta[kMeta * b + 2]; }
+  double norm(std::int64_t b) const {
+    double x;
+    std::memcpy(&x, &meta[kMeta * b + 3], sizeof x);
+    return x;
+  }
+  std::int64_t bytes() const { return nblocks * kMetaBytes + ndata * 8; }
+};
+
+struct PanelBuf {
+  std::vector<std::int64_t> meta;
+  std::vector<double> data;
+  PanelView view() const {
+    return {meta.data(), static_cast<std::int64_t>(meta.size() / kMeta), data.data(),
+            static_cast<std::int64_t>(data.size())};
+  }
+  void resize(std::int64_t nblocks, std::int64_t ndata) {
+    meta.resize(static_cast<std::size_t>(nblocks * kMeta));
+    data.resize(static_cast<std::size_t>(ndata));
+  }
+};
+
+/// Size of one image: blocks and values.
+struct ImageSize {
+  std::int64_t nblocks = 0, ndata = 0;
+  std::int64_t bytes() const { return nblocks * kMetaBytes + ndata * 8; }
+};
+
+/// The local blocks of `m` cut into images: A (by_col = true) groups blocks by kv[bcol], B by
+/// kv[brow]; images first .. first + count - 1 are packed back to back into meta/data (in
+/// image order, each sorted by (row, column)). Returns each image's size. Pure.
+std::vector<ImageSize> image_sizes(const LocalBlocks<double>& m, const BlockSizes& rows,
+                                   const BlockSizes& cols, const std::vector<int>& kv,
+                                   bool by_col, int first, int count);
+void pack_images(const LocalBlocks<double>& m, const BlockSizes& rows, const BlockSizes& cols,
+                 const std::vector<int>& kv, bool by_col, int first, int count,
+                 std::int64_t* meta, double* data);
+
+/// Statistics of the local kernel.
+struct KernelStats {
+  double flops = 0;
+  std::int64_t multiplied = 0, skipped = 0;
+};
+
+/// A C panel being accumulated: blocks by row, values in one growing buffer. Lookups go
+/// through a dense column index of the current row (a sparse accumulator, as Gustavson's), so
+/// calls should come row by row (the kernel does); switching rows costs the row's blocks.
+class CAccumulator {
+ public:
+  CAccumulator(const BlockSizes* rows, const BlockSizes* cols);
+  /// Offset of block (r, c), created (zero) when absent.
+  std::int64_t slot(int r, int c);
+  /// Offset or -1.
+  std::int64_t find(int r, int c) const;
+  double* data() { return data_.data(); }
+  /// Adds a received panel (same block sizes).
+  void add(const PanelView& p);
+  /// Packs into the wire format, sorted by (row, column).
+  PanelBuf pack() const;
+  std::int64_t nblocks() const { return nblocks_; }
+
+ private:
+  void select(int r) const;
+  const BlockSizes* rows_;
+  const BlockSizes* cols_;
+  std::vector<int> row_slot_;  // global row -> index into entries_, or -1
+  std::vector<int> row_of_;    // index into entries_ -> global row
+  std::vector<std::vector<std::pair<int, std::int64_t>>> entries_;  // (column, offset)
+  std::vector<double> data_;
+  mutable std::vector<std::int64_t> spa_;  // column -> offset in the current row, or -1
+  mutable int cur_ = -1;
+  std::int64_t nblocks_ = 0;
+};
+
+/// The local kernel (no MPI): C += A_image * B_image over block-CSR images. On-the-fly filter
+/// with eps > 0: a product is skipped when ||A_ik|| ||B_kj|| < eps / n_i (n_i the products of
+/// C's block row i in this call). `allowed` (may be null): a block (r, c) of C outside it is
+/// never created (retain_sparsity). Products are batched by (m, n, k) and run through LIBXSMM
+/// (one kernel per shape), BLAS dgemm for large blocks.
+void multiply_images(const PanelView& a, const PanelView& b, const BlockSizes& rows,
+                     const BlockSizes& inner, const BlockSizes& cols, double eps,
+                     const CAccumulator* allowed, CAccumulator& c, KernelStats& stats);
+
+/// C = beta C + alpha P on this rank's local blocks (P: the product panel of this rank), then
+/// drop blocks of norm < eps (eps > 0). retain: C's pattern is kept (P blocks outside are
+/// dropped). Returns the number of blocks dropped by the final filter.
+std::int64_t merge_into(BlockSparseMatrix<double>& c, double beta, double alpha,
+                        const PanelView& p, bool retain, double eps);
+
+/// The pattern of C's local blocks as an accumulator (for retain_sparsity; values unused).
+CAccumulator pattern_of(const BlockSparseMatrix<double>& c);
+
+}  // namespace tessel::sparse::detail

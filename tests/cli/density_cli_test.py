@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""End-to-end tests of `tessel density` under mpirun (standard library only).
+
+  density_cli_test.py --mpiexec mpirun --np 4 --tessel build/apps/tessel/tessel [--mpiexec-flag=--oversubscribe]
+
+Good runs: the CP2K 32-water SZV files (TRS4 and sign at eps 1e-6: band energy within 1e-5 Ha of
+meta.json's band_energy_exact, 2 tr(PS) = N to 1e-5; --out P.csr written; --json parsed), the
+generated water box (sign, --dense gives the same band energy as the block-sparse run at eps 0).
+Errors: exit status 2, one 'tessel: error:' line (rank 0 only), no output file.
+Exit 0 when all pass, 1 otherwise, 77 (skip) never: the data-free cases always run.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CP2K = os.path.join(ROOT, "..", "shared", "data", "cp2k", "h2o-32-szv")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mpiexec", default="mpirun")
+    ap.add_argument("--numproc-flag", default="-np")
+    ap.add_argument("--mpiexec-flag", action="append", default=[])
+    ap.add_argument("--np", type=int, default=2)
+    ap.add_argument("--tessel", required=True)
+    ap.add_argument("--timeout", type=float, default=300)
+    a = ap.parse_args()
+    problems = []
+
+    def run(args, cwd):
+        cmd = [a.mpiexec, a.numproc_flag, str(a.np)] + a.mpiexec_flag + [a.tessel, "density"] + args
+        p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=a.timeout)
+        return p
+
+    def number(out, label):
+        m = re.search(re.escape(label) + r"\s*([-+0-9.eE]+)", out)
+        return float(m.group(1)) if m else float("nan")
+
+    with tempfile.TemporaryDirectory() as work:
+        # ---- good runs
+        if os.path.exists(os.path.join(CP2K, "meta.json")):
+            meta = json.load(open(os.path.join(CP2K, "meta.json")))
+            files = ["--ks", os.path.join(CP2K, "KS.csr"), "--overlap", os.path.join(CP2K, "S.csr"),
+                     "--blocks", os.path.join(CP2K, "blocksizes.txt"), "--electrons", str(meta["n_electrons"])]
+            for method, alg in (("trs4", "cannon"), ("sign", "rma25d")):
+                out_csr = os.path.join(work, f"P_{method}.csr")
+                js = os.path.join(work, f"{method}.json")
+                p = run(files + ["--method", method, "--algorithm", alg, "--out", out_csr, "--json", js], work)
+                name = f"cp2k 32 szv {method} {alg}"
+                if p.returncode != 0:
+                    problems.append(f"{name}: exit {p.returncode}: {p.stderr[-500:]}")
+                    continue
+                be = number(p.stdout, "band energy 2 tr(PH):")
+                if not abs(be - meta["band_energy_exact"]) <= 1e-5:
+                    problems.append(f"{name}: band energy {be} vs exact {meta['band_energy_exact']}")
+                r = json.load(open(js))
+                if abs(2 * r["trace_ps"] - meta["n_electrons"]) > 1e-5:
+                    problems.append(f"{name}: 2 tr(PS) = {2 * r['trace_ps']}")
+                if not (meta["homo"] < r["mu"] < meta["lumo"]):
+                    problems.append(f"{name}: mu {r['mu']} not in (HOMO, LUMO)")
+                if not os.path.exists(out_csr) or os.path.getsize(out_csr) == 0:
+                    problems.append(f"{name}: no {out_csr}")
+                if p.stdout.count("band energy") != 1:
+                    problems.append(f"{name}: {p.stdout.count('band energy')} summaries (expected 1, rank 0)")
+                print(f"ok {name}: band energy {be:.10f} (exact {meta['band_energy_exact']}), "
+                      f"{r['multiplications']} multiplications, {r['sign_evaluations']} sign evaluations")
+        else:
+            print("skip: no ../shared/data/cp2k/h2o-32-szv")
+        energies = {}
+        for extra in ([], ["--dense"]):
+            p = run(["--generate", "water:12", "--eps", "0"] + extra, work)
+            name = "generate water:12 sign" + (" --dense" if extra else "")
+            if p.returncode != 0:
+                problems.append(f"{name}: exit {p.returncode}: {p.stderr[-500:]}")
+                continue
+            energies[name] = number(p.stdout, "band energy 2 tr(PH):")
+            electrons = number(p.stdout, "electrons 2 tr(PS) =")
+            if abs(electrons - 96) > 1e-8:
+                problems.append(f"{name}: 2 tr(PS) = {electrons}, expected 96")
+            print(f"ok {name}: band energy {energies[name]:.12f}")
+        if len(energies) == 2:
+            v = list(energies.values())
+            if abs(v[0] - v[1]) > 1e-9:
+                problems.append(f"dense and block-sparse band energies differ: {v}")
+
+        # ---- errors: exit 2, one message from rank 0, no output file
+        blocks_bad = os.path.join(work, "bad_blocks.txt")
+        with open(blocks_bad, "w") as f:
+            f.write("4\n1\n1\n")
+        gen = ["--generate", "water:4"]
+        cases = [
+            ("bad method", gen + ["--method", "lanczos"], "--method"),
+            ("negative eps", gen + ["--eps", "-1e-6"], "--eps"),
+            ("odd electrons", gen + ["--electrons", "31"], "electrons = 31"),
+            ("too many electrons", gen + ["--electrons", "48"], "at most"),
+            ("mu outside the spectrum", gen + ["--mu", "100"], "outside the spectrum"),
+            ("sign order", gen + ["--sign-order", "4"], "--sign-order"),
+            ("bad algorithm", gen + ["--algorithm", "summa"], "--algorithm"),
+            ("bad generate", ["--generate", "ice:3"], "--generate"),
+            ("missing files", ["--electrons", "8"], "--ks"),
+            ("missing file", ["--ks", "nope.csr", "--overlap", "nope.csr", "--blocks", blocks_bad,
+                              "--electrons", "8"], "nope.csr"),
+            ("bad out", gen + ["--out", "P.txt"], "--out"),
+            ("eps too large", gen + ["--eps", "10"], "eps"),
+        ]
+        if os.path.exists(os.path.join(CP2K, "meta.json")):
+            cases.append(("block sizes do not match", ["--ks", os.path.join(CP2K, "KS.csr"), "--overlap",
+                                                       os.path.join(CP2K, "S.csr"), "--blocks", blocks_bad,
+                                                       "--electrons", "256"], "KS.csr"))
+        for name, args, must in cases:
+            out = os.path.join(work, "P_err.npy")
+            p = run(args + ["--out", out] if "--out" not in args else args, work)
+            msgs = [l for l in p.stderr.splitlines() if "tessel: error:" in l]
+            if p.returncode != 2:
+                problems.append(f"error '{name}': exit {p.returncode} (expected 2): {p.stderr[-300:]}")
+            elif len(msgs) != 1:
+                problems.append(f"error '{name}': {len(msgs)} error lines (expected 1)")
+            elif must not in msgs[0]:
+                problems.append(f"error '{name}': message lacks '{must}': {msgs[0]}")
+            elif os.path.exists(out):
+                problems.append(f"error '{name}': left {out}")
+            else:
+                print(f"ok error '{name}': {msgs[0]}")
+    for pr in problems:
+        print("FAIL", pr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

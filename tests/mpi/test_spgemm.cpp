@@ -1,0 +1,455 @@
+// The block-sparse multiply (Cannon and rma25d, seed 001) against serial BLAS on the gathered
+// dense matrices: N/T, alpha/beta, L in {1, 2, 4} where valid, retain_sparsity, filtering within
+// its promised bound, empty matrices and block rows, random/given/all-on-rank-0 distributions;
+// the ledger's A/B/C panel bytes against the eq. 7 form computed here from the block patterns;
+// every error on every rank.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "sparse_test_util.hpp"
+#include "test_util.hpp"
+#include "tessel/core/context.hpp"
+#include "tessel/sparse/multiply.hpp"
+
+using namespace tessel;
+using namespace tessel::sparse;
+using namespace tessel::testing;
+
+namespace {
+
+struct Case {
+  int pr = 1, pc = 1;
+  SpAlgorithm alg = SpAlgorithm::Cannon;
+  int layers = 1;
+  SpOp opa = SpOp::N, opb = SpOp::N;
+  double alpha = 1.0, beta = 0.0;
+  double fill_a = 0.5, fill_b = 0.5, fill_c = 0.3;
+  DistKind kind = DistKind::Random;
+  int mb = 6, kb = 5, nb = 7;  // block counts of C (mb x nb) and the inner dimension
+  bool retain = false;
+  double eps = 0;
+  unsigned seed = 1;
+};
+
+struct CaseRun {
+  std::vector<double> got, want;  // dense C after the multiply, reference
+  double scale = 1;               // max |reference|
+  SpMultiplyReport rep;
+  DenseRef c_ref;                 // C's pattern before the multiply
+};
+
+CaseRun run_case(Context& ctx, const Case& cs) {
+  std::mt19937 rng(cs.seed);
+  auto ms = random_sizes(rng, cs.mb), ks = random_sizes(rng, cs.kb), ns = random_sizes(rng, cs.nb);
+  // op(A) is mb x kb: A is stored kb x mb for op T.
+  auto da = cs.opa == SpOp::N ? make_dist(cs.kind, ms, ks, cs.pr, cs.pc, rng)
+                              : make_dist(cs.kind, ks, ms, cs.pr, cs.pc, rng);
+  auto db = cs.opb == SpOp::N ? make_dist(cs.kind, ks, ns, cs.pr, cs.pc, rng)
+                              : make_dist(cs.kind, ns, ks, cs.pr, cs.pc, rng);
+  auto dc = make_dist(cs.kind, ms, ns, cs.pr, cs.pc, rng);
+  BlockSparseMatrix<double> A(ctx, da, "A"), B(ctx, db, "B"), C(ctx, dc, "C");
+  fill_random(A, rng, cs.fill_a, ctx.size());
+  fill_random(B, rng, cs.fill_b, ctx.size());
+  CaseRun r;
+  r.c_ref = fill_random(C, rng, cs.fill_c, ctx.size());
+  auto a = dense_of(ctx, A), b = dense_of(ctx, B), c = dense_of(ctx, C);
+  int m = static_cast<int>(C.rows()), n = static_cast<int>(C.cols());
+  int k = static_cast<int>(cs.opa == SpOp::N ? A.cols() : A.rows());
+  r.want = c;
+  ref_gemm(cs.opa == SpOp::N ? 'N' : 'T', cs.opb == SpOp::N ? 'N' : 'T', m, n, k, cs.alpha,
+           a.data(), std::max(1, static_cast<int>(A.rows())), b.data(),
+           std::max(1, static_cast<int>(B.rows())), cs.beta, r.want.data(), std::max(1, m));
+  if (cs.retain)  // only C's stored blocks survive
+    for (int br = 0; br < dc.row_blocks().count(); ++br)
+      for (int bc = 0; bc < dc.col_blocks().count(); ++bc)
+        if (!r.c_ref.has(br, bc))
+          for (int j = 0; j < dc.col_blocks().size(bc); ++j)
+            for (int i = 0; i < dc.row_blocks().size(br); ++i)
+              r.want[static_cast<std::size_t>((dc.col_blocks().offset(bc) + j) * m +
+                                              dc.row_blocks().offset(br) + i)] = 0;
+  for (double x : r.want) r.scale = std::max(r.scale, std::abs(x));
+  SpMultiplyOptions o;
+  o.algorithm = cs.alg;
+  o.layers = cs.layers;
+  o.retain_sparsity = cs.retain;
+  o.filter_eps = cs.eps;
+  r.rep = multiply(ctx, cs.alpha, cs.opa, A, cs.opb, B, cs.beta, C, o);
+  r.got = dense_of(ctx, C);
+  return r;
+}
+
+std::vector<int> layer_choices(SpAlgorithm alg, int pr, int pc) {
+  if (alg == SpAlgorithm::Cannon) return {1};
+  std::vector<int> out;
+  for (int L : valid_layers(pr, pc))
+    if (L == 1 || L == 2 || L == 4) out.push_back(L);
+  return out;
+}
+
+}  // namespace
+
+// Exact (no filtering): both algorithms, every grid shape, every valid L, the four op pairs and
+// the three kinds of distribution cycled through.
+TEST(Spgemm, MatchesDenseMultiply) {
+  Context ctx(MPI_COMM_WORLD);
+  int p = world_size();
+  unsigned seed = 10;
+  for (auto [pr, pc] : grids(p))
+    for (auto alg : {SpAlgorithm::Cannon, SpAlgorithm::Rma25d})
+      for (int L : layer_choices(alg, pr, pc)) {
+        Case cs;
+        cs.pr = pr;
+        cs.pc = pc;
+        cs.alg = alg;
+        cs.layers = L;
+        cs.seed = seed++;
+        cs.opa = seed % 2 ? SpOp::T : SpOp::N;
+        cs.opb = (seed / 2) % 2 ? SpOp::T : SpOp::N;
+        cs.kind = static_cast<DistKind>(seed % 3);
+        cs.alpha = 0.75;
+        cs.beta = seed % 2 ? -0.5 : 0.0;
+        CaseRun r = run_case(ctx, cs);
+        double err = max_abs_diff(r.got, r.want) / r.scale;
+        EXPECT_LE(err, 1e-12) << to_string(alg) << " L=" << L << " " << pr << "x" << pc
+                              << " seed " << cs.seed;
+        EXPECT_EQ(r.rep.plan.layers, L);
+        EXPECT_EQ(r.rep.blocks_skipped, 0);
+      }
+}
+
+TEST(Spgemm, NoTransposeAndAllTransposed) {
+  Context ctx(MPI_COMM_WORLD);
+  auto [pr, pc] = Distribution::default_grid(world_size());
+  for (auto alg : {SpAlgorithm::Cannon, SpAlgorithm::Rma25d})
+    for (auto ops : {std::make_pair(SpOp::N, SpOp::N), std::make_pair(SpOp::T, SpOp::T)}) {
+      Case cs;
+      cs.pr = pr;
+      cs.pc = pc;
+      cs.alg = alg;
+      cs.layers = 0;
+      cs.opa = ops.first;
+      cs.opb = ops.second;
+      cs.beta = 1.0;
+      cs.seed = 77;
+      CaseRun r = run_case(ctx, cs);
+      EXPECT_LE(max_abs_diff(r.got, r.want) / r.scale, 1e-12) << to_string(alg);
+    }
+}
+
+TEST(Spgemm, RetainSparsity) {
+  Context ctx(MPI_COMM_WORLD);
+  auto [pr, pc] = Distribution::default_grid(world_size());
+  for (auto alg : {SpAlgorithm::Cannon, SpAlgorithm::Rma25d}) {
+    Case cs;
+    cs.pr = pr;
+    cs.pc = pc;
+    cs.alg = alg;
+    cs.layers = 0;
+    cs.retain = true;
+    cs.beta = 2.0;
+    cs.fill_c = 0.4;
+    cs.seed = 5;
+    CaseRun r = run_case(ctx, cs);
+    EXPECT_LE(max_abs_diff(r.got, r.want) / r.scale, 1e-12) << to_string(alg);
+  }
+}
+
+// Filtering: blocks of very different scales; the error stays within the promise
+// |alpha| eps V sqrt(block rows) (on-the-fly, eps per C block row and call, V calls per row)
+// + eps sqrt(blocks of C) (final filter), and no stored block of C is below eps.
+TEST(Spgemm, FilteringWithinBound) {
+  Context ctx(MPI_COMM_WORLD);
+  auto [pr, pc] = Distribution::default_grid(world_size());
+  for (auto alg : {SpAlgorithm::Cannon, SpAlgorithm::Rma25d}) {
+    std::mt19937 rng(3);
+    auto ms = random_sizes(rng, 8), ks = random_sizes(rng, 8);
+    auto d = Distribution::random(BlockSizes(ms), BlockSizes(ks), pr, pc, 9);
+    auto dk = Distribution::random(BlockSizes(ks), BlockSizes(ms), pr, pc, 11);
+    auto dc = Distribution::random(BlockSizes(ms), BlockSizes(ms), pr, pc, 13);
+    BlockSparseMatrix<double> A(ctx, d, "A"), B(ctx, dk, "B"), C(ctx, dc, "C");
+    fill_random(A, rng, 0.7, ctx.size());
+    fill_random(B, rng, 0.7, ctx.size());
+    // scale block (r, c) by 10^-(r + c) / 2: products from 1 down to 1e-14
+    for (auto* M : {&A, &B})
+      M->for_each_block([](int br, int bc, double* x, int nr, int nc) {
+        double s = std::pow(10.0, -0.5 * (br + bc));
+        for (int e = 0; e < nr * nc; ++e) x[e] *= s;
+      });
+    A.update_norms();
+    B.update_norms();
+    auto a = dense_of(ctx, A), b = dense_of(ctx, B);
+    int m = static_cast<int>(A.rows()), k = static_cast<int>(A.cols());
+    std::vector<double> want(static_cast<std::size_t>(m) * m, 0.0);
+    const double alpha = 1.5, eps = 1e-4;
+    ref_gemm('N', 'N', m, m, k, alpha, a.data(), m, b.data(), k, 0.0, want.data(), m);
+    SpMultiplyOptions o;
+    o.algorithm = alg;
+    o.filter_eps = eps;
+    auto rep = multiply(ctx, alpha, SpOp::N, A, SpOp::N, B, 0.0, C, o);
+    auto got = dense_of(ctx, C);
+    double err = 0;
+    for (std::size_t x = 0; x < got.size(); ++x) err += (got[x] - want[x]) * (got[x] - want[x]);
+    err = std::sqrt(err);
+    int V = std::lcm(pr, pc);
+    if (alg == SpAlgorithm::Rma25d) V = std::lcm(V, rep.plan.layers);
+    double bound = alpha * eps * V * std::sqrt(8.0) + eps * std::sqrt(64.0);
+    EXPECT_LE(err, bound) << to_string(alg);
+    EXPECT_GT(err, 0.0);  // something was dropped
+    std::int64_t skipped = rep.blocks_skipped + rep.blocks_filtered;
+    MPI_Allreduce(MPI_IN_PLACE, &skipped, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+    EXPECT_GT(skipped, 0);
+    C.for_each_block([&](int, int, const double* x, int nr, int nc) {
+      double s = 0;
+      for (int e = 0; e < nr * nc; ++e) s += x[e] * x[e];
+      EXPECT_GE(std::sqrt(s), eps);
+    });
+  }
+}
+
+TEST(Spgemm, EmptyMatricesAndRows) {
+  Context ctx(MPI_COMM_WORLD);
+  auto [pr, pc] = Distribution::default_grid(world_size());
+  for (auto alg : {SpAlgorithm::Cannon, SpAlgorithm::Rma25d}) {
+    Case cs;  // A without any block: C = beta C
+    cs.pr = pr;
+    cs.pc = pc;
+    cs.alg = alg;
+    cs.layers = 0;
+    cs.fill_a = 0.0;
+    cs.beta = 0.5;
+    CaseRun r = run_case(ctx, cs);
+    EXPECT_LE(max_abs_diff(r.got, r.want) / r.scale, 1e-12);
+    cs.fill_a = 0.15;  // many empty block rows and columns
+    cs.fill_b = 0.15;
+    cs.fill_c = 0.0;
+    cs.seed = 4;
+    r = run_case(ctx, cs);
+    EXPECT_LE(max_abs_diff(r.got, r.want) / r.scale, 1e-12);
+    {  // no block rows at all: C is 0 x n, nothing to do, nothing to fail
+      std::mt19937 rng(2);
+      auto ks = random_sizes(rng, 3);
+      auto dz = Distribution::random(BlockSizes(std::vector<int>{}), BlockSizes(ks), pr, pc, 1);
+      auto dk = Distribution::random(BlockSizes(ks), BlockSizes(ks), pr, pc, 2);
+      BlockSparseMatrix<double> Z(ctx, dz, "Z"), K(ctx, dk, "K"), ZC(ctx, dz, "ZC");
+      fill_random(K, rng, 1.0, world_size());
+      SpMultiplyOptions oz;
+      oz.algorithm = alg;
+      EXPECT_NO_THROW(multiply(ctx, 1.0, SpOp::N, Z, SpOp::N, K, 0.0, ZC, oz));
+      EXPECT_EQ(ZC.local_nblocks(), 0);
+    }
+    cs.alpha = 0.0;  // C = beta C without moving anything
+    cs.fill_a = 0.5;
+    cs.fill_c = 0.5;
+    r = run_case(ctx, cs);
+    EXPECT_LE(max_abs_diff(r.got, r.want) / r.scale, 1e-12);
+    EXPECT_EQ(r.rep.a_panels.recv + r.rep.b_panels.recv, 0);
+    cs.alpha = 1.0;
+    cs.mb = 1;  // a single block row/column, more ranks than blocks
+    cs.nb = 1;
+    cs.kb = 1;
+    cs.fill_a = cs.fill_b = 1.0;
+    r = run_case(ctx, cs);
+    EXPECT_LE(max_abs_diff(r.got, r.want) / r.scale, 1e-12);
+  }
+}
+
+TEST(Spgemm, RankOwningNothing) {
+  Context ctx(MPI_COMM_WORLD);
+  auto [pr, pc] = Distribution::default_grid(world_size());
+  for (auto alg : {SpAlgorithm::Cannon, SpAlgorithm::Rma25d}) {
+    Case cs;
+    cs.pr = pr;
+    cs.pc = pc;
+    cs.alg = alg;
+    cs.layers = 0;
+    cs.kind = DistKind::AllOnZero;
+    cs.beta = 1.0;
+    CaseRun r = run_case(ctx, cs);
+    EXPECT_LE(max_abs_diff(r.got, r.want) / r.scale, 1e-12);
+  }
+}
+
+TEST(Spgemm, Errors) {
+  Context ctx(MPI_COMM_WORLD);
+  int p = world_size();
+  auto [pr, pc] = Distribution::default_grid(p);
+  std::mt19937 rng(1);
+  auto s = random_sizes(rng, 4), t = random_sizes(rng, 3);
+  BlockSparseMatrix<double> A(ctx, Distribution::random(BlockSizes(s), BlockSizes(s), pr, pc), "A");
+  BlockSparseMatrix<double> B(ctx, Distribution::random(BlockSizes(t), BlockSizes(s), pr, pc), "B");
+  BlockSparseMatrix<double> C(ctx, Distribution::random(BlockSizes(s), BlockSizes(s), pr, pc), "C");
+  SpMultiplyOptions o;
+  o.algorithm = SpAlgorithm::Rma25d;
+  o.layers = 3;  // never valid for p <= 9
+  EXPECT_THROW(multiply(ctx, 1.0, SpOp::N, A, SpOp::N, A, 0.0, C, o), GridError);
+  o.layers = 0;
+  EXPECT_THROW(multiply(ctx, 1.0, SpOp::N, A, SpOp::N, B, 0.0, C, o), DimensionMismatch);
+  EXPECT_THROW(multiply(ctx, 1.0, SpOp::N, A, SpOp::N, A, 0.0, A, o), InputError);
+  o.algorithm = SpAlgorithm::Cannon;
+  o.layers = 2;
+  EXPECT_THROW(multiply(ctx, 1.0, SpOp::N, A, SpOp::N, A, 0.0, C, o), GridError);
+  o.layers = 0;
+  o.filter_eps = -1;
+  EXPECT_THROW(multiply(ctx, 1.0, SpOp::N, A, SpOp::N, A, 0.0, C, o), InputError);
+  o.filter_eps = 0;
+  // a put pending on one rank only: refused on every rank
+  std::vector<double> v(static_cast<std::size_t>(s[0] * s[0]), 1.0);
+  if (ctx.rank() == p - 1) A.put_block(0, 0, v.data());
+  EXPECT_THROW(multiply(ctx, 1.0, SpOp::N, A, SpOp::N, A, 0.0, C, o), InputError);
+  A.finalize();
+  if (p > 1) {  // a matrix on another grid
+    BlockSparseMatrix<double> D(ctx, Distribution::random(BlockSizes(s), BlockSizes(s), p, 1), "D");
+    if (pr != p) EXPECT_THROW(multiply(ctx, 1.0, SpOp::N, A, SpOp::N, D, 0.0, C, o), GridError);
+  }
+  EXPECT_THROW(parse_sp_algorithm("summa"), InputError);
+}
+
+// The ledger's panel bytes of one multiply against eq. 7 in its exact per-rank form (see
+// spgemm_plan.hpp), computed here from the block patterns: operands already on the plan's
+// images (no conform step), image (m, v) = blocks of process row m (A) with k blocks of image v;
+// bytes of an image or panel = 32 per block + 8 per value; a partial C panel adds a 16-byte
+// header. Cannon: a rank receives every image of its row (column) except the start images it
+// holds at home. rma25d: the LR A and LC B images of each of its V/L ticks not at home; it sends
+// its L - 1 foreign partial panels.
+TEST(Spgemm, PanelBytesMatchEq7) {
+  Context ctx(MPI_COMM_WORLD);
+  const int p = world_size(), me = ctx.rank();
+  unsigned seed = 100;
+  for (auto [pr, pc] : grids(p))
+    for (auto alg : {SpAlgorithm::Cannon, SpAlgorithm::Rma25d})
+      for (int L : layer_choices(alg, pr, pc)) {
+        std::mt19937 rng(seed++);
+        int V = std::lcm(pr, pc);
+        int lr = 1, lc = 1;
+        if (alg == SpAlgorithm::Rma25d) {
+          V = std::lcm(V, L);
+          if (pr == pc) lr = lc = static_cast<int>(std::lround(std::sqrt(L)));
+          else if (pr > pc) lr = L;
+          else lc = L;
+        }
+        const int a = V / pc, b = V / pr, sr = pr / lr, sc = pc / lc;
+        auto ms = random_sizes(rng, 7), ks = random_sizes(rng, 9), ns = random_sizes(rng, 6);
+        auto dc = Distribution::random(BlockSizes(ms), BlockSizes(ns), pr, pc, rng());
+        std::vector<int> acol(ks.size()), brow(ks.size()), img(ks.size());
+        for (std::size_t k = 0; k < ks.size(); ++k) {
+          int v = static_cast<int>(rng() % static_cast<unsigned>(V));
+          acol[k] = v / a;
+          brow[k] = v / b;
+          img[k] = std::max(acol[k] * a, brow[k] * b);  // the documented first common image
+        }
+        Distribution da(BlockSizes(ms), BlockSizes(ks), pr, pc, dc.row_dist(), acol);
+        Distribution db(BlockSizes(ks), BlockSizes(ns), pr, pc, brow, dc.col_dist());
+        BlockSparseMatrix<double> A(ctx, da, "A"), B(ctx, db, "B"), C(ctx, dc, "C");
+        DenseRef ra = fill_random(A, rng, 0.5, p), rb = fill_random(B, rng, 0.5, p);
+        SpMultiplyOptions o;
+        o.algorithm = alg;
+        o.layers = L;
+        auto rep = multiply(ctx, 1.0, SpOp::N, A, SpOp::N, B, 0.0, C, o);
+        EXPECT_EQ(rep.conform.recv + rep.conform.sent, 0);
+
+        auto bsz = [](int r, int c) { return static_cast<std::int64_t>(r) * c; };
+        auto s_a = [&](int m, int v) {
+          std::int64_t s = 0;
+          for (int r = 0; r < static_cast<int>(ms.size()); ++r)
+            for (int k = 0; k < static_cast<int>(ks.size()); ++k)
+              if (dc.row_owner(r) == m && img[static_cast<std::size_t>(k)] == v && ra.has(r, k))
+                s += 32 + 8 * bsz(ms[static_cast<std::size_t>(r)], ks[static_cast<std::size_t>(k)]);
+          return s;
+        };
+        auto s_b = [&](int v, int n) {
+          std::int64_t s = 0;
+          for (int k = 0; k < static_cast<int>(ks.size()); ++k)
+            for (int c = 0; c < static_cast<int>(ns.size()); ++c)
+              if (dc.col_owner(c) == n && img[static_cast<std::size_t>(k)] == v && rb.has(k, c))
+                s += 32 + 8 * bsz(ks[static_cast<std::size_t>(k)], ns[static_cast<std::size_t>(c)]);
+          return s;
+        };
+        const int i = me / pc, j = me % pc;
+        std::int64_t ea = 0, eb = 0, ec = 0;
+        if (alg == SpAlgorithm::Cannon) {
+          for (int v = 0; v < V; ++v) ea += s_a(i, v), eb += s_b(v, j);
+          for (int q = 0; q < a; ++q) {
+            int w = (j * a + i * b + q) % V;
+            if (w / a == j) ea -= s_a(i, w);
+          }
+          for (int q = 0; q < b; ++q) {
+            int w = (j * a + i * b + q) % V;
+            if (w / b == i) eb -= s_b(w, j);
+          }
+        } else {
+          const int ii = i % sr, jj = j % sc, l = (j / sc) * lr + i / sr;
+          std::vector<int> mine;
+          for (int s = 0; s < V / L; ++s) mine.push_back((ii * b + jj * a + l + L * s) % V);
+          for (int v : mine) {
+            for (int x = 0; x < lr; ++x)
+              if (x * sr + ii != i || v / a != j) ea += s_a(x * sr + ii, v);
+            for (int y = 0; y < lc; ++y)
+              if (v / b != i || y * sc + jj != j) eb += s_b(v, y * sc + jj);
+          }
+          for (int x = 0; x < lr; ++x)
+            for (int y = 0; y < lc; ++y) {
+              int m = x * sr + ii, n = y * sc + jj;
+              if (m == i && n == j) continue;
+              ec += 16;
+              for (int r = 0; r < static_cast<int>(ms.size()); ++r)
+                for (int c = 0; c < static_cast<int>(ns.size()); ++c) {
+                  if (dc.row_owner(r) != m || dc.col_owner(c) != n) continue;
+                  bool any = false;
+                  for (int k = 0; k < static_cast<int>(ks.size()) && !any; ++k)
+                    any = ra.has(r, k) && rb.has(k, c) &&
+                          std::find(mine.begin(), mine.end(), img[static_cast<std::size_t>(k)]) != mine.end();
+                  if (any) ec += 32 + 8 * bsz(ms[static_cast<std::size_t>(r)], ns[static_cast<std::size_t>(c)]);
+                }
+            }
+        }
+        EXPECT_EQ(rep.a_panels.recv, ea) << to_string(alg) << " L=" << L << " " << pr << "x" << pc << " rank " << me;
+        EXPECT_EQ(rep.b_panels.recv, eb) << to_string(alg) << " L=" << L << " " << pr << "x" << pc << " rank " << me;
+        EXPECT_EQ(rep.c_panels.sent, ec) << to_string(alg) << " L=" << L << " " << pr << "x" << pc << " rank " << me;
+        std::int64_t moved = ea + eb + ec;  // the check is not vacuous
+        MPI_Allreduce(MPI_IN_PLACE, &moved, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+        if (p > 1) EXPECT_GT(moved, 0);
+        if (L > 1) {
+          std::int64_t c = ec;
+          MPI_Allreduce(MPI_IN_PLACE, &c, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+          EXPECT_GT(c, 0);
+        }
+      }
+}
+
+// rma25d's windows are kept in the caller's cache: created once, reused while the panels fit,
+// re-created when one rank's panels grow; results stay exact throughout.
+TEST(Spgemm, WindowCacheReusedAndGrown) {
+  Context ctx(MPI_COMM_WORLD);
+  auto [pr, pc] = Distribution::default_grid(world_size());
+  SpMultiplyCache cache;
+  std::mt19937 rng(8);
+  auto s = random_sizes(rng, 6);
+  auto d = Distribution::random(BlockSizes(s), BlockSizes(s), pr, pc, 3);
+  SpMultiplyOptions o;
+  o.algorithm = SpAlgorithm::Rma25d;
+  BlockSparseMatrix<double> A0(ctx, d, "A");
+  fill_random(A0, rng, 0.3, world_size());
+  for (int round = 0; round < 3; ++round) {
+    BlockSparseMatrix<double> A = A0, C(ctx, d, "C");
+    if (round == 2) fill_random(A, rng, 1.0, world_size());
+    auto a = dense_of(ctx, A);
+    int n = static_cast<int>(A.rows());
+    std::vector<double> want(a.size(), 0.0);
+    ref_gemm('N', 'N', n, n, n, 1.0, a.data(), n, a.data(), n, 0.0, want.data(), n);
+    auto rep = multiply(ctx, 1.0, SpOp::N, A, SpOp::N, A, 0.0, C, o, &cache);
+    double scale = 1;
+    for (double x : want) scale = std::max(scale, std::abs(x));
+    EXPECT_LE(max_abs_diff(dense_of(ctx, C), want) / scale, 1e-12);
+    if (round == 0) EXPECT_TRUE(rep.windows_created);
+    if (round == 1) EXPECT_FALSE(rep.windows_created);  // same panels: reused
+    SpMultiplyOptions oc;  // Cannon through the same cache (its grid communicators)
+    BlockSparseMatrix<double> C2(ctx, d, "C2");
+    multiply(ctx, 1.0, SpOp::N, A, SpOp::N, A, 0.0, C2, oc, &cache);
+    EXPECT_LE(max_abs_diff(dense_of(ctx, C2), want) / scale, 1e-12);
+  }
+  EXPECT_EQ(cache.creations(), 2);  // the dense third round outgrew the windows
+}

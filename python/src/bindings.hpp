@@ -65,6 +65,8 @@ struct PyContext {
   Context* operator->() const { return ctx.get(); }
 };
 using ContextPtr = std::shared_ptr<PyContext>;
+/// The Context `h`, or InputError naming `fn` when it is not a tessel.Context.
+ContextPtr context_ptr(py::handle h, const char* fn);
 
 // ---- layouts and matrices ----
 /// The block-cyclic parameters a Layout was made from (ScaLAPACK descriptor terms).

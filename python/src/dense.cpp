@@ -42,6 +42,13 @@ std::optional<Dtype> dtype_of(const py::array& a) {
   return std::nullopt;
 }
 
+ContextPtr context_ptr(py::handle h, const char* fn) {
+  if (!py::isinstance<PyContext>(h))
+    throw InputError(std::string(fn) + ": ctx must be a tessel.Context, not " +
+                     std::string(py::str(py::type::handle_of(h).attr("__qualname__"))));
+  return h.cast<ContextPtr>();
+}
+
 namespace {
 
 /// Ranks of a Context or an int (for pure layout and plan functions).
@@ -66,11 +73,6 @@ PyDistMatrix& matrix_arg(py::handle h, const char* fn, const char* name) {
   return h.cast<PyDistMatrix&>();
 }
 
-PyContext& context_arg(py::handle h, const char* fn) {
-  if (!py::isinstance<PyContext>(h))
-    throw InputError(std::string(fn) + ": ctx must be a tessel.Context, not " + type_name(h));
-  return h.cast<PyContext&>();
-}
 
 const PyLayout& layout_arg(py::handle h, const char* fn) {
   if (!py::isinstance<PyLayout>(h))
@@ -134,8 +136,9 @@ void copy_in(dense::DistMatrix<T>& x, const py::array& a) {
 }
 
 /// DistMatrix.from_numpy: scatter from root, or each rank's local piece.
-std::unique_ptr<PyDistMatrix> from_numpy(const ContextPtr& cp, py::object array, py::object lay_obj,
+std::unique_ptr<PyDistMatrix> from_numpy(py::object ctx_obj, py::object array, py::object lay_obj,
                                          int root, bool local) {
+  const ContextPtr cp = context_ptr(ctx_obj, "DistMatrix.from_numpy");
   PyContext& c = *cp;
   const char* fn = "DistMatrix.from_numpy";
   PhaseScope ph(c->ledger(), "python/from_numpy");
@@ -196,7 +199,8 @@ std::unique_ptr<PyDistMatrix> from_numpy(const ContextPtr& cp, py::object array,
 }
 
 /// DistMatrix.view: each rank's column-major piece, without a copy.
-std::unique_ptr<PyDistMatrix> view_numpy(const ContextPtr& cp, py::object array, py::object lay_obj) {
+std::unique_ptr<PyDistMatrix> view_numpy(py::object ctx_obj, py::object array, py::object lay_obj) {
+  const ContextPtr cp = context_ptr(ctx_obj, "DistMatrix.view");
   PyContext& c = *cp;
   const char* fn = "DistMatrix.view";
   PhaseScope ph(c->ledger(), "python/view");
@@ -355,8 +359,8 @@ py::tuple multiply(py::object ctx_obj, py::object A_obj, py::object B_obj, py::o
                    const std::string& transb, const std::string& algorithm, double memory_words,
                    double delta, int rounds, bool check_finite) {
   const char* fn = "multiply";
-  PyContext& c = context_arg(ctx_obj, fn);
-  auto cp = ctx_obj.cast<ContextPtr>();
+  const ContextPtr cp = context_ptr(ctx_obj, fn);
+  PyContext& c = *cp;
   PyDistMatrix& A = matrix_arg(A_obj, fn, "A");
   PyDistMatrix& B = matrix_arg(B_obj, fn, "B");
   TESSEL_CHECK(A.dtype() == B.dtype(), InputError, "multiply: A is ", dtype_name(A.dtype()),
@@ -540,7 +544,8 @@ block on process (rsrc, csrc). ctx: a Context or a number of ranks.)doc")
   py::class_<PyDistMatrix>(m, "DistMatrix", R"doc(
 A dense matrix distributed over the ranks of a Context: a Layout and this rank's column-major
 local piece (float64 or complex128), owned, or viewed in a NumPy array (DistMatrix.view).)doc")
-      .def(py::init([](ContextPtr ctx, py::object lay, py::object dtype) {
+      .def(py::init([](py::object ctx_obj, py::object lay, py::object dtype) {
+             const ContextPtr ctx = context_ptr(ctx_obj, "DistMatrix");
              auto d = parse_dtype(dtype);
              TESSEL_CHECK(d.has_value(), InputError, "DistMatrix: dtype ",
                           std::string(py::str(dtype)), " (expected float64 or complex128)");
@@ -560,7 +565,8 @@ Collective. A matrix of `layout` whose local piece IS `array` on each rank (no c
 writeable column-major (Fortran-order, or a column slice of one) float64/complex128 array of
 shape layout.local_shape(rank). The array is kept alive by the matrix.)doc")
       .def_static("read_npy",
-          [](ContextPtr cp, const std::string& path, py::object lay_obj) {
+          [](py::object ctx_obj, const std::string& path, py::object lay_obj) {
+            const ContextPtr cp = context_ptr(ctx_obj, "DistMatrix.read_npy");
             PyContext& c = *cp;
             std::optional<PyLayout> lay;
             if (!lay_obj.is_none()) lay = layout_arg(lay_obj, "DistMatrix.read_npy");

@@ -21,9 +21,7 @@ py::tuple purify(py::object ctx_obj, py::object F_obj, std::int64_t nocc, py::ob
                  const std::string& method, std::optional<double> mu, double tol, int max_iter,
                  const std::string& algorithm, int n_dup, int p, int active_ranks,
                  int replication, const std::string& collectives, py::object on_step) {
-  if (!py::isinstance<PyContext>(ctx_obj))
-    throw InputError("purify: ctx must be a tessel.Context");
-  auto cp = ctx_obj.cast<ContextPtr>();
+  const ContextPtr cp = context_ptr(ctx_obj, "purify");
   PyContext& c = *cp;
   auto matrix = [](py::handle h, const char* name) -> PyDistMatrix& {
     if (!py::isinstance<PyDistMatrix>(h))

@@ -109,7 +109,8 @@ square pr x pc = ranks, pr <= pc.)doc")
   py::class_<PySparse>(m, "BlockSparseMatrix", R"doc(
 A distributed block-sparse matrix of float64 (DBCSR's storage): per-rank block-CSR of the
 blocks it owns. Blocks are put on any rank and moved to their owners by finalize().)doc")
-      .def(py::init([](ContextPtr ctx, const Distribution& dist, const std::string& name) {
+      .def(py::init([](py::object ctx_obj, const Distribution& dist, const std::string& name) {
+             const ContextPtr ctx = context_ptr(ctx_obj, "BlockSparseMatrix");
              auto out = std::make_unique<PySparse>();
              out->ctx = ctx;
              out->m = BlockSparseMatrix<double>(**ctx, dist, name);

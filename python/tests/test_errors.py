@@ -160,3 +160,11 @@ def test_agree_carries_python_errors(ctx):
         if ctx.rank == 0:
             raise tessel.DimensionMismatch("rank 0 disagrees")
     raises_everywhere(ctx, tessel.DimensionMismatch, lambda: ctx.agree(dim), match="rank 0 disagrees")
+
+
+def test_not_a_context(ctx):
+    for call in (lambda: tessel.DistMatrix.from_numpy(MPI.COMM_WORLD, np.ones((2, 2))),
+                 lambda: tessel.DistMatrix(None, tessel.Layout.default(ctx, 2, 2)),
+                 lambda: tessel.DistMatrix.read_npy("ctx", "x.npy"),
+                 lambda: tessel.purify(1, None, 1)):
+        raises_everywhere(ctx, tessel.InputError, call, match="ctx must be a tessel.Context")

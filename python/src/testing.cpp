@@ -36,6 +36,22 @@ void bind_testing(py::module_& m) {
         py::arg("nprow"), py::arg("npcol"), py::arg("transa") = "N", py::arg("transb") = "N",
         py::arg("algorithm") = "auto",
         "Collective. A multiply of zero block-cyclic matrices in C++ alone; this rank's raw ledger.");
+  t.def("multiply_raw",
+        [](py::object ctx_obj, PyDistMatrix& A, PyDistMatrix& B, PyDistMatrix& C,
+           const std::string& transa, const std::string& transb, const std::string& algorithm) {
+          const ContextPtr cp = context_ptr(ctx_obj, "multiply_raw");
+          TESSEL_CHECK(A.dtype() == Dtype::F64 && B.dtype() == Dtype::F64 && C.dtype() == Dtype::F64,
+                       InputError, "multiply_raw: float64 only");
+          dense::MultiplyOptions opt;
+          opt.algorithm = dense::parse_algorithm(algorithm);
+          const auto opa = dense::parse_op(transa), opb = dense::parse_op(transb);
+          py::gil_scoped_release nogil;
+          dense::multiply(**cp, 1.0, opa, A.as<double>(), opb, B.as<double>(), 0.0, C.as<double>(), opt);
+        },
+        py::arg("ctx"), py::arg("A"), py::arg("B"), py::arg("C"), py::arg("transa") = "N",
+        py::arg("transb") = "N", py::arg("algorithm") = "auto",
+        "Collective. C = A B through dense::multiply with nothing around it (no checks of the "
+        "Python layer, no report): the baseline of bench/python_overhead.py.");
 }
 
 }  // namespace tessel::python

@@ -146,6 +146,8 @@ std::unique_ptr<PyDistMatrix> from_numpy(py::object ctx_obj, py::object array, p
   if (!lay_obj.is_none()) lay = layout_arg(lay_obj, fn);
   if (local) {
     TESSEL_CHECK(lay.has_value(), InputError, fn, ": local=True needs the layout of the pieces");
+    TESSEL_CHECK(lay->lay.comm_size() == c->size(), LayoutMismatch, fn, ": layout is for ",
+                 lay->lay.comm_size(), " ranks, the context has ", c->size());
     const int r = c->rank();
     c->agree([&] {
       check_array(array, fn, "the local piece",

@@ -28,6 +28,8 @@ struct PySparse {
 
 int nranks(py::handle h) {
   if (py::isinstance<PyContext>(h)) return h.cast<PyContext&>()->size();
+  if (!py::isinstance<py::int_>(h))
+    throw InputError("Distribution.random: ctx must be a tessel.Context or a number of ranks");
   const auto p = h.cast<long long>();
   TESSEL_CHECK(p >= 1, InputError, "Distribution: nranks = ", p, " (expected >= 1)");
   return static_cast<int>(p);
@@ -190,6 +192,8 @@ naming it on every rank.)doc")
           [](const PySparse& s, py::object lay_obj) {
             auto out = std::make_unique<PyDistMatrix>();
             out->ctx = s.ctx;
+            if (!lay_obj.is_none() && !py::isinstance<PyLayout>(lay_obj))
+              throw InputError("BlockSparseMatrix.to_dense: layout must be a tessel.Layout or None");
             out->layout = lay_obj.is_none() ? default_layout(s.m.rows(), s.m.cols(), (*s.ctx)->size())
                                             : lay_obj.cast<PyLayout>();
             py::gil_scoped_release nogil;

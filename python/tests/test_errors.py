@@ -50,6 +50,13 @@ def test_from_numpy_bad_arrays(ctx):
                       match="5 x 4 but the layout is 5 x 5")
     raises_everywhere(ctx, tessel.InputError, lambda: fn(ctx, np.ones((2, 2)), root=ctx.size), match="root")
     raises_everywhere(ctx, tessel.InputError, lambda: fn(ctx, np.ones((5, 5)), layout="5x5"), match="tessel.Layout")
+    other = tessel.Layout.block_cyclic(ctx.size + 1, 5, 5, 2, 2)
+    raises_everywhere(ctx, tessel.LayoutMismatch, lambda: fn(ctx, on_root(ctx, np.ones((5, 5))), layout=other),
+                      match="ranks")
+    raises_everywhere(ctx, tessel.LayoutMismatch, lambda: fn(ctx, np.ones((1, 1)), layout=other, local=True),
+                      match="ranks")
+    raises_everywhere(ctx, tessel.LayoutMismatch, lambda: tessel.DistMatrix.view(ctx, np.ones((1, 1)), other),
+                      match="ranks")
 
 
 def test_local_pieces_wrong_on_one_rank(ctx):

@@ -108,6 +108,8 @@ def test_sparse_bad_arguments(ctx):
     A.finalize()  # nothing pending any more
     raises_everywhere(ctx, tessel.InputError, lambda: tessel.Distribution(SIZES, SIZES, (1, 1), [0] * 6, [0] * 7))
     raises_everywhere(ctx, tessel.InputError, lambda: tessel.Distribution.random(ctx, [2, 0, 1]))
+    raises_everywhere(ctx, tessel.InputError, lambda: tessel.Distribution.random("4", [2, 1]), match="number of ranks")
+    raises_everywhere(ctx, tessel.InputError, lambda: A.to_dense("layout"), match="tessel.Layout")
     raises_everywhere(ctx, tessel.DimensionMismatch,
                       lambda: tessel.BlockSparseMatrix.from_scipy(ctx, on_root(ctx, sp.eye(15, format="csr")),
                                                                   row_sizes=SIZES), match="15 x 15")

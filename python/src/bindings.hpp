@@ -55,6 +55,24 @@ void call_python(const std::string& where, F&& f) {
   }
 }
 
+/// Collective: Context::agree over f, where any exception f throws — a Python one, a pybind11
+/// cast error, any std::exception — reaches every rank as a tessel::Error kind (not only the
+/// tessel::Error kinds agree() itself carries), so no rank is left waiting.
+template <class F>
+void agree_py(const Context& ctx, const std::string& where, F&& f) {
+  ctx.agree([&] {
+    try {
+      f();
+    } catch (const Error&) {
+      throw;
+    } catch (py::error_already_set& e) {
+      rethrow_python(e, where);
+    } catch (const std::exception& e) {
+      throw Error(where + ": " + e.what());
+    }
+  });
+}
+
 // ---- the Context ----
 /// tessel.Context: the library Context (a duplicate of the user's communicator and its ledger)
 /// and the mpi4py communicator it was made from.

@@ -102,7 +102,7 @@ holds them (recv_bytes, sent_bytes, p2p_*, coll_*, rma_*, shm_*).)doc")
            "Not collective. Forgets every phase of this rank's ledger.")
       .def("agree",
            [](PyContext& c, const py::function& check) {
-             c->agree([&] { call_python("agree: check", [&] { check(); }); });
+             agree_py(*c, "agree: check", [&] { check(); });
            },
            py::arg("check"), R"doc(
 Collective. Runs check() on every rank; if it raises on any rank, every rank raises the same

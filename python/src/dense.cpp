@@ -36,9 +36,16 @@ PyLayout default_layout(std::int64_t m, std::int64_t n, int nranks) {
 
 const char* dtype_name(Dtype d) { return d == Dtype::F64 ? "float64" : "complex128"; }
 
+namespace {
+/// NumPy's own test of dtype equivalence (native byte order float64 / complex128).
+bool same_dtype(const py::dtype& a, const py::dtype& b) {
+  return py::detail::npy_api::get().PyArray_EquivTypes_(a.ptr(), b.ptr());
+}
+}  // namespace
+
 std::optional<Dtype> dtype_of(const py::array& a) {
-  if (a.dtype().is(py::dtype::of<double>())) return Dtype::F64;
-  if (a.dtype().is(py::dtype::of<cplx>())) return Dtype::C128;
+  if (same_dtype(a.dtype(), py::dtype::of<double>())) return Dtype::F64;
+  if (same_dtype(a.dtype(), py::dtype::of<cplx>())) return Dtype::C128;
   return std::nullopt;
 }
 
@@ -81,9 +88,14 @@ const PyLayout& layout_arg(py::handle h, const char* fn) {
 }
 
 std::optional<Dtype> parse_dtype(py::handle h) {
-  py::dtype d = py::dtype::from_args(py::reinterpret_borrow<py::object>(h));
-  if (d.is(py::dtype::of<double>())) return Dtype::F64;
-  if (d.is(py::dtype::of<cplx>())) return Dtype::C128;
+  py::dtype d;
+  try {
+    d = py::dtype::from_args(py::reinterpret_borrow<py::object>(h));
+  } catch (py::error_already_set&) {
+    return std::nullopt;
+  }
+  if (same_dtype(d, py::dtype::of<double>())) return Dtype::F64;
+  if (same_dtype(d, py::dtype::of<cplx>())) return Dtype::C128;
   return std::nullopt;
 }
 
@@ -149,7 +161,7 @@ std::unique_ptr<PyDistMatrix> from_numpy(py::object ctx_obj, py::object array, p
     TESSEL_CHECK(lay->lay.comm_size() == c->size(), LayoutMismatch, fn, ": layout is for ",
                  lay->lay.comm_size(), " ranks, the context has ", c->size());
     const int r = c->rank();
-    c->agree([&] {
+    agree_py(*c, fn, [&] {
       check_array(array, fn, "the local piece",
                   std::make_pair(lay->lay.local_rows(r), lay->lay.local_cols(r)));
     });
@@ -161,15 +173,18 @@ std::unique_ptr<PyDistMatrix> from_numpy(py::object ctx_obj, py::object array, p
   }
   TESSEL_CHECK(root >= 0 && root < c->size(), InputError, fn, ": root = ", root, " (expected 0 .. ",
                c->size() - 1, ")");
-  c->agree([&] {
+  py::array full;  // root: the array in column-major order (a copy only when it is not)
+  agree_py(*c, fn, [&] {
     if (c->rank() != root) return;
     check_array(array, fn, "array");
-    if (lay) {
-      auto a = py::reinterpret_borrow<py::array>(array);
+    auto a = py::reinterpret_borrow<py::array>(array);
+    if (lay)
       TESSEL_CHECK(a.shape(0) == lay->lay.rows() && a.shape(1) == lay->lay.cols(), DimensionMismatch,
                    fn, ": array is ", a.shape(0), " x ", a.shape(1), " but the layout is ",
                    lay->lay.rows(), " x ", lay->lay.cols());
-    }
+    if (*dtype_of(a) == Dtype::F64) full = py::array_t<double, py::array::f_style>::ensure(a);
+    else full = py::array_t<cplx, py::array::f_style>::ensure(a);
+    if (!full) throw py::error_already_set();
   });
   // Root tells the others the dtype and shape.
   std::int64_t head[3] = {0, 0, 0};
@@ -189,9 +204,7 @@ std::unique_ptr<PyDistMatrix> from_numpy(py::object ctx_obj, py::object array, p
   out->layout = *lay;
   auto scatter = [&](auto tag) {
     using T = decltype(tag);
-    py::array_t<T, py::array::f_style> f;
-    if (c->rank() == root) f = py::array_t<T, py::array::f_style>::ensure(array);
-    const T* p = c->rank() == root ? f.data() : nullptr;
+    const T* p = c->rank() == root ? static_cast<const T*>(full.data()) : nullptr;
     py::gil_scoped_release nogil;
     out->m = dense::scatter<T>(*c, p, lay->lay, root);
   };
@@ -212,7 +225,7 @@ std::unique_ptr<PyDistMatrix> view_numpy(py::object ctx_obj, py::object array, p
   const int r = c->rank();
   const std::int64_t lr = lay.lay.local_rows(r), lc = lay.lay.local_cols(r);
   std::int64_t ld = std::max<std::int64_t>(1, lr);
-  c->agree([&] {
+  agree_py(*c, fn, [&] {
     check_array(array, fn, "the local piece", std::make_pair(lr, lc));
     auto a = py::reinterpret_borrow<py::array>(array);
     const auto item = static_cast<std::int64_t>(a.itemsize());

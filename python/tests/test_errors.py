@@ -42,6 +42,8 @@ def test_from_numpy_bad_arrays(ctx):
                       match="dtype int64")
     raises_everywhere(ctx, tessel.InputError, lambda: fn(ctx, on_root(ctx, np.ones((3, 3), dtype=np.float32))),
                       match="dtype float32")
+    raises_everywhere(ctx, tessel.InputError, lambda: fn(ctx, on_root(ctx, np.ones((3, 3), dtype=">f8"))),
+                      match="dtype >f8")
     raises_everywhere(ctx, tessel.InputError, lambda: fn(ctx, on_root(ctx, [[1.0, 2.0]])), match="NumPy array")
     raises_everywhere(ctx, tessel.DimensionMismatch, lambda: fn(ctx, on_root(ctx, np.ones((2, 2, 2)))),
                       match="3 dimensions")
@@ -118,6 +120,8 @@ def test_layout_and_matrix_bad_arguments(ctx):
                       lambda: tessel.DistMatrix(ctx, tessel.Layout.default(ctx.size + 1, 4, 4)), match="ranks")
     raises_everywhere(ctx, tessel.InputError,
                       lambda: tessel.DistMatrix(ctx, tessel.Layout.default(ctx, 4, 4), dtype="int32"), match="dtype")
+    raises_everywhere(ctx, tessel.InputError,
+                      lambda: tessel.DistMatrix(ctx, tessel.Layout.default(ctx, 4, 4), dtype="no such type"), match="dtype")
     raises_everywhere(ctx, tessel.InputError,
                       lambda: tessel.Layout.from_descriptor(ctx, [2, 0, 4, 4, 2, 2, 0, 0, 4], (1, 1)), match="DTYPE")
     raises_everywhere(ctx, tessel.LayoutMismatch,

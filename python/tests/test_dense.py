@@ -139,3 +139,27 @@ def test_npy_round_trip_and_redistribute(ctx, tmp_path_factory):
     assert z.local.shape == ((12, 10) if ctx.rank == ctx.size - 1 else (0, 0))
     if ctx.rank == ctx.size - 1:
         np.testing.assert_array_equal(z.local, A)
+
+
+def test_views_keep_their_owners_alive(ctx):
+    import gc
+    x = tessel.DistMatrix.from_numpy(ctx, on_root(ctx, np.arange(20.0).reshape(5, 4)))
+    loc = x.local
+    del x
+    gc.collect()
+    loc += 1.0  # the matrix lives as long as its .local view
+    lay = tessel.Layout.block_cyclic(ctx, 6, 6, 2, 2)
+    y = tessel.DistMatrix.view(ctx, np.full(lay.local_shape(ctx.rank), 3.0, order="F"), lay)
+    gc.collect()  # the array passed in lives as long as the matrix
+    got = y.to_numpy()
+    if ctx.rank == 0:
+        np.testing.assert_array_equal(got, np.full((6, 6), 3.0))
+
+
+def test_numpy_scalars_and_complex_alpha(ctx):
+    a = np.arange(6.0).reshape(2, 3)
+    x = tessel.DistMatrix.from_numpy(ctx, on_root(ctx, a))
+    C, _ = tessel.multiply(ctx, x, x, transb="T", alpha=np.float64(2.0), beta=np.float32(0))
+    got = C.to_numpy()
+    if ctx.rank == 0:
+        np.testing.assert_allclose(got, 2 * a @ a.T)

@@ -19,8 +19,10 @@ def comm():
     return MPI.COMM_WORLD
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def ctx():
+    # One Context for the whole session: Open MPI's MPI_Comm_dup can take seconds when the
+    # ranks' garbage collectors have freed different communicators (docs/python.md).
     return tessel.Context(MPI.COMM_WORLD)
 
 

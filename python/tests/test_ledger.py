@@ -27,6 +27,7 @@ def test_ledger_equals_cxx(ctx, m, n, k, mb, nb, transa, algorithm):
 
 
 def test_ledger_stats_over_ranks(ctx):
+    ctx.reset_ledger()
     x = tessel.DistMatrix.from_numpy(ctx, np.ones((9, 7)) if ctx.rank == 0 else None)
     tessel.multiply(ctx, x, x, transb="T")
     local = ctx.ledger(local=True)

@@ -52,6 +52,7 @@ PACKAGES=(
   python3 python3-numpy python3-matplotlib
   iproute2 bc
   libxsmm-dev libmetis-dev libdbcsr-dev zlib1g-dev
+  python3-dev python3-pip python3-venv pybind11-dev python3-mpi4py python3-scipy python3-pytest
 )
 
 missing=()
@@ -72,6 +73,23 @@ else
   "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q </dev/null
   "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
     "${missing[@]}" </dev/null
+fi
+
+# ---------------------------------------------------------------- pip (Python package)
+# scikit-build-core builds the `tessel` Python package for `pip install .` (pyproject.toml);
+# Debian 12 has no package of it. Installed for the Debian python3 (/usr/bin/python3, the one
+# with python3-mpi4py) only when it cannot be imported yet. The CMake build below does not
+# need it: it builds the module directly (python/CMakeLists.txt).
+PYTHON=/usr/bin/python3
+if "$PYTHON" -c 'import scikit_build_core' 2>/dev/null; then
+  echo "setup.sh: scikit-build-core already installed for $PYTHON"
+else
+  echo "setup.sh: pip installing scikit-build-core for $PYTHON"
+  PIP_SUDO=()
+  if [ "$(id -u)" -ne 0 ]; then PIP_SUDO=(sudo -n); fi
+  "${PIP_SUDO[@]}" "$PYTHON" -m pip install -q --break-system-packages --no-input \
+    'scikit-build-core>=0.10' </dev/null ||
+    echo "setup.sh: warning: could not pip install scikit-build-core (only 'pip install .' needs it)" >&2
 fi
 
 if [ $DO_BUILD = 0 ]; then
@@ -110,7 +128,8 @@ if [ -f "$cache" ]; then
 fi
 
 echo "setup.sh: configuring $BUILD_DIR for $MPI"
-cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja "${mpi_args[@]}"
+# The Python package (python/) is built for the Debian python3 that has mpi4py and NumPy.
+cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja "${mpi_args[@]}" -DPython3_EXECUTABLE="$PYTHON"
 echo "setup.sh: building $BUILD_DIR"
 cmake --build "$BUILD_DIR" --parallel "$(nproc)"
 

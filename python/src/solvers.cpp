@@ -1,0 +1,107 @@
+// tessel.purify: the density matrix of a Fock matrix, with a Python per-step callback.
+#include "bindings.hpp"
+#include "tessel/comm/p2p_coll.hpp"
+#include "tessel/solvers/purify.hpp"
+
+namespace tessel::python {
+
+namespace {
+
+py::dict step_dict(const solvers::PurifyStep& s) {
+  py::dict d;
+  d["iteration"] = s.iteration;
+  d["idempotency_error"] = s.idempotency_error;
+  d["trace"] = s.trace;
+  d["band_energy"] = s.band_energy;
+  d["seconds"] = s.seconds;
+  return d;
+}
+
+py::tuple purify(py::object ctx_obj, py::object F_obj, std::int64_t nocc, py::object S_obj,
+                 const std::string& method, std::optional<double> mu, double tol, int max_iter,
+                 const std::string& algorithm, int n_dup, int p, int active_ranks,
+                 int replication, const std::string& collectives, py::object on_step) {
+  const ContextPtr cp = context_ptr(ctx_obj, "purify");
+  PyContext& c = *cp;
+  auto matrix = [](py::handle h, const char* name) -> PyDistMatrix& {
+    if (!py::isinstance<PyDistMatrix>(h))
+      throw InputError(std::string("purify: ") + name + " must be a tessel.DistMatrix");
+    auto& x = h.cast<PyDistMatrix&>();
+    TESSEL_CHECK(x.dtype() == Dtype::F64, InputError, "purify: ", name,
+                 " is complex128 (expected a real symmetric float64 matrix)");
+    return x;
+  };
+  PyDistMatrix& F = matrix(F_obj, "F");
+  PyDistMatrix* S = S_obj.is_none() ? nullptr : &matrix(S_obj, "S");
+  TESSEL_CHECK(F.ctx.get() == &c && (!S || S->ctx.get() == &c), InputError,
+               "purify: a matrix belongs to another tessel.Context than ctx");
+  TESSEL_CHECK(on_step.is_none() || PyCallable_Check(on_step.ptr()), InputError,
+               "purify: on_step must be callable or None");
+  solvers::PurifyOptions opt;
+  opt.method = solvers::parse_purify_method(method);
+  opt.mu = mu;
+  opt.tol = tol;
+  opt.max_iter = max_iter;
+  opt.ssc.algorithm = dense::parse_ssc_algorithm(algorithm);
+  opt.ssc.n_dup = n_dup;
+  opt.ssc.p = p;
+  opt.ssc.active_ranks = active_ranks;
+  opt.ssc.replication = replication;
+  opt.ssc.collectives = comm::parse_coll_impl(collectives);
+  if (!on_step.is_none()) {
+    // Runs on the active ranks with the GIL released around it; a Python exception becomes a
+    // tessel::Error, which purify holds and agrees: every rank raises, none waits.
+    opt.on_step = [&on_step](const solvers::PurifyStep& s) {
+      py::gil_scoped_acquire gil;
+      call_python("purify: on_step", [&] { on_step(step_dict(s)); });
+    };
+  }
+  solvers::PurifyResult r;
+  {
+    py::gil_scoped_release nogil;
+    if (S) r = solvers::purify(*c, F.as<double>(), S->as<double>(), nocc, opt);
+    else r = solvers::purify(*c, F.as<double>(), nocc, opt);
+  }
+  py::dict res;
+  res["iterations"] = r.iterations;
+  res["idempotency_error"] = r.idempotency_error;
+  res["trace_error"] = r.trace_error;
+  res["band_energy"] = r.band_energy;
+  res["p"] = r.p;
+  res["n_dup"] = r.n_dup;
+  res["mesh"] = r.mesh;
+  res["method"] = solvers::to_string(r.method);
+  res["seconds"] = r.seconds;
+  res["ssc_seconds"] = r.ssc_seconds;
+  res["flops"] = r.flops;
+  res["ns_iterations"] = r.ns_iterations;
+  res["ns_seconds"] = r.ns_seconds;
+  auto D = std::make_unique<PyDistMatrix>();
+  D->ctx = cp;
+  D->layout = F.layout;
+  D->m = std::move(r.D);
+  return py::make_tuple(py::cast(std::move(D)), res);
+}
+
+}  // namespace
+
+void bind_solvers(py::module_& m) {
+  m.def("purify", &purify, py::arg("ctx"), py::arg("F"), py::arg("nocc"), py::arg("S") = py::none(),
+        py::arg("method") = "canonical", py::arg("mu") = py::none(), py::arg("tol") = 1e-11,
+        py::arg("max_iter") = 200, py::arg("algorithm") = "5", py::arg("n_dup") = 0,
+        py::arg("p") = 0, py::arg("active_ranks") = 0, py::arg("replication") = 0,
+        py::arg("collectives") = "mpi", py::arg("on_step") = py::none(), R"doc(
+Collective. The density matrix D of the symmetric float64 Fock matrix F with `nocc` occupied
+states, by purification around SymmSquareCube (seed 000); returns (D, result) with D in F's
+layout. S: the overlap for a non-orthogonal basis (D = Z D' Z, Z = S^-1/2 by Newton-Schulz).
+method: "canonical", "mcweeny" (needs mu inside the gap), "trs2", "trs4"; algorithm: "3", "4",
+"5", "2.5d"; n_dup (0 = auto), p (mesh edge, 0 = auto), active_ranks, replication,
+collectives ("mpi" or "p2p") as `tessel purify`.
+on_step(step) is called after every iteration on the active ranks (context rank 0 is always
+one) with a dict {iteration, idempotency_error, trace, band_energy, seconds}; an exception it
+raises stops the iteration and is raised as tessel.Error on every rank.
+result: iterations, idempotency_error, trace_error, band_energy, p, n_dup, mesh, method,
+seconds, ssc_seconds, flops, ns_iterations, ns_seconds.)doc");
+}
+
+}  // namespace tessel::python

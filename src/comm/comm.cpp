@@ -6,6 +6,8 @@
 #include <thread>
 #include <utility>
 
+#include "trace_hooks.hpp"
+
 namespace tessel::comm {
 
 void pcontrol(int level) { MPI_Pcontrol(level); }
@@ -215,7 +217,9 @@ static int checked_count(std::int64_t count, const char* what) {
 void Comm::isend_bytes(const void* buf, std::int64_t count, MPI_Datatype t, std::size_t sz,
                        int dest, int tag, RequestSet& rs) const {
   int c = checked_count(count, "isend");
-  check_mpi(MPI_Isend(buf, c, t, dest, tag, comm_, rs.add()), "MPI_Isend");
+  Tracer* tr = dest != MPI_PROC_NULL ? tracer_of(ledger_) : nullptr;
+  MPI_Request* slot = trace::add(rs, tr, "p2p_send", dest, count * static_cast<std::int64_t>(sz));
+  check_mpi(MPI_Isend(buf, c, t, dest, tag, comm_, slot), "MPI_Isend");
   if (auto* k = counts(); k && dest != MPI_PROC_NULL) {
     k->p2p_sent_bytes += count * static_cast<std::int64_t>(sz);
     k->p2p_sent_msgs += 1;
@@ -225,7 +229,9 @@ void Comm::isend_bytes(const void* buf, std::int64_t count, MPI_Datatype t, std:
 void Comm::irecv_bytes(void* buf, std::int64_t count, MPI_Datatype t, std::size_t sz, int src,
                        int tag, RequestSet& rs) const {
   int c = checked_count(count, "irecv");
-  check_mpi(MPI_Irecv(buf, c, t, src, tag, comm_, rs.add()), "MPI_Irecv");
+  Tracer* tr = src != MPI_PROC_NULL ? tracer_of(ledger_) : nullptr;
+  MPI_Request* slot = trace::add(rs, tr, "p2p_recv", src, count * static_cast<std::int64_t>(sz));
+  check_mpi(MPI_Irecv(buf, c, t, src, tag, comm_, slot), "MPI_Irecv");
   if (auto* k = counts(); k && src != MPI_PROC_NULL) {
     k->p2p_recv_bytes += count * static_cast<std::int64_t>(sz);
     k->p2p_recv_msgs += 1;
@@ -233,33 +239,44 @@ void Comm::irecv_bytes(void* buf, std::int64_t count, MPI_Datatype t, std::size_
 }
 
 void Comm::allreduce_raw(void* buf, int count, MPI_Datatype t, std::size_t sz, MPI_Op op) const {
+  const double t0 = trace::begin(tracer_of(ledger_));
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, buf, count, t, op, comm_), "MPI_Allreduce");
   if (auto* k = counts()) {
     k->coll_bytes += static_cast<std::int64_t>(count) * sz;
     k->coll_calls += 1;
   }
+  if (Tracer* tr = tracer_of(ledger_))
+    tr->transfer_since("coll", -1, static_cast<std::int64_t>(count) * sz, t0);
 }
 
 void Comm::bcast_raw(void* buf, int count, MPI_Datatype t, std::size_t sz, int root) const {
+  const double t0 = trace::begin(tracer_of(ledger_));
   check_mpi(MPI_Bcast(buf, count, t, root, comm_), "MPI_Bcast");
   if (auto* k = counts()) {
     k->coll_bytes += static_cast<std::int64_t>(count) * sz;
     k->coll_calls += 1;
   }
+  if (Tracer* tr = tracer_of(ledger_))
+    tr->transfer_since("coll", -1, static_cast<std::int64_t>(count) * sz, t0);
 }
 
 void Comm::allgather_raw(const void* send, int count, void* recv, MPI_Datatype t,
                          std::size_t sz) const {
+  const double t0 = trace::begin(tracer_of(ledger_));
   check_mpi(MPI_Allgather(send, count, t, recv, count, t, comm_), "MPI_Allgather");
   if (auto* k = counts()) {
     k->coll_bytes += static_cast<std::int64_t>(count) * sz * size_;  // own + (p-1) received
     k->coll_calls += 1;
   }
+  if (Tracer* tr = tracer_of(ledger_))
+    tr->transfer_since("coll", -1, static_cast<std::int64_t>(count) * sz * size_, t0);
 }
 
 void Comm::barrier() const {
+  const double t0 = trace::begin(tracer_of(ledger_));
   check_mpi(MPI_Barrier(comm_), "MPI_Barrier");
   if (auto* k = counts()) k->coll_calls += 1;
+  if (Tracer* tr = tracer_of(ledger_)) tr->transfer_since("coll", -1, 0, t0);
 }
 
 }  // namespace tessel::comm

@@ -3,6 +3,8 @@
 #include <climits>
 #include <thread>
 
+#include "trace_hooks.hpp"
+
 namespace tessel::comm {
 
 Part split_part(std::int64_t count, int n, int c, std::int64_t unit) {
@@ -35,7 +37,7 @@ Pending ibcast_raw(const Comm& c, void* buf, std::int64_t count, MPI_Datatype t,
                    std::size_t sz, int root, RequestSet& rs) {
   int n = nb_count(count, "ibcast");
   Pending tok = RequestSet::make_pending();
-  check_mpi(MPI_Ibcast(buf, n, t, root, c.raw(), rs.add(tok)), "MPI_Ibcast");
+  check_mpi(MPI_Ibcast(buf, n, t, root, c.raw(), trace::add(rs, tok, tracer_of(c.ledger()), "coll", -1, count * static_cast<std::int64_t>(sz))), "MPI_Ibcast");
   if (auto* l = c.ledger()) {
     auto& k = l->now();
     k.coll_bytes += count * static_cast<std::int64_t>(sz);
@@ -48,7 +50,8 @@ Pending ireduce_raw(const Comm& c, const void* send, void* recv, std::int64_t co
                     MPI_Datatype t, std::size_t sz, MPI_Op op, int root, RequestSet& rs) {
   int n = nb_count(count, "ireduce");
   Pending tok = RequestSet::make_pending();
-  check_mpi(MPI_Ireduce(send, recv, n, t, op, root, c.raw(), rs.add(tok)), "MPI_Ireduce");
+  check_mpi(MPI_Ireduce(send, recv, n, t, op, root, c.raw(),
+                        trace::add(rs, tok, tracer_of(c.ledger()), "coll", -1, count * static_cast<std::int64_t>(sz))), "MPI_Ireduce");
   if (auto* l = c.ledger()) {
     auto& k = l->now();
     k.coll_bytes += count * static_cast<std::int64_t>(sz);
@@ -61,7 +64,8 @@ Pending iallreduce_raw(const Comm& c, const void* send, void* recv, std::int64_t
                        MPI_Datatype t, std::size_t sz, MPI_Op op, RequestSet& rs) {
   int n = nb_count(count, "iallreduce");
   Pending tok = RequestSet::make_pending();
-  check_mpi(MPI_Iallreduce(send, recv, n, t, op, c.raw(), rs.add(tok)), "MPI_Iallreduce");
+  check_mpi(MPI_Iallreduce(send, recv, n, t, op, c.raw(),
+                           trace::add(rs, tok, tracer_of(c.ledger()), "coll", -1, count * static_cast<std::int64_t>(sz))), "MPI_Iallreduce");
   if (auto* l = c.ledger()) {
     auto& k = l->now();
     k.coll_bytes += count * static_cast<std::int64_t>(sz);

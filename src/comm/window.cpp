@@ -7,6 +7,7 @@
 
 #include "tessel/core/context.hpp"
 #include "tessel/core/error.hpp"
+#include "trace_hooks.hpp"
 
 namespace tessel::comm {
 
@@ -200,7 +201,9 @@ void WindowBase::rget_bytes(void* origin, std::int64_t count, MPI_Datatype t, st
                "passive-target epoch)");
   if (!check_access("rget", target, offset, count)) return;
   const int c = static_cast<int>(count);
-  check_mpi(MPI_Rget(origin, c, t, target, static_cast<MPI_Aint>(offset), c, t, win_, rs.add()),
+  MPI_Request* slot = trace::add(rs, tracer_of(ledger_), "rma_get", target,
+                                 count * static_cast<std::int64_t>(sz));
+  check_mpi(MPI_Rget(origin, c, t, target, static_cast<MPI_Aint>(offset), c, t, win_, slot),
             "MPI_Rget");
   if (auto* k = counts()) {
     k->rma_get_bytes += count * static_cast<std::int64_t>(sz);
@@ -217,6 +220,8 @@ void WindowBase::put_bytes(const void* origin, std::int64_t count, MPI_Datatype 
     k->rma_put_bytes += count * static_cast<std::int64_t>(sz);
     k->rma_ops += 1;
   }
+  if (Tracer* tr = tracer_of(ledger_))
+    tr->transfer("rma_put", target, count * static_cast<std::int64_t>(sz));
 }
 
 void WindowBase::accumulate_bytes(const void* origin, std::int64_t count, MPI_Datatype t,
@@ -229,6 +234,8 @@ void WindowBase::accumulate_bytes(const void* origin, std::int64_t count, MPI_Da
     k->rma_acc_bytes += count * static_cast<std::int64_t>(sz);
     k->rma_ops += 1;
   }
+  if (Tracer* tr = tracer_of(ledger_))
+    tr->transfer("rma_acc", target, count * static_cast<std::int64_t>(sz));
 }
 
 // ---------------------------------------------------------------- LockAllEpoch

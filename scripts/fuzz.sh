@@ -1,9 +1,10 @@
 #!/bin/bash
 # fuzz.sh — build the libFuzzer targets (tests/fuzz) with clang and run each for a fixed time.
 #
-#   scripts/fuzz.sh [--time S] [--build-dir DIR] [--jobs N] [TARGET...]
+#   scripts/fuzz.sh [--time S | --total S] [--build-dir DIR] [--jobs N] [TARGET...]
 #
 #   --time       seconds per target (default 60; env TESSEL_FUZZ_TIME)
+#   --total      seconds for all targets together, split evenly (at least 5 s each); CI uses it
 #   --build-dir  separate build folder (default build-fuzz), configured with clang,
 #                -DTESSEL_FUZZ=ON (ASan + UBSan + libFuzzer coverage), no tests or benchmarks
 #   TARGET       run only these targets (default: every fuzz_* target built)
@@ -19,15 +20,18 @@ TIME=${TESSEL_FUZZ_TIME:-60}
 BUILD_DIR=build-fuzz
 JOBS=$(nproc)
 TARGETS=()
+TOTAL=0
 die() { echo "fuzz.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case $1 in
     --time) [ $# -ge 2 ] || die "--time needs a value"; TIME=$2; shift 2;;
     --time=*) TIME=${1#--time=}; shift;;
+    --total) [ $# -ge 2 ] || die "--total needs a value"; TOTAL=$2; shift 2;;
+    --total=*) TOTAL=${1#--total=}; shift;;
     --build-dir) [ $# -ge 2 ] || die "--build-dir needs a value"; BUILD_DIR=$2; shift 2;;
     --build-dir=*) BUILD_DIR=${1#--build-dir=}; shift;;
     --jobs) [ $# -ge 2 ] || die "--jobs needs a value"; JOBS=$2; shift 2;;
-    -h|--help) sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0;;
+    -h|--help) sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0;;
     -*) die "unknown option '$1' (see --help)";;
     *) TARGETS+=("$1"); shift;;
   esac
@@ -50,6 +54,11 @@ if [ ${#TARGETS[@]} -eq 0 ]; then
   for f in "$BUILD_DIR"/tests/fuzz/fuzz_*; do [ -x "$f" ] && TARGETS+=("$(basename "$f")"); done
 fi
 [ ${#TARGETS[@]} -gt 0 ] || die "no fuzz targets built in $BUILD_DIR/tests/fuzz"
+if [ "$TOTAL" != 0 ]; then
+  [[ $TOTAL =~ ^[0-9]+$ ]] || die "--total must be a number of seconds, not '$TOTAL'"
+  TIME=$(( TOTAL / ${#TARGETS[@]} ))
+  [ "$TIME" -ge 5 ] || TIME=5
+fi
 
 status=0
 summary=()

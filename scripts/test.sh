@@ -1,9 +1,11 @@
 #!/bin/bash
 # test.sh — set up (scripts/setup.sh), build and run the whole test suite with ctest.
 #
-#   scripts/test.sh [--mpi openmpi|mpich] [--build-dir DIR] [-- <extra ctest args>]
+#   scripts/test.sh [--mpi openmpi|mpich] [--build-dir DIR] [--fuzz-total S] [-- <extra ctest args>]
 #
 # Exits with ctest's status. The MPI environment comes from scripts/mpi-env.sh.
+# --fuzz-total S (or env TESSEL_FUZZ_TOTAL=S): afterwards also build and run the libFuzzer
+# targets (scripts/fuzz.sh, build-fuzz) for S seconds in all; a crash fails the run.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -11,6 +13,7 @@ MPI=openmpi
 BUILD_DIR=
 SETUP_ARGS=()
 CTEST_ARGS=()
+FUZZ_TOTAL=${TESSEL_FUZZ_TOTAL:-0}
 
 die() { echo "test.sh: $*" >&2; exit 2; }
 
@@ -20,8 +23,10 @@ while [ $# -gt 0 ]; do
     --mpi=*) MPI=${1#--mpi=}; SETUP_ARGS+=(--mpi "$MPI"); shift;;
     --build-dir) [ $# -ge 2 ] || die "--build-dir needs a value"; BUILD_DIR=$2; SETUP_ARGS+=(--build-dir "$2"); shift 2;;
     --build-dir=*) BUILD_DIR=${1#--build-dir=}; SETUP_ARGS+=(--build-dir "$BUILD_DIR"); shift;;
+    --fuzz-total) [ $# -ge 2 ] || die "--fuzz-total needs a value"; FUZZ_TOTAL=$2; shift 2;;
+    --fuzz-total=*) FUZZ_TOTAL=${1#--fuzz-total=}; shift;;
     --) shift; CTEST_ARGS=("$@"); break;;
-    -h|--help) sed -n '2,6p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0;;
+    -h|--help) sed -n '2,8p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0;;
     *) die "unknown argument '$1' (see --help)";;
   esac
 done
@@ -38,4 +43,12 @@ cd "$BUILD_DIR"
 status=0
 ctest --output-on-failure "${CTEST_ARGS[@]}" </dev/null || status=$?
 echo "test.sh: ctest exit status $status"
+if [[ $FUZZ_TOTAL =~ ^[0-9]+$ ]] && [ "$FUZZ_TOTAL" -gt 0 ]; then
+  fuzz_status=0
+  bash "$ROOT/scripts/fuzz.sh" --total "$FUZZ_TOTAL" || fuzz_status=$?
+  echo "test.sh: fuzz exit status $fuzz_status"
+  [ $status -ne 0 ] || status=$fuzz_status
+elif [ "$FUZZ_TOTAL" != 0 ]; then
+  die "--fuzz-total / TESSEL_FUZZ_TOTAL must be a number of seconds, not '$FUZZ_TOTAL'"
+fi
 exit $status

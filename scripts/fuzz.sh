@@ -75,6 +75,7 @@ for t in "${TARGETS[@]}"; do
   rc=0
   ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1} \
   UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+  LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$ROOT/tests/fuzz/lsan.supp:print_suppressions=0} \
     "$bin" -max_total_time="$TIME" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
       -max_len=65536 -print_final_stats=1 -artifact_prefix="$BUILD_DIR/artifacts/$t-" \
       "$work" "$seeds" >"$log" 2>&1 || rc=$?

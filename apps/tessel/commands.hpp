@@ -12,6 +12,8 @@ std::function<int()> add_gemm(CLI::App& app);
 std::function<int()> add_purify(CLI::App& app);
 /// Registers `ssc`.
 std::function<int()> add_ssc(CLI::App& app);
+/// Registers `generate` (water: H and S of a periodic water box, sparse/generate.hpp).
+std::function<int()> add_generate(CLI::App& app);
 /// Registers `info`.
 std::function<int()> add_info(CLI::App& app);
 

@@ -22,12 +22,14 @@ int main(int argc, char** argv) {
     auto run_gemm = tessel::app::add_gemm(app);
     auto run_purify = tessel::app::add_purify(app);
     auto run_ssc = tessel::app::add_ssc(app);
+    auto run_generate = tessel::app::add_generate(app);
     auto run_info = tessel::app::add_info(app);
     try {
       app.parse(argc, argv);
       if (app.got_subcommand("gemm")) rc = run_gemm();
       else if (app.got_subcommand("purify")) rc = run_purify();
       else if (app.got_subcommand("ssc")) rc = run_ssc();
+      else if (app.got_subcommand("generate")) rc = run_generate();
       else if (app.got_subcommand("info")) rc = run_info();
     } catch (const CLI::ParseError& e) {
       // Every rank parses the same arguments; only rank 0 speaks.

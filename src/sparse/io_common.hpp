@@ -1,0 +1,97 @@
+#pragma once
+// Private helpers of the block-sparse readers and writers (src/sparse/io_*.cpp): line parsing,
+// the first-error agreement, the pattern key set, the sorted-entry block assembler, byte
+// ranges of text files and the temporary-file protocol of the writers.
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tessel/core/context.hpp"
+#include "tessel/sparse/block_sparse.hpp"
+#include "tessel/sparse/io.hpp"
+
+namespace tessel::sparse::io_detail {
+
+constexpr std::int64_t kNoLine = std::numeric_limits<std::int64_t>::max();
+
+/// One parsed line: 1-based row and column as written, and the value.
+struct Entry {
+  std::int64_t row = 0, col = 0;
+  double value = 0;
+};
+
+/// True when [b, e) holds only blanks (spaces, tabs, '\r').
+bool blank(const char* b, const char* e);
+/// Parses "row col value" (whitespace separated, nothing after) from the line [b, e). On
+/// failure returns false and sets `why` to what was expected and found.
+bool parse_entry(const char* b, const char* e, Entry& out, std::string& why);
+/// Parses only the two indices (for order checks across ranges); false when malformed.
+bool parse_indices(const char* b, const char* e, std::int64_t& row, std::int64_t& col);
+/// The line [b, e) quoted for a message, cut at 60 characters.
+std::string quote_line(const char* b, const char* e);
+
+/// The earliest error found by this rank: its (global, 1-based) line and message.
+struct FirstError {
+  std::int64_t line = kNoLine;
+  std::string msg;
+  void set(std::int64_t l, std::string m) {
+    if (l < line) {
+      line = l;
+      msg = std::move(m);
+    }
+  }
+  bool any() const { return line != kNoLine; }
+};
+
+/// Collective. Throws, on every rank, the InputError "<path>, line <L>: <msg>" of the earliest
+/// line any rank found (one allreduce when there is none).
+void throw_first_error(const Context& ctx, const std::string& path, const FirstError& e);
+
+/// Collective. The sorted keys brow * (block columns) + bcol of every block `pattern` stores
+/// (gathered from all ranks, ledger phase "sparse/io").
+std::vector<std::int64_t> pattern_keys(const Context& ctx, const BlockSparseMatrix<double>& pattern);
+
+/// Collective. Checks the arguments every reader shares (distribution for ctx.size() ranks,
+/// the pattern's block sizes equal to dist's and finalized).
+void check_read_args(const Context& ctx, const std::string& path, const Distribution& dist,
+                     const ReadOptions& opt);
+/// The file name part of a path ("S.csr" of "/x/S.csr").
+std::string base_name(const std::string& path);
+
+/// Collects entries sorted by row then column (0-based) into blocks of the current block row
+/// and puts them into `m` (put_block with accumulate: a block split between ranks adds up).
+class SortedAssembler {
+ public:
+  explicit SortedAssembler(BlockSparseMatrix<double>& m);
+  void add(std::int64_t i, std::int64_t j, double v);
+  /// Puts the blocks of the current block row.
+  void flush();
+
+ private:
+  BlockSparseMatrix<double>& m_;
+  const BlockSizes& rows_;
+  const BlockSizes& cols_;
+  int brow_ = -1;
+  std::map<int, std::vector<double>> blocks_;
+};
+
+/// Bytes [begin, end) of an open file descriptor plus what follows up to the end of the line
+/// that contains byte end - 1 (or the end of the file); `first` is set to the offset in the
+/// returned text of the first line that starts at or after `begin` (the line starting at
+/// begin - 1's successor); lines starting before `end` belong to the caller. Throws
+/// InputError (local) on read errors.
+std::string read_line_range(int fd, const std::string& path, std::int64_t file_size,
+                            std::int64_t begin, std::int64_t end, std::int64_t& base,
+                            std::size_t& first);
+
+/// Collective. A temporary name beside `path`, the same on every rank.
+std::string temp_name(const Context& ctx, const std::string& path);
+/// Collective. After every rank wrote its part of `tmp` (ok or the error it met in `failed`),
+/// renames tmp to path on rank 0 when all succeeded; otherwise removes tmp and throws
+/// InputError "cannot write <path>: ..." on every rank.
+void commit_file(const Context& ctx, const std::string& tmp, const std::string& path,
+                 const std::string& failed);
+
+}  // namespace tessel::sparse::io_detail

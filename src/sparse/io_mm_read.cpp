@@ -1,0 +1,240 @@
+// Reading MatrixMarket coordinate files in parallel: header and size line (every rank, agreed)
+// -> each rank parses a byte range of the entries (checked line by line) -> line numbers from
+// an allgather of line counts; the earliest error thrown on every rank -> the entry count
+// against the size line -> entries (mirrored for symmetric files) go to the owners of their
+// blocks in one exchange (ledger phase "sparse/io") -> owners sort them, refuse duplicates
+// (naming both lines) and assemble their blocks.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "io_common.hpp"
+#include "tessel/comm/exchange.hpp"
+#include "tessel/core/error.hpp"
+#include "tessel/sparse/io.hpp"
+
+namespace tessel::sparse {
+namespace {
+
+using detail::concat;
+using namespace io_detail;
+
+struct MmHeader {
+  bool symmetric = false;
+  std::int64_t rows = 0, cols = 0, nnz = 0;
+  std::int64_t data_begin = 0;  // byte offset of the first entry line
+  std::int64_t lines = 0;       // header lines (banner, comments, size line)
+};
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+/// Not collective: reads and checks the banner and size line (throws InputError).
+MmHeader read_header(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  TESSEL_CHECK(in.good(), InputError, "cannot read ", path, ": ", std::strerror(errno));
+  MmHeader h;
+  std::string line;
+  TESSEL_CHECK(static_cast<bool>(std::getline(in, line)), InputError, path,
+               ": empty file, expected a '%%MatrixMarket matrix coordinate ...' banner");
+  h.lines = 1;
+  h.data_begin = static_cast<std::int64_t>(line.size()) + 1;
+  std::istringstream banner(lower(line));
+  std::string tag, object, format, field, symmetry;
+  banner >> tag >> object >> format >> field >> symmetry;
+  TESSEL_CHECK(tag == "%%matrixmarket" && object == "matrix", InputError, path,
+               ", line 1: expected the banner '%%MatrixMarket matrix coordinate real general|"
+               "symmetric', found ", quote_line(line.data(), line.data() + line.size()));
+  TESSEL_CHECK(format == "coordinate", InputError, path, ", line 1: format '", format,
+               "', expected 'coordinate' (dense 'array' files are not supported)");
+  TESSEL_CHECK(field == "real" || field == "integer" || field == "double", InputError, path,
+               ", line 1: field '", field, "', expected 'real' (or 'integer')");
+  TESSEL_CHECK(symmetry == "general" || symmetry == "symmetric", InputError, path,
+               ", line 1: symmetry '", symmetry, "', expected 'general' or 'symmetric'");
+  h.symmetric = symmetry == "symmetric";
+  for (;;) {
+    TESSEL_CHECK(static_cast<bool>(std::getline(in, line)), InputError, path,
+                 ": no size line 'rows cols entries' after the banner");
+    ++h.lines;
+    h.data_begin += static_cast<std::int64_t>(line.size()) + 1;
+    if (!line.empty() && line[0] == '%') continue;
+    if (blank(line.data(), line.data() + line.size())) continue;
+    std::istringstream sz(line);
+    std::string rest;
+    TESSEL_CHECK((sz >> h.rows >> h.cols >> h.nnz) && !(sz >> rest) && h.rows >= 0 &&
+                     h.cols >= 0 && h.nnz >= 0,
+                 InputError, path, ", line ", h.lines,
+                 ": expected the size line 'rows cols entries' (three non-negative integers), "
+                 "found ", quote_line(line.data(), line.data() + line.size()));
+    return h;
+  }
+}
+
+/// One entry on its way to its owner: 0-based indices, global line, value bits.
+struct Item {
+  std::int64_t i, j, line;
+  double v;
+};
+
+}  // namespace
+
+BlockSparseMatrix<double> read_matrix_market(const Context& ctx, const std::string& path,
+                                             const Distribution& dist, const ReadOptions& opt) {
+  check_read_args(ctx, path, dist, opt);
+  std::vector<std::int64_t> keys;
+  if (opt.pattern) keys = pattern_keys(ctx, *opt.pattern);
+  MmHeader h;
+  int fd = -1;
+  std::int64_t size = 0;
+  ctx.agree([&] {
+    h = read_header(path);
+    TESSEL_CHECK(h.rows == dist.row_blocks().extent() && h.cols == dist.col_blocks().extent(),
+                 InputError, path, ", line ", h.lines, ": the matrix is ", h.rows, " x ", h.cols,
+                 " but the block sizes sum to ", dist.row_blocks().extent(), " x ",
+                 dist.col_blocks().extent(), ": expected block sizes that sum to the dimension");
+    TESSEL_CHECK(!h.symmetric || h.rows == h.cols, InputError, path, ": a symmetric file of ",
+                 h.rows, " x ", h.cols, ", expected a square matrix");
+    fd = ::open(path.c_str(), O_RDONLY);
+    TESSEL_CHECK(fd >= 0, InputError, "cannot read ", path, ": ", std::strerror(errno));
+    struct stat st;
+    TESSEL_CHECK(::fstat(fd, &st) == 0, InputError, "cannot read ", path);
+    size = static_cast<std::int64_t>(st.st_size);
+  });
+  struct Closer {
+    int fd;
+    ~Closer() { if (fd >= 0) ::close(fd); }
+  } closer{fd};
+
+  // This rank's lines.
+  const int p = ctx.size(), r = ctx.rank();
+  const std::int64_t span = std::max<std::int64_t>(0, size - h.data_begin);
+  const std::int64_t begin = h.data_begin + span * r / p, end = h.data_begin + span * (r + 1) / p;
+  std::int64_t base = 0;
+  std::size_t first = 0;
+  std::string text;
+  ctx.agree([&] { text = read_line_range(fd, path, size, begin, end, base, first); });
+  const BlockSizes& rb = dist.row_blocks();
+  const BlockSizes& cb = dist.col_blocks();
+  const std::int64_t nbc = cb.count();
+  auto in_pattern = [&](std::int64_t i, std::int64_t j) {
+    return std::binary_search(keys.begin(), keys.end(), rb.block_of(i) * nbc + cb.block_of(j));
+  };
+  std::vector<Item> items;
+  FirstError err;
+  std::int64_t nlines = 0, count = 0;
+  const char* s = text.data();
+  const char* e = s + text.size();
+  for (const char* b = s + first; b < e;) {
+    const char* nl = static_cast<const char*>(std::memchr(b, '\n', static_cast<std::size_t>(e - b)));
+    const char* le = nl ? nl : e;
+    const std::int64_t line = ++nlines;
+    const char* line_begin = b;
+    b = nl ? nl + 1 : e;
+    if (err.any() || blank(line_begin, le) || *line_begin == '%') continue;
+    Entry x;
+    std::string why;
+    if (!parse_entry(line_begin, le, x, why)) {
+      err.set(line, why);
+      continue;
+    }
+    if (x.row < 1 || x.row > h.rows) {
+      err.set(line, concat("row ", x.row, " is out of range: expected 1 <= row <= ", h.rows));
+      continue;
+    }
+    if (x.col < 1 || x.col > h.cols) {
+      err.set(line, concat("column ", x.col, " is out of range: expected 1 <= column <= ", h.cols));
+      continue;
+    }
+    if (h.symmetric && x.row < x.col) {
+      err.set(line, concat("entry (", x.row, ", ", x.col, ") is above the diagonal: a symmetric "
+                           "file gives the lower triangle only (row >= column)"));
+      continue;
+    }
+    ++count;
+    const std::int64_t i = x.row - 1, j = x.col - 1;
+    if (opt.pattern && (!in_pattern(i, j) || (h.symmetric && !in_pattern(j, i)))) {
+      if (x.value == 0) continue;
+      err.set(line, concat("nonzero ", x.value, " at (", x.row, ", ", x.col, ") lies in a block ",
+                           "the pattern does not store: expected zero there"));
+      continue;
+    }
+    items.push_back({i, j, line, x.value});
+    if (h.symmetric && i != j) items.push_back({j, i, line, x.value});
+  }
+  // Global line numbers: header lines + the lines of the ranks before.
+  std::vector<std::int64_t> all(static_cast<std::size_t>(p));
+  ctx.comm().allgather(&nlines, 1, all.data());
+  std::int64_t offset = h.lines;
+  for (int q = 0; q < r; ++q) offset += all[static_cast<std::size_t>(q)];
+  if (err.any()) err.line += offset;
+  for (auto& it : items) it.line += offset;
+  throw_first_error(ctx, path, err);
+  const std::int64_t total = ctx.comm().allreduce_value(count, MPI_SUM);
+  ctx.agree([&] {
+    TESSEL_CHECK(total == h.nnz, InputError, path, ": the size line (line ", h.lines,
+                 ") announces ", h.nnz, " entries, the file holds ", total);
+  });
+
+  // To the owners of the blocks.
+  std::vector<std::int64_t> send_count(static_cast<std::size_t>(p), 0), send;
+  std::vector<int> dest(items.size());
+  for (std::size_t k = 0; k < items.size(); ++k) {
+    dest[k] = dist.owner(rb.block_of(items[k].i), cb.block_of(items[k].j));
+    send_count[static_cast<std::size_t>(dest[k])] += 4;
+  }
+  std::vector<std::int64_t> at = comm::ExchangeCounts::offsets(send_count);
+  send.resize(static_cast<std::size_t>(at.back()));
+  for (std::size_t k = 0; k < items.size(); ++k) {
+    std::int64_t* o = &send[static_cast<std::size_t>(at[static_cast<std::size_t>(dest[k])])];
+    at[static_cast<std::size_t>(dest[k])] += 4;
+    o[0] = items[k].i;
+    o[1] = items[k].j;
+    o[2] = items[k].line;
+    std::memcpy(&o[3], &items[k].v, sizeof(double));
+  }
+  std::vector<std::int64_t> recv;
+  {
+    PhaseScope phase(*ctx.comm().ledger(), "sparse/io");
+    recv = comm::exchange_packed(ctx.comm(), send_count, send, 7302);
+  }
+  std::vector<Item> mine(recv.size() / 4);
+  for (std::size_t k = 0; k < mine.size(); ++k) {
+    mine[k] = {recv[4 * k], recv[4 * k + 1], recv[4 * k + 2], 0};
+    std::memcpy(&mine[k].v, &recv[4 * k + 3], sizeof(double));
+  }
+  std::sort(mine.begin(), mine.end(), [](const Item& a, const Item& b) {
+    return a.i != b.i ? a.i < b.i : a.j != b.j ? a.j < b.j : a.line < b.line;
+  });
+  FirstError dup;
+  for (std::size_t k = 1; k < mine.size(); ++k)
+    if (mine[k].i == mine[k - 1].i && mine[k].j == mine[k - 1].j)
+      dup.set(mine[k].line, concat("duplicate entry (", mine[k].i + 1, ", ", mine[k].j + 1,
+                                   "): line ", mine[k - 1].line, " gives the same position",
+                                   h.symmetric ? " (symmetric file: mirrored entries count)" : ""));
+  throw_first_error(ctx, path, dup);
+
+  BlockSparseMatrix<double> m(ctx, dist, opt.name.empty() ? base_name(path) : opt.name);
+  SortedAssembler sa(m);
+  for (const Item& it : mine) sa.add(it.i, it.j, it.v);
+  sa.flush();
+  m.finalize();
+  return m;
+}
+
+BlockSparseMatrix<double> read_matrix_market(const Context& ctx, const std::string& path,
+                                             const BlockSizes& rows, const BlockSizes& cols,
+                                             const ReadOptions& opt) {
+  const auto [pr, pc] = Distribution::default_grid(ctx.size());
+  return read_matrix_market(ctx, path, Distribution::random(rows, cols, pr, pc), opt);
+}
+
+}  // namespace tessel::sparse

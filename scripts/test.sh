@@ -1,13 +1,15 @@
 #!/bin/bash
 # test.sh — set up (scripts/setup.sh), build and run the whole test suite with ctest.
 #
-#   scripts/test.sh [--mpi openmpi|mpich] [--build-dir DIR] [--sanitize] [-- <extra ctest args>]
+#   scripts/test.sh [--mpi openmpi|mpich] [--build-dir DIR] [--sanitize] [--fuzz-total S] [-- <extra ctest args>]
 #
 # --sanitize: build into build-asan (default) with AddressSanitizer + UndefinedBehaviorSanitizer
 # (RelWithDebInfo, -fno-sanitize-recover: any UB finding fails the test) and run there, MPI
 # tests at 1 2 3 4 ranks only; LeakSanitizer suppressions for MPI's own allocations in
 # scripts/sanitize/lsan.supp (each explained there).
 # Exits with ctest's status. The MPI environment comes from scripts/mpi-env.sh.
+# --fuzz-total S (or env TESSEL_FUZZ_TOTAL=S): afterwards also build and run the libFuzzer
+# targets (scripts/fuzz.sh, build-fuzz) for S seconds in all; a crash fails the run.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -16,6 +18,7 @@ BUILD_DIR=
 SETUP_ARGS=()
 CTEST_ARGS=()
 SANITIZE=0
+FUZZ_TOTAL=${TESSEL_FUZZ_TOTAL:-0}
 
 die() { echo "test.sh: $*" >&2; exit 2; }
 
@@ -26,8 +29,10 @@ while [ $# -gt 0 ]; do
     --build-dir) [ $# -ge 2 ] || die "--build-dir needs a value"; BUILD_DIR=$2; SETUP_ARGS+=(--build-dir "$2"); shift 2;;
     --build-dir=*) BUILD_DIR=${1#--build-dir=}; SETUP_ARGS+=(--build-dir "$BUILD_DIR"); shift;;
     --sanitize) SANITIZE=1; shift;;
+    --fuzz-total) [ $# -ge 2 ] || die "--fuzz-total needs a value"; FUZZ_TOTAL=$2; shift 2;;
+    --fuzz-total=*) FUZZ_TOTAL=${1#--fuzz-total=}; shift;;
     --) shift; CTEST_ARGS=("$@"); break;;
-    -h|--help) sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0;;
+    -h|--help) sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0;;
     *) die "unknown argument '$1' (see --help)";;
   esac
 done
@@ -62,4 +67,12 @@ cd "$BUILD_DIR"
 status=0
 ctest --output-on-failure "${CTEST_ARGS[@]}" </dev/null || status=$?
 echo "test.sh: ctest exit status $status"
+if [[ $FUZZ_TOTAL =~ ^[0-9]+$ ]] && [ "$FUZZ_TOTAL" -gt 0 ]; then
+  fuzz_status=0
+  bash "$ROOT/scripts/fuzz.sh" --total "$FUZZ_TOTAL" || fuzz_status=$?
+  echo "test.sh: fuzz exit status $fuzz_status"
+  [ $status -ne 0 ] || status=$fuzz_status
+elif [ "$FUZZ_TOTAL" != 0 ]; then
+  die "--fuzz-total / TESSEL_FUZZ_TOTAL must be a number of seconds, not '$FUZZ_TOTAL'"
+fi
 exit $status

@@ -44,6 +44,23 @@ void check_writable(const Context& ctx, const std::string& option, const std::st
   });
 }
 
+void add_trace_option(CLI::App* s, std::string& path) {
+  s->add_option("--trace", path,
+                "Write the run's timeline (phases, transfers, local kernels; one lane per rank) "
+                "to this file in the Chrome trace-event format (Perfetto; bench/trace_plot.py)");
+}
+
+TraceRun::TraceRun(Context& ctx, const std::string& path) : ctx_(ctx), path_(path) {
+  if (path_.empty()) return;
+  check_writable(ctx_, "--trace", path_);
+  ctx_.start_trace();
+}
+
+int TraceRun::finish(int rc) {
+  if (!path_.empty()) ctx_.write_trace(path_);
+  return rc;
+}
+
 dense::DistMatrix<double> read_npy_option(
     const Context& ctx, const std::string& option, const std::string& path,
     const std::function<layout::Layout(std::int64_t, std::int64_t)>& make_layout) {

@@ -27,6 +27,22 @@ std::pair<int, int> most_square_grid(int p);
 /// An empty path is not checked.
 void check_writable(const Context& ctx, const std::string& option, const std::string& path);
 
+/// `--trace FILE.json` of every subcommand: the run's timeline in the Chrome trace-event format
+/// (Context::start_trace / write_trace; docs/trace.md).
+void add_trace_option(CLI::App* s, std::string& path);
+class TraceRun {
+ public:
+  /// Collective. Checks that `path` is writable and starts tracing on `ctx` (nothing when
+  /// `path` is empty).
+  TraceRun(Context& ctx, const std::string& path);
+  /// Collective. Writes the trace (when on) and returns `rc`.
+  int finish(int rc);
+
+ private:
+  Context& ctx_;
+  std::string path_;
+};
+
 /// An option value parsed by the library, with the option's name in the error message:
 /// InputError "<option> '<value>': expected <expected>".
 template <class F>

@@ -30,7 +30,7 @@ struct GemmArgs {
   std::string layout = "block-cyclic", entry = "library";
   double alpha = 1.0, beta = 0.0, memory_mib = 0, delta = 0.15;
   int rounds = 0, repeat = 3, nb = 128;
-  std::string grid, a, b, c, out, json;
+  std::string grid, a, b, c, out, json, trace;
   bool verify = false, explain = false;
   std::uint64_t seed = 42;
 };
@@ -110,6 +110,7 @@ int run_gemm_typed(const GemmArgs& g) {
   const auto [pr, pc] = parse_grid(g.grid, p);
   check_writable(ctx, "--out", g.out);
   check_writable(ctx, "--json", g.json);
+  TraceRun trace(ctx, g.trace);
   auto bc = [&](std::int64_t r, std::int64_t c) {
     return layout::Layout::block_cyclic(r, c, g.nb, g.nb, pr, pc, 0, 0, p);
   };
@@ -191,7 +192,7 @@ int run_gemm_typed(const GemmArgs& g) {
               << (pw.native >= 0 ? fmt::format("  2D SUMMA on the input layout (no redistribution): {} words per rank (max)\n", pw.native)
                                  : std::string("  2D SUMMA on the input layout: not applicable (layouts or ops differ)\n"));
   }
-  if (g.explain) return 0;
+  if (g.explain) return trace.finish(0);
 
   if (in_plan) {  // files were read block-cyclic: move them (untimed) into the plan's layouts
     auto to_plan = [&](DistMatrix<T>& x, const layout::Layout& l) {
@@ -331,7 +332,7 @@ int run_gemm_typed(const GemmArgs& g) {
     j["verify"] = {{"done", g.verify}, {"residual", residual}, {"text", verdict}};
     write_json(ctx, g.json, j);
   }
-  return (g.verify && verdict.rfind("PASSED", 0) != 0) ? 1 : 0;
+  return trace.finish((g.verify && verdict.rfind("PASSED", 0) != 0) ? 1 : 0);
 }
 
 }  // namespace
@@ -358,6 +359,7 @@ std::function<int()> add_gemm(CLI::App& app) {
   s->add_option("--c", g->c, "C from a .npy file (used with beta != 0)");
   s->add_option("--out", g->out, "Write C to this .npy file");
   s->add_option("--json", g->json, "Write the results as JSON to this file");
+  add_trace_option(s, g->trace);
   s->add_option("--repeat", g->repeat, "Timed repetitions")->capture_default_str();
   s->add_option("--seed", g->seed, "Seed of the generated inputs")->capture_default_str();
   s->add_option("--layout", g->layout,

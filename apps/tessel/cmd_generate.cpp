@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <string>
 
+#include "cli_util.hpp"
 #include "commands.hpp"
 #include "tessel/core/context.hpp"
 #include "tessel/core/error.hpp"
@@ -17,7 +18,7 @@ namespace tessel::app {
 
 std::function<int()> add_generate(CLI::App& app) {
   struct Args {
-    std::string system = "water", out_dir;
+    std::string system = "water", out_dir, trace;
     int molecules = 32;
     std::uint64_t seed = 1;
     double eps = 1e-6, density = 0.0334;
@@ -31,6 +32,7 @@ std::function<int()> add_generate(CLI::App& app) {
   g->add_option("--density", a->density, "molecules per cubic Angstrom")->capture_default_str();
   g->add_option("--out-dir", a->out_dir,
                 "write H.csr, S.csr (CP2K CSR text) and blocksizes.txt into this directory");
+  add_trace_option(g, a->trace);
   return [a]() -> int {
     Context ctx(MPI_COMM_WORLD);
     ctx.agree([&] {
@@ -42,6 +44,7 @@ std::function<int()> add_generate(CLI::App& app) {
                      "--out-dir ", a->out_dir, ": expected an existing directory");
       }
     });
+    TraceRun trace(ctx, a->trace);
     sparse::WaterOptions opt;
     opt.seed = a->seed;
     opt.eps = a->eps;
@@ -66,7 +69,7 @@ std::function<int()> add_generate(CLI::App& app) {
       });
       if (ctx.rank() == 0) std::printf("wrote %sH.csr, %sS.csr, %sblocksizes.txt\n", d.c_str(), d.c_str(), d.c_str());
     }
-    return 0;
+    return trace.finish(0);
   };
 }
 

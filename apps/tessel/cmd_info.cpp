@@ -3,6 +3,7 @@
 
 #include <iostream>
 
+#include "cli_util.hpp"
 #include "commands.hpp"
 #include "tessel/version.hpp"
 
@@ -13,8 +14,12 @@ char* openblas_get_config(void) __attribute__((weak));
 namespace tessel::app {
 
 std::function<int()> add_info(CLI::App& app) {
-  app.add_subcommand("info", "Versions, MPI implementation, BLAS and build options");
-  return []() -> int {
+  CLI::App* s = app.add_subcommand("info", "Versions, MPI implementation, BLAS and build options");
+  auto trace_path = std::make_shared<std::string>();
+  add_trace_option(s, *trace_path);
+  return [trace_path]() -> int {
+    Context ctx(MPI_COMM_WORLD);
+    TraceRun trace(ctx, *trace_path);
     int rank = 0, size = 1, major = 0, minor = 0, len = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -31,7 +36,7 @@ std::function<int()> add_info(CLI::App& app) {
                 << "BLAS: " << (openblas_get_config ? openblas_get_config() : "(not OpenBLAS)") << "\n"
                 << "BLAS libraries at build time: " << TESSEL_BLAS_LIBRARIES << "\n";
     }
-    return 0;
+    return trace.finish(0);
   };
 }
 

@@ -23,7 +23,7 @@ namespace {
 using dense::DistMatrix;
 
 struct PurifyArgs {
-  std::string fock, overlap, method = "canonical", out, json;
+  std::string fock, overlap, method = "canonical", out, json, trace;
   std::optional<std::int64_t> nocc;
   std::optional<double> mu;
   double tol = 1e-11;
@@ -79,6 +79,7 @@ int run_purify(const PurifyArgs& a) {
   }
   check_writable(ctx, "--out", a.out);
   check_writable(ctx, "--json", a.json);
+  TraceRun trace(ctx, a.trace);
 
   // Input: the model, filled in place by every rank, or the files (collective MPI-IO).
   const auto [pr, pc] = most_square_grid(p);
@@ -231,7 +232,7 @@ int run_purify(const PurifyArgs& a) {
     j["ledger"] = ledger_json(stats);
     write_json(ctx, a.json, j);
   }
-  return 0;
+  return trace.finish(0);
 }
 
 }  // namespace
@@ -260,6 +261,7 @@ std::function<int()> add_purify(CLI::App& app) {
   a->model.add_to(s);
   s->add_option("--out", a->out, "Write D to this .npy file (only on success; default: not written)");
   s->add_option("--json", a->json, "Write the results and the per-iteration records as JSON (default: not written)");
+  add_trace_option(s, a->trace);
   s->footer(std::string(kRingModelHelp) +
             "\n\nErrors (bad option values, --nocc out of range, F/S shape mismatch, unreadable or "
             "malformed files, unwritable --out/--json) are printed once as 'tessel: error: ...' and "

@@ -25,7 +25,7 @@ using dense::DistMatrix;
 
 struct SscCmdArgs {
   std::int64_t n = 2048;
-  std::string in, matrix = "random", json;
+  std::string in, matrix = "random", json, trace;
   double gap = 0.2, hopping = 1.0;
   int repeat = 3, nb = 64;
   bool verify = false, comm_only = false;
@@ -77,6 +77,7 @@ int run_ssc(const SscCmdArgs& a) {
   RingModel model{a.n, a.gap, a.hopping};
   if (!file && a.matrix == "ring") model.validate();
   check_writable(ctx, "--json", a.json);
+  TraceRun trace(ctx, a.trace);
 
   const auto [pr, pc] = most_square_grid(p);
   auto bc = [&, pr = pr, pc = pc](std::int64_t r, std::int64_t c) {
@@ -206,7 +207,7 @@ int run_ssc(const SscCmdArgs& a) {
     j["verify"] = {{"done", a.verify}, {"residual_d2", res2}, {"residual_d3", res3}, {"text", verdict}};
     write_json(ctx, a.json, j);
   }
-  return (a.verify && verdict.rfind("PASSED", 0) != 0) ? 1 : 0;
+  return trace.finish((a.verify && verdict.rfind("PASSED", 0) != 0) ? 1 : 0);
 }
 
 }  // namespace
@@ -234,6 +235,7 @@ std::function<int()> add_ssc(CLI::App& app) {
               "Benchmarks: skip the local multiplies and time the communication schedule alone "
               "(D^2 and D^3 are then not computed; the TFLOP/s line is meaningless)");
   s->add_option("--json", a->json, "Write the results as JSON (default: not written)");
+  add_trace_option(s, a->trace);
   s->footer(std::string(kRingModelHelp) +
             "\n\nErrors are printed once as 'tessel: error: ...' and the command exits with status 2; "
             "a failed --verify exits with status 1.");

@@ -6,6 +6,8 @@
 #include <thread>
 #include <utility>
 
+#include "trace_hooks.hpp"
+
 namespace tessel::comm {
 
 void pcontrol(int level) { MPI_Pcontrol(level); }
@@ -329,9 +331,11 @@ std::int64_t for_each_piece(std::int64_t count, std::int64_t lim, F&& f) {
 void Comm::isend_bytes(const void* buf, std::int64_t count, MPI_Datatype t, std::size_t sz,
                        int dest, int tag, RequestSet& rs) const {
   rs.watch(comm_);
+  Tracer* tr = dest != MPI_PROC_NULL ? tracer_of(ledger_) : nullptr;
   const auto* p = static_cast<const char*>(buf);
   const std::int64_t pieces = for_each_piece(count, max_message_items(), [&](std::int64_t at, int n) {
-    check_mpi(MPI_Isend(p + at * static_cast<std::int64_t>(sz), n, t, dest, tag, comm_, rs.add()),
+    MPI_Request* slot = trace::add(rs, tr, "p2p_send", dest, static_cast<std::int64_t>(n) * static_cast<std::int64_t>(sz));
+    check_mpi(MPI_Isend(p + at * static_cast<std::int64_t>(sz), n, t, dest, tag, comm_, slot),
               "MPI_Isend");
   });
   if (auto* k = counts(); k && dest != MPI_PROC_NULL) {
@@ -343,10 +347,11 @@ void Comm::isend_bytes(const void* buf, std::int64_t count, MPI_Datatype t, std:
 void Comm::irecv_bytes(void* buf, std::int64_t count, MPI_Datatype t, std::size_t sz, int src,
                        int tag, RequestSet& rs) const {
   rs.watch(comm_);
+  Tracer* tr = src != MPI_PROC_NULL ? tracer_of(ledger_) : nullptr;
   auto* p = static_cast<char*>(buf);
   const std::int64_t pieces = for_each_piece(count, max_message_items(), [&](std::int64_t at, int n) {
-    check_mpi(MPI_Irecv(p + at * static_cast<std::int64_t>(sz), n, t, src, tag, comm_,
-                        rs.add_recv()),
+    MPI_Request* slot = trace::add_recv(rs, tr, src, static_cast<std::int64_t>(n) * static_cast<std::int64_t>(sz));
+    check_mpi(MPI_Irecv(p + at * static_cast<std::int64_t>(sz), n, t, src, tag, comm_, slot),
               "MPI_Irecv");
   });
   if (auto* k = counts(); k && src != MPI_PROC_NULL) {
@@ -356,6 +361,7 @@ void Comm::irecv_bytes(void* buf, std::int64_t count, MPI_Datatype t, std::size_
 }
 
 void Comm::allreduce_raw(void* buf, int count, MPI_Datatype t, std::size_t sz, MPI_Op op) const {
+  const double t0 = trace::begin(tracer_of(ledger_));
   RequestSet rs;
   rs.watch(comm_);
   auto* p = static_cast<char*>(buf);
@@ -369,9 +375,12 @@ void Comm::allreduce_raw(void* buf, int count, MPI_Datatype t, std::size_t sz, M
     k->coll_bytes += static_cast<std::int64_t>(count) * sz;
     k->coll_calls += pieces;
   }
+  if (Tracer* tr = tracer_of(ledger_))
+    tr->transfer_since("coll", -1, static_cast<std::int64_t>(count) * sz, t0);
 }
 
 void Comm::bcast_raw(void* buf, int count, MPI_Datatype t, std::size_t sz, int root) const {
+  const double t0 = trace::begin(tracer_of(ledger_));
   RequestSet rs;
   rs.watch(comm_);
   auto* p = static_cast<char*>(buf);
@@ -384,10 +393,13 @@ void Comm::bcast_raw(void* buf, int count, MPI_Datatype t, std::size_t sz, int r
     k->coll_bytes += static_cast<std::int64_t>(count) * sz;
     k->coll_calls += pieces;
   }
+  if (Tracer* tr = tracer_of(ledger_))
+    tr->transfer_since("coll", -1, static_cast<std::int64_t>(count) * sz, t0);
 }
 
 void Comm::allgather_raw(const void* send, int count, void* recv, MPI_Datatype t,
                          std::size_t sz) const {
+  const double t0 = trace::begin(tracer_of(ledger_));
   RequestSet rs;
   rs.watch(comm_);
   check_mpi(MPI_Iallgather(send, count, t, recv, count, t, comm_, rs.add()), "MPI_Iallgather");
@@ -396,14 +408,18 @@ void Comm::allgather_raw(const void* send, int count, void* recv, MPI_Datatype t
     k->coll_bytes += static_cast<std::int64_t>(count) * sz * size_;  // own + (p-1) received
     k->coll_calls += 1;
   }
+  if (Tracer* tr = tracer_of(ledger_))
+    tr->transfer_since("coll", -1, static_cast<std::int64_t>(count) * sz * size_, t0);
 }
 
 void Comm::barrier() const {
+  const double t0 = trace::begin(tracer_of(ledger_));
   RequestSet rs;
   rs.watch(comm_);
   check_mpi(MPI_Ibarrier(comm_, rs.add()), "MPI_Ibarrier");
   rs.wait_all();
   if (auto* k = counts()) k->coll_calls += 1;
+  if (Tracer* tr = tracer_of(ledger_)) tr->transfer_since("coll", -1, 0, t0);
 }
 
 }  // namespace tessel::comm

@@ -4,6 +4,8 @@
 #include <climits>
 #include <thread>
 
+#include "trace_hooks.hpp"
+
 namespace tessel::comm {
 
 Part split_part(std::int64_t count, int n, int c, std::int64_t unit) {
@@ -60,7 +62,7 @@ Pending ibcast_raw(const Comm& c, void* buf, std::int64_t count, MPI_Datatype t,
   auto* p = static_cast<char*>(buf);
   const std::int64_t es = static_cast<std::int64_t>(sz);
   const auto pieces = post_pieces(c, count, "ibcast", [&](std::int64_t at, int n) {
-    check_mpi(MPI_Ibcast(p + at * es, n, t, root, c.raw(), rs.add(tok)), "MPI_Ibcast");
+    check_mpi(MPI_Ibcast(p + at * es, n, t, root, c.raw(), trace::add(rs, tok, tracer_of(c.ledger()), "coll", -1, static_cast<std::int64_t>(n) * es)), "MPI_Ibcast");
   });
   record_coll(c, count * es, pieces);
   return tok;
@@ -75,7 +77,7 @@ Pending ireduce_raw(const Comm& c, const void* send, void* recv, std::int64_t co
   const std::int64_t es = static_cast<std::int64_t>(sz);
   const auto pieces = post_pieces(c, count, "ireduce", [&](std::int64_t at, int n) {
     check_mpi(MPI_Ireduce(s + at * es, r ? r + at * es : nullptr, n, t, op, root, c.raw(),
-                          rs.add(tok)),
+                          trace::add(rs, tok, tracer_of(c.ledger()), "coll", -1, static_cast<std::int64_t>(n) * es)),
               "MPI_Ireduce");
   });
   record_coll(c, count * es, pieces);
@@ -90,7 +92,7 @@ Pending iallreduce_raw(const Comm& c, const void* send, void* recv, std::int64_t
   auto* r = static_cast<char*>(recv);
   const std::int64_t es = static_cast<std::int64_t>(sz);
   const auto pieces = post_pieces(c, count, "iallreduce", [&](std::int64_t at, int n) {
-    check_mpi(MPI_Iallreduce(s + at * es, r + at * es, n, t, op, c.raw(), rs.add(tok)),
+    check_mpi(MPI_Iallreduce(s + at * es, r + at * es, n, t, op, c.raw(), trace::add(rs, tok, tracer_of(c.ledger()), "coll", -1, static_cast<std::int64_t>(n) * es)),
               "MPI_Iallreduce");
   });
   record_coll(c, count * es, pieces);

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "tessel/core/trace.hpp"
+
 namespace tessel::comm {
 
 CollImpl parse_coll_impl(const std::string& s) {
@@ -135,6 +137,10 @@ void record(const Comm& c, std::int64_t bytes, std::int64_t msgs, bool sends, bo
   auto& k = l->now();
   if (sends) { k.p2p_sent_bytes += bytes; k.p2p_sent_msgs += msgs; }
   if (recvs) { k.p2p_recv_bytes += bytes; k.p2p_recv_msgs += msgs; }
+  if (Tracer* t = l->tracer()) {  // the chain's messages of this call, at once
+    if (sends) t->transfer("p2p_send", -1, bytes);
+    if (recvs) t->transfer("p2p_recv", -1, bytes);
+  }
 }
 
 struct BcastState {

@@ -1,5 +1,7 @@
 #include "tessel/comm/packed_exchange.hpp"
 
+#include "trace_hooks.hpp"
+
 namespace tessel::comm {
 
 std::vector<std::int64_t> alltoall_counts(const Comm& c, const std::vector<std::int64_t>& send) {
@@ -7,6 +9,7 @@ std::vector<std::int64_t> alltoall_counts(const Comm& c, const std::vector<std::
   TESSEL_CHECK(static_cast<int>(send.size()) == p, Error, "alltoall_counts: ", send.size(),
                " counts for a communicator of ", p, " ranks");
   std::vector<std::int64_t> recv(static_cast<std::size_t>(p), 0);
+  const double t0 = trace::begin(tracer_of(c.ledger()));
   check_mpi(MPI_Alltoall(send.data(), 1, MPI_INT64_T, recv.data(), 1, MPI_INT64_T, c.raw()),
             "MPI_Alltoall");
   if (CommLedger* l = c.ledger()) {
@@ -14,6 +17,8 @@ std::vector<std::int64_t> alltoall_counts(const Comm& c, const std::vector<std::
     k.coll_bytes += static_cast<std::int64_t>(p - 1) * 2 * static_cast<std::int64_t>(sizeof(std::int64_t));
     k.coll_calls += 1;
   }
+  if (Tracer* tr = tracer_of(c.ledger()))
+    tr->transfer_since("coll", -1, static_cast<std::int64_t>(p - 1) * 2 * static_cast<std::int64_t>(sizeof(std::int64_t)), t0);
   return recv;
 }
 

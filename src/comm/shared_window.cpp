@@ -7,6 +7,7 @@
 #include "tessel/comm/nonblocking.hpp"
 #include "tessel/core/context.hpp"
 #include "tessel/core/error.hpp"
+#include "tessel/core/trace.hpp"
 
 namespace tessel::comm {
 
@@ -158,6 +159,7 @@ void SharedWindowBase::record(std::int64_t bytes) const {
   auto& k = ledger_->now();
   k.shm_bytes += bytes;
   k.shm_msgs += 1;
+  if (Tracer* t = ledger_->tracer()) t->transfer("shm", -1, bytes);
 }
 
 // ---------------------------------------------------------------- synchronisation

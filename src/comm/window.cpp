@@ -8,6 +8,7 @@
 
 #include "tessel/core/context.hpp"
 #include "tessel/core/error.hpp"
+#include "trace_hooks.hpp"
 
 namespace tessel::comm {
 
@@ -223,7 +224,9 @@ void WindowBase::rget_bytes(void* origin, std::int64_t count, MPI_Datatype t, st
   auto* o = static_cast<char*>(origin);
   const auto ops = pieces(count, [&](std::int64_t at, int c) {
     check_mpi(MPI_Rget(o + at * static_cast<std::int64_t>(sz), c, t, target,
-                       static_cast<MPI_Aint>(offset + at), c, t, win_, rs.add()),
+                       static_cast<MPI_Aint>(offset + at), c, t, win_,
+                       trace::add(rs, tracer_of(ledger_), "rma_get", target,
+                                  static_cast<std::int64_t>(c) * static_cast<std::int64_t>(sz)))),
               "MPI_Rget");
   });
   if (auto* k = counts()) {
@@ -245,6 +248,8 @@ void WindowBase::put_bytes(const void* origin, std::int64_t count, MPI_Datatype 
     k->rma_put_bytes += count * static_cast<std::int64_t>(sz);
     k->rma_ops += ops;
   }
+  if (Tracer* tr = tracer_of(ledger_))
+    tr->transfer("rma_put", target, count * static_cast<std::int64_t>(sz));
 }
 
 void WindowBase::accumulate_bytes(const void* origin, std::int64_t count, MPI_Datatype t,
@@ -260,6 +265,8 @@ void WindowBase::accumulate_bytes(const void* origin, std::int64_t count, MPI_Da
     k->rma_acc_bytes += count * static_cast<std::int64_t>(sz);
     k->rma_ops += ops;
   }
+  if (Tracer* tr = tracer_of(ledger_))
+    tr->transfer("rma_acc", target, count * static_cast<std::int64_t>(sz));
 }
 
 // ---------------------------------------------------------------- LockAllEpoch

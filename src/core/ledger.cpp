@@ -1,5 +1,7 @@
 #include "tessel/core/ledger.hpp"
 
+#include "tessel/core/trace.hpp"
+
 namespace tessel {
 
 PhaseCounts& PhaseCounts::operator+=(const PhaseCounts& o) {
@@ -21,10 +23,12 @@ PhaseCounts& PhaseCounts::operator+=(const PhaseCounts& o) {
 void CommLedger::push_phase(const std::string& name) {
   stack_.push_back(current_);
   current_ = current_.empty() ? name : current_ + "/" + name;
+  if (tracer_) tracer_->phase_begin(current_);
 }
 
 void CommLedger::pop_phase() {
   if (stack_.empty()) return;
+  if (tracer_) tracer_->phase_end();
   current_ = stack_.back();
   stack_.pop_back();
 }

@@ -6,6 +6,7 @@
 #include <complex>
 
 #include "local_gemm.hpp"
+#include "tessel/core/trace.hpp"
 #include "tessel/comm/group_p2p.hpp"
 #include "tessel/dense/plan_layouts.hpp"
 #include "tessel/layout/redistribute.hpp"
@@ -153,6 +154,7 @@ void execute_plan(Context& ctx, const GemmPlan& plan, T alpha, Op opa, const Dis
       auto& nb = gb.pending[(r + 1) % 2];
       const std::int64_t lda = ga.ld(r), ldb = gb.ld(r);
       const T beta_r = (c_in_place && r == 0) ? beta : T(1);
+      const KernelSpan kspan(&ctx.ledger(), "local gemm", 2.0 * mi * nj * kr);
       kernels::gemm<T>(op_char(opa), op_char(opb), mi, nj, kr, alpha, a, lda, b, ldb, beta_r, out,
                        ldo, [&] { na.test_all(); nb.test_all(); }, 256);
     }

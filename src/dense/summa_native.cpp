@@ -8,6 +8,7 @@
 #include <complex>
 
 #include "local_gemm.hpp"
+#include "tessel/core/trace.hpp"
 
 namespace tessel::dense::detail {
 using layout::Layout;
@@ -190,6 +191,7 @@ void summa_native(Context& ctx, T alpha, const DistMatrix<T>& A, const DistMatri
     const bool more = s + 1 < segs.size();
     if (more) post(s + 1);
     Panel<T>& N = buf[(s + 1) % 2];
+    const KernelSpan kspan(&ctx.ledger(), "local gemm", 2.0 * mr * nc * segs[s].len);
     kernels::gemm<T>('N', 'N', mr, nc, segs[s].len, alpha, pa[x], lda[x], pb[x], ldb[x], T(1),
                      C.data(), C.ld(),
                      [&] {

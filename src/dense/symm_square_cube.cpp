@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "local_gemm.hpp"
+#include "tessel/core/trace.hpp"
 #include "ssc_exec.hpp"
 
 namespace tessel::dense {
@@ -34,6 +35,8 @@ void local_multiply(const Exec& e, char ta, std::int64_t m, std::int64_t n, std:
                     const double* a, std::int64_t lda, const double* b, std::int64_t ldb,
                     double beta, double* c, std::int64_t ldc) {
   if (!e.compute) return;
+  const comm::DupSet* any = e.glob ? e.glob : e.row;
+  const KernelSpan kspan(any ? (*any)[0].ledger() : nullptr, "local gemm", 2.0 * m * n * k);
   kernels::gemm<double>('N', ta, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc);
 }
 

@@ -397,6 +397,27 @@ void expect_shape(const std::string& path, std::int64_t rows, std::int64_t cols,
                found_rows, " x ", found_cols, ", expected ", rows, " x ", cols);
 }
 
+template <class T>
+std::vector<T> decode_npy(const std::string& bytes, const std::string& name, NpyHeader* header) {
+  static_assert(sizeof(T) == 8 || sizeof(T) == 16, "npy: unexpected item size");
+  const NpyHeader h = parse_npy_header(bytes, name);
+  check_npy_header(h, npy_descr<T>(), npy_dtype_name<T>(),
+                   static_cast<std::int64_t>(bytes.size()), name);
+  if (header) *header = h;
+  // check_npy_header guarantees data_offset + rows * cols * sizeof(T) <= bytes.size().
+  const std::size_t rows = static_cast<std::size_t>(h.rows()), cols = static_cast<std::size_t>(h.cols());
+  std::vector<T> out(rows * cols);
+  const char* src = bytes.data() + h.data_offset;
+  if (h.fortran_order || h.shape.size() == 1) {
+    if (!out.empty()) std::memcpy(out.data(), src, out.size() * sizeof(T));
+  } else {  // C order: element (i, j) at i * cols + j
+    for (std::size_t i = 0; i < rows; ++i)
+      for (std::size_t j = 0; j < cols; ++j)
+        std::memcpy(&out[j * rows + i], src + (i * cols + j) * sizeof(T), sizeof(T));
+  }
+  return out;
+}
+
 // ------------------------------------------------------------------ collective I/O
 NpyHeader read_npy_header(const Context& ctx, const std::string& path) {
   const RawHeader raw = fetch_header(ctx, path);
@@ -494,7 +515,8 @@ void write_npy(const Context& ctx, const std::string& path, const dense::DistMat
   template dense::DistMatrix<T> read_npy<T>(                                                  \
       const Context&, const std::string&,                                                     \
       const std::function<layout::Layout(std::int64_t, std::int64_t)>&);                      \
-  template void write_npy<T>(const Context&, const std::string&, const dense::DistMatrix<T>&);
+  template void write_npy<T>(const Context&, const std::string&, const dense::DistMatrix<T>&); \
+  template std::vector<T> decode_npy<T>(const std::string&, const std::string&, NpyHeader*);
 TESSEL_INSTANTIATE(double)
 TESSEL_INSTANTIATE(std::complex<double>)
 #undef TESSEL_INSTANTIATE

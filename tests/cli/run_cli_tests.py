@@ -507,6 +507,12 @@ def error_cases(runner, tally, nranks, work):
                       "--out", os.path.join(d, "C.npy"), "--json", "/nonexistent/dir/r.json"], d,
                      must=["--json", "/nonexistent/dir/r.json"],
                      extra_paths=["/nonexistent/dir/r.json", "/nonexistent"])
+    d = case("unwritable_trace")
+    check_error_case(runner, tally, nranks, f"{tag} error: --trace /nonexistent/dir/t.json",
+                     ["gemm", "--m", "20", "--n", "20", "--k", "20", "--nb", "4",
+                      "--trace", "/nonexistent/dir/t.json"] + outs(d), d,
+                     must=["--trace", "/nonexistent/dir/t.json"],
+                     extra_paths=["/nonexistent/dir/t.json", "/nonexistent"])
     d = case("outdir")
     os.makedirs(os.path.join(d, "adir"))
     check_error_case(runner, tally, nranks, f"{tag} error: --out names a directory",
@@ -704,6 +710,25 @@ def positive_cases(runner, tally, nranks, work):
     if sum(1 for _, t in run.out_lines if t.startswith("tessel ")) != 1:
         problems.append("the version line is not printed exactly once")
     tally.report(f"{tag} tessel info names the MPI library", problems, run)
+
+    # --trace: one valid Chrome trace file with one lane per rank (gemm and info).
+    for cmd in (["gemm", "--m", "30", "--n", "20", "--k", "25", "--nb", "4", "--repeat", "1"],
+                ["info"]):
+        d = os.path.join(work, f"np{nranks}_trace_{cmd[0]}")
+        os.makedirs(d)
+        problems = []
+        run = run_ok(runner, nranks, cmd + ["--trace", "t.json"], d, problems)
+        j = load_json(os.path.join(d, "t.json"), problems)
+        if j is not None:
+            ev = j.get("traceEvents", [])
+            lanes = sorted({e.get("pid") for e in ev})
+            if lanes != list(range(nranks)):
+                problems.append(f"lanes {lanes}, expected 0 .. {nranks - 1}")
+            if cmd[0] == "gemm" and not any(e.get("cat") == "compute" for e in ev):
+                problems.append("no local GEMM span")
+        if sorted(os.listdir(d)) != ["t.json"]:
+            problems.append(f"files left: {sorted(os.listdir(d))}")
+        tally.report(f"{tag} tessel {cmd[0]} --trace writes one lane per rank", problems, run)
 
 
 # ---------------------------------------------------------------- purify and ssc

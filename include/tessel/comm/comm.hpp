@@ -123,6 +123,8 @@ class RequestSet {
   MPI_Request* add() { return add_entry(nullptr, Then{}, false); }
   /// As add(), for a point-to-point receive (cancelled when the set is abandoned).
   MPI_Request* add_recv() { return add_entry(nullptr, Then{}, true); }
+  /// As add_recv(), with a continuation `then` run when it completes (the tracer's hook).
+  MPI_Request* add_recv(Then then) { return add_entry(nullptr, std::move(then), true); }
   /// Remembers `c` (not null) as a communicator this set posts on: waits check it for failure
   /// notices; an abandoned set notifies it.
   void watch(MPI_Comm c);

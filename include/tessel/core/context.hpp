@@ -8,6 +8,7 @@
 
 #include "tessel/comm/comm.hpp"
 #include "tessel/core/ledger.hpp"
+#include "tessel/core/trace.hpp"
 
 namespace tessel {
 
@@ -21,6 +22,7 @@ class Context {
   Context(MPI_Comm user_comm, CommLedger& ledger);
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
+  ~Context();
 
   const comm::Comm& comm() const { return comm_; }
   int rank() const { return comm_.rank(); }
@@ -38,7 +40,20 @@ class Context {
   /// rank waits forever on a peer that failed.
   void agree(const std::function<void()>& check) const;
 
+  // ---- the trace option (core/trace.hpp, docs/trace.md)
+  /// Collective. Starts recording this run's timeline (phases, transfers, local kernels) into
+  /// a Tracer attached to the ledger; time 0 is the end of a barrier. Restarts when on.
+  void start_trace();
+  /// Collective. Stops recording, gathers every rank's events on rank 0 (not recorded in the
+  /// ledger) and writes them to `path` as one Chrome trace-event JSON file (a temporary file
+  /// beside it, renamed into place). Throws InputError on every rank when tracing was not
+  /// started or `path` cannot be written.
+  void write_trace(const std::string& path);
+  /// This rank's tracer (null when not tracing).
+  Tracer* tracer() const { return tracer_.get(); }
+
  private:
+  std::unique_ptr<Tracer> tracer_;
   std::unique_ptr<CommLedger> own_;
   CommLedger* ledger_;
   comm::Comm comm_;

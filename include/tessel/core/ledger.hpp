@@ -8,6 +8,8 @@
 
 namespace tessel {
 
+class Tracer;  // core/trace.hpp
+
 /// Counters of one phase on one rank. Collective bytes follow the payload rule of
 /// shared/tools/commcount (bytes of the caller's buffers that go to or come from other ranks).
 struct PhaseCounts {
@@ -49,8 +51,13 @@ class CommLedger {
   /// Sum over the phases whose name starts with prefix.
   PhaseCounts total(const std::string& prefix) const;
   void reset() { phases_.clear(); }
+  /// The timeline recorder (core/trace.hpp) the comm/ layer reports transfers to and
+  /// push_phase/pop_phase report phases to; null (the default) when not tracing.
+  Tracer* tracer() const { return tracer_; }
+  void set_tracer(Tracer* t) { tracer_ = t; }
 
  private:
+  Tracer* tracer_ = nullptr;
   std::string current_;
   std::vector<std::string> stack_;
   std::map<std::string, PhaseCounts> phases_;

@@ -78,6 +78,16 @@ void check_npy_header(const NpyHeader& h, const std::string& expected_descr,
 void expect_shape(const std::string& path, std::int64_t rows, std::int64_t cols,
                   std::int64_t found_rows, std::int64_t found_cols);
 
+/// Pure. Decodes the whole contents of a .npy file held in memory (`bytes`: header and data)
+/// of dtype npy_descr<T>() into a column-major rows x cols array (leading dimension rows;
+/// C-order files are transposed into place). Checks exactly what read_npy checks (header,
+/// dimensions, byte order, dtype, truncation); bytes after the data are ignored. Stores the
+/// header in `*header` when not null. Throws InputError naming `name`. The serial, in-memory
+/// counterpart of read_npy (and the entry point of the fuzz target tests/fuzz/fuzz_npy_data).
+template <class T>
+std::vector<T> decode_npy(const std::string& bytes, const std::string& name = "npy data",
+                          NpyHeader* header = nullptr);
+
 /// Collective. Rank 0 reads the header and the file size and broadcasts them; every rank
 /// parses the same bytes. Checks what parse_npy_header checks, the number of dimensions
 /// (1 or 2), the byte order and that the file holds all of its data (the dtype must have a
@@ -108,6 +118,10 @@ extern template dense::DistMatrix<double> read_npy<double>(
 extern template dense::DistMatrix<std::complex<double>> read_npy<std::complex<double>>(
     const Context&, const std::string&,
     const std::function<layout::Layout(std::int64_t, std::int64_t)>&);
+extern template std::vector<double> decode_npy<double>(const std::string&, const std::string&,
+                                                       NpyHeader*);
+extern template std::vector<std::complex<double>> decode_npy<std::complex<double>>(
+    const std::string&, const std::string&, NpyHeader*);
 extern template void write_npy<double>(const Context&, const std::string&,
                                        const dense::DistMatrix<double>&);
 extern template void write_npy<std::complex<double>>(

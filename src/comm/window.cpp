@@ -226,7 +226,7 @@ void WindowBase::rget_bytes(void* origin, std::int64_t count, MPI_Datatype t, st
     check_mpi(MPI_Rget(o + at * static_cast<std::int64_t>(sz), c, t, target,
                        static_cast<MPI_Aint>(offset + at), c, t, win_,
                        trace::add(rs, tracer_of(ledger_), "rma_get", target,
-                                  static_cast<std::int64_t>(c) * static_cast<std::int64_t>(sz)))),
+                                  static_cast<std::int64_t>(c) * static_cast<std::int64_t>(sz))),
               "MPI_Rget");
   });
   if (auto* k = counts()) {

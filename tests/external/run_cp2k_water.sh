@@ -94,5 +94,5 @@ for mode in plain tessel; do
   echo "cp2k $mode: total energy ${e:-none} Eh ($(( $(date +%s) - start )) s, $WORK/water-$mode.out)"
 done
 # Proof that the preloaded run bound CP2K's and ScaLAPACK's pdgemm_ to tessel (one rank, first binding).
-(cd "$WORK" && OMP_NUM_THREADS=1 LD_DEBUG=bindings LD_PRELOAD="$LIB" timeout 20 cp2k.popt --version 2>&1 |
-  grep -m2 -E "normal symbol .pdgemm_'" || true)
+(cd "$WORK" && OMP_NUM_THREADS=1 LD_BIND_NOW=1 LD_DEBUG=bindings LD_PRELOAD="$LIB" timeout 30 cp2k.popt --version 2>&1 |
+  grep -m3 -E "normal symbol .pdgemm_'" || true)

@@ -155,7 +155,7 @@ int pgemm(const char* rout, const Call& x, const T* alpha, const T* a, const T* 
         return w;
       };
       std::vector<W> wa = widen(fa, a, x.ad[LLD]), wb = widen(fb, b, x.bd[LLD]);
-      std::vector<W> wc = is_zero(*beta) ? std::vector<W>(widen(fc, c, x.cd[LLD]).size()) : widen(fc, c, x.cd[LLD]);
+      std::vector<W> wc = widen(fc, c, x.cd[LLD]);  // beta == 0: C is not read by multiply
       auto A = dense::DistMatrix<W>::view(la, me, wa.data(), x.ad[LLD]);
       auto B = dense::DistMatrix<W>::view(lb, me, wb.data(), x.bd[LLD]);
       auto C = dense::DistMatrix<W>::view(lc, me, wc.data(), x.cd[LLD]);

@@ -3,18 +3,20 @@
 # energy (Kohn–Sham DFT with ScaLAPACK diagonalisation, so CP2K calls pdgemm_ itself and
 # through ScaLAPACK's pdsyevd) with and without tessel preloaded; prints both total energies.
 #
-#   bash tests/external/run_cp2k_water.sh [--build build] [--ranks 2] [--xyz FILE] [--work DIR]
+#   bash tests/external/run_cp2k_water.sh [--build build] [--ranks 2] [--molecules 8] [--xyz FILE] [--work DIR]
 #
-# Default geometry: the 32 water molecules of ../shared/data/cp2k/h2o-32-szv (SZV-MOLOPT basis,
-# GTH-PBE, cutoff 200 Ry). Not run by CI.
+# Geometry: the first --molecules (default 8; 32 for all) water molecules of
+# ../shared/data/cp2k/h2o-32-szv/water32.xyz in its 9.86 A box (SZV-MOLOPT basis, GTH-PBE,
+# cutoff 200 Ry). Not run by CI.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")/../.." && pwd)
-BUILD=build RANKS=2 WORK=/tmp/tessel-cp2k XYZ="$HERE/../shared/data/cp2k/h2o-32-szv/water32.xyz"
+BUILD=build RANKS=2 MOLS=8 WORK=/tmp/tessel-cp2k XYZ="$HERE/../shared/data/cp2k/h2o-32-szv/water32.xyz"
 while [ $# -gt 0 ]; do
   case $1 in
     --build) BUILD=$2; shift 2;;
     --ranks) RANKS=$2; shift 2;;
     --xyz) XYZ=$2; shift 2;;
+    --molecules) MOLS=$2; shift 2;;
     --work) WORK=$2; shift 2;;
     -h|--help) sed -n 2,10p "$0"; exit 0;;
     *) echo "run_cp2k_water.sh: unknown option '$1'" >&2; exit 2;;
@@ -26,7 +28,8 @@ LIB=$(cd "$HERE" && realpath "$BUILD")/src/libtessel_scalapack.so
 command -v cp2k.popt >/dev/null || { echo "run_cp2k_water.sh: cp2k.popt not found (apt-get install cp2k)" >&2; exit 2; }
 source "$HERE/scripts/mpi-env.sh"
 mkdir -p "$WORK"
-cp "$XYZ" "$WORK/water.xyz"
+# The first MOLS molecules (3 atoms each, O H H) of the XYZ file.
+awk -v n=$((3 * MOLS)) 'NR == 1 {print (n < $1 ? n : $1); next} NR == 2 {print; next} NR - 2 <= n' "$XYZ" > "$WORK/water.xyz"
 cat > "$WORK/water.inp" <<INP
 &GLOBAL
   PROJECT water
@@ -91,5 +94,5 @@ for mode in plain tessel; do
   echo "cp2k $mode: total energy ${e:-none} Eh ($(( $(date +%s) - start )) s, $WORK/water-$mode.out)"
 done
 # Proof that the preloaded run bound CP2K's and ScaLAPACK's pdgemm_ to tessel (one rank, first binding).
-(cd "$WORK" && OMP_NUM_THREADS=1 LD_DEBUG=bindings LD_PRELOAD="$LIB" timeout 20 cp2k.popt --version 2>&1 |
-  grep -m2 -E "normal symbol .pdgemm_'" || true)
+(cd "$WORK" && OMP_NUM_THREADS=1 LD_BIND_NOW=1 LD_DEBUG=bindings LD_PRELOAD="$LIB" timeout 30 cp2k.popt --version 2>&1 |
+  grep -m3 -E "normal symbol .pdgemm_'" || true)

@@ -26,7 +26,7 @@ constexpr double kBohrPerAngstrom = 1.8897261246257702;
 
 struct StencilArgs {
   std::string xyz, xyz_units = "angstrom", potential, exchange = "neighbor", overlap = "on",
-                   partitioner = "metis", json;
+                   partitioner = "metis", solver = "chfsi", json;
   double radius = 0, box = 0, spacing = 0.5, omega = 1.0, softening = 1.0, tol = 1e-6, dt = 0.02;
   int order = 4, states = 10, max_iter = 300, degree = 0, propagate = 0, repeat = 5, batch = 0, test_every = 2048;
   bool apply_only = false;
@@ -104,6 +104,8 @@ int run_stencil(const StencilArgs& a) {
   const auto pot = parse_named("--potential", pot_name, "harmonic, box or softcoulomb",
                                [](const std::string& v) { return stencil::parse_potential(v); });
   TESSEL_CHECK(a.states >= 1, InputError, "--states ", a.states, ": expected >= 1");
+  TESSEL_CHECK(a.solver == "chfsi" || a.solver == "lobpcg", InputError, "--solver '", a.solver,
+               "': expected chfsi or lobpcg");
   TESSEL_CHECK(a.tol > 0 && std::isfinite(a.tol), InputError, "--tol ", a.tol, ": expected > 0");
   TESSEL_CHECK(a.max_iter >= 1, InputError, "--max-iter ", a.max_iter, ": expected >= 1");
   TESSEL_CHECK(a.degree >= 0, InputError, "--degree ", a.degree, ": expected 0 (automatic) or >= 1");
@@ -196,7 +198,8 @@ int run_stencil(const StencilArgs& a) {
   ctx.comm().barrier();
   const double t0 = MPI_Wtime();
   solvers::EigenResult res;
-  if (!a.apply_only) res = solvers::chfsi(ctx, h, mesh.size(), mesh.spacing(), eo);
+  if (!a.apply_only)
+    res = a.solver == "lobpcg" ? solvers::lobpcg(ctx, h, mesh.size(), eo) : solvers::chfsi(ctx, h, mesh.size(), mesh.spacing(), eo);
   else res.block = a.batch > 0 ? a.batch : a.states;
   const double solve_s = ctx.comm().allreduce_value(MPI_Wtime() - t0, MPI_MAX);
   const auto solve_times = h.times();
@@ -249,10 +252,13 @@ int run_stencil(const StencilArgs& a) {
 
   const auto ref = analytic(pot, a.omega, have_box ? a.box : 0, a.states);
   if (root && !a.apply_only) {
-    std::cout << fmt::format("{} after {} iterations (block {}, Chebyshev degree {}, spectrum bounds [{:.4g}, {:.4g}] Eh by "
-                             "Lanczos), {:.3f} s, {} vector applications of H\n",
+    const std::string how = a.solver == "lobpcg"
+                                ? std::string("LOBPCG")
+                                : fmt::format("Chebyshev degree {}, spectrum bounds [{:.4g}, {:.4g}] Eh by Lanczos", res.degree,
+                                              res.lower, res.upper);
+    std::cout << fmt::format("{} after {} iterations (block {}, {}), {:.3f} s, {} vector applications of H\n",
                              res.converged ? "converged" : "NOT converged (--max-iter reached)", res.iterations, res.block,
-                             res.degree, res.lower, res.upper, solve_s, res.applies);
+                             how, solve_s, res.applies);
     std::cout << "state  eigenvalue (Eh)    residual   analytic (Eh)  difference\n";
     for (int i = 0; i < a.states; ++i) {
       const std::size_t I = static_cast<std::size_t>(i);
@@ -295,6 +301,7 @@ int run_stencil(const StencilArgs& a) {
     j["partitioner"] = stencil::to_string(part);
     j["partition"] = {{"points_per_rank", json_stat(st_points)}, {"neighbors_per_rank", json_stat(st_nbrs)},
                       {"points_sent_per_rank", json_stat(st_sent)}, {"edge_cut", edge_cut}};
+    j["solver"] = a.solver;
     j["converged"] = res.converged;
     j["iterations"] = res.iterations;
     j["block"] = res.block;
@@ -346,6 +353,8 @@ std::function<int()> add_stencil(CLI::App& app) {
   s->add_option("--omega", a->omega, "Oscillator frequency (Eh)")->capture_default_str();
   s->add_option("--softening", a->softening, "Soft-Coulomb softening a (bohr)")->capture_default_str();
   s->add_option("--states", a->states, "Eigenstates wanted")->capture_default_str();
+  s->add_option("--solver", a->solver, "chfsi (Chebyshev-filtered subspace iteration) | lobpcg (for comparison)")
+      ->capture_default_str();
   s->add_option("--tol", a->tol, "Residual norm per state")->capture_default_str();
   s->add_option("--max-iter", a->max_iter, "Solver iteration cap")->capture_default_str();
   s->add_option("--degree", a->degree, "Chebyshev filter degree (0: from h, clamp(ceil(6/h), 8, 40))")->capture_default_str();

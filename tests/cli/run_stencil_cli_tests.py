@@ -57,6 +57,7 @@ def error_cases(runner, tally, nranks, work, persistent_ok):
         (quick + ["--partitioner", "scotch"], ["--partitioner 'scotch'", "metis"]),
         (quick + ["--potential", "morse"], ["--potential 'morse'", "harmonic"]),
         (quick + ["--overlap", "maybe"], ["--overlap 'maybe'"]),
+        (quick + ["--solver", "davidson"], ["--solver 'davidson'", "lobpcg"]),
         (["--xyz", "/nonexistent/dir/mol.xyz", "--radius", "3"], ["--xyz /nonexistent/dir/mol.xyz", "cannot read"]),
         (["--xyz", "mol.xyz", "--box", "4"], ["--xyz mol.xyz", "--box 4"]),
     ]
@@ -148,7 +149,17 @@ def positive_cases(runner, tally, nranks, work, persistent_ok):
                 first.setdefault(key, got)
             tally.report(f"{tag} stencil box order 2 --exchange {s} --overlap {ov}", problems, run)
 
-    # 3. A molecule from an .xyz file (Angstrom), soft-Coulomb potential, order 6, with propagation.
+    # 3. LOBPCG on the box: the same exact discrete eigenvalues.
+    problems = []
+    js = os.path.join(d, "box_lobpcg.json")
+    run = run_ok(runner, nranks, ["stencil", "--box", "4", "--spacing", "0.5", "--order", "2", "--states", "4",
+                                  "--tol", "1e-9", "--solver", "lobpcg", "--repeat", "1", "--json", js], d, problems)
+    j = load(js, problems) if run.rc == 0 else None
+    if j and max(abs(a - b) for a, b in zip(j["eigenvalues"], exact)) > 1e-8:
+        problems.append(f"LOBPCG eigenvalues {j['eigenvalues']} differ from the exact discrete {exact}")
+    tally.report(f"{tag} stencil box order 2 --solver lobpcg", problems, run)
+
+    # 4. A molecule from an .xyz file (Angstrom), soft-Coulomb potential, order 6, with propagation.
     problems = []
     xyz = os.path.join(d, "h2o.xyz")
     with open(xyz, "w") as f:

@@ -169,6 +169,23 @@ TEST(StencilEigen, TaylorPropagatorOnEigenvectorAndNorm) {
   EXPECT_NEAR(std::log2(loss[0] / loss[1]), 6.0, 0.7);
 }
 
+TEST(StencilEigen, LobpcgAgreesWithChfsi) {
+  Context ctx(MPI_COMM_WORLD);
+  auto s = make(ctx, sphere(5.0, 0.5), 4, PotentialKind::Harmonic);
+  solvers::EigenOptions opt;
+  opt.states = 4;
+  opt.tol = 1e-8;
+  auto c = solvers::chfsi(ctx, *s->h, s->mesh.size(), s->mesh.spacing(), opt);
+  auto l = solvers::lobpcg(ctx, *s->h, s->mesh.size(), opt);
+  ASSERT_TRUE(c.converged && l.converged);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_NEAR(l.values[static_cast<std::size_t>(i)], c.values[static_cast<std::size_t>(i)], 1e-9) << i;
+    EXPECT_NEAR(l.values[static_cast<std::size_t>(i)], i == 0 ? 1.5 : 2.5, 1e-2) << i;
+  }
+  if (ctx.rank() == 0) std::printf("LOBPCG %d iterations, %lld applies; CheFSI %d iterations, %lld applies\n", l.iterations,
+                                   static_cast<long long>(l.applies), c.iterations, static_cast<long long>(c.applies));
+}
+
 TEST(StencilEigen, BadInputThrowsOnEveryRank) {
   Context ctx(MPI_COMM_WORLD);
   auto s = make(ctx, Mesh::box(2.0, 0.5), 2, PotentialKind::Box);  // 27 points
@@ -177,6 +194,7 @@ TEST(StencilEigen, BadInputThrowsOnEveryRank) {
   solvers::EigenOptions opt;
   opt.tol = -1;
   EXPECT_THROW(solvers::chfsi(ctx, *s->h, 27, 0.5, opt), InputError);
+  EXPECT_THROW(solvers::lobpcg(ctx, *s->h, 27, [] { solvers::EigenOptions o; o.states = 6; return o; }()), InputError);
   auto r = solve(ctx, *s, 3);  // a tiny mesh still works: block 7 of 27 points
   EXPECT_TRUE(r.converged);
 }

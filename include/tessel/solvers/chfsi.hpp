@@ -54,6 +54,12 @@ struct EigenResult {
 EigenResult chfsi(Context& ctx, stencil::Hamiltonian& h, std::int64_t mesh_points, double spacing,
                   const EigenOptions& opt);
 
+/// Collective over ctx: the same eigenpairs by LOBPCG (Knyazev 2001, without preconditioner),
+/// for comparison: Rayleigh-Ritz on the orthonormalised basis [X, W, P] (W the residuals made
+/// orthogonal to X, P the previous search directions), 3 (states + extra) H applies per
+/// iteration. Same options (degree and lanczos_steps unused), result and errors as chfsi.
+EigenResult lobpcg(Context& ctx, stencil::Hamiltonian& h, std::int64_t mesh_points, const EigenOptions& opt);
+
 /// Collective over ctx: one step of the 4th-order Taylor expansion of exp(-i H dt) applied to
 /// `width` complex vectors stored as 2 width real columns (re, im of vector j in columns 2j,
 /// 2j+1), in place: psi <- sum_{k=0..4} (-i dt H)^k / k! psi (four H applies of width 2 width).

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <random>
 
-#include "tessel/comm/exchange.hpp"
+#include "tessel/comm/packed_exchange.hpp"
 #include "tessel/core/error.hpp"
 
 namespace tessel::sparse::io_detail {

@@ -16,7 +16,7 @@
 #include <sstream>
 
 #include "io_common.hpp"
-#include "tessel/comm/exchange.hpp"
+#include "tessel/comm/packed_exchange.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/sparse/io.hpp"
 

@@ -33,6 +33,11 @@ def main():
     ctx = tessel.Context(MPI.COMM_WORLD)
     data = pathlib.Path(args.data)
     fock = data / f"{args.tag}_F_orth.npy"
+    if not (data / f"{args.tag}.json").is_file():  # every rank sees the same files
+        if ctx.rank == 0:
+            print(f"purify_fock: {data / (args.tag + '.json')} not found: give --data DIR "
+                  "(the folder ../shared/data/pyscf of the project)", file=sys.stderr)
+        return 2
     meta = json.loads((data / f"{args.tag}.json").read_text())
     nocc = meta["nocc"]
 

@@ -233,7 +233,7 @@ Comm::Comm(Comm&& o) noexcept
 
 Comm& Comm::operator=(Comm&& o) noexcept {
   if (this != &o) {
-    if (owned_ && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+    if (owned_ && comm_ != MPI_COMM_NULL && !failure_pending(comm_)) MPI_Comm_free(&comm_);
     comm_ = o.comm_;
     owned_ = o.owned_;
     ledger_ = o.ledger_;
@@ -249,7 +249,11 @@ Comm& Comm::operator=(Comm&& o) noexcept {
 Comm::~Comm() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (owned_ && comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm_);
+  // A communicator marked by a failure notice is not freed (leaked): messages an abandoned
+  // exchange left unreceived on it (the notices themselves, sends whose receive was cancelled)
+  // must never match a later communicator that reuses its context id (MPICH does).
+  if (owned_ && comm_ != MPI_COMM_NULL && !finalized && !failure_pending(comm_))
+    MPI_Comm_free(&comm_);
 }
 
 Comm Comm::dup() const {

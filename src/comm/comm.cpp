@@ -139,9 +139,12 @@ MPI_Request* RequestSet::add(Pending& token, Then then) {
   return add_entry(token.n_, std::move(then), false);
 }
 
-void RequestSet::idle() {
+void RequestSet::idle(int n) {
   for (MPI_Comm c : comms_) throw_if_failed(c);
-  std::this_thread::sleep_for(std::chrono::microseconds(50));
+  // First yield the core (a peer on it runs at once, as Open MPI's yield_when_idle does), then
+  // sleep (many waiting ranks do not take turns burning the cores).
+  if (n < 1024) std::this_thread::yield();
+  else std::this_thread::sleep_for(std::chrono::microseconds(50));
 }
 
 int RequestSet::progress() {
@@ -197,7 +200,7 @@ void RequestSet::wait_all() {
   while (!reqs_.empty()) {
     // Spin briefly for latency, then sleep so oversubscribed ranks give up the core.
     if (progress() > 0) idle = 0;
-    else if (++idle > 64) this->idle();
+    else if (++idle > 64) this->idle(idle);
   }
 }
 
@@ -209,7 +212,7 @@ void RequestSet::wait(const Pending& token) {
     TESSEL_CHECK(!reqs_.empty(), Error,
                  "RequestSet::wait: the token has outstanding requests that are not in this set");
     if (progress() > 0) idle = 0;
-    else if (++idle > 64) this->idle();
+    else if (++idle > 64) this->idle(idle);
   }
 }
 

@@ -54,8 +54,12 @@ if [ $SANITIZE = 1 ]; then
   cmake --build "$BUILD_DIR" --parallel "$(nproc)"
   # halt_on_error: the first finding fails the test; new_delete_type_mismatch off: Open MPI's
   # C++ bindings are not used, the check only fires inside MPI's own allocators.
-  export ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1:detect_leaks=1:new_delete_type_mismatch=0}
-  export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$ROOT/scripts/sanitize/lsan.supp:print_suppressions=0}
+  # fast_unwind_on_malloc=0: the MPI libraries have no frame pointers; without the slow
+  # unwinder a leak's stack stops inside them and the suppressions cannot match it.
+  # disable_dlclose: Open MPI's components stay loaded, so their frames keep their names.
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1:detect_leaks=1:new_delete_type_mismatch=0:fast_unwind_on_malloc=0}
+  export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$ROOT/scripts/sanitize/lsan.supp:print_suppressions=0:fast_unwind_on_malloc=0}
+  export OMPI_MCA_mca_base_component_disable_dlclose=1
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 else
   bash "$ROOT/scripts/setup.sh" "${SETUP_ARGS[@]}"

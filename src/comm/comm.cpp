@@ -141,9 +141,12 @@ MPI_Request* RequestSet::add(Pending& token, Then then) {
   return add_entry(token.n_, std::move(then), false);
 }
 
-void RequestSet::idle() {
+void RequestSet::idle(int n) {
   for (MPI_Comm c : comms_) throw_if_failed(c);
-  std::this_thread::sleep_for(std::chrono::microseconds(50));
+  // First yield the core (a peer on it runs at once, as Open MPI's yield_when_idle does), then
+  // sleep (many waiting ranks do not take turns burning the cores).
+  if (n < 1024) std::this_thread::yield();
+  else std::this_thread::sleep_for(std::chrono::microseconds(50));
 }
 
 int RequestSet::progress() {
@@ -199,7 +202,7 @@ void RequestSet::wait_all() {
   while (!reqs_.empty()) {
     // Spin briefly for latency, then sleep so oversubscribed ranks give up the core.
     if (progress() > 0) idle = 0;
-    else if (++idle > 64) this->idle();
+    else if (++idle > 64) this->idle(idle);
   }
 }
 
@@ -211,7 +214,7 @@ void RequestSet::wait(const Pending& token) {
     TESSEL_CHECK(!reqs_.empty(), Error,
                  "RequestSet::wait: the token has outstanding requests that are not in this set");
     if (progress() > 0) idle = 0;
-    else if (++idle > 64) this->idle();
+    else if (++idle > 64) this->idle(idle);
   }
 }
 
@@ -235,7 +238,7 @@ Comm::Comm(Comm&& o) noexcept
 
 Comm& Comm::operator=(Comm&& o) noexcept {
   if (this != &o) {
-    if (owned_ && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+    if (owned_ && comm_ != MPI_COMM_NULL && !failure_pending(comm_)) MPI_Comm_free(&comm_);
     comm_ = o.comm_;
     owned_ = o.owned_;
     ledger_ = o.ledger_;
@@ -251,7 +254,11 @@ Comm& Comm::operator=(Comm&& o) noexcept {
 Comm::~Comm() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (owned_ && comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm_);
+  // A communicator marked by a failure notice is not freed (leaked): messages an abandoned
+  // exchange left unreceived on it (the notices themselves, sends whose receive was cancelled)
+  // must never match a later communicator that reuses its context id (MPICH does).
+  if (owned_ && comm_ != MPI_COMM_NULL && !finalized && !failure_pending(comm_))
+    MPI_Comm_free(&comm_);
 }
 
 Comm Comm::dup() const {

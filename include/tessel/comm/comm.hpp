@@ -140,9 +140,9 @@ class RequestSet {
   /// Drives progress without blocking (tests every outstanding request once and runs the
   /// continuations of those that completed); true when all requests completed.
   bool test_all();
-  /// Blocks until all complete (including those posted by continuations meanwhile). Polls with
-  /// a short sleep when nothing completed so that oversubscribed ranks yield the core (MPICH
-  /// busy-polls in MPI_Waitall).
+  /// Blocks until all complete (including those posted by continuations meanwhile). When
+  /// nothing completes it yields the core, and after ~1000 idle tests sleeps 50 us between
+  /// tests, so that oversubscribed ranks give up the core (MPICH busy-polls in MPI_Waitall).
   void wait_all();
   /// Blocks until `token` is done, driving every outstanding request of the set meanwhile (so
   /// that other pipelined operations keep moving). Same polling as wait_all.
@@ -152,8 +152,9 @@ class RequestSet {
   MPI_Request* add_entry(std::shared_ptr<std::int64_t> counter, Then then, bool recv);
   /// One MPI_Testsome pass; returns the number of requests that completed.
   int progress();
-  /// Nothing completed for a while: sleep briefly, throw PeerFailure on a failure notice.
-  void idle();
+  /// Nothing completed for `n` tests: yield the core (then, after a while, sleep briefly);
+  /// throw PeerFailure on a failure notice.
+  void idle(int n);
   /// Leaves the outstanding requests (see the class comment). noexcept.
   void abandon() noexcept;
 

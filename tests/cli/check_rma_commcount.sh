@@ -22,29 +22,8 @@
 # Exit codes: 0 all passed, 1 a failure, 77 skipped (commcount sources absent).
 set -u
 
-mpiexec="" np="" probe="" builddir="" ccsrc="" flavour="openmpi" python="python3" tmo=300
-numproc_flag="-n"
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --mpiexec) mpiexec="$2"; shift 2 ;;
-    --np) np="$2"; shift 2 ;;
-    --numproc-flag) numproc_flag="$2"; shift 2 ;;
-    --probe) probe="$2"; shift 2 ;;
-    --builddir) builddir="$2"; shift 2 ;;
-    --commcount-src) ccsrc="$2"; shift 2 ;;
-    --flavour) flavour="$2"; shift 2 ;;
-    --python) python="$2"; shift 2 ;;
-    --timeout) tmo="$2"; shift 2 ;;
-    --) shift; break ;;
-    *) echo "unknown argument: $1" >&2; exit 2 ;;
-  esac
-done
-extra_flags=("$@")
-for v in mpiexec np probe builddir ccsrc; do
-  if [ -z "${!v}" ]; then echo "missing --${v}" >&2; exit 2; fi
-done
-
 source "$(dirname "${BASH_SOURCE[0]}")/commcount_common.sh"
+commcount_parse_args "mpiexec np probe builddir ccsrc" "$@"
 commcount_require_sources
 commcount_build
 

@@ -1,5 +1,38 @@
-# Shared by check_ledger_commcount.sh and check_rma_commcount.sh (sourced, not run).
-# Expects: ccsrc, builddir, flavour, np set by the caller's argument parsing.
+# Shared by the check_*_commcount.sh scripts (sourced, not run).
+# The functions below expect ccsrc, builddir, flavour, np and tmo, set by commcount_parse_args.
+
+# commcount_parse_args "REQUIRED VARS" ARGS...: parses the options every check script takes
+# (--mpiexec --np --numproc-flag --probe --tessel --builddir --commcount-src --flavour --python
+# --timeout, then -- and extra mpiexec flags) into mpiexec, np, numproc_flag, probe, tessel,
+# builddir, ccsrc, flavour, python, tmo and the array extra_flags; exits 2 on an unknown option
+# or when a variable named in REQUIRED is empty.
+commcount_parse_args() {
+  local required="$1"
+  shift
+  mpiexec="" np="" probe="" tessel="" builddir="" ccsrc="" flavour="openmpi" python="python3"
+  tmo=300 numproc_flag="-n"
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --mpiexec) mpiexec="$2"; shift 2 ;;
+      --np) np="$2"; shift 2 ;;
+      --numproc-flag) numproc_flag="$2"; shift 2 ;;
+      --probe) probe="$2"; shift 2 ;;
+      --tessel) tessel="$2"; shift 2 ;;
+      --builddir) builddir="$2"; shift 2 ;;
+      --commcount-src) ccsrc="$2"; shift 2 ;;
+      --flavour) flavour="$2"; shift 2 ;;
+      --python) python="$2"; shift 2 ;;
+      --timeout) tmo="$2"; shift 2 ;;
+      --) shift; break ;;
+      *) echo "unknown argument: $1" >&2; exit 2 ;;
+    esac
+  done
+  extra_flags=("$@")
+  local v
+  for v in $required; do
+    if [ -z "${!v}" ]; then echo "missing --${v}" >&2; exit 2; fi
+  done
+}
 
 # Exits 77 (ctest SKIP) when the commcount sources are absent (as on a user's machine).
 commcount_require_sources() {

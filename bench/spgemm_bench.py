@@ -33,18 +33,14 @@ Examples:
 import argparse
 import datetime
 import json
-import os
-import shlex
 import socket
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-MPI_ENV = ROOT / "scripts" / "mpi-env.sh"
-NC = ROOT.parent / "shared" / "tools" / "netcluster" / "netcluster.sh"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchlib import ROOT, Config  # noqa: E402
 CC_SRC = ROOT.parent / "shared" / "tools" / "commcount"
 DEFAULT_VARIANTS = "dbcsr,cannon,rma25d:1,rma25d:2,rma25d:4"
 
@@ -56,20 +52,6 @@ def parse_variant(v):
     if f[0] not in ("cannon", "rma25d"):
         raise SystemExit(f"spgemm_bench: variant '{v}': expected dbcsr, cannon or rma25d[:L]")
     return {"name": v, "prog": "tessel", "alg": f[0], "layers": f[1] if len(f) > 1 else "auto"}
-
-
-def nc_stats():
-    out = subprocess.run([str(NC), "stats"], capture_output=True, text=True).stdout
-    nodes = {}
-    for line in out.splitlines():
-        f = line.split()
-        if not f or f[0].startswith("#"):
-            continue
-        try:
-            nodes[f[0]] = int(f[5])
-        except (IndexError, ValueError):
-            pass
-    return nodes
 
 
 def commcount_lib(build):
@@ -116,16 +98,9 @@ def main():
     raw.mkdir(parents=True, exist_ok=True)
     runs = []
     for cfg in configs:
-        kind, _, spec = cfg.partition(":")
-        if kind == "local":
-            np_, ppn, nodes = int(spec), None, 1
-        elif kind == "nc":
-            nodes, ppn = (int(x) for x in spec.split("x"))
-            np_ = nodes * ppn
-            subprocess.run([str(NC), "up", str(nodes), "--rate", a.rate, "--delay", a.delay,
-                            "--slots", str(ppn)], check=True, capture_output=True)
-        else:
-            raise SystemExit(f"spgemm_bench: config '{cfg}': expected local:NP or nc:NODESxPPN")
+        place = Config(cfg, "spgemm_bench")
+        kind, np_, ppn, nodes = place.kind, place.np, place.ppn, place.nodes
+        place.bring_up(a.rate, a.delay)
         try:
             for ci, case in enumerate(cases):
                 for pair in range(a.pairs):
@@ -148,21 +123,12 @@ def main():
                         env = ["-x", "OMP_NUM_THREADS=1", "-x", "OPENBLAS_NUM_THREADS=1"]
                         if cclib and v["prog"] == "dbcsr" and kind == "local":
                             env += ["-x", f"LD_PRELOAD={cclib}", "-x", f"COMMCOUNT_OUT={ccjs}"]
-                        if kind == "local":
-                            cmd = ["bash", "-c", f"source {shlex.quote(str(MPI_ENV))}; exec mpirun -np {np_} "
-                                   f"--oversubscribe " + " ".join(shlex.quote(x) for x in env + prog)]
-                        else:
-                            cmd = [str(NC), "run", "--", "-np", str(np_), "--map-by", f"ppr:{ppn}:node"] + env + prog
-                        s0 = nc_stats() if kind == "nc" else None
-                        t0 = time.time()
-                        p = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout)
-                        wall = time.time() - t0
-                        (raw / f"{tag}.log").write_text(" ".join(cmd) + "\n" + p.stdout + p.stderr)
+                        cmd = place.command(prog, env)
+                        p, wall, wire = place.run(cmd, a.timeout, raw / f"{tag}.log")
                         r = {"config": cfg, "case": case, "variant": v["name"], "pair": pair, "ranks": np_,
                              "nodes": nodes, "ppn": ppn, "rc": p.returncode, "wall_s": wall, "cmd": cmd}
-                        if kind == "nc":
-                            s1 = nc_stats()
-                            r["wire_tx_bytes"] = sum(s1[k] - s0.get(k, 0) for k in s1)
+                        if wire is not None:
+                            r["wire_tx_bytes"] = wire
                         try:
                             r["result"] = json.loads(js.read_text())
                         except (OSError, ValueError):
@@ -180,8 +146,7 @@ def main():
                         print(f"  {'ok    ' if ok else ('skip  ' if invalid else 'FAILED')} {tag}: {what}", flush=True)
                         runs.append(r)
         finally:
-            if kind == "nc":
-                subprocess.run([str(NC), "down"], capture_output=True)
+            place.down()
     summary = summarize(runs, variants, cases, configs)
     out = {"stem": stem, "date": datetime.datetime.now().isoformat(), "comm_only": a.comm_only,
            "eps": a.eps, "repeat": a.repeat, "pairs": a.pairs, "rate": a.rate, "delay": a.delay,

@@ -37,18 +37,13 @@ Examples:
 import argparse
 import datetime
 import json
-import os
-import shlex
 import socket
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-MPI_ENV = ROOT / "scripts" / "mpi-env.sh"
-NC = ROOT.parent / "shared" / "tools" / "netcluster" / "netcluster.sh"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchlib import ROOT, Config  # noqa: E402
 LDA = ROOT.parent / "shared" / "data" / "pyscf" / "h2o32_ccpvdz_lda-dfj_F_orth.npy"
 DEFAULT_VARIANTS = "4,3,5:1,5:2,5:4,5:8,5:4:p2p,2.5d:1,2.5d:4"
 
@@ -84,20 +79,6 @@ def model_alg45(n, p):
     return mc, mr
 
 
-def nc_stats():
-    out = subprocess.run([str(NC), "stats"], capture_output=True, text=True).stdout
-    nodes = {}
-    for line in out.splitlines():
-        f = line.split()
-        if not f or f[0].startswith("#"):
-            continue
-        try:
-            nodes[f[0]] = int(f[5])
-        except (IndexError, ValueError):
-            pass
-    return nodes
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--config", default="local:8", help="comma list of local:NP or nc:NODESxPPN")
@@ -123,16 +104,9 @@ def main():
     raw.mkdir(parents=True, exist_ok=True)
     runs = []
     for cfg in configs:
-        kind, _, spec = cfg.partition(":")
-        if kind == "local":
-            np_, ppn, nodes = int(spec), None, 1
-        elif kind == "nc":
-            nodes, ppn = (int(x) for x in spec.split("x"))
-            np_ = nodes * ppn
-            subprocess.run([str(NC), "up", str(nodes), "--rate", a.rate, "--delay", a.delay,
-                            "--slots", str(ppn)], check=True, capture_output=True)
-        else:
-            raise SystemExit(f"ssc_bench: config '{cfg}': expected local:NP or nc:NODESxPPN")
+        place = Config(cfg, "ssc_bench")
+        kind, np_, ppn, nodes = place.kind, place.np, place.ppn, place.nodes
+        place.bring_up(a.rate, a.delay)
         try:
             for n in sizes:
                 for pair in range(a.pairs):
@@ -144,22 +118,12 @@ def main():
                         prog += ["--in", str(LDA)] if (n == 768 and LDA.exists()) else ["--n", str(n)]
                         if a.comm_only:
                             prog.append("--comm-only")
-                        if kind == "local":
-                            cmd = ["bash", "-c", f"source {shlex.quote(str(MPI_ENV))}; exec mpirun -np {np_} "
-                                   f"--oversubscribe " + " ".join(shlex.quote(x) for x in prog)]
-                        else:
-                            cmd = [str(NC), "run", "--", "-np", str(np_), "--map-by", f"ppr:{ppn}:node",
-                                   "-x", "OPENBLAS_NUM_THREADS=1"] + prog
-                        s0 = nc_stats() if kind == "nc" else None
-                        t0 = time.time()
-                        p = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout)
-                        wall = time.time() - t0
-                        (raw / f"{tag}.log").write_text(" ".join(cmd) + "\n" + p.stdout + p.stderr)
+                        cmd = place.command(prog, ["-x", "OPENBLAS_NUM_THREADS=1"] if kind == "nc" else [])
+                        p, wall, wire = place.run(cmd, a.timeout, raw / f"{tag}.log")
                         r = {"config": cfg, "n": n, "variant": v["name"], "pair": pair, "ranks": np_,
                              "nodes": nodes, "ppn": ppn, "rc": p.returncode, "wall_s": wall, "cmd": cmd}
-                        if kind == "nc":
-                            s1 = nc_stats()
-                            r["wire_tx_bytes"] = sum(s1[k] - s0.get(k, 0) for k in s1)
+                        if wire is not None:
+                            r["wire_tx_bytes"] = wire
                         try:
                             r["result"] = json.loads(js.read_text())
                         except (OSError, ValueError):
@@ -170,8 +134,7 @@ def main():
                               f"{'median %.4f s' % med if ok else (p.stderr or p.stdout)[-300:]}", flush=True)
                         runs.append(r)
         finally:
-            if kind == "nc":
-                subprocess.run([str(NC), "down"], capture_output=True)
+            place.down()
     summary = summarize(runs, variants, sizes, configs)
     out = {"stem": stem, "date": datetime.datetime.now().isoformat(), "comm_only": a.comm_only,
            "repeat": a.repeat, "pairs": a.pairs, "rate": a.rate, "delay": a.delay,

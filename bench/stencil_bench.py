@@ -33,17 +33,13 @@ import argparse
 import datetime
 import json
 import math
-import shlex
 import socket
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-MPI_ENV = ROOT / "scripts" / "mpi-env.sh"
-NC = ROOT.parent / "shared" / "tools" / "netcluster" / "netcluster.sh"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchlib import ROOT, Config  # noqa: E402
 STRATEGIES = "alltoallv,ialltoallv,neighbor,persistent,p2p"
 
 
@@ -72,20 +68,6 @@ def mesh_volume(atoms, r):
                 continue
             count += 2 * int(math.sqrt(rr - y2) / h) + 1
     return count * h ** 3
-
-
-def nc_stats():
-    out = subprocess.run([str(NC), "stats"], capture_output=True, text=True).stdout
-    nodes = {}
-    for line in out.splitlines():
-        f = line.split()
-        if not f or f[0].startswith("#"):
-            continue
-        try:
-            nodes[f[0]] = int(f[5])
-        except (IndexError, ValueError):
-            pass
-    return nodes
 
 
 def main():
@@ -129,16 +111,9 @@ def main():
 
     runs = []
     for cfg in configs:
-        kind, _, spec = cfg.partition(":")
-        if kind == "local":
-            np_, ppn, nodes = int(spec), None, 1
-        elif kind == "nc":
-            nodes, ppn = (int(x) for x in spec.split("x"))
-            np_ = nodes * ppn
-            subprocess.run([str(NC), "up", str(nodes), "--rate", a.rate, "--delay", a.delay,
-                            "--slots", str(ppn)], check=True, capture_output=True)
-        else:
-            raise SystemExit(f"stencil_bench: config '{cfg}': expected local:NP or nc:NODESxPPN")
+        place = Config(cfg, "stencil_bench")
+        kind, np_, ppn, nodes = place.kind, place.np, place.ppn, place.nodes
+        place.bring_up(a.rate, a.delay)
         try:
             for part in parts:
                 for b in batches:
@@ -151,23 +126,13 @@ def main():
                                     "--potential", "softcoulomb", "--apply-only", "--batch", str(b),
                                     "--exchange", s, "--partitioner", part, "--repeat", str(a.repeat),
                                     "--test-every", str(a.test_every), "--json", str(js)]
-                            if kind == "local":
-                                cmd = ["bash", "-c", f"source {shlex.quote(str(MPI_ENV))}; exec mpirun -np {np_} "
-                                       f"--oversubscribe " + " ".join(shlex.quote(x) for x in prog)]
-                            else:
-                                cmd = [str(NC), "run", "--", "-np", str(np_), "--map-by", f"ppr:{ppn}:node",
-                                       "-x", "OPENBLAS_NUM_THREADS=1"] + prog
-                            s0 = nc_stats() if kind == "nc" else None
-                            t0 = time.time()
-                            p = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout)
-                            wall = time.time() - t0
-                            (raw / f"{tag}.log").write_text(" ".join(cmd) + "\n" + p.stdout + p.stderr)
+                            cmd = place.command(prog, ["-x", "OPENBLAS_NUM_THREADS=1"] if kind == "nc" else [])
+                            p, wall, wire = place.run(cmd, a.timeout, raw / f"{tag}.log")
                             r = {"config": cfg, "partitioner": part, "batch": b, "strategy": s, "pair": pair,
                                  "ranks": np_, "nodes": nodes, "ppn": ppn, "rc": p.returncode, "wall_s": wall,
                                  "cmd": cmd}
-                            if kind == "nc":
-                                s1 = nc_stats()
-                                r["wire_tx_bytes"] = sum(s1[k] - s0.get(k, 0) for k in s1)
+                            if wire is not None:
+                                r["wire_tx_bytes"] = wire
                             try:
                                 r["result"] = json.loads(js.read_text())
                             except (OSError, ValueError):
@@ -184,8 +149,7 @@ def main():
                             print(f"  {'ok    ' if ok else 'FAILED'} {tag}: {msg}", flush=True)
                             runs.append(r)
         finally:
-            if kind == "nc":
-                subprocess.run([str(NC), "down"], capture_output=True)
+            place.down()
     summary = summarize(runs, configs, parts, batches, strategies)
     out = {"stem": stem, "date": datetime.datetime.now().isoformat(), "spacing": h, "radius": a.radius,
            "atoms": a.atoms, "order": a.order, "repeat": a.repeat, "pairs": a.pairs, "rate": a.rate,

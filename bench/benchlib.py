@@ -1,0 +1,73 @@
+"""What the launching benchmarks share (ssc_bench, spgemm_bench, stencil_bench): where a run
+goes (local:NP on this machine, oversubscribed, or nc:NODESxPPN on the emulated cluster
+../shared/tools/netcluster), the launch command, and one measured run with the cluster's wire
+bytes. Not a benchmark by itself."""
+import shlex
+import subprocess
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MPI_ENV = ROOT / "scripts" / "mpi-env.sh"
+NC = ROOT.parent / "shared" / "tools" / "netcluster" / "netcluster.sh"
+
+
+def nc_stats():
+    """Bytes sent per emulated node so far (`netcluster.sh stats`, column 6)."""
+    out = subprocess.run([str(NC), "stats"], capture_output=True, text=True).stdout
+    nodes = {}
+    for line in out.splitlines():
+        f = line.split()
+        if not f or f[0].startswith("#"):
+            continue
+        try:
+            nodes[f[0]] = int(f[5])
+        except (IndexError, ValueError):
+            pass
+    return nodes
+
+
+class Config:
+    """One `local:NP` or `nc:NODESxPPN` place; bring_up() starts the emulated cluster, down() stops it."""
+
+    def __init__(self, cfg, who):
+        self.cfg = cfg
+        self.kind, _, spec = cfg.partition(":")
+        if self.kind == "local":
+            self.np, self.ppn, self.nodes = int(spec), None, 1
+        elif self.kind == "nc":
+            self.nodes, self.ppn = (int(x) for x in spec.split("x"))
+            self.np = self.nodes * self.ppn
+        else:
+            raise SystemExit(f"{who}: config '{cfg}': expected local:NP or nc:NODESxPPN")
+
+    def bring_up(self, rate, delay):
+        if self.kind == "nc":
+            subprocess.run([str(NC), "up", str(self.nodes), "--rate", rate, "--delay", delay,
+                            "--slots", str(self.ppn)], check=True, capture_output=True)
+
+    def down(self):
+        if self.kind == "nc":
+            subprocess.run([str(NC), "down"], capture_output=True)
+
+    def command(self, prog, env=()):
+        """The launch command of `prog` on this place; `env` are mpirun `-x NAME=VALUE` flags."""
+        env = list(env)
+        if self.kind == "local":
+            return ["bash", "-c", f"source {shlex.quote(str(MPI_ENV))}; exec mpirun -np {self.np} "
+                    f"--oversubscribe " + " ".join(shlex.quote(x) for x in env + prog)]
+        return [str(NC), "run", "--", "-np", str(self.np), "--map-by", f"ppr:{self.ppn}:node"] + env + prog
+
+    def run(self, cmd, timeout, log):
+        """Runs `cmd`, writes its command line and output to `log`; returns (process, wall
+        seconds, bytes sent on the emulated wire or None locally)."""
+        s0 = nc_stats() if self.kind == "nc" else None
+        t0 = time.time()
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        wall = time.time() - t0
+        Path(log).write_text(" ".join(cmd) + "\n" + p.stdout + p.stderr)
+        wire = None
+        if s0 is not None:
+            s1 = nc_stats()
+            wire = sum(s1[k] - s0.get(k, 0) for k in s1)
+        return p, wall, wire

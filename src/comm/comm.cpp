@@ -6,6 +6,7 @@
 #include <thread>
 #include <utility>
 
+#include "pieces.hpp"
 #include "trace_hooks.hpp"
 
 namespace tessel::comm {
@@ -319,21 +320,6 @@ Comm Comm::create_group(MPI_Comm parent, const std::vector<int>& ranks, CommLedg
   return out;
 }
 
-// Pieces of a message of `count` items, each at most `lim` items: f(first item, items).
-// count == 0 is one empty piece (a message of 0 items is still a message).
-template <class F>
-std::int64_t for_each_piece(std::int64_t count, std::int64_t lim, F&& f) {
-  TESSEL_CHECK(count >= 0, Error, "message of ", count, " items (expected >= 0)");
-  if (lim < 1 || lim > INT_MAX) lim = INT_MAX;
-  std::int64_t pieces = 0, at = 0;
-  do {
-    const std::int64_t n = std::min(count - at, lim);
-    f(at, static_cast<int>(n));
-    at += n;
-    ++pieces;
-  } while (at < count);
-  return pieces;
-}
 
 void Comm::isend_bytes(const void* buf, std::int64_t count, MPI_Datatype t, std::size_t sz,
                        int dest, int tag, RequestSet& rs) const {

@@ -4,6 +4,7 @@
 #include <climits>
 #include <thread>
 
+#include "pieces.hpp"
 #include "trace_hooks.hpp"
 
 namespace tessel::comm {
@@ -29,21 +30,11 @@ DupSet::DupSet(const Comm& parent, int n) {
 }
 
 namespace {
-// Posts `post(first item, items)` for pieces of at most c.max_message_items() items (one
-// empty piece for count 0) and returns the number of pieces.
+// Posts `post(first item, items)` for pieces of at most c.max_message_items() items
+// (comm::for_each_piece) and returns the number of pieces.
 template <class F>
 std::int64_t post_pieces(const Comm& c, std::int64_t count, const char* what, F&& post) {
-  TESSEL_CHECK(count >= 0, Error, what, ": count = ", count, " (expected >= 0)");
-  std::int64_t lim = c.max_message_items();
-  if (lim < 1 || lim > INT_MAX) lim = INT_MAX;
-  std::int64_t pieces = 0, at = 0;
-  do {
-    const std::int64_t n = std::min(count - at, lim);
-    post(at, static_cast<int>(n));
-    at += n;
-    ++pieces;
-  } while (at < count);
-  return pieces;
+  return for_each_piece(count, c.max_message_items(), post, what);
 }
 
 void record_coll(const Comm& c, std::int64_t bytes, std::int64_t calls) {

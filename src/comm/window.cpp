@@ -8,6 +8,7 @@
 
 #include "tessel/core/context.hpp"
 #include "tessel/core/error.hpp"
+#include "pieces.hpp"
 #include "trace_hooks.hpp"
 
 namespace tessel::comm {
@@ -191,16 +192,7 @@ void WindowBase::fence(int assert_flags) {
 // ---------------------------------------------------------------- data movement
 template <class F>
 std::int64_t WindowBase::pieces(std::int64_t count, F&& f) const {
-  std::int64_t lim = max_items_;
-  if (lim < 1 || lim > INT_MAX) lim = INT_MAX;
-  std::int64_t n = 0, at = 0;
-  do {
-    const std::int64_t len = std::min(count - at, lim);
-    f(at, static_cast<int>(len));
-    at += len;
-    ++n;
-  } while (at < count);
-  return n;
+  return for_each_piece(count, max_items_, f, "Window");
 }
 
 bool WindowBase::check_access(const char* call, int target, std::int64_t offset,

@@ -3,10 +3,31 @@
 # Registers one ctest per rank count, named <name>.np<n>, launched by MPIEXEC with
 # oversubscription, the container's MPI environment (scripts/mpi-env.sh), a timeout and the
 # labels "mpi" and "np<n>".
+#
+# TESSEL_TEST_MAX_RANKS (cache, default 0 = no cap): a reduced mode for slow builds (the
+# sanitizer run of scripts/test.sh --sanitize sets 4): rank counts above it are not
+# registered; a test whose counts are all above it keeps its smallest one, so no test vanishes.
+set(TESSEL_TEST_MAX_RANKS 0 CACHE STRING "Register MPI tests only at rank counts <= this (0: all)")
 function(tessel_add_mpi_test)
   cmake_parse_arguments(T "" "NAME;TARGET;TIMEOUT" "RANKS;ARGS" ${ARGN})
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 300)
+  endif()
+  if(TESSEL_TEST_MAX_RANKS GREATER 0)
+    set(_kept "")
+    set(_smallest "")
+    foreach(np IN LISTS T_RANKS)
+      if(NOT np GREATER TESSEL_TEST_MAX_RANKS)
+        list(APPEND _kept ${np})
+      endif()
+      if(_smallest STREQUAL "" OR np LESS _smallest)
+        set(_smallest ${np})
+      endif()
+    endforeach()
+    if(NOT _kept)
+      set(_kept ${_smallest})
+    endif()
+    set(T_RANKS ${_kept})
   endif()
   set(_extra "")
   if(TESSEL_MPI_FLAVOUR STREQUAL "openmpi")

@@ -13,12 +13,16 @@ namespace tessel::comm {
 
 void pcontrol(int level) { MPI_Pcontrol(level); }
 
-void check_mpi(int rc, const char* call) {
-  if (rc == MPI_SUCCESS) return;
+std::string mpi_error_string(int rc) {
   char msg[MPI_MAX_ERROR_STRING];
   int len = 0;
-  MPI_Error_string(rc, msg, &len);
-  throw MpiError(detail::concat(call, " failed: ", std::string(msg, len)));
+  if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS) return detail::concat("MPI error ", rc);
+  return std::string(msg, static_cast<std::size_t>(len));
+}
+
+void check_mpi(int rc, const char* call) {
+  if (rc == MPI_SUCCESS) return;
+  throw MpiError(detail::concat(call, " failed: ", mpi_error_string(rc)));
 }
 
 // ---------------------------------------------------------------- failure notices
@@ -232,7 +236,9 @@ Comm::Comm(Comm&& o) noexcept
       ledger_(o.ledger_),
       rank_(o.rank_),
       size_(o.size_),
-      testing_(std::move(o.testing_)) {
+      testing_(std::move(o.testing_)),
+      node_size_(o.node_size_),
+      p2p_seq_(o.p2p_seq_) {
   o.comm_ = MPI_COMM_NULL;
   o.owned_ = false;
 }
@@ -246,6 +252,8 @@ Comm& Comm::operator=(Comm&& o) noexcept {
     rank_ = o.rank_;
     size_ = o.size_;
     testing_ = std::move(o.testing_);
+    node_size_ = o.node_size_;
+    p2p_seq_ = o.p2p_seq_;
     o.comm_ = MPI_COMM_NULL;
     o.owned_ = false;
   }
@@ -268,6 +276,7 @@ Comm Comm::dup() const {
   Comm out(c, ledger_);
   out.owned_ = true;
   out.testing_ = testing_;
+  out.node_size_ = node_size_;
   return out;
 }
 
@@ -277,6 +286,7 @@ Comm Comm::split(int color, int key) const {
   Comm out(c, ledger_);
   out.owned_ = (c != MPI_COMM_NULL);
   out.testing_ = testing_;
+  out.node_size_ = node_size_;
   return out;
 }
 
@@ -287,6 +297,7 @@ Comm Comm::split_shared() const {
   Comm out(c, ledger_);
   out.owned_ = (c != MPI_COMM_NULL);
   out.testing_ = testing_;
+  out.node_size_ = node_size_;
   return out;
 }
 
@@ -312,7 +323,7 @@ Comm Comm::create_group(MPI_Comm parent, const std::vector<int>& ranks, CommLedg
   MPI_Group_free(&world_group);
   check_mpi(rc, "MPI_Group_incl");
   MPI_Comm c = MPI_COMM_NULL;
-  rc = MPI_Comm_create_group(parent, group, 7301, &c);
+  rc = MPI_Comm_create_group(parent, group, tag::kCreateGroup, &c);
   MPI_Group_free(&group);
   check_mpi(rc, "MPI_Comm_create_group");
   Comm out(c, ledger);

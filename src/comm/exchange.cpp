@@ -6,7 +6,7 @@
 #include <climits>
 
 #include "exchange_impl.hpp"
-#include "tessel/core/context.hpp"
+#include "tessel/comm/agree.hpp"
 
 namespace tessel::comm {
 

@@ -5,7 +5,7 @@
 namespace tessel::comm {
 namespace {
 
-constexpr int kHaloTag = 7301;
+constexpr int kHaloTag = tag::kHalo;
 
 class P2PExchanger final : public Exchanger {
  public:

@@ -10,18 +10,14 @@
 #include <new>
 #include <utility>
 
-#include "tessel/core/context.hpp"
+#include "tessel/comm/agree.hpp"
+#include "pieces.hpp"
 
 namespace tessel::comm {
 
 namespace {
 
-std::string mpi_error_string(int rc) {
-  char msg[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS) return detail::concat("MPI error ", rc);
-  return std::string(msg, static_cast<std::size_t>(len));
-}
+using tessel::detail::checked_int;
 
 /// MPI_Wait by MPI_Test: a short spin, then a 50 us sleep between tests (yields the core).
 int wait_polled(MPI_Request& req, MPI_Status& st) {
@@ -43,12 +39,6 @@ struct TypeGuard {
     if (t != MPI_DATATYPE_NULL) MPI_Type_free(&t);
   }
 };
-
-int checked_int(std::int64_t v, const char* what) {
-  TESSEL_CHECK(v >= 0 && v <= INT_MAX, Error, what, " = ", v, " exceeds the MPI int limit (",
-               INT_MAX, ")");
-  return static_cast<int>(v);
-}
 
 /// Visits the pieces of share `s` in file order: `f(file, local, stride, len)` for `len`
 /// elements at consecutive file positions from element `file` (relative to the start of the
@@ -111,7 +101,7 @@ void copy_packed(const MatrixShare& s, unsigned char* local, unsigned char* pack
 /// `elem` when `n` fits an int, else one contiguous derived type (kept alive in `holder`).
 std::pair<int, MPI_Datatype> contiguous(std::int64_t n, MPI_Datatype elem, std::int64_t es,
                                         Datatype& holder, std::int64_t lim) {
-  if (lim < 1 || lim > INT_MAX) lim = INT_MAX;
+  lim = message_limit(lim);
   if (n <= lim) return {static_cast<int>(n), elem};
   const std::int64_t kChunk = std::min<std::int64_t>(std::int64_t{1} << 30, lim);
   const std::int64_t q = n / kChunk, r = n % kChunk;
@@ -170,7 +160,7 @@ std::int64_t MatrixShare::elements() const {
 
 Datatype share_file_type(const MatrixShare& s, MPI_Datatype elem, std::int64_t es,
                          std::int64_t max_block) {
-  const std::int64_t lim = (max_block < 1 || max_block > INT_MAX) ? INT_MAX : max_block;
+  const std::int64_t lim = message_limit(max_block);
   // One level only: a flat list of (byte offset, element count) blocks of the element type.
   // ROMIO (MPICH before 4.1) mis-flattens nested types built from resized subtypes.
   std::vector<int> lens;

@@ -39,25 +39,11 @@ std::int64_t segment_count(std::int64_t count, std::int64_t segment_bytes,
 namespace {
 
 // ---- the per-communicator sequence number that gives each collective its own tag ----
-// The counter lives in the attribute value itself (no allocation); MPI_Comm_dup does not copy
-// it, so a duplicate starts at 0 on every rank. The keyval is created once per process.
-int seq_keyval() {
-  static int kv = MPI_KEYVAL_INVALID;
-  if (kv == MPI_KEYVAL_INVALID)
-    check_mpi(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, &kv,
-                                     nullptr),
-              "MPI_Comm_create_keyval");
-  return kv;
-}
-
-int next_tag(MPI_Comm comm) {
-  const int kv = seq_keyval();
-  void* val = nullptr;
-  int flag = 0;
-  check_mpi(MPI_Comm_get_attr(comm, kv, &val, &flag), "MPI_Comm_get_attr");
-  auto seq = flag ? reinterpret_cast<std::uintptr_t>(val) : std::uintptr_t{0};
-  check_mpi(MPI_Comm_set_attr(comm, kv, reinterpret_cast<void*>(seq + 1)), "MPI_Comm_set_attr");
-  return kP2PTagBase + static_cast<int>(seq % static_cast<std::uintptr_t>(kP2PTagWindow));
+// The counter lives in the Comm (Comm::next_p2p_seq; a new communicator starts at 0 on every
+// rank), not in process-global state.
+int next_tag(const Comm& c) {
+  const std::uint64_t seq = c.next_p2p_seq();
+  return kP2PTagBase + static_cast<int>(seq % static_cast<std::uint64_t>(kP2PTagWindow));
 }
 
 // ---- one chain of segments ----
@@ -120,7 +106,7 @@ Chain make_chain(const Comm& c, std::int64_t count, MPI_Datatype t, std::size_t 
   ch.count = count;
   ch.items = segment_items(segment_bytes, sz);
   ch.nseg = (count + ch.items - 1) / ch.items;
-  ch.tag = next_tag(c.raw());
+  ch.tag = next_tag(c);
   return ch;
 }
 

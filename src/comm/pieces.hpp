@@ -1,6 +1,7 @@
 #pragma once
 // The one place that cuts a transfer into MPI calls of at most `lim` items (MPI counts are
-// int; Comm, the nonblocking collectives and Window all go through it). Private to src/comm.
+// int; Comm, the nonblocking collectives, Window and File all go through it). Private to
+// src/comm.
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -9,6 +10,12 @@
 
 namespace tessel::comm {
 
+/// Pure. The most items one MPI call may carry for a limit `lim` (Comm::max_message_items, a
+/// test's lower value): lim, or INT_MAX when lim < 1 or > INT_MAX.
+inline std::int64_t message_limit(std::int64_t lim) {
+  return (lim < 1 || lim > INT_MAX) ? std::int64_t{INT_MAX} : lim;
+}
+
 /// Pure. Calls f(first item, items) for consecutive pieces of `count` items, each at most `lim`
 /// (lim < 1 or > INT_MAX means INT_MAX); count == 0 is one empty piece (a message of 0 items is
 /// still a message). Returns the number of pieces. `what` names the call in the error for a
@@ -16,7 +23,7 @@ namespace tessel::comm {
 template <class F>
 std::int64_t for_each_piece(std::int64_t count, std::int64_t lim, F&& f, const char* what = "message") {
   TESSEL_CHECK(count >= 0, Error, what, ": count = ", count, " (expected >= 0)");
-  if (lim < 1 || lim > INT_MAX) lim = INT_MAX;
+  lim = message_limit(lim);
   std::int64_t pieces = 0, at = 0;
   do {
     const std::int64_t n = std::min(count - at, lim);

@@ -4,8 +4,8 @@
 #include <string>
 #include <utility>
 
+#include "tessel/comm/agree.hpp"
 #include "tessel/comm/nonblocking.hpp"
-#include "tessel/core/context.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/core/trace.hpp"
 
@@ -16,12 +16,6 @@ namespace {
 // every peer's part 64-byte aligned in the (contiguous) shared segment.
 constexpr std::int64_t kPadBytes = 64;
 
-std::string mpi_error_text(int rc) {
-  char msg[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  MPI_Error_string(rc, msg, &len);
-  return std::string(msg, static_cast<std::size_t>(len));
-}
 }  // namespace
 
 // ---------------------------------------------------------------- NodeComm
@@ -86,7 +80,7 @@ SharedWindowBase::SharedWindowBase(const Comm& node, std::int64_t count, std::si
       if (rc != MPI_SUCCESS)
         throw MpiError(detail::concat(why, " of ", count, " elements of ", elem_size,
                                       " bytes failed on node rank ", node.rank(), ": ",
-                                      mpi_error_text(rc)));
+                                      mpi_error_string(rc)));
     });
   } catch (...) {
     // MPI_Win_free is collective: a window that failed on some rank only is dropped rather

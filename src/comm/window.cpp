@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "tessel/core/context.hpp"
+#include "tessel/comm/agree.hpp"
 #include "tessel/core/error.hpp"
 #include "pieces.hpp"
 #include "trace_hooks.hpp"
@@ -17,12 +17,6 @@ namespace {
 // Each rank's window allocation is rounded up to a multiple of this many bytes (see below).
 constexpr std::int64_t kPadBytes = 64;
 
-std::string mpi_error_text(int rc) {
-  char msg[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  MPI_Error_string(rc, msg, &len);
-  return std::string(msg, static_cast<std::size_t>(len));
-}
 }  // namespace
 
 WindowBase::WindowBase(const Comm& c, std::int64_t count, std::size_t elem_size)
@@ -73,7 +67,7 @@ WindowBase::WindowBase(const Comm& c, std::int64_t count, std::size_t elem_size)
       if (rc != MPI_SUCCESS)
         throw MpiError(detail::concat(
             "MPI_Win_allocate of ", count, " elements of ", elem_size, " bytes failed on rank ",
-            c.rank(), ": ", mpi_error_text(rc),
+            c.rank(), ": ", mpi_error_string(rc),
             " (Open MPI in these containers: see docs/mpi-environment.md)"));
     });
   } catch (...) {

@@ -1,75 +1,126 @@
+// Context: the duplicated communicator, the ledger, agree, and the trace option (start, gather
+// on rank 0, write).
 #include "tessel/core/context.hpp"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <climits>
-#include <exception>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
 #include <vector>
 
 #include "tessel/core/error.hpp"
 
 namespace tessel {
 
-Context::Context(MPI_Comm user_comm)
+namespace {
+// ContextOptions::node_size, else TESSEL_NODE_SIZE (read here, once per Context), else 0.
+int resolve_node_size(const ContextOptions& opt) {
+  TESSEL_CHECK(opt.node_size >= 0, InputError, "Context: node_size = ", opt.node_size,
+               ", expected >= 0 (0 = not set)");
+  if (opt.node_size > 0) return opt.node_size;
+  const char* e = std::getenv("TESSEL_NODE_SIZE");
+  if (!e) return 0;
+  char* endp = nullptr;
+  errno = 0;
+  const long v = std::strtol(e, &endp, 10);
+  TESSEL_CHECK(endp != e && *endp == '\0' && errno == 0 && v > 0 && v <= INT_MAX, InputError,
+               "Context: TESSEL_NODE_SIZE = '", e, "', expected a positive integer (ranks per "
+               "emulated node)");
+  return static_cast<int>(v);
+}
+}  // namespace
+
+Context::Context(MPI_Comm user_comm, const ContextOptions& opt)
     : own_(std::make_unique<CommLedger>()),
       ledger_(own_.get()),
-      comm_(comm::Comm(user_comm, ledger_).dup()) {}
+      comm_(comm::Comm(user_comm, ledger_).dup()) {
+  comm_.set_node_size(resolve_node_size(opt));
+}
 
-Context::Context(MPI_Comm user_comm, CommLedger& ledger)
-    : ledger_(&ledger), comm_(comm::Comm(user_comm, ledger_).dup()) {}
+Context::Context(MPI_Comm user_comm, CommLedger& ledger, const ContextOptions& opt)
+    : ledger_(&ledger), comm_(comm::Comm(user_comm, ledger_).dup()) {
+  comm_.set_node_size(resolve_node_size(opt));
+}
 
 void Context::set_testing(comm::TestSettings s) { comm_.set_testing(std::move(s)); }
 
 void Context::agree(const std::function<void()>& check) const { agree_on(comm_, check); }
 
-namespace {
-enum Kind : int { kNone = 0, kError, kDim, kLayout, kGrid, kInput, kMpi, kPeer };
-
-[[noreturn]] void throw_kind(int kind, const std::string& msg) {
-  switch (kind) {
-    case kDim: throw DimensionMismatch(msg);
-    case kLayout: throw LayoutMismatch(msg);
-    case kGrid: throw GridError(msg);
-    case kInput: throw InputError(msg);
-    case kMpi: throw MpiError(msg);
-    case kPeer: throw PeerFailure(msg);
-    default: throw Error(msg);
-  }
+// ---------------------------------------------------------------- Context's trace option
+Context::~Context() {
+  if (tracer_ && ledger_->tracer() == tracer_.get()) ledger_->set_tracer(nullptr);
 }
-}  // namespace
 
-void agree_on(const comm::Comm& c, const std::function<void()>& check) {
-  int kind = kNone;
-  std::string msg;
-  try {
-    check();
-  } catch (const DimensionMismatch& e) { kind = kDim; msg = e.what();
-  } catch (const LayoutMismatch& e) { kind = kLayout; msg = e.what();
-  } catch (const GridError& e) { kind = kGrid; msg = e.what();
-  } catch (const InputError& e) { kind = kInput; msg = e.what();
-  } catch (const MpiError& e) { kind = kMpi; msg = e.what();
-  } catch (const PeerFailure& e) { kind = kPeer; msg = e.what();
-  } catch (const Error& e) { kind = kError; msg = e.what();
-  } catch (const std::exception& e) {
-    // Anything else (std::bad_alloc, a user callback's exception): a tessel::Error on every
-    // rank that names the original.
-    kind = kError;
-    msg = detail::concat("exception on rank ", c.is_null() ? 0 : c.rank(), ": ", e.what());
-  } catch (...) {
-    kind = kError;
-    msg = detail::concat("exception of a type not derived from std::exception on rank ",
-                         c.is_null() ? 0 : c.rank());
+void Context::start_trace() {
+  if (tracer_ && ledger_->tracer() == tracer_.get()) ledger_->set_tracer(nullptr);
+  tracer_.reset();
+  comm_.barrier();
+  tracer_ = std::make_unique<Tracer>(rank());
+  ledger_->set_tracer(tracer_.get());
+}
+
+void Context::write_trace(const std::string& path) {
+  std::string mine;
+  const bool was_on = tracer_ != nullptr;
+  if (tracer_) {
+    if (ledger_->tracer() == tracer_.get()) ledger_->set_tracer(nullptr);
+    mine = tracer_->events_json();
+    tracer_.reset();
   }
-  if (c.is_null() || c.size() == 1) {
-    if (kind != kNone) throw_kind(kind, msg);
-    return;
+  agree([&] {
+    TESSEL_CHECK(was_on, InputError, "write_trace(", path, "): tracing was not started (start_trace)");
+    TESSEL_CHECK(!path.empty(), InputError, "write_trace: empty output path");
+  });
+  // The gather goes through a communicator without a ledger: it is not part of the run.
+  const comm::Comm quiet(comm_.raw(), nullptr);
+  const int p = size();
+  const std::int64_t len = static_cast<std::int64_t>(mine.size());
+  std::vector<std::int64_t> lens(static_cast<std::size_t>(p));
+  quiet.allgather(&len, 1, lens.data());
+  for (int r = 0; r < p; ++r)
+    TESSEL_CHECK(lens[static_cast<std::size_t>(r)] <= INT_MAX, InputError, "write_trace(", path,
+                 "): the trace of rank ", r, " has ", lens[static_cast<std::size_t>(r)],
+                 " bytes, more than one message can carry");
+  std::vector<std::string> parts;
+  {
+    comm::RequestSet rs;
+    if (rank() == 0) {
+      parts.resize(static_cast<std::size_t>(p));
+      parts[0] = std::move(mine);
+      for (int r = 1; r < p; ++r) {
+        parts[static_cast<std::size_t>(r)].resize(static_cast<std::size_t>(lens[static_cast<std::size_t>(r)]));
+        quiet.irecv(parts[static_cast<std::size_t>(r)].data(), lens[static_cast<std::size_t>(r)], r,
+                    comm::tag::kTraceGather, rs);
+      }
+    } else {
+      quiet.isend(mine.data(), len, 0, comm::tag::kTraceGather, rs);
+    }
+    rs.wait_all();
   }
-  // One allreduce: the lowest failing rank (or INT_MAX when none failed).
-  int first = c.allreduce_value(kind != kNone ? c.rank() : INT_MAX, MPI_MIN);
-  if (first == INT_MAX) return;
-  int header[2] = {kind, static_cast<int>(msg.size())};
-  c.bcast(header, 2, first);
-  msg.resize(static_cast<std::size_t>(header[1]));
-  c.bcast(msg.data(), header[1], first);
-  throw_kind(header[0], msg);
+  agree([&] {
+    if (rank() != 0) return;
+    const std::string tmp = path + ".tmp." + std::to_string(static_cast<long long>(::getpid()));
+    std::FILE* f = std::fopen(tmp.c_str(), "wb");
+    if (!f) throw InputError(detail::concat("cannot write trace ", path, ": ", std::strerror(errno)));
+    bool ok = std::fputs("{\"traceEvents\":[\n", f) >= 0;
+    for (int r = 0; r < p && ok; ++r) {
+      const std::string& s = parts[static_cast<std::size_t>(r)];
+      if (r > 0) ok = std::fputs(",\n", f) >= 0;
+      ok = ok && std::fwrite(s.data(), 1, s.size(), f) == s.size();
+    }
+    ok = ok && std::fprintf(f, "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"ranks\":%d,"
+                               "\"producer\":\"tessel\"}}\n", p) > 0;
+    ok = (std::fclose(f) == 0) && ok;
+    if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+      const int err = errno;
+      std::remove(tmp.c_str());
+      throw InputError(detail::concat("cannot write trace ", path, ": ", std::strerror(err)));
+    }
+  });
 }
 
 }  // namespace tessel

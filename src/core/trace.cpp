@@ -1,14 +1,10 @@
-// Tracer (one rank's timeline) and the Context's trace option: start, gather on rank 0, write.
+// Tracer: one rank's timeline (the Context's trace option, which gathers and writes it, is in
+// context.cpp: this file uses nothing from comm/).
 #include "tessel/core/trace.hpp"
 
-#include <unistd.h>
-
-#include <cerrno>
-#include <climits>
 #include <cstdio>
-#include <cstring>
+#include <string>
 
-#include "tessel/core/context.hpp"
 #include "tessel/core/error.hpp"
 
 namespace tessel {
@@ -108,78 +104,6 @@ std::string Tracer::events_json() const {
 KernelSpan::~KernelSpan() {
   if (!t_) return;
   t_->span("compute", name_, t0_, flops_ > 0 ? "{\"flops\":" + num(flops_) + "}" : "");
-}
-
-// ---------------------------------------------------------------- Context's trace option
-Context::~Context() {
-  if (tracer_ && ledger_->tracer() == tracer_.get()) ledger_->set_tracer(nullptr);
-}
-
-void Context::start_trace() {
-  if (tracer_ && ledger_->tracer() == tracer_.get()) ledger_->set_tracer(nullptr);
-  tracer_.reset();
-  comm_.barrier();
-  tracer_ = std::make_unique<Tracer>(rank());
-  ledger_->set_tracer(tracer_.get());
-}
-
-void Context::write_trace(const std::string& path) {
-  std::string mine;
-  const bool was_on = tracer_ != nullptr;
-  if (tracer_) {
-    if (ledger_->tracer() == tracer_.get()) ledger_->set_tracer(nullptr);
-    mine = tracer_->events_json();
-    tracer_.reset();
-  }
-  agree([&] {
-    TESSEL_CHECK(was_on, InputError, "write_trace(", path, "): tracing was not started (start_trace)");
-    TESSEL_CHECK(!path.empty(), InputError, "write_trace: empty output path");
-  });
-  // The gather goes through a communicator without a ledger: it is not part of the run.
-  const comm::Comm quiet(comm_.raw(), nullptr);
-  const int p = size();
-  const std::int64_t len = static_cast<std::int64_t>(mine.size());
-  std::vector<std::int64_t> lens(static_cast<std::size_t>(p));
-  quiet.allgather(&len, 1, lens.data());
-  for (int r = 0; r < p; ++r)
-    TESSEL_CHECK(lens[static_cast<std::size_t>(r)] <= INT_MAX, InputError, "write_trace(", path,
-                 "): the trace of rank ", r, " has ", lens[static_cast<std::size_t>(r)],
-                 " bytes, more than one message can carry");
-  std::vector<std::string> parts;
-  {
-    comm::RequestSet rs;
-    if (rank() == 0) {
-      parts.resize(static_cast<std::size_t>(p));
-      parts[0] = std::move(mine);
-      for (int r = 1; r < p; ++r) {
-        parts[static_cast<std::size_t>(r)].resize(static_cast<std::size_t>(lens[static_cast<std::size_t>(r)]));
-        quiet.irecv(parts[static_cast<std::size_t>(r)].data(), lens[static_cast<std::size_t>(r)], r, 7401, rs);
-      }
-    } else {
-      quiet.isend(mine.data(), len, 0, 7401, rs);
-    }
-    rs.wait_all();
-  }
-  agree([&] {
-    if (rank() != 0) return;
-    const std::string tmp = path + ".tmp." + std::to_string(static_cast<long long>(::getpid()));
-    std::FILE* f = std::fopen(tmp.c_str(), "wb");
-    if (!f) throw InputError(detail::concat("cannot write trace ", path, ": ", std::strerror(errno)));
-    bool ok = std::fputs("{\"traceEvents\":[\n", f) >= 0;
-    for (int r = 0; r < p && ok; ++r) {
-      const std::string& s = parts[static_cast<std::size_t>(r)];
-      if (r > 0) ok = std::fputs(",\n", f) >= 0;
-      ok = ok && std::fwrite(s.data(), 1, s.size(), f) == s.size();
-    }
-    ok = ok && std::fprintf(f, "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"ranks\":%d,"
-                               "\"producer\":\"tessel\"}}\n", p) > 0;
-    ok = (std::fclose(f) == 0) && ok;
-    if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-      const int err = errno;
-      std::remove(tmp.c_str());
-      throw InputError(detail::concat("cannot write trace ", path, ": ", std::strerror(err)));
-    }
-  });
 }
 
 }  // namespace tessel

@@ -132,8 +132,10 @@ void execute_plan(Context& ctx, const GemmPlan& plan, T alpha, Op opa, const Dis
   DistMatrix<T> Cp = c_in_place ? DistMatrix<T>() : DistMatrix<T>(ctx, L.c);
   const PlanCoords pc = plan_coords(plan, ctx.rank());
   if (pc.active) {
-    Gatherer<T> ga{ctx.comm(), gather_spec_a(plan, at, ctx.rank()), Ap, plan.rounds, 100, {}, {}, {}};
-    Gatherer<T> gb{ctx.comm(), gather_spec_b(plan, bt, ctx.rank()), Bp, plan.rounds, 200, {}, {}, {}};
+    Gatherer<T> ga{ctx.comm(), gather_spec_a(plan, at, ctx.rank()), Ap, plan.rounds,
+                   comm::tag::kGemmRoundsA, {}, {}, {}};
+    Gatherer<T> gb{ctx.comm(), gather_spec_b(plan, bt, ctx.rank()), Bp, plan.rounds,
+                   comm::tag::kGemmRoundsB, {}, {}, {}};
     const std::int64_t mi = ga.spec.free_len, nj = gb.spec.free_len;
     std::vector<T> partial;
     if (!c_in_place) partial.assign(static_cast<std::size_t>(mi * nj), T(0));
@@ -169,7 +171,8 @@ void execute_plan(Context& ctx, const GemmPlan& plan, T alpha, Op opa, const Dis
       cp.count.push_back(mi * (e - b));
       members.push_back(plan_rank(plan, pc.i, pc.j, l));
     }
-    comm::reduce_scatter(ctx.comm(), members, pc.l, cp, partial.data(), Cp.data(), 300);
+    comm::reduce_scatter(ctx.comm(), members, pc.l, cp, partial.data(), Cp.data(),
+                         comm::tag::kGemmReduceC);
   }
 
   if (c_in_place) return;

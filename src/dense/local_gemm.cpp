@@ -18,9 +18,7 @@ void zgemm_(const char*, const char*, const int*, const int*, const int*,
 namespace tessel::dense::kernels {
 namespace {
 int blas_int(std::int64_t v, const char* what) {
-  TESSEL_CHECK(v >= 0 && v <= INT_MAX, Error, "local gemm: ", what, " = ", v,
-               " exceeds the 32-bit BLAS integer range");
-  return static_cast<int>(v);
+  return tessel::detail::checked_int(v, what, "the 32-bit BLAS integer range of local gemm");
 }
 void call(char ta, char tb, int m, int n, int k, double al, const double* a, int lda,
           const double* b, int ldb, double be, double* c, int ldc) {

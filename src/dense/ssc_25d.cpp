@@ -36,8 +36,8 @@ std::vector<double> skew_a(const Exec& e, const comm::Comm& col, const std::vect
   if (l0 == j) return a;
   std::vector<double> out(sz(e.r[i] * e.r[l0]));
   comm::RequestSet rs;
-  col.isend(a.data(), e.r[i] * e.r[j], mod(j - i - s0, q), 11, rs);
-  col.irecv(out.data(), e.r[i] * e.r[l0], l0, 11, rs);
+  col.isend(a.data(), e.r[i] * e.r[j], mod(j - i - s0, q), comm::tag::kSsc25dSkewA, rs);
+  col.irecv(out.data(), e.r[i] * e.r[l0], l0, comm::tag::kSsc25dSkewA, rs);
   rs.wait_all();
   return out;
 }
@@ -53,8 +53,8 @@ std::vector<double> skew_b(const Exec& e, const comm::Comm& row, const double* b
     return out;
   }
   comm::RequestSet rs;
-  row.isend(b, e.r[i] * e.r[j], mod(i - j - s0, q), 12, rs);
-  row.irecv(out.data(), e.r[l0] * e.r[j], l0, 12, rs);
+  row.isend(b, e.r[i] * e.r[j], mod(i - j - s0, q), comm::tag::kSsc25dSkewB, rs);
+  row.irecv(out.data(), e.r[l0] * e.r[j], l0, comm::tag::kSsc25dSkewB, rs);
   rs.wait_all();
   return out;
 }
@@ -78,10 +78,10 @@ void cannon_steps(const Exec& e, const comm::Comm& row, const comm::Comm& col,
     an.resize(sz(ri * rn));
     bn.resize(sz(rn * rj));
     comm::RequestSet rs;
-    col.isend(a.data(), ri * rl, mod(j - 1, q), 13, rs);
-    col.irecv(an.data(), ri * rn, mod(j + 1, q), 13, rs);
-    row.isend(b.data(), rl * rj, mod(i - 1, q), 14, rs);
-    row.irecv(bn.data(), rn * rj, mod(i + 1, q), 14, rs);
+    col.isend(a.data(), ri * rl, mod(j - 1, q), comm::tag::kSsc25dShiftA, rs);
+    col.irecv(an.data(), ri * rn, mod(j + 1, q), comm::tag::kSsc25dShiftA, rs);
+    row.isend(b.data(), rl * rj, mod(i - 1, q), comm::tag::kSsc25dShiftB, rs);
+    row.irecv(bn.data(), rn * rj, mod(i + 1, q), comm::tag::kSsc25dShiftB, rs);
     rs.wait_all();
     a.swap(an);
     b.swap(bn);

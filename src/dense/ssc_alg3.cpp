@@ -61,7 +61,7 @@ void alg3(const Exec& e, const double* d, double* d2, double* d3) {
   if (p > 1) comm::reduce_sum(col, c.data(), j == k ? blk.data() : nullptr, ri * rk, k, e.coll);
   else blk = c;
   // 5: D^2_ik from P(i,k,k) to P(i,k,0).
-  return_to_plane0(e, grd, blk, d2, 1);
+  return_to_plane0(e, grd, blk, d2, comm::tag::kSscD2);
   if (!e.cube) return;
 
   // 6: transpose: P(j',k',0) sends D^2_j'k' to P(k',j',k'), so P(k,j,k) holds D^2_jk.
@@ -70,9 +70,10 @@ void alg3(const Exec& e, const double* d, double* d2, double* d3) {
     comm::RequestSet rs;
     if (k == 0) {  // P(i,j,0) holds D^2_ij: to P(j,i,j) (itself only at P(0,0,0))
       if (i == 0 && j == 0) std::copy(d2, d2 + ri * rj, b.begin());
-      else glob.isend(d2, ri * rj, j * p + i + j * p * p, 3, rs);
+      else glob.isend(d2, ri * rj, j * p + i + j * p * p, comm::tag::kSscTranspose, rs);
     }
-    if (i == k && !(j == 0 && k == 0)) glob.irecv(b.data(), rj * rk, j * p + k, 3, rs);
+    if (i == k && !(j == 0 && k == 0))
+      glob.irecv(b.data(), rj * rk, j * p + k, comm::tag::kSscTranspose, rs);
     rs.wait_all();
   }
   // 7: P(k,j,k) broadcasts D^2_jk as B_jk along row (j, k).
@@ -83,7 +84,7 @@ void alg3(const Exec& e, const double* d, double* d2, double* d3) {
   if (p > 1) comm::reduce_sum(col, c.data(), j == k ? blk.data() : nullptr, ri * rk, k, e.coll);
   else blk = c;
   // 10: D^3_ik from P(i,k,k) to P(i,k,0).
-  return_to_plane0(e, grd, blk, d3, 2);
+  return_to_plane0(e, grd, blk, d3, comm::tag::kSscD3);
 }
 
 }  // namespace tessel::dense::ssc

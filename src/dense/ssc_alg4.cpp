@@ -38,9 +38,10 @@ void alg4(const Exec& e, const double* d, double* d2, double* d3) {
     comm::RequestSet rs;
     if (i == j) {
       if (i == k && k == 0) std::copy(d2blk.begin(), d2blk.end(), d2);
-      else glob.isend(d2blk.data(), ri * rk, i * p + k, 1, rs);
+      else glob.isend(d2blk.data(), ri * rk, i * p + k, comm::tag::kSscD2, rs);
     }
-    if (k == 0 && !(i == j && j == 0)) glob.irecv(d2, ri * rj, i * p + i + j * p * p, 1, rs);
+    if (k == 0 && !(i == j && j == 0))
+      glob.irecv(d2, ri * rj, i * p + i + j * p * p, comm::tag::kSscD2, rs);
     rs.wait_all();
     return;
   }
@@ -58,15 +59,15 @@ void alg4(const Exec& e, const double* d, double* d2, double* d3) {
   comm::RequestSet rs;
   if (i == j) {
     if (i == k && k == 0) std::copy(d2blk.begin(), d2blk.end(), d2);
-    else glob.isend(d2blk.data(), ri * rk, i * p + k, 1, rs);
+    else glob.isend(d2blk.data(), ri * rk, i * p + k, comm::tag::kSscD2, rs);
   }
   if (j == k) {
     if (k == 0) std::copy(d3blk.begin(), d3blk.end(), d3);
-    else grd.isend(d3blk.data(), ri * rk, 0, 2, rs);
+    else grd.isend(d3blk.data(), ri * rk, 0, comm::tag::kSscD3, rs);
   }
   if (k == 0) {  // P(i,j,0) receives D^2_ij from P(i,i,j) and D^3_ij from P(i,j,j)
-    if (!(i == j && j == 0)) glob.irecv(d2, ri * rj, i * p + i + j * p * p, 1, rs);
-    if (j != 0) grd.irecv(d3, ri * rj, j, 2, rs);
+    if (!(i == j && j == 0)) glob.irecv(d2, ri * rj, i * p + i + j * p * p, comm::tag::kSscD2, rs);
+    if (j != 0) grd.irecv(d3, ri * rj, j, comm::tag::kSscD3, rs);
   }
   rs.wait_all();
 }

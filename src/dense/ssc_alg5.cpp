@@ -61,14 +61,14 @@ void alg5(const Exec& e, const double* d, double* d2, double* d3) {
     if (k == 0 && !(i == j && j == 0))
       for (int q = 0; q < N; ++q) {
         auto pt = part(ri, rj, q);
-        (*e.glob)[q].irecv(d2 + pt.begin, pt.count, i * p + i + j * p * p, 1, rs);
+        (*e.glob)[q].irecv(d2 + pt.begin, pt.count, i * p + i + j * p * p, comm::tag::kSscD2, rs);
       }
     for (int q = 0; q < N; ++q) {
       auto pt = part(ri, rk, q);
       rs.wait(tok[q]);
       if (i != j) continue;
       if (i == k && k == 0) std::copy(d2blk.begin() + pt.begin, d2blk.begin() + pt.begin + pt.count, d2 + pt.begin);
-      else (*e.glob)[q].isend(d2blk.data() + pt.begin, pt.count, i * p + k, 1, rs);
+      else (*e.glob)[q].isend(d2blk.data() + pt.begin, pt.count, i * p + k, comm::tag::kSscD2, rs);
     }
     rs.wait_all();
     return;
@@ -93,20 +93,20 @@ void alg5(const Exec& e, const double* d, double* d2, double* d3) {
     for (int q = 0; q < N; ++q) {
       auto pt = part(ri, rj, q);
       if (!(i == j && j == 0))
-        (*e.glob)[q].irecv(d2 + pt.begin, pt.count, i * p + i + j * p * p, 1, rs);
-      if (j != 0) (*e.grd)[q].irecv(d3 + pt.begin, pt.count, j, 2, rs);
+        (*e.glob)[q].irecv(d2 + pt.begin, pt.count, i * p + i + j * p * p, comm::tag::kSscD2, rs);
+      if (j != 0) (*e.grd)[q].irecv(d3 + pt.begin, pt.count, j, comm::tag::kSscD3, rs);
     }
   }
   for (int q = 0; q < N; ++q) {
     auto pt = part(ri, rk, q);
     if (i == j) {
       if (i == k && k == 0) std::copy(d2blk.begin() + pt.begin, d2blk.begin() + pt.begin + pt.count, d2 + pt.begin);
-      else (*e.glob)[q].isend(d2blk.data() + pt.begin, pt.count, i * p + k, 1, rs);
+      else (*e.glob)[q].isend(d2blk.data() + pt.begin, pt.count, i * p + k, comm::tag::kSscD2, rs);
     }
     rs.wait(tok[q]);
     if (j == k) {
       if (k == 0) std::copy(d3blk.begin() + pt.begin, d3blk.begin() + pt.begin + pt.count, d3 + pt.begin);
-      else (*e.grd)[q].isend(d3blk.data() + pt.begin, pt.count, 0, 2, rs);
+      else (*e.grd)[q].isend(d3blk.data() + pt.begin, pt.count, 0, comm::tag::kSscD3, rs);
     }
   }
   rs.wait_all();

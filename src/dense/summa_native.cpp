@@ -15,6 +15,8 @@ using layout::Layout;
 using layout::Segment;
 
 namespace {
+constexpr int kTagA = comm::tag::kSummaPanelA, kTagB = comm::tag::kSummaPanelB;
+
 // Every group's intervals fill its local storage from 0 without gaps (not so for a submatrix
 // view that starts inside a block).
 bool packed_from_zero(const layout::Partition1D& part) {
@@ -126,13 +128,13 @@ void summa_native(Context& ctx, T alpha, const DistMatrix<T>& A, const DistMatri
             pa[x] = P.a.data();
             lda[x] = mr;
           }
-          ctx.comm().isend(pa[x], mr * sg.len, lc.owner(myr, (myc + 1) % pc), 11, P.sends);
+          ctx.comm().isend(pa[x], mr * sg.len, lc.owner(myr, (myc + 1) % pc), kTagA, P.sends);
         }
       } else {
         P.a.resize(static_cast<std::size_t>(mr * sg.len));
         pa[x] = P.a.data();
         lda[x] = std::max<std::int64_t>(1, mr);
-        if (mr * sg.len > 0) ctx.comm().irecv(P.a.data(), mr * sg.len, lc.owner(myr, (myc + pc - 1) % pc), 11, P.recv_a);
+        if (mr * sg.len > 0) ctx.comm().irecv(P.a.data(), mr * sg.len, lc.owner(myr, (myc + pc - 1) % pc), kTagA, P.recv_a);
       }
     }
     {
@@ -144,13 +146,13 @@ void summa_native(Context& ctx, T alpha, const DistMatrix<T>& A, const DistMatri
           P.b.resize(static_cast<std::size_t>(sg.len * nc));
           for (std::int64_t j = 0; j < nc; ++j)
             std::copy_n(B.data() + j * B.ld() + sg.b_local, sg.len, P.b.data() + j * sg.len);
-          ctx.comm().isend(P.b.data(), sg.len * nc, lc.owner((myr + 1) % pr, myc), 12, P.sends);
+          ctx.comm().isend(P.b.data(), sg.len * nc, lc.owner((myr + 1) % pr, myc), kTagB, P.sends);
         }
       } else {
         P.b.resize(static_cast<std::size_t>(sg.len * nc));
         pb[x] = P.b.data();
         ldb[x] = std::max<std::int64_t>(1, sg.len);
-        if (sg.len * nc > 0) ctx.comm().irecv(P.b.data(), sg.len * nc, lc.owner((myr + pr - 1) % pr, myc), 12, P.recv_b);
+        if (sg.len * nc > 0) ctx.comm().irecv(P.b.data(), sg.len * nc, lc.owner((myr + pr - 1) % pr, myc), kTagB, P.recv_b);
       }
     }
   };
@@ -166,7 +168,7 @@ void summa_native(Context& ctx, T alpha, const DistMatrix<T>& A, const DistMatri
     const int next_c = (myc + 1) % pc;
     if (sg.a_group != myc && next_c != sg.a_group && mr * sg.len > 0) {
       PhaseScope ph(ctx.ledger(), "summa A");
-      ctx.comm().isend(P.a.data(), mr * sg.len, lc.owner(myr, next_c), 11, P.sends);
+      ctx.comm().isend(P.a.data(), mr * sg.len, lc.owner(myr, next_c), kTagA, P.sends);
     }
   };
   auto forward_b = [&](std::size_t s) {
@@ -177,7 +179,7 @@ void summa_native(Context& ctx, T alpha, const DistMatrix<T>& A, const DistMatri
     const int next_r = (myr + 1) % pr;
     if (sg.b_group != myr && next_r != sg.b_group && sg.len * nc > 0) {
       PhaseScope ph(ctx.ledger(), "summa B");
-      ctx.comm().isend(P.b.data(), sg.len * nc, lc.owner(next_r, myc), 12, P.sends);
+      ctx.comm().isend(P.b.data(), sg.len * nc, lc.owner(next_r, myc), kTagB, P.sends);
     }
   };
 

@@ -189,7 +189,8 @@ void SymmSquareCube::symmetrize(double* d) const {
   const auto& m = mesh_;
   if (!m.active() || m.k() != 0) return;
   const std::int64_t ri = block(m.i()), rj = block(m.j());
-  const std::vector<double> t = partner_block(d, 72);  // D_ji (rj x ri, column-major)
+  // D_ji (rj x ri, column-major)
+  const std::vector<double> t = partner_block(d, comm::tag::kSscSymmetrizePartner);
   for (std::int64_t c = 0; c < rj; ++c)
     for (std::int64_t r = 0; r < ri; ++r) d[c * ri + r] = 0.5 * (d[c * ri + r] + t[r * rj + c]);
 }
@@ -207,7 +208,7 @@ void SymmSquareCube::check_input(const double* d, double symmetry_tol, const std
       if (!std::isfinite(v)) finite = false;
       else amax = std::max(amax, std::abs(v));
     }
-    const std::vector<double> t = partner_block(d, 71);
+    const std::vector<double> t = partner_block(d, comm::tag::kSscCheckPartner);
     const double* other = t.data();  // D_ji (rj x ri, column-major)
     for (std::int64_t c = 0; c < rj && finite; ++c)
       for (std::int64_t r = 0; r < ri; ++r)

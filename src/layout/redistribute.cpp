@@ -62,14 +62,8 @@ RedistVolume redist_volume(const Layout& src, const Layout& dst, int rank) {
   return v;
 }
 
-int redist_node_size(const RedistOptions& opt) {
-  if (opt.node_size != 0) return opt.node_size;
-  if (const char* e = std::getenv("TESSEL_NODE_SIZE")) {
-    char* endp = nullptr;
-    long v = std::strtol(e, &endp, 10);
-    if (endp != e && *endp == '\0' && v > 0 && v <= INT_MAX) return static_cast<int>(v);
-  }
-  return 0;
+int redist_node_size(const comm::Comm& c, const RedistOptions& opt) {
+  return opt.node_size != 0 ? opt.node_size : c.node_size();
 }
 
 template <class T>
@@ -123,7 +117,7 @@ void redistribute(const comm::Comm& c, const Layout& src, const T* a, std::int64
   std::unique_ptr<comm::NodeComm> node;  // declared before win: freed after it
   comm::SharedWindow<T> win;
   if (opt.node_shared && p > 1) {
-    node = std::make_unique<comm::NodeComm>(c, redist_node_size(opt));
+    node = std::make_unique<comm::NodeComm>(c, redist_node_size(c, opt));
     const comm::Comm& nc = node->comm();
     const int nn = nc.size();
     std::vector<int> crank(static_cast<std::size_t>(nn), -1);  // node rank -> rank of c
@@ -180,7 +174,7 @@ void redistribute(const comm::Comm& c, const Layout& src, const T* a, std::int64
     guard.add(node->comm().raw());
     rs.watch(node->comm().raw());
   }
-  const int tag = 7101;
+  const int tag = comm::tag::kRedistribute;
   for (int q = 0; q < p; ++q)
     if (q != me && shm[q] < 0 && rcount[q] > 0) c.irecv(rbuf.data() + roff[q], rcount[q], q, tag, rs);
   c.test_point("redistribute: posted");

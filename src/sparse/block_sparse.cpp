@@ -26,7 +26,7 @@ struct WireHeader {
   std::int32_t brow, bcol, accumulate, pad;
 };
 
-constexpr int kFinalizeTag = 7201;
+constexpr int kFinalizeTag = comm::tag::kSparseFinalize;
 
 }  // namespace
 

@@ -7,7 +7,7 @@
 namespace tessel::sparse::detail {
 
 namespace {
-constexpr int kTagMeta = 801, kTagData = 802;
+constexpr int kTagMeta = comm::tag::kCannonMeta, kTagData = comm::tag::kCannonData;
 
 /// The sizes of every image of my A row panel (by image v) or B column panel, from the owners:
 /// one allgather over the row (column) communicator.

@@ -92,7 +92,7 @@ std::vector<std::int64_t> pattern_keys(const Context& ctx, const BlockSparseMatr
   for (int q = 0; q < p; ++q) send.insert(send.end(), mine.begin(), mine.end());
   std::vector<std::int64_t> counts(static_cast<std::size_t>(p),
                                    static_cast<std::int64_t>(mine.size()));
-  auto all = comm::exchange_packed(ctx.comm(), counts, send, 7301);
+  auto all = comm::exchange_packed(ctx.comm(), counts, send, comm::tag::kSparsePattern);
   std::sort(all.begin(), all.end());
   return all;
 }

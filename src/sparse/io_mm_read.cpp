@@ -204,7 +204,7 @@ BlockSparseMatrix<double> read_matrix_market(const Context& ctx, const std::stri
   std::vector<std::int64_t> recv;
   {
     PhaseScope phase(*ctx.comm().ledger(), "sparse/io");
-    recv = comm::exchange_packed(ctx.comm(), send_count, send, 7302);
+    recv = comm::exchange_packed(ctx.comm(), send_count, send, comm::tag::kSparseMmEntries);
   }
   std::vector<Item> mine(recv.size() / 4);
   for (std::size_t k = 0; k < mine.size(); ++k) {

@@ -24,7 +24,8 @@ int SpMultiplyCache::creations() const { return s_->creations; }
 namespace detail {
 
 namespace {
-constexpr int kTagHead = 811, kTagMeta = 812, kTagData = 813;
+constexpr int kTagHead = comm::tag::kRma25dHead, kTagMeta = comm::tag::kRma25dMeta,
+              kTagData = comm::tag::kRma25dData;
 
 /// Image sizes of every member of a sub-communicator (`per` images each): [member][q].
 struct Directory {

@@ -210,3 +210,55 @@ TEST(Redistribute, NodeSharedOneNodeMovesNoP2pBytes) {
     EXPECT_EQ(t.recv_bytes() + t.sent_bytes(), 0);
   }
 }
+
+// The emulated node size is a Context option (ContextOptions::node_size) with a documented
+// precedence: a call's RedistOptions::node_size > the Context option > TESSEL_NODE_SIZE, read
+// once when the Context is made > the real node. Communicators made from the Context's inherit
+// it; bad values throw InputError on every rank. The node communicators it gives have at most
+// node_size ranks (checked against MPI_Comm_split_type's node, independently of tessel).
+TEST(Redistribute, NodeSizeIsAContextOptionWithPrecedence) {
+  unsetenv("TESSEL_NODE_SIZE");
+  {
+    Context plain(MPI_COMM_WORLD);
+    EXPECT_EQ(plain.node_size(), 0);
+    layout::RedistOptions call;
+    EXPECT_EQ(layout::redist_node_size(plain.comm(), call), 0);
+    call.node_size = 1;
+    EXPECT_EQ(layout::redist_node_size(plain.comm(), call), 1);
+  }
+  setenv("TESSEL_NODE_SIZE", "3", 1);
+  Context from_env(MPI_COMM_WORLD);
+  ContextOptions two;
+  two.node_size = 2;
+  Context explicit_opt(MPI_COMM_WORLD, two);
+  setenv("TESSEL_NODE_SIZE", "5", 1);  // read once: Contexts made before do not see it
+  EXPECT_EQ(from_env.node_size(), 3);
+  EXPECT_EQ(explicit_opt.node_size(), 2);
+  EXPECT_EQ(from_env.comm().dup().node_size(), 3);
+  EXPECT_EQ(from_env.comm().split(0, from_env.rank()).node_size(), 3);
+  layout::RedistOptions call;
+  EXPECT_EQ(layout::redist_node_size(from_env.comm(), call), 3);
+  EXPECT_EQ(layout::redist_node_size(explicit_opt.comm(), call), 2);
+  call.node_size = 1;
+  EXPECT_EQ(layout::redist_node_size(explicit_opt.comm(), call), 1);
+  {
+    // the real node from MPI directly, then tessel's emulated node of 2 inside it
+    MPI_Comm real;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &real);
+    int real_size = 0, real_rank = 0;
+    MPI_Comm_size(real, &real_size);
+    MPI_Comm_rank(real, &real_rank);
+    MPI_Comm_free(&real);
+    comm::NodeComm node(explicit_opt.comm(), layout::redist_node_size(explicit_opt.comm(), {}));
+    // consecutive node ranks in groups of 2; the last group is shorter when real_size is odd
+    EXPECT_EQ(node.size(), std::min(2, real_size - real_rank / 2 * 2));
+  }
+  for (const char* bad : {"abc", "0", "-2", "3x", ""}) {
+    setenv("TESSEL_NODE_SIZE", bad, 1);
+    EXPECT_THROW(Context c(MPI_COMM_WORLD), InputError) << "TESSEL_NODE_SIZE='" << bad << "'";
+  }
+  unsetenv("TESSEL_NODE_SIZE");
+  ContextOptions negative;
+  negative.node_size = -1;
+  EXPECT_THROW(Context c(MPI_COMM_WORLD, negative), InputError);
+}

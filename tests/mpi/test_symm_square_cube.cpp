@@ -571,14 +571,14 @@ TEST(SymmSquareCube, MeshErrors) {
 // SscOptions::shm_moves: with inactive ranks the "redistribute in/out" moves go node-shared
 // (layout::RedistOptions::node_shared). Results equal serial BLAS and are bit-identical with
 // the flag on and off, on the real node (all ranks of this run) and on emulated nodes of 2
-// ranks (TESSEL_NODE_SIZE, the mixed intra/inter-node path). On the real node, with a shared
+// ranks (ContextOptions::node_size, the mixed intra/inter-node path). On the real node, with a shared
 // window, the in/out phases move no point-to-point bytes and their shm bytes equal the plain
 // redistribution's volume.
 TEST(SymmSquareCube, ShmMovesOnOffBitIdentical) {
-  Context ctx(MPI_COMM_WORLD);
   std::mt19937 rng(11);
   bool shm_ok = true;
   {
+    Context ctx(MPI_COMM_WORLD);
     comm::NodeComm node(ctx.comm());
     try {
       comm::SharedWindow<double> w(node.comm(), 1);
@@ -586,9 +586,10 @@ TEST(SymmSquareCube, ShmMovesOnOffBitIdentical) {
       shm_ok = false;  // e.g. Open MPI with OMPI_MCA_osc=ucx alone: p2p fallback
     }
   }
-  for (const char* node_size : {"", "2"}) {
-    if (*node_size) setenv("TESSEL_NODE_SIZE", node_size, 1);
-    else unsetenv("TESSEL_NODE_SIZE");
+  for (int node_size : {0, 2}) {
+    ContextOptions copt;
+    copt.node_size = node_size;
+    Context ctx(MPI_COMM_WORLD, copt);
     for (std::int64_t n : {6, 17}) {
       Ref r = make_ref(n, static_cast<unsigned>(n + 3));
       auto lay = tessel::testing::random_layout(rng, n, n, ctx.size());
@@ -606,7 +607,7 @@ TEST(SymmSquareCube, ShmMovesOnOffBitIdentical) {
             auto res = dense::symm_square_cube(ctx, D, o);
             g[on][0] = dense::gather(ctx, res.d2);
             g[on][1] = dense::gather(ctx, res.d3);
-            const std::string where = std::string("node_size '") + node_size + "' n=" +
+            const std::string where = "node_size " + std::to_string(node_size) + " n=" +
                                       std::to_string(n) + " active=" + std::to_string(active) +
                                       " alg " + dense::to_string(alg) + " shm_moves=" +
                                       std::to_string(on);
@@ -623,7 +624,7 @@ TEST(SymmSquareCube, ShmMovesOnOffBitIdentical) {
             const std::int64_t plain_sent = 8 * (vin.send_elems + 2 * vout.send_elems);
             EXPECT_EQ(in.p2p_sent_bytes + in.shm_bytes, plain_sent) << where;
             if (on == 0 || !has_inactive) EXPECT_EQ(in.shm_bytes, 0) << where;
-            if (on == 1 && has_inactive && shm_ok && !*node_size) {
+            if (on == 1 && has_inactive && shm_ok && node_size == 0) {
               EXPECT_EQ(in.p2p_sent_bytes + in.p2p_recv_bytes, 0) << where;
               EXPECT_EQ(in.shm_bytes, plain_sent) << where;
             }
@@ -638,7 +639,6 @@ TEST(SymmSquareCube, ShmMovesOnOffBitIdentical) {
       }
     }
   }
-  unsetenv("TESSEL_NODE_SIZE");
 }
 
 // The collectives as tessel's point-to-point chains (SscOptions::collectives = P2P), every

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tessel/comm/mpi_type.hpp"
+#include "tessel/comm/tags.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/core/ledger.hpp"
 
@@ -22,7 +23,10 @@ namespace tessel::comm {
 /// pause (0) or resume (1) counting. No effect without one.
 void pcontrol(int level);
 
-/// Throws MpiError naming the call when rc is not MPI_SUCCESS.
+/// Not collective. MPI's text for the error code rc (MPI_Error_string), or "MPI error <rc>"
+/// when MPI has none. The one error-string helper of tessel's MPI errors.
+std::string mpi_error_string(int rc);
+/// Throws MpiError naming the call and mpi_error_string(rc) when rc is not MPI_SUCCESS.
 void check_mpi(int rc, const char* call);
 
 /// Collective over the window's group (the RAII release of Window and SharedWindow): closes an
@@ -33,7 +37,7 @@ void free_window(MPI_Win& win, bool& locked) noexcept;
 class RequestSet;
 
 /// Tag of failure notices (below the P2P collectives' range; no other tessel message uses it).
-inline constexpr int kFailureTag = 16383;
+inline constexpr int kFailureTag = tag::kFailure;
 
 /// Not collective. Sends a failure notice to every rank of `c`, the caller included (small
 /// messages that are never received: they mark `c`). Every later tessel wait on `c`, on any
@@ -208,6 +212,16 @@ class Comm {
   void test_point(const char* point) const {
     if (testing_ && testing_->at_point) testing_->at_point(point);
   }
+  /// Ranks per emulated node of the node-shared paths (NodeComm via layout::redistribute):
+  /// 0 = the real node. The owning Context sets it from its options (ContextOptions::node_size,
+  /// core/context.hpp); dup(), split() and split_shared() inherit it.
+  int node_size() const { return node_size_; }
+  /// Not collective. Sets node_size() (n >= 0; the same on every rank).
+  void set_node_size(int n) { node_size_ = n; }
+  /// Not collective, but every rank must call it in the same order: the sequence number of the
+  /// next P2P collective on this Comm (p2p_coll.hpp, its tag). Starts at 0 for every new
+  /// communicator (dup, split, ...); a move carries it along.
+  std::uint64_t next_p2p_seq() const { return p2p_seq_++; }
 
   // ---- point-to-point (recorded as p2p) ----
   /// Not collective. Posts a send of `count` items (any count >= 0: above
@@ -265,6 +279,8 @@ class Comm {
   CommLedger* ledger_ = nullptr;
   int rank_ = -1, size_ = 0;
   std::shared_ptr<const TestSettings> testing_;  // null: production settings
+  int node_size_ = 0;                            // 0: the real node
+  mutable std::uint64_t p2p_seq_ = 0;            // P2P collectives posted on this Comm
 };
 
 }  // namespace tessel::comm

@@ -27,8 +27,10 @@
 /// is strictly in segment order, so matching never depends on completion order.
 ///
 /// Tags: every P2P collective on a communicator takes the next value of a per-communicator
-/// sequence number (kept as an MPI attribute on the communicator, so all Comm objects that
-/// share an MPI communicator agree) and uses tag kP2PTagBase + seq % kP2PTagWindow. Tags in
+/// sequence number (kept in the Comm object, Comm::next_p2p_seq: no process-global state; a
+/// second Comm borrowing the same MPI communicator counts on its own, so run the P2P
+/// collectives of one MPI communicator through one Comm) and uses tag
+/// kP2PTagBase + seq % kP2PTagWindow (tessel/comm/tags.hpp). Tags in
 /// [kP2PTagBase, kP2PTagBase + kP2PTagWindow) = [16384, 32767] are therefore reserved on any
 /// communicator used with these collectives (32767 is the smallest MPI_TAG_UB allowed); the
 /// rest of tessel uses tags below 16384. Like MPI collectives, all ranks of the communicator
@@ -55,8 +57,8 @@ CollImpl parse_coll_impl(const std::string& s);
 /// Pure. "mpi" or "p2p".
 const char* to_string(CollImpl impl);
 
-inline constexpr int kP2PTagBase = 16384;
-inline constexpr int kP2PTagWindow = 16384;
+inline constexpr int kP2PTagBase = tag::kP2PBase;
+inline constexpr int kP2PTagWindow = tag::kP2PWindow;
 /// Default segment size of the P2P collectives: 32 KiB. Measured on the emulated cluster
 /// (docs/bench/2026-11-23, 4 nodes, 1 gbit, Open MPI TCP): an 8 MiB chain broadcast took
 /// 0.074-0.083 s with 16-32 KiB segments (the wire time is 0.068 s) but 0.13-0.21 s with

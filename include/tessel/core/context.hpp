@@ -6,20 +6,36 @@
 #include <memory>
 #include <string>
 
+#include "tessel/comm/agree.hpp"
 #include "tessel/comm/comm.hpp"
 #include "tessel/core/ledger.hpp"
 #include "tessel/core/trace.hpp"
 
 namespace tessel {
 
+/// Options of a Context, fixed when it is made; the same on every rank.
+struct ContextOptions {
+  /// Ranks per emulated node of the node-shared paths (layout::RedistOptions::node_shared):
+  /// consecutive ranks of a real node are cut into groups of node_size, so that one machine
+  /// runs the mixed intra/inter-node paths (tests). Precedence, first that is set wins:
+  ///   1. a call's own option (RedistOptions::node_size > 0);
+  ///   2. this option (> 0);
+  ///   3. the environment variable TESSEL_NODE_SIZE, read once, when the Context is made;
+  ///   4. the real node (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)).
+  /// 0 = not set. Negative values, and a TESSEL_NODE_SIZE that is not a positive integer,
+  /// throw InputError from the constructor (after the collective duplicate; on every rank
+  /// when every rank has the same options and environment, as under mpirun).
+  int node_size = 0;
+};
+
 class Context {
  public:
   /// Collective over `user_comm`: duplicates it, so tessel's messages never mix with the
   /// caller's. The ledger lives in the Context (stable address, the Context is not movable).
-  explicit Context(MPI_Comm user_comm);
+  explicit Context(MPI_Comm user_comm, const ContextOptions& opt = {});
   /// Collective, as above, but records into `ledger` (owned by the caller, outliving this
   /// Context) instead of a ledger of its own: several Contexts can report into one ledger.
-  Context(MPI_Comm user_comm, CommLedger& ledger);
+  Context(MPI_Comm user_comm, CommLedger& ledger, const ContextOptions& opt = {});
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
   ~Context();
@@ -32,6 +48,9 @@ class Context {
   /// communicators made from it afterwards (comm::TestSettings). Set the same on every rank.
   void set_testing(comm::TestSettings s);
   const CommLedger& ledger() const { return *ledger_; }
+  /// Ranks per emulated node (0 = the real node): ContextOptions::node_size, else
+  /// TESSEL_NODE_SIZE as read when this Context was made, else 0. Also comm().node_size().
+  int node_size() const { return comm_.node_size(); }
 
   /// Collective. Runs `check` on every rank; if it throws on any rank, every rank throws the
   /// same error: a tessel::Error of the same kind with the lowest failing rank's message, or,
@@ -58,8 +77,5 @@ class Context {
   CommLedger* ledger_;
   comm::Comm comm_;
 };
-
-/// Collective over `c`: as Context::agree, on any communicator.
-void agree_on(const comm::Comm& c, const std::function<void()>& check);
 
 }  // namespace tessel

@@ -1,6 +1,8 @@
 #pragma once
 /// @file error.hpp
 /// The one error type of tessel and its kinds, plus the always-on argument check.
+#include <climits>
+#include <cstdint>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -33,6 +35,15 @@ std::string concat(const Args&... args) {
   std::ostringstream os;
   (os << ... << args);
   return os.str();
+}
+
+/// Pure. The one integer-range checker: `v` as an int (MPI counts, 32-bit BLAS dimensions);
+/// throws Error "<what> = <v> exceeds <range> (0 .. INT_MAX)" when v < 0 or v > INT_MAX.
+inline int checked_int(std::int64_t v, const char* what,
+                       const char* range = "the MPI int limit") {
+  if (v < 0 || v > INT_MAX)
+    throw Error(concat(what, " = ", v, " exceeds ", range, " (0 .. ", INT_MAX, ")"));
+  return static_cast<int>(v);
 }
 }  // namespace detail
 

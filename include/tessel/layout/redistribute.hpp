@@ -33,7 +33,8 @@ struct RedistOptions {
   bool node_shared = false;
   /// Node-shared only, for tests: ranks per emulated node (consecutive ranks of a real node
   /// are cut into groups of node_size), so one machine runs the mixed intra/inter-node path.
-  /// 0 = the environment variable TESSEL_NODE_SIZE when set and > 0, else the real node.
+  /// 0 = the communicator's (Comm::node_size: the Context's ContextOptions::node_size, else
+  /// TESSEL_NODE_SIZE as read when the Context was made), else the real node.
   int node_size = 0;
 };
 
@@ -52,8 +53,8 @@ template <class T>
 void redistribute(const comm::Comm& c, const Layout& src, const T* a, std::int64_t lda,
                   const Layout& dst, T* b, std::int64_t ldb, const RedistOptions& opt = {});
 
-/// Not collective. The node size redistribute() uses for opt (opt.node_size, else
-/// TESSEL_NODE_SIZE, else 0 = the real node).
-int redist_node_size(const RedistOptions& opt);
+/// Not collective. The node size redistribute() over `c` uses for opt (opt.node_size when
+/// not 0, else c.node_size(), which is 0 = the real node unless the Context set it).
+int redist_node_size(const comm::Comm& c, const RedistOptions& opt);
 
 }  // namespace tessel::layout

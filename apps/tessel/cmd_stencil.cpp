@@ -26,7 +26,7 @@ constexpr double kBohrPerAngstrom = 1.8897261246257702;
 
 struct StencilArgs {
   std::string xyz, xyz_units = "angstrom", potential, exchange = "neighbor", overlap = "on",
-                   partitioner = "metis", solver = "chfsi", json;
+                   partitioner = "metis", solver = "chfsi", json, trace;
   double radius = 0, box = 0, spacing = 0.5, omega = 1.0, softening = 1.0, tol = 1e-6, dt = 0.02;
   int order = 4, states = 10, max_iter = 300, degree = 0, propagate = 0, repeat = 5, batch = 0, test_every = 0;
   bool apply_only = false;
@@ -122,6 +122,7 @@ int run_stencil(const StencilArgs& a) {
                "--exchange persistent: this MPI has no MPI_Neighbor_alltoallv_init (MPI-4; Open MPI 4.1 is "
                "MPI-3): use --exchange neighbor, or build tessel against MPICH 4 (scripts/setup.sh --mpi mpich)");
   check_writable(ctx, "--json", a.json);
+  TraceRun trace(ctx, a.trace);
 
   // ---- mesh (every rank builds the same one; a file error on any rank stops every rank)
   std::vector<stencil::Atom> atoms;
@@ -349,7 +350,7 @@ int run_stencil(const StencilArgs& a) {
     if (a.propagate > 0) j["propagation"] = {{"steps", a.propagate}, {"dt", a.dt}, {"seconds", prop_s}, {"max_norm_deviation", norm_dev}};
     write_json(ctx, a.json, j);
   }
-  return (a.apply_only || res.converged) ? 0 : 1;
+  return trace.finish((a.apply_only || res.converged) ? 0 : 1);
 }
 
 }  // namespace
@@ -395,6 +396,7 @@ std::function<int()> add_stencil(CLI::App& app) {
       ->capture_default_str();
   s->add_flag("--apply-only", a->apply_only, "Skip the eigensolver: only the partition and the timed H applies (benchmarks)");
   s->add_option("--json", a->json, "Write the results as JSON");
+  add_trace_option(s, a->trace);
   s->footer("Exit status 0 when the solver converged, 1 when --max-iter was reached first, 2 on bad input "
             "(printed once as 'tessel: error: ...'; no --json file is left behind). docs/stencil.md has the details.");
   return [a]() { return run_stencil(*a); };

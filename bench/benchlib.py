@@ -28,10 +28,15 @@ def nc_stats():
 
 
 class Config:
-    """One `local:NP` or `nc:NODESxPPN` place; bring_up() starts the emulated cluster, down() stops it."""
+    """One `local:NP` or `nc:NODESxPPN` place; bring_up() starts the emulated cluster, down() stops it.
+    mpi: "openmpi" (mpirun / netcluster.sh run) or "mpich" (mpirun.mpich / netcluster.sh runmpich,
+    which is reliable across the emulated nodes with one rank per node only)."""
 
-    def __init__(self, cfg, who):
+    def __init__(self, cfg, who, mpi="openmpi"):
         self.cfg = cfg
+        if mpi not in ("openmpi", "mpich"):
+            raise SystemExit(f"{who}: mpi '{mpi}': expected openmpi or mpich")
+        self.mpi = mpi
         self.kind, _, spec = cfg.partition(":")
         if self.kind == "local":
             self.np, self.ppn, self.nodes = int(spec), None, 1
@@ -51,8 +56,18 @@ class Config:
             subprocess.run([str(NC), "down"], capture_output=True)
 
     def command(self, prog, env=()):
-        """The launch command of `prog` on this place; `env` are mpirun `-x NAME=VALUE` flags."""
+        """The launch command of `prog` on this place; `env` are mpirun `-x NAME=VALUE` flags
+        (given to MPICH as `-genv NAME VALUE`)."""
         env = list(env)
+        if self.mpi == "mpich":
+            genv = []
+            for i, x in enumerate(env):
+                if x != "-x" and i > 0 and env[i - 1] == "-x":
+                    name, _, value = x.partition("=")
+                    genv += ["-genv", name, value]
+            if self.kind == "local":
+                return ["mpirun.mpich", "-np", str(self.np)] + genv + prog
+            return [str(NC), "runmpich", "--", "-np", str(self.np), "-ppn", str(self.ppn)] + genv + prog
         if self.kind == "local":
             return ["bash", "-c", f"source {shlex.quote(str(MPI_ENV))}; exec mpirun -np {self.np} "
                     f"--oversubscribe " + " ".join(shlex.quote(x) for x in env + prog)]

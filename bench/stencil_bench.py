@@ -17,17 +17,34 @@ cylinder-like grid), spheres of --radius bohr, the spacing chosen so that the me
 
 Where: --config local:NP (mpirun on this machine, oversubscribed) or nc:NODESxPPN (the
 emulated cluster ../shared/tools/netcluster, brought up once per config with --rate/--delay;
-wire bytes per run from `netcluster.sh stats`; torn down at the end). `persistent` needs a
-tessel built against MPICH 4 (MPI_Neighbor_alltoallv_init); with Open MPI 4.1 those runs fail
-with a clear message and are listed as such.
+wire bytes per run from `netcluster.sh stats`; torn down at the end).
+
+Which MPI: --mpi openmpi (default; tessel from --build, default build/) or --mpi mpich (tessel
+from --build, default build-mpich/, made by `scripts/setup.sh --mpi mpich`; launched by
+mpirun.mpich or `netcluster.sh runmpich`, which is reliable across the emulated nodes only with
+one rank per node, so use nc:Nx1 there). `persistent` (MPI_Neighbor_alltoallv_init, MPI-4)
+exists only in the MPICH build: under --mpi openmpi it is skipped and listed as such, so
+compare persistent against the other strategies within one --mpi mpich run.
+
+Besides "hidden" (1 - exposed / plain), every row shows two checks of it (docs/stencil.md,
+"Progress"): "hideable", min(1, work between start and wait / plain exchange), the most that
+order can hide on that mesh and batch, and "saved", the apply time the overlap saves as a
+fraction of the plain exchange; and the tests of the exchange per apply.
 
 Writes bench/results/stencil-<host>-<date>.json (+ raw logs/JSONs in the folder of that name)
 and prints a table per (config, partitioner, batch).
 
-Examples:
-    python3 bench/stencil_bench.py --config local:4 --points 2e4 --batches 8 --repeat 2   # a tiny check
-    python3 bench/stencil_bench.py --config local:4,local:8,local:16 --batches 8,32
-    python3 bench/stencil_bench.py --config nc:8x1,nc:4x2 --batches 8,32 --pairs 2
+Examples (the cases of issue 10: 4, 8 and 16 ranks, 1e6 points, batch 8 and 32, METIS and
+the geometric partitioner; each line is one table per config x partitioner x batch):
+    # a tiny functional check (seconds)
+    python3 bench/stencil_bench.py --config local:3 --points 2e4 --batches 4 --repeat 2
+    # this machine (oversubscribed: 2 cores)
+    python3 bench/stencil_bench.py --config local:4,local:8,local:16 --batches 8,32 --pairs 2
+    # the emulated cluster, 1 gbit, 50 us: 8 nodes x 1, 4 nodes x 2, and 16 ranks (8 x 2, 16 x 1)
+    python3 bench/stencil_bench.py --config nc:4x1,nc:8x1,nc:4x2 --batches 8,32 --pairs 2
+    python3 bench/stencil_bench.py --config nc:8x2,nc:16x1 --batches 8,32 --pairs 2
+    # persistent against the others, all under MPICH (one rank per emulated node)
+    python3 bench/stencil_bench.py --mpi mpich --config local:4,local:8,nc:8x1,nc:16x1 --batches 8,32
 """
 import argparse
 import datetime
@@ -80,19 +97,31 @@ def main():
     ap.add_argument("--batches", default="8,32")
     ap.add_argument("--partitioners", default="metis,geometric")
     ap.add_argument("--strategies", default=STRATEGIES)
-    ap.add_argument("--test-every", type=int, default=2048)
+    ap.add_argument("--test-every", type=int, default=0,
+                    help="inner points between two tests of the exchange (0: tessel's default from batch and order)")
+    ap.add_argument("--mpi", default="openmpi", choices=["openmpi", "mpich"])
     ap.add_argument("--repeat", type=int, default=10, help="timed applies per order (median)")
     ap.add_argument("--pairs", type=int, default=1, help="rounds over the strategies")
     ap.add_argument("--rate", default="1gbit")
     ap.add_argument("--delay", default="50us")
-    ap.add_argument("--build", default=str(ROOT / "build"))
+    ap.add_argument("--build", default=None, help="build folder (default build/, or build-mpich/ with --mpi mpich)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
     ap.add_argument("--timeout", type=int, default=1800)
     a = ap.parse_args()
+    if a.build is None:
+        a.build = str(ROOT / ("build-mpich" if a.mpi == "mpich" else "build"))
     tessel = Path(a.build) / "apps" / "tessel" / "tessel"
     if not tessel.exists():
-        raise SystemExit(f"stencil_bench: {tessel} not built (bash scripts/setup.sh)")
+        raise SystemExit(f"stencil_bench: {tessel} not built (bash scripts/setup.sh"
+                         f"{' --mpi mpich' if a.mpi == 'mpich' else ''})")
     strategies = [s for s in a.strategies.split(",") if s]
+    for s in strategies:
+        if s not in STRATEGIES.split(","):
+            raise SystemExit(f"stencil_bench: strategy '{s}': expected some of {STRATEGIES}")
+    if a.mpi == "openmpi" and "persistent" in strategies:
+        print("stencil_bench: persistent skipped: Open MPI 4.1 has no MPI_Neighbor_alltoallv_init "
+              "(run it with --mpi mpich)", flush=True)
+        strategies.remove("persistent")
     batches = [int(b) for b in a.batches.split(",") if b]
     parts = [p for p in a.partitioners.split(",") if p]
     configs = [c for c in a.config.split(",") if c]
@@ -111,7 +140,10 @@ def main():
 
     runs = []
     for cfg in configs:
-        place = Config(cfg, "stencil_bench")
+        place = Config(cfg, "stencil_bench", a.mpi)
+        if a.mpi == "mpich" and place.kind == "nc" and place.ppn != 1:
+            print(f"stencil_bench: warning: {cfg}: MPICH across the emulated nodes is reliable with one "
+                  f"rank per node only (netcluster README)", flush=True)
         kind, np_, ppn, nodes = place.kind, place.np, place.ppn, place.nodes
         place.bring_up(a.rate, a.delay)
         try:
@@ -128,7 +160,8 @@ def main():
                                     "--test-every", str(a.test_every), "--json", str(js)]
                             cmd = place.command(prog, ["-x", "OPENBLAS_NUM_THREADS=1"] if kind == "nc" else [])
                             p, wall, wire = place.run(cmd, a.timeout, raw / f"{tag}.log")
-                            r = {"config": cfg, "partitioner": part, "batch": b, "strategy": s, "pair": pair,
+                            r = {"config": cfg, "mpi": a.mpi, "partitioner": part, "batch": b, "strategy": s,
+                                 "pair": pair,
                                  "ranks": np_, "nodes": nodes, "ppn": ppn, "rc": p.returncode, "wall_s": wall,
                                  "cmd": cmd}
                             if wire is not None:
@@ -142,7 +175,9 @@ def main():
                                 e = r["result"]["exchange"]
                                 msg = (f"plain {1e3 * statistics.median(e['plain_seconds']):.3f} ms, exposed "
                                        f"{1e3 * statistics.median(e['overlapped_exposed_seconds']):.3f} ms, "
-                                       f"hidden {100 * e['hidden_fraction']:.0f}%")
+                                       f"hidden {100 * e['hidden_fraction']:.0f}% "
+                                       f"(hideable {100 * e['hideable_fraction']:.0f}%, saved "
+                                       f"{100 * e['saved_fraction']:.0f}%)")
                             else:
                                 msg = (p.stderr or p.stdout).strip().splitlines()[-1:] or ["?"]
                                 msg = msg[0][-200:]
@@ -151,13 +186,13 @@ def main():
         finally:
             place.down()
     summary = summarize(runs, configs, parts, batches, strategies)
-    out = {"stem": stem, "date": datetime.datetime.now().isoformat(), "spacing": h, "radius": a.radius,
+    out = {"stem": stem, "date": datetime.datetime.now().isoformat(), "mpi": a.mpi, "spacing": h, "radius": a.radius,
            "atoms": a.atoms, "order": a.order, "repeat": a.repeat, "pairs": a.pairs, "rate": a.rate,
            "delay": a.delay, "test_every": a.test_every, "runs": runs, "summary": summary}
     path = Path(a.out) / f"{stem}.json"
     path.write_text(json.dumps(out, indent=1))
     print(f"stencil_bench: wrote {path}")
-    return 0 if all(r["rc"] == 0 or r["strategy"] == "persistent" for r in runs) else 1
+    return 0 if all(r["rc"] == 0 for r in runs) else 1
 
 
 def summarize(runs, configs, parts, batches, strategies):
@@ -171,9 +206,13 @@ def summarize(runs, configs, parts, batches, strategies):
                 first = next((r["result"] for r in rs_all if r["result"]), None)
                 pts = first["points"] if first else "?"
                 print(f"\n{cfg}, {part}, batch {b}, {pts} points")
-                print(f"{'strategy':>11} {'plain ms':>9} {'exposed ms':>10} {'hidden':>7} {'vs a2av':>7} "
-                      f"{'apply pl/ov ms':>15} {'MB/rank mean/max':>17} {'nbrs mean/max':>13} {'wire MB':>8}")
+                print(f"{'strategy':>11} {'plain ms':>9} {'exposed ms':>10} {'hidden':>7} {'hideable':>8} "
+                      f"{'saved':>6} {'tests':>6} {'vs a2av':>7} {'apply pl/ov ms':>15} {'MB/rank mean/max':>17} "
+                      f"{'nbrs mean/max':>13} {'wire MB':>8}")
                 ref = None
+                a2av = [r["result"]["exchange"] for r in rs_all if r["strategy"] == "alltoallv" and r["result"]]
+                if a2av:
+                    ref = statistics.median(statistics.median(e["plain_seconds"]) for e in a2av)
                 for s in strategies:
                     rs = [r for r in rs_all if r["strategy"] == s and r["result"]]
                     if not rs:
@@ -185,18 +224,24 @@ def summarize(runs, configs, parts, batches, strategies):
                     ap_pl = statistics.median(statistics.median(e["apply_plain_seconds"]) for e in ex)
                     ap_ov = statistics.median(statistics.median(e["apply_overlapped_seconds"]) for e in ex)
                     hidden = max(0.0, 1 - exposed / plain) if plain > 0 else 0.0
+                    hideable = statistics.median(e.get("hideable_fraction", float("nan")) for e in ex)
+                    saved = statistics.median(e.get("saved_fraction", float("nan")) for e in ex)
+                    tests = statistics.median(statistics.median(e.get("tests_per_apply") or [float("nan")])
+                                              for e in ex)
                     byts = ex[0]["halo_bytes_per_rank_per_apply"]
                     nb = ex[0]["neighbors_per_rank"]
                     wire = [r["wire_tx_bytes"] for r in rs if "wire_tx_bytes" in r]
-                    if s == "alltoallv" or ref is None:
-                        ref = ref or plain
+                    if ref is None:
+                        ref = plain  # no alltoallv run: relative to the first strategy
                     row = {"config": cfg, "partitioner": part, "batch": b, "strategy": s, "plain_s": plain,
-                           "exposed_s": exposed, "hidden_fraction": hidden, "plain_vs_alltoallv": plain / ref,
+                           "exposed_s": exposed, "hidden_fraction": hidden, "hideable_fraction": hideable,
+                           "saved_fraction": saved, "tests_per_apply": tests, "plain_vs_alltoallv": plain / ref,
                            "apply_plain_s": ap_pl, "apply_overlapped_s": ap_ov, "bytes_per_rank": byts,
                            "neighbors_per_rank": nb, "messages_per_rank": ex[0]["messages_per_rank"],
                            "wire_tx_bytes_median": statistics.median(wire) if wire else None, "runs": len(rs)}
                     rows.append(row)
-                    print(f"{s:>11} {1e3 * plain:9.3f} {1e3 * exposed:10.3f} {100 * hidden:6.0f}% {plain / ref:7.2f} "
+                    print(f"{s:>11} {1e3 * plain:9.3f} {1e3 * exposed:10.3f} {100 * hidden:6.0f}% {100 * hideable:7.0f}% "
+                          f"{100 * saved:5.0f}% {tests:6.0f} {plain / ref:7.2f} "
                           f"{1e3 * ap_pl:7.2f}/{1e3 * ap_ov:<7.2f} {byts['mean'] / 1e6:8.3f}/{byts['max'] / 1e6:<8.3f} "
                           f"{nb['mean']:6.1f}/{nb['max']:<6.0f} "
                           f"{(statistics.median(wire) / 1e6 if wire else float('nan')):8.1f}")

@@ -162,10 +162,15 @@ int RequestSet::progress() {
   check_mpi(MPI_Testsome(n, reqs_.data(), &out, idx.data(), MPI_STATUSES_IGNORE),
             "MPI_Testsome");
   // Completed requests are now MPI_REQUEST_NULL; so are slots that were never filled or that
-  // were already inactive (MPI_Testsome then reports MPI_UNDEFINED): all of them are done.
+  // were already inactive (MPI_Testsome then reports MPI_UNDEFINED): all of them are done. A
+  // started persistent request (add_started) stays allocated when it completes: MPI_Testsome
+  // names it in idx and marks it inactive; it is done too (its owner frees it).
+  std::vector<char> fin(static_cast<std::size_t>(n), 0);
+  if (out != MPI_UNDEFINED)
+    for (int k = 0; k < out; ++k) fin[static_cast<std::size_t>(idx[static_cast<std::size_t>(k)])] = 1;
   idx.clear();
   for (int i = 0; i < n; ++i)
-    if (reqs_[static_cast<std::size_t>(i)] == MPI_REQUEST_NULL) idx.push_back(i);
+    if (fin[static_cast<std::size_t>(i)] || reqs_[static_cast<std::size_t>(i)] == MPI_REQUEST_NULL) idx.push_back(i);
   if (idx.empty()) return 0;
   out = static_cast<int>(idx.size());
   // Take the completed entries out first: continuations may add() to the vectors.

@@ -15,16 +15,52 @@ static std::int64_t sum(const std::vector<std::int64_t>& v) {
   for (auto x : v) s += x;
   return s;
 }
-std::int64_t ExchangePlan::send_items() const { return sum(send_counts); }
-std::int64_t ExchangePlan::recv_items() const { return sum(recv_counts); }
+std::int64_t ExchangePlan::send_items() const { return sum(send_counts) + self_count; }
+std::int64_t ExchangePlan::recv_items() const { return sum(recv_counts) + self_count; }
+
+ExchangePlan ExchangePlan::from_counts(const std::vector<std::int64_t>& send, const std::vector<std::int64_t>& recv,
+                                       int rank) {
+  TESSEL_CHECK(send.size() == recv.size() && rank >= 0 && static_cast<std::size_t>(rank) < send.size(), Error,
+               "exchange plan: ", send.size(), " send counts, ", recv.size(), " receive counts and rank ", rank,
+               " (expected equal sizes and a rank below them)");
+  const std::size_t me = static_cast<std::size_t>(rank);
+  TESSEL_CHECK(send[me] == recv[me], Error, "exchange: own piece sends ", send[me], " items but receives ",
+               recv[me]);
+  ExchangePlan p;
+  std::int64_t so = 0, ro = 0;
+  for (std::size_t q = 0; q < send.size(); ++q) {
+    if (q == me) {
+      p.self_count = send[q], p.self_send = so, p.self_recv = ro;
+    } else {
+      if (send[q] > 0) {
+        p.send_peers.push_back(static_cast<int>(q));
+        p.send_counts.push_back(send[q]);
+        p.send_offsets.push_back(so);
+      }
+      if (recv[q] > 0) {
+        p.recv_peers.push_back(static_cast<int>(q));
+        p.recv_counts.push_back(recv[q]);
+        p.recv_offsets.push_back(ro);
+      }
+    }
+    so += send[q];
+    ro += recv[q];
+  }
+  return p;
+}
 
 static void validate_side(const char* side, const std::vector<int>& peers, const std::vector<std::int64_t>& counts,
-                          const std::vector<std::int64_t>& offsets, int comm_size, int rank) {
+                          const std::vector<std::int64_t>& offsets, std::int64_t self_count, std::int64_t self_offset,
+                          int comm_size, int rank) {
   TESSEL_CHECK(peers.size() == counts.size() && peers.size() == offsets.size(), Error, "exchange plan: ", side,
                " has ", peers.size(), " peers, ", counts.size(), " counts and ", offsets.size(),
                " offsets (expected equal)");
-  const std::int64_t total = sum(counts);
+  const std::int64_t total = sum(counts) + self_count;
   std::vector<std::pair<std::int64_t, std::int64_t>> pieces;
+  TESSEL_CHECK(self_count >= 0 && self_offset >= 0 && self_offset + self_count <= total, Error, "exchange plan: ",
+               side, " self piece (offset ", self_offset, ", count ", self_count, ") leaves the buffer of ", total,
+               " items");
+  if (self_count > 0) pieces.push_back({self_offset, self_count});
   for (std::size_t i = 0; i < peers.size(); ++i) {
     TESSEL_CHECK(peers[i] >= 0 && peers[i] < comm_size && peers[i] != rank, Error, "exchange plan: ", side,
                  " peer ", peers[i], " of rank ", rank, " (expected another rank of 0 .. ", comm_size - 1, ")");
@@ -42,8 +78,8 @@ static void validate_side(const char* side, const std::vector<int>& peers, const
 }
 
 void ExchangePlan::validate(int comm_size, int rank) const {
-  validate_side("send", send_peers, send_counts, send_offsets, comm_size, rank);
-  validate_side("recv", recv_peers, recv_counts, recv_offsets, comm_size, rank);
+  validate_side("send", send_peers, send_counts, send_offsets, self_count, self_send, comm_size, rank);
+  validate_side("recv", recv_peers, recv_counts, recv_offsets, self_count, self_recv, comm_size, rank);
 }
 
 ExchangeStrategy parse_exchange_strategy(const std::string& s) {
@@ -77,15 +113,31 @@ bool have_persistent_neighbor() {
 
 Exchanger::Exchanger(const Comm& c, ExchangePlan plan, int width, ExchangeStrategy s)
     : comm_(c), plan_(std::move(plan)), width_(width), strategy_(s) {
+  rs_.watch(c.raw());
   // One element more than needed, so that data() is a valid pointer for an empty side.
   send_.assign(static_cast<std::size_t>(plan_.send_items() * width_ + 1), 0.0);
   recv_.assign(static_cast<std::size_t>(plan_.recv_items() * width_ + 1), 0.0);
 }
 
-void Exchanger::record_collective() const {
+Exchanger::~Exchanger() { drain(); }
+
+void Exchanger::drain() noexcept {
+  RequestSet done(std::move(rs_));  // its destructor waits, or abandons when unwinding
+}
+
+std::int64_t Exchanger::payload_bytes() const {
+  return (plan_.send_items() + plan_.recv_items() - 2 * plan_.self_count) * width_ *
+         static_cast<std::int64_t>(sizeof(double));
+}
+
+void Exchanger::begin_collective() {
+  const std::size_t w = static_cast<std::size_t>(width_);
+  std::copy(send_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(plan_.self_send) * w),
+            send_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(plan_.self_send + plan_.self_count) * w),
+            recv_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(plan_.self_recv) * w));
   if (auto* l = comm_.ledger()) {
     auto& k = l->now();
-    k.coll_bytes += (plan_.send_items() + plan_.recv_items()) * width_ * static_cast<std::int64_t>(sizeof(double));
+    k.coll_bytes += payload_bytes();
     k.coll_calls += 1;
   }
 }
@@ -94,16 +146,6 @@ std::vector<int> Exchanger::scaled(const std::vector<std::int64_t>& v) const {
   std::vector<int> out(v.size());
   for (std::size_t i = 0; i < v.size(); ++i) out[i] = static_cast<int>(v[i] * width_);
   return out;
-}
-
-void poll_wait(MPI_Request& r) {
-  int idle = 0;
-  for (;;) {
-    int flag = 0;
-    check_mpi(MPI_Test(&r, &flag, MPI_STATUS_IGNORE), "MPI_Test");
-    if (flag) return;
-    if (++idle > 64) std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
 }
 
 std::unique_ptr<Exchanger> make_exchanger(const Comm& c, const ExchangePlan& plan, int width, ExchangeStrategy s) {

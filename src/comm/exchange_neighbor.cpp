@@ -5,6 +5,7 @@
 // MPI_Neighbor_alltoallv_init request started per exchange. Every rank takes part, including a
 // rank with no peer (degree 0), so the collectives match.
 #include "exchange_impl.hpp"
+#include "trace_hooks.hpp"
 
 namespace tessel::comm {
 namespace {
@@ -37,6 +38,27 @@ class GraphComm {
   MPI_Comm comm_ = MPI_COMM_NULL;
 };
 
+/// RAII owner of the persistent request (freed after the RequestSet that completes its starts
+/// is drained; an exchange abandoned while active leaves it to MPI: freeing an active
+/// persistent collective request is erroneous).
+class PersistentRequest {
+ public:
+  PersistentRequest() = default;
+  ~PersistentRequest() {
+    if (req_ == MPI_REQUEST_NULL || finalized()) return;
+    int inactive = 0;
+    if (MPI_Request_get_status(req_, &inactive, MPI_STATUS_IGNORE) == MPI_SUCCESS && inactive)
+      MPI_Request_free(&req_);
+  }
+  PersistentRequest(const PersistentRequest&) = delete;
+  PersistentRequest& operator=(const PersistentRequest&) = delete;
+  MPI_Request* slot() { return &req_; }
+  MPI_Request get() const { return req_; }
+
+ private:
+  MPI_Request req_ = MPI_REQUEST_NULL;
+};
+
 class NeighborExchanger final : public Exchanger {
  public:
   NeighborExchanger(const Comm& c, const ExchangePlan& plan, int width, ExchangeStrategy s)
@@ -48,40 +70,29 @@ class NeighborExchanger final : public Exchanger {
     if (s == ExchangeStrategy::Persistent)
       check_mpi(MPI_Neighbor_alltoallv_init(send_.data(), sc_.data(), sd_.data(), MPI_DOUBLE, recv_.data(),
                                             rc_.data(), rd_.data(), MPI_DOUBLE, graph_.raw(), MPI_INFO_NULL,
-                                            &persistent_),
+                                            persistent_.slot()),
                 "MPI_Neighbor_alltoallv_init");
 #else
     TESSEL_CHECK(s != ExchangeStrategy::Persistent, InputError,
-                 "exchange strategy persistent: this MPI has no MPI_Neighbor_alltoallv_init");
+                 "exchange strategy persistent: this MPI has no MPI_Neighbor_alltoallv_init (MPI-4; Open MPI "
+                 "4.1 is MPI-3): use neighbor, or build tessel against MPICH 4");
 #endif
   }
-  ~NeighborExchanger() override {
-    if (finalized()) return;
-    if (active_) MPI_Wait(strategy_ == ExchangeStrategy::Persistent ? &persistent_ : &req_, MPI_STATUS_IGNORE);
-    if (persistent_ != MPI_REQUEST_NULL) MPI_Request_free(&persistent_);
-  }
+  // The outstanding exchange completes (or is abandoned) before the persistent request and the
+  // graph communicator it uses are freed (members are destroyed after this body).
+  ~NeighborExchanger() override { drain(); }
   void start() override {
-    record_collective();
-    active_ = true;
+    begin_collective();
+    Tracer* t = tracer_of(comm_.ledger());
     if (strategy_ == ExchangeStrategy::Persistent) {
-      check_mpi(MPI_Start(&persistent_), "MPI_Start");
+      check_mpi(MPI_Start(persistent_.slot()), "MPI_Start");
+      trace::add_started(rs_, persistent_.get(), t, "coll", -1, payload_bytes());
       return;
     }
     check_mpi(MPI_Ineighbor_alltoallv(send_.data(), sc_.data(), sd_.data(), MPI_DOUBLE, recv_.data(), rc_.data(),
-                                      rd_.data(), MPI_DOUBLE, graph_.raw(), &req_),
+                                      rd_.data(), MPI_DOUBLE, graph_.raw(),
+                                      trace::add(rs_, t, "coll", -1, payload_bytes())),
               "MPI_Ineighbor_alltoallv");
-  }
-  bool test() override {
-    if (!active_) return true;
-    int flag = 0;
-    check_mpi(MPI_Test(current(), &flag, MPI_STATUS_IGNORE), "MPI_Test");
-    if (flag) active_ = false;
-    return flag != 0;
-  }
-  void wait() override {
-    if (!active_) return;
-    poll_wait(*current());
-    active_ = false;
   }
 
  private:
@@ -90,12 +101,10 @@ class NeighborExchanger final : public Exchanger {
     if (v.empty()) v.push_back(0);
     return v;
   }
-  MPI_Request* current() { return strategy_ == ExchangeStrategy::Persistent ? &persistent_ : &req_; }
 
   GraphComm graph_;
   std::vector<int> sc_, sd_, rc_, rd_;
-  MPI_Request req_ = MPI_REQUEST_NULL, persistent_ = MPI_REQUEST_NULL;
-  bool active_ = false;
+  PersistentRequest persistent_;
 };
 
 }  // namespace

@@ -11,19 +11,20 @@ class P2PExchanger final : public Exchanger {
  public:
   P2PExchanger(const Comm& c, const ExchangePlan& plan, int width)
       : Exchanger(c, plan, width, ExchangeStrategy::P2P) {}
-  void start() override {
-    for (std::size_t i = 0; i < plan_.recv_peers.size(); ++i)
-      comm_.irecv(recv_.data() + plan_.recv_offsets[i] * width_, plan_.recv_counts[i] * width_,
-                  plan_.recv_peers[i], kHaloTag, rs_);
-    for (std::size_t i = 0; i < plan_.send_peers.size(); ++i)
-      comm_.isend(send_.data() + plan_.send_offsets[i] * width_, plan_.send_counts[i] * width_,
-                  plan_.send_peers[i], kHaloTag, rs_);
+  // Receives first (before the caller packs), then sends in start().
+  void post_receives() override {
+    if (receives_posted_) return;
+    post_plan_receives(comm_, plan_, recv_.data(), width_, kHaloTag, rs_);
+    receives_posted_ = true;
   }
-  bool test() override { return rs_.test_all(); }
-  void wait() override { rs_.wait_all(); }
+  void start() override {
+    post_receives();
+    receives_posted_ = false;  // the next exchange posts its own
+    post_plan_sends(comm_, plan_, send_.data(), recv_.data(), width_, kHaloTag, rs_);
+  }
 
  private:
-  RequestSet rs_;
+  bool receives_posted_ = false;
 };
 
 }  // namespace

@@ -33,6 +33,14 @@ inline MPI_Request* add_recv(RequestSet& rs, Tracer* t, int peer, std::int64_t b
   return rs.add_recv([t, id](RequestSet&) { t->transfer_completed(id); });
 }
 
+/// As add(rs, t, ...) for a started persistent request (rs.add_started(req)).
+inline void add_started(RequestSet& rs, MPI_Request req, Tracer* t, const char* kind, int peer,
+                        std::int64_t bytes) {
+  if (!t) return rs.add_started(req);
+  const std::uint64_t id = t->transfer_posted(kind, peer, bytes);
+  rs.add_started(req, [t, id](RequestSet&) { t->transfer_completed(id); });
+}
+
 /// Start time of a blocking call (0 when off).
 inline double begin(const Tracer* t) { return t ? t->now() : 0.0; }
 

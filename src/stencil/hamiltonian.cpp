@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "kernels.hpp"
+#include "tessel/core/trace.hpp"
 #include "tessel/stencil/fd.hpp"
 
 namespace tessel::stencil {
@@ -52,7 +53,8 @@ Hamiltonian::Hamiltonian(Context& ctx, const HaloPlan& plan, std::vector<double>
   TESSEL_CHECK(static_cast<std::int64_t>(v_.size()) == plan.local_size(), DimensionMismatch, "Hamiltonian: ",
                v_.size(), " potential values for ", plan.local_size(), " local points");
   TESSEL_CHECK(std::isfinite(h) && h > 0, InputError, "Hamiltonian: spacing h = ", h, ": expected > 0");
-  TESSEL_CHECK(opt_.test_every >= 1, InputError, "Hamiltonian: test_every = ", opt_.test_every, " (expected >= 1)");
+  TESSEL_CHECK(opt_.test_every >= 0, InputError, "Hamiltonian: test_every = ", opt_.test_every,
+               " (expected >= 1, or 0 for the default)");
 }
 
 Hamiltonian::~Hamiltonian() = default;
@@ -71,61 +73,101 @@ comm::Exchanger& Hamiltonian::exchanger(int width) {
   return *it->second;
 }
 
+int Hamiltonian::points_per_test(int width) const {
+  if (opt_.test_every > 0) return opt_.test_every;
+  // About kTestWork multiply-adds of stencil work between two tests: each inner point costs
+  // width x (6 r + 1) of them (r = stencil radius).
+  constexpr std::int64_t kTestWork = std::int64_t{1} << 16;
+  const std::int64_t per_point = static_cast<std::int64_t>(width) * (6 * plan_.radius + 1);
+  return static_cast<int>(std::max<std::int64_t>(kMinPointsPerTest, kTestWork / per_point));
+}
+
 void Hamiltonian::apply(const double* x, double* y, int width) {
   TESSEL_CHECK(width >= 1, InputError, "Hamiltonian::apply: width ", width, " (expected >= 1)");
   comm::Exchanger& ex = exchanger(width);
   PhaseScope phase(ctx_.ledger(), "stencil/halo");
+  Tracer* tr = tracer_of(&ctx_.ledger());
   const std::int64_t nloc = plan_.local_size();
   const int r = plan_.radius;
   const double t0 = MPI_Wtime();
-  double tex = 0, twait = 0;
+  double tex = 0, twait = 0, ttest = 0, tover = 0;
+  long tests = 0;
 
-  // 1. Start the exchange of the boundary values (pack, post).
+  // 1. Start the exchange: receives first (p2p posts them before packing), pack, post.
+  ex.post_receives();
+  const double tk = tr ? tr->now() : 0;
   kernels::pack(x, plan_.send_items.data(), static_cast<std::int64_t>(plan_.send_items.size()), width,
                 ex.send_buffer());
+  if (tr) tr->span("compute", "stencil pack", tk);
   ex.start();
+  const double tpack = MPI_Wtime() - t0;
+  tex += tpack;
+  const double* ghost = ex.recv_buffer();
+
   if (!opt_.overlap) {
     const double tw = MPI_Wtime();
     ex.wait();
     twait = MPI_Wtime() - tw;
-  }
-  tex += MPI_Wtime() - t0;
-  const double* ghost = ex.recv_buffer();
-
-  // 2. y = V x.
-  kernels::apply_potential(v_.data(), x, nloc, width, y);
-  if (!opt_.overlap) {
-    // 3. (plain) the Laplacian on every point: inner then boundary, as in the overlapped order.
+    tex += twait;
+    // 2. y = V x; 3. (plain) the Laplacian on every point: inner then boundary, as in the
+    // overlapped order.
+    kernels::apply_potential(v_.data(), x, nloc, width, y);
     kernels::apply_laplacian(plan_.inner.data(), static_cast<std::int64_t>(plan_.inner.size()),
                              plan_.neighbors.data(), r, c_.data(), scale_, x, ghost, nloc, width, y);
     kernels::apply_laplacian(plan_.boundary.data(), static_cast<std::int64_t>(plan_.boundary.size()),
                              plan_.neighbors.data(), r, c_.data(), scale_, x, ghost, nloc, width, y);
   } else {
-    // 3. The Laplacian on the inner points, testing the exchange now and then.
-    const std::int64_t n_inner = static_cast<std::int64_t>(plan_.inner.size());
+    // Progress: one MPI_Testsome pass per call until the exchange has completed. Open MPI has
+    // no asynchronous progress thread: a rendezvous message (above the eager limit) moves only
+    // while both its sender and its receiver are inside MPI calls, so the calls come early
+    // (right after posting) and often (every `block` points), through V x and the inner points.
     bool done = false;
-    for (std::int64_t b = 0; b < n_inner; b += opt_.test_every) {
-      const std::int64_t cnt = std::min<std::int64_t>(opt_.test_every, n_inner - b);
-      kernels::apply_laplacian(plan_.inner.data() + b, cnt, plan_.neighbors.data(), r, c_.data(), scale_, x,
-                               ghost, nloc, width, y);
-      if (!done) {
-        const double tt = MPI_Wtime();
-        done = ex.test();
-        tex += MPI_Wtime() - tt;
-      }
+    auto progress = [&] {
+      if (done) return;
+      const double tt = MPI_Wtime(), ts = tr ? tr->now() : 0;
+      done = ex.test();
+      ttest += MPI_Wtime() - tt;
+      ++tests;
+      if (tr) tr->span("progress", "halo test", ts);
+    };
+    progress();
+    const std::int64_t block = points_per_test(width);
+    // 2. y = V x, in blocks of the same work as the stencil blocks (1 / (6 r + 1) per point).
+    const double tc = MPI_Wtime(), ttest0 = ttest, tsv = tr ? tr->now() : 0;
+    const std::int64_t vblock = block * (6 * r + 1);
+    for (std::int64_t b = 0; b < nloc; b += vblock) {
+      kernels::apply_potential(v_.data() + b, x + b * width, std::min(vblock, nloc - b), width, y + b * width);
+      progress();
     }
+    if (tr) tr->span("compute", "stencil potential", tsv);
+    // 3. The Laplacian on the inner points, testing the exchange every `block` points.
+    const double tsi = tr ? tr->now() : 0;
+    const std::int64_t n_inner = static_cast<std::int64_t>(plan_.inner.size());
+    for (std::int64_t b = 0; b < n_inner; b += block) {
+      kernels::apply_laplacian(plan_.inner.data() + b, std::min(block, n_inner - b), plan_.neighbors.data(), r,
+                               c_.data(), scale_, x, ghost, nloc, width, y);
+      progress();
+    }
+    if (tr) tr->span("compute", "stencil inner", tsi);
+    tover = MPI_Wtime() - tc - (ttest - ttest0);  // V + inner, without the tests in between
     // 4. Wait for the exchange.
     const double tw = MPI_Wtime();
     ex.wait();
     twait = MPI_Wtime() - tw;
-    tex += twait;
+    tex += ttest + twait;
     // 5. The Laplacian on the boundary points.
+    const double tsb = tr ? tr->now() : 0;
     kernels::apply_laplacian(plan_.boundary.data(), static_cast<std::int64_t>(plan_.boundary.size()),
                              plan_.neighbors.data(), r, c_.data(), scale_, x, ghost, nloc, width, y);
+    if (tr) tr->span("compute", "stencil boundary", tsb);
   }
   const double total = MPI_Wtime() - t0;
   times_.exchange += tex;
+  times_.pack += tpack;
   times_.wait += twait;
+  times_.tests_seconds += ttest;
+  times_.overlapped += tover;
+  times_.tests += tests;
   times_.compute += total - tex;
   times_.total += total;
   times_.applies += 1;

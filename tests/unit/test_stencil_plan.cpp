@@ -271,3 +271,30 @@ TEST(StencilExchangePlan, ValidateRejectsInconsistentPlans) {
   EXPECT_THROW(q.validate(3, 0), Error);
   EXPECT_THROW(comm::parse_exchange_strategy("allgather"), InputError);
 }
+
+// The packed exchange's counts as an ExchangePlan (the one plan type of issue 11): checked
+// against the offsets written out by hand for rank 1 of 4.
+TEST(StencilExchangePlan, FromCountsOfAPackedExchange) {
+  const std::vector<std::int64_t> send = {3, 2, 0, 4}, recv = {1, 2, 5, 0};
+  const auto p = comm::ExchangePlan::from_counts(send, recv, 1);
+  EXPECT_EQ(p.send_peers, (std::vector<int>{0, 3}));        // rank 2 gets nothing
+  EXPECT_EQ(p.send_counts, (std::vector<std::int64_t>{3, 4}));
+  EXPECT_EQ(p.send_offsets, (std::vector<std::int64_t>{0, 5}));
+  EXPECT_EQ(p.recv_peers, (std::vector<int>{0, 2}));        // rank 3 sends nothing
+  EXPECT_EQ(p.recv_counts, (std::vector<std::int64_t>{1, 5}));
+  EXPECT_EQ(p.recv_offsets, (std::vector<std::int64_t>{0, 3}));
+  EXPECT_EQ(p.self_count, 2);
+  EXPECT_EQ(p.self_send, 3);
+  EXPECT_EQ(p.self_recv, 1);
+  EXPECT_EQ(p.send_items(), 9);
+  EXPECT_EQ(p.recv_items(), 8);
+  EXPECT_NO_THROW(p.validate(4, 1));
+  auto q = p;
+  q.self_send = 4;                                          // self piece overlaps the piece to rank 3
+  EXPECT_THROW(q.validate(4, 1), Error);
+  q = p;
+  q.self_recv = 7;                                          // leaves the receive buffer
+  EXPECT_THROW(q.validate(4, 1), Error);
+  EXPECT_THROW(comm::ExchangePlan::from_counts({1, 2}, {1, 3}, 1), Error);  // own piece 2 vs 3
+  EXPECT_THROW(comm::ExchangePlan::from_counts({1, 2}, {1}, 0), Error);
+}

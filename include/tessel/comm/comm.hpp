@@ -129,6 +129,11 @@ class RequestSet {
   MPI_Request* add_recv() { return add_entry(nullptr, Then{}, true); }
   /// As add_recv(), with a continuation `then` run when it completes (the tracer's hook).
   MPI_Request* add_recv(Then then) { return add_entry(nullptr, std::move(then), true); }
+  /// Slot for a started persistent request (MPI_Start'ed by its owner, who keeps and frees
+  /// the handle): `req` is copied into the set, which completes it like any other request and
+  /// then drops its copy (the request is inactive again and may be restarted). `then` (may be
+  /// empty) runs when it completes. Not for a request that is not active.
+  void add_started(MPI_Request req, Then then = {}) { *add_entry(nullptr, std::move(then), false) = req; }
   /// Remembers `c` (not null) as a communicator this set posts on: waits check it for failure
   /// notices; an abandoned set notifies it.
   void watch(MPI_Comm c);

@@ -14,6 +14,14 @@
 /// Every strategy records its traffic in the communicator's ledger in the phase current at
 /// start(), by the rule of shared/tools/commcount: the collectives as one call with payload
 /// sum(send) + sum(recv) bytes (all peers are other ranks), p2p as messages.
+///
+/// Completion goes through comm's RequestSet like every other tessel wait: test() is one
+/// MPI_Testsome pass, wait() polls (yielding, then sleeping: no busy MPI_Wait under MPICH),
+/// throws PeerFailure when a failure notice arrives on the communicator, and the traced
+/// transfers ("coll" or p2p, with bytes) complete in the trace when the request does. An
+/// executor destroyed while an exchange is outstanding waits for it, or, during unwinding,
+/// abandons it and notifies the peers (RequestSet's failure safety).
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -25,20 +33,51 @@ namespace tessel::comm {
 
 /// This rank's part of an exchange (pure data). Items to peer send_peers[i] are the send
 /// buffer's items [send_offsets[i], send_offsets[i] + send_counts[i]); likewise for receives.
-/// Peers are other ranks, each listed at most once per side, ascending.
+/// Peers are other ranks, each listed at most once per side, ascending. The piece a rank keeps
+/// (self_count items, from send offset self_send to receive offset self_recv) is copied without
+/// a message. The stencil's halo plan (stencil/halo_plan.hpp) and the packed exchange of the
+/// block-sparse code (packed_exchange.hpp: from_counts) are both this type.
 struct ExchangePlan {
   std::vector<int> send_peers;
   std::vector<std::int64_t> send_counts, send_offsets;
   std::vector<int> recv_peers;
   std::vector<std::int64_t> recv_counts, recv_offsets;
+  std::int64_t self_count = 0, self_send = 0, self_recv = 0;
 
-  std::int64_t send_items() const;  ///< sum of send_counts (the send buffer holds these)
-  std::int64_t recv_items() const;  ///< sum of recv_counts
+  /// Pure. The plan of a packed exchange among `counts.size()` ranks: piece q of the send
+  /// buffer (send[q] items, consecutive in rank order) goes to rank q, piece q of the receive
+  /// buffer comes from rank q; the caller's own piece is the self piece; peers with a zero
+  /// count are left out. Throws Error when the sizes differ or the own piece's send and
+  /// receive counts do.
+  static ExchangePlan from_counts(const std::vector<std::int64_t>& send, const std::vector<std::int64_t>& recv,
+                                  int rank);
+
+  std::int64_t send_items() const;  ///< sum of send_counts + self_count (the send buffer holds these)
+  std::int64_t recv_items() const;  ///< sum of recv_counts + self_count
   /// Pure. Throws Error when the plan is inconsistent for a communicator of `comm_size` ranks
   /// with caller `rank`: sizes of the vectors differ, a peer out of range, the caller or a
-  /// repeated peer, a negative count, or pieces that overlap or leave the buffer.
+  /// repeated peer, a negative count, or pieces (the self piece included) that overlap or
+  /// leave the buffer.
   void validate(int comm_size, int rank) const;
 };
+
+/// Not collective. Posts into `rs` one receive per receive peer of `plan` (point-to-point,
+/// recorded as p2p): plan.recv_counts[i] x width items of T into recv + recv_offsets[i] x width.
+template <class T>
+void post_plan_receives(const Comm& c, const ExchangePlan& plan, T* recv, std::int64_t width, int tag,
+                        RequestSet& rs) {
+  for (std::size_t i = 0; i < plan.recv_peers.size(); ++i)
+    c.irecv(recv + plan.recv_offsets[i] * width, plan.recv_counts[i] * width, plan.recv_peers[i], tag, rs);
+}
+/// Not collective. Posts into `rs` one send per send peer of `plan`, then copies the self piece.
+template <class T>
+void post_plan_sends(const Comm& c, const ExchangePlan& plan, const T* send, T* recv, std::int64_t width, int tag,
+                     RequestSet& rs) {
+  for (std::size_t i = 0; i < plan.send_peers.size(); ++i)
+    c.isend(send + plan.send_offsets[i] * width, plan.send_counts[i] * width, plan.send_peers[i], tag, rs);
+  std::copy(send + plan.self_send * width, send + (plan.self_send + plan.self_count) * width,
+            recv + plan.self_recv * width);
+}
 
 enum class ExchangeStrategy { Alltoallv, Ialltoallv, Neighbor, Persistent, P2P };
 /// Pure. "alltoallv", "ialltoallv", "neighbor", "persistent", "p2p"; InputError otherwise.
@@ -50,11 +89,11 @@ bool have_persistent_neighbor();
 
 /// Executes one ExchangePlan repeatedly. It owns the send and receive buffers (items x width
 /// doubles, item-major: the `width` values of an item are contiguous), so that a persistent
-/// request can bind them once. Usage: fill send_buffer(); start(); test() now and then;
-/// wait(); read recv_buffer(). Not thread safe.
+/// request can bind them once. Usage: post_receives() (optional, before packing); fill
+/// send_buffer(); start(); test() now and then; wait(); read recv_buffer(). Not thread safe.
 class Exchanger {
  public:
-  virtual ~Exchanger() = default;
+  virtual ~Exchanger();
   Exchanger(const Exchanger&) = delete;
   Exchanger& operator=(const Exchanger&) = delete;
 
@@ -64,19 +103,37 @@ class Exchanger {
   ExchangeStrategy strategy() const { return strategy_; }
   const ExchangePlan& plan() const { return plan_; }
 
+  /// Not collective. Optional, before the send buffer is filled: posts what does not need it.
+  /// p2p posts its receives here, so that a peer's message (or a rendezvous request to send
+  /// one) matches a posted receive on arrival instead of waiting in the unexpected queue until
+  /// this rank reaches start(); the collective strategies post nothing (their receives go out
+  /// inside the one collective call). start() calls it when it was not called.
+  virtual void post_receives() {}
   /// Collective over the communicator for the collective strategies (every rank calls it,
   /// including ranks with no peer), neighbour-wise for p2p: posts the exchange (alltoallv
   /// completes it here).
   virtual void start() = 0;
-  /// Not collective. Drives progress; true once the exchange has completed.
-  virtual bool test() = 0;
-  /// Not collective. Blocks until the exchange has completed.
-  virtual void wait() = 0;
+  /// Not collective. Drives progress (one MPI_Testsome pass over the outstanding requests:
+  /// without an asynchronous progress thread, MPI moves a message only inside such calls);
+  /// true once the exchange has completed.
+  bool test() { return rs_.test_all(); }
+  /// Not collective. Blocks until the exchange has completed (RequestSet::wait_all: polled,
+  /// yields the core, throws PeerFailure on a failure notice).
+  void wait() { rs_.wait_all(); }
 
  protected:
   Exchanger(const Comm& c, ExchangePlan plan, int width, ExchangeStrategy s);
-  /// Records one collective call of this exchange's payload in the ledger.
-  void record_collective() const;
+  /// Completes or abandons the outstanding requests (as RequestSet's destructor does: waits,
+  /// or abandons and notifies the peers when unwinding). Executors that own MPI objects the
+  /// requests use (a graph communicator, a persistent request) call it first in their
+  /// destructor; noexcept.
+  void drain() noexcept;
+  /// Bytes of one exchange in the ledger's collective rule: (send + receive items to and from
+  /// other ranks) x width.
+  std::int64_t payload_bytes() const;
+  /// Records one collective call of this exchange's payload in the ledger (the self piece is
+  /// not part of it) and copies the self piece (the collective strategies call it in start()).
+  void begin_collective();
   /// MPI int counts and displacements of the plan scaled by width (checked to fit in int).
   std::vector<int> scaled(const std::vector<std::int64_t>& v) const;
 
@@ -85,6 +142,7 @@ class Exchanger {
   int width_;
   ExchangeStrategy strategy_;
   std::vector<double> send_, recv_;
+  RequestSet rs_;  ///< the outstanding requests of the current exchange (watches comm_)
 };
 
 /// Collective over `c` (every rank calls it with its own plan; the plans must mirror each

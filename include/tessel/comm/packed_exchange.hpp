@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tessel/comm/comm.hpp"
+#include "tessel/comm/exchange.hpp"
 
 namespace tessel::comm {
 
@@ -33,26 +34,17 @@ struct ExchangeCounts {
 /// Collective over `c` (point-to-point between the pairs that have data). Sends piece q of
 /// `send` to rank q and receives piece q of `recv` (sized by counts.recv) from rank q; the own
 /// piece is copied. Blocking. All ranks' counts must be consistent (as alltoall_counts gives).
+/// The pieces are an ExchangePlan (ExchangePlan::from_counts, the stencil halo's plan type),
+/// posted receives first, then sends (post_plan_receives / post_plan_sends).
 template <class T>
 void exchange(const Comm& c, const ExchangeCounts& counts, const T* send, T* recv, int tag) {
-  const int p = c.size(), me = c.rank();
-  const auto soff = ExchangeCounts::offsets(counts.send);
-  const auto roff = ExchangeCounts::offsets(counts.recv);
-  TESSEL_CHECK(counts.send[static_cast<std::size_t>(me)] == counts.recv[static_cast<std::size_t>(me)],
-               Error, "exchange: own piece sends ", counts.send[static_cast<std::size_t>(me)],
-               " items but receives ", counts.recv[static_cast<std::size_t>(me)]);
+  const ExchangePlan plan = ExchangePlan::from_counts(counts.send, counts.recv, c.rank());
   // Should this rank leave while messages are posted, its peers get a failure notice and throw
   // instead of waiting for it (comm::ExchangeGuard, as in layout::redistribute).
   ExchangeGuard guard(c.raw());
   RequestSet rs;
-  for (int q = 0; q < p; ++q)
-    if (q != me && counts.recv[static_cast<std::size_t>(q)] > 0)
-      c.irecv(recv + roff[static_cast<std::size_t>(q)], counts.recv[static_cast<std::size_t>(q)], q, tag, rs);
-  for (int q = 0; q < p; ++q)
-    if (q != me && counts.send[static_cast<std::size_t>(q)] > 0)
-      c.isend(send + soff[static_cast<std::size_t>(q)], counts.send[static_cast<std::size_t>(q)], q, tag, rs);
-  std::copy(send + soff[static_cast<std::size_t>(me)], send + soff[static_cast<std::size_t>(me) + 1],
-            recv + roff[static_cast<std::size_t>(me)]);
+  post_plan_receives(c, plan, recv, 1, tag, rs);
+  post_plan_sends(c, plan, send, recv, 1, tag, rs);
   rs.wait_all();
 }
 

@@ -2,9 +2,11 @@
 /// @file hamiltonian.hpp
 /// H = -1/2 Laplacian + V on a partitioned mesh, applied to a batch of vectors with the halo
 /// exchange of seed 002. The executor reads as the seed's numbered steps:
-///   overlapped: 1 start the exchange; 2 y = V x; 3 Laplacian on the inner points, testing the
-///               exchange every `test_every` points so that it progresses; 4 wait; 5 Laplacian
-///               on the boundary points;
+///   overlapped: 1 start the exchange (p2p: receives posted before packing); 2 y = V x; 3
+///               Laplacian on the inner points; through 2 and 3 the exchange is tested right
+///               after posting and then every `test_every` points' worth of work, so that it
+///               progresses (no MPI progress thread: docs/stencil.md, "Progress"); 4 wait; 5
+///               Laplacian on the boundary points;
 ///   plain:      1 exchange (start + wait); 2 y = V x; 3 Laplacian on all points.
 /// Both orders do the same arithmetic per point, so results are bit-identical across orders,
 /// strategies and rank counts. Local kernels never call MPI.
@@ -32,16 +34,24 @@ std::vector<double> potential_values(const Mesh& mesh, const HaloPlan& plan, Pot
 struct HamiltonianOptions {
   comm::ExchangeStrategy exchange = comm::ExchangeStrategy::Neighbor;
   bool overlap = true;
-  /// Overlapped order: inner points between two tests of the exchange.
-  int test_every = 2048;
+  /// Overlapped order: inner points between two tests of the exchange (V x goes in blocks of
+  /// the same work, test_every x (6 r + 1) points). 0: the default, points_per_test(): about
+  /// 65536 multiply-adds of stencil work per test (test_every = 65536 / (width (6 r + 1)),
+  /// at least 64), i.e. a test every few tens of microseconds on one core.
+  int test_every = 0;
 };
 
 /// Accumulated wall-clock seconds of apply() on this rank.
 struct ApplyTimes {
-  double exchange = 0;   ///< exposed exchange time: pack + start + tests + wait
-  double wait = 0;       ///< of which blocked in wait()
-  double compute = 0;    ///< potential + Laplacian (tests excluded)
+  double exchange = 0;       ///< exposed exchange time: pack + start + tests + wait
+  double pack = 0;           ///< of which packing and posting (never hidden)
+  double wait = 0;           ///< of which blocked in wait()
+  double tests_seconds = 0;  ///< of which inside test() (overlapped order)
+  double overlapped = 0;     ///< overlapped order: V x + inner points between start and wait
+                             ///< (tests excluded): the most of the exchange the order can hide
+  double compute = 0;        ///< potential + Laplacian (tests excluded)
   double total = 0;
+  long tests = 0;            ///< test() calls (overlapped order)
   long applies = 0;
 };
 
@@ -64,11 +74,15 @@ class Hamiltonian {
   void set_overlap(bool on) { opt_.overlap = on; }
   const ApplyTimes& times() const { return times_; }
   void reset_times() { times_ = {}; }
+  /// Pure. Points of inner stencil work between two tests of the exchange for `width` vectors
+  /// (HamiltonianOptions::test_every, or its default when 0).
+  int points_per_test(int width) const;
   /// Pure. Bounds of the kinetic operator's spectrum on any mesh: 0 <= -1/2 Lap <= this.
   double kinetic_bound() const;
 
  private:
   comm::Exchanger& exchanger(int width);
+  static constexpr std::int64_t kMinPointsPerTest = 64;
   Context& ctx_;
   const HaloPlan& plan_;
   std::vector<double> v_, c_;

@@ -200,14 +200,24 @@ TEST(SpgemmPlan, ChooseLayersByEq7WithC) {
     // L = 4 wins while 3c/4 < a/8 + b/16 = 1.5e6, i.e. c < 2e6 (a tie keeps L = 1)
     EXPECT_EQ(choose_layers(2, 2, {a, b, c}), c < 2e6 ? 4 : 1) << c;
   }
-  // Synthetic occupancies on 4x4 (1000 x 1000 blocks of 5 x 5: 232 bytes each as an image,
-  // 208 as a C block): A and B 2% full; a product that fills in 10x makes L = 4 lose, one that
-  // stays as sparse as its operands makes it win; the choice never grows with C.
+  // Synthetic occupancies (1000 x 1000 blocks of 5 x 5: 232 bytes each as an image, 208 as a
+  // C block), A and B 2% full. 4x4: L = 1 receives 3 of 4 images of each (1.74 MB), L = 4 about
+  // 2.2 of 4 images of half the size (1.01 MB) but sends 3 partial panels of C / 16: L = 4 wins
+  // only while C < 0.73 MB / 3 * 16, i.e. C below ~1.9% full. A product that fills in 10x
+  // makes L = 4 lose, one as full as its operands already loses at 4x4 (1.80 vs 1.74 MB) but
+  // still wins on 2x4 (L = 2: 2.26 vs 2.32 MB), one 4x sparser (heavily filtered) wins; the
+  // choice never grows with C.
   auto bytes = [](double occ, double per_block) { return 1e6 * occ * per_block; };
   SpVolumeModel fill_in{bytes(0.02, 232), bytes(0.02, 232), bytes(0.2, 208)};
   SpVolumeModel no_fill{bytes(0.02, 232), bytes(0.02, 232), bytes(0.02, 208)};
+  SpVolumeModel sparser{bytes(0.02, 232), bytes(0.02, 232), bytes(0.005, 208)};
   EXPECT_EQ(choose_layers(4, 4, fill_in), 1);
-  EXPECT_EQ(choose_layers(4, 4, no_fill), 4);
+  EXPECT_EQ(choose_layers(4, 4, no_fill), 1);
+  EXPECT_EQ(choose_layers(4, 4, sparser), 4);
+  auto p44 = predict_layers(4, 4, no_fill);
+  EXPECT_NEAR(p44[0].total(), 1.74e6, 1e3);
+  EXPECT_NEAR(p44[1].a + p44[1].b, 1.014e6, 1e3);
+  EXPECT_NEAR(p44[1].c, 3 * bytes(0.02, 208) / 16, 1e-6);
   int last = 16;
   for (double occ_c = 0; occ_c <= 1.0; occ_c += 0.01) {
     int L = choose_layers(4, 4, {bytes(0.02, 232), bytes(0.02, 232), bytes(occ_c, 208)});
@@ -238,7 +248,8 @@ TEST(SpgemmPlan, KImages) {
 }
 
 TEST(SpgemmPlan, Describe) {
-  auto p = make_spgemm_plan(SpAlgorithm::Rma25d, 2, 4, 0);
+  SpVolumeModel m{1e6, 1e6, 0};
+  auto p = make_spgemm_plan(SpAlgorithm::Rma25d, 2, 4, 0, &m);
   std::string d = p.describe(5);
   EXPECT_NE(d.find("rma25d on a 2x4 grid"), std::string::npos) << d;
   EXPECT_NE(d.find("L = 2"), std::string::npos) << d;

@@ -176,6 +176,13 @@ int run_spgemm(const SpgemmArgs& a) {
   const auto mult = ctx.comm().allreduce_value(rep.blocks_multiplied, MPI_SUM);
   const auto skipped = ctx.comm().allreduce_value(rep.blocks_skipped, MPI_SUM);
   const auto dropped = ctx.comm().allreduce_value(rep.blocks_filtered, MPI_SUM);
+  const auto prod_blocks = ctx.comm().allreduce_value(rep.product_blocks, MPI_SUM);
+  const auto prod_values = ctx.comm().allreduce_value(rep.product_values, MPI_SUM);
+  const auto partial_dropped = ctx.comm().allreduce_value(rep.partial_blocks_dropped, MPI_SUM);
+  std::int64_t c_blocks = C.local_nblocks(), c_values = 0;
+  C.for_each_block([&](int, int, const double*, int nr, int nc) { c_values += static_cast<std::int64_t>(nr) * nc; });
+  c_blocks = ctx.comm().allreduce_value(c_blocks, MPI_SUM);
+  c_values = ctx.comm().allreduce_value(c_values, MPI_SUM);
   const double occ_c = sparse::occupation(ctx, C);
   const double gflops = med > 0 ? flops / med * 1e-9 : 0.0;
 
@@ -220,6 +227,11 @@ int run_spgemm(const SpgemmArgs& a) {
               << fmt::format("occupancy: A {:.2f}%, B {:.2f}%, C {:.2f}%\n", 100 * occ_a, 100 * occ_b, 100 * occ_c)
               << fmt::format("block products: {} done, {} skipped by the on-the-fly filter; {} blocks of C dropped "
                              "by the final filter\n", mult, skipped, dropped)
+              << fmt::format("C before the final filter: {} blocks, {} values ({:.2f} MB as C wire: 8 B per block "
+                             "+ 8 per value); after: {} blocks, {} values ({:.2f} MB); partial C blocks not sent "
+                             "(norm bound < eps / L): {}\n",
+                             prod_blocks, prod_values, 8e-6 * static_cast<double>(prod_blocks + prod_values),
+                             c_blocks, c_values, 8e-6 * static_cast<double>(c_blocks + c_values), partial_dropped)
               << "bytes per rank for ONE multiply (received: point-to-point + MPI_Rget; C panels are partial "
                  "sums sent to their owners):\n"
               << ledger_table(stats, true) << "verify: " << verdict << "\n" << std::flush;
@@ -247,6 +259,11 @@ int run_spgemm(const SpgemmArgs& a) {
     j["blocks_multiplied"] = mult;
     j["blocks_skipped"] = skipped;
     j["blocks_filtered"] = dropped;
+    j["product_blocks"] = prod_blocks;  // C before the final filter (sums over ranks)
+    j["product_values"] = prod_values;
+    j["c_blocks"] = c_blocks;  // C after the final filter
+    j["c_values"] = c_values;
+    j["partial_blocks_dropped"] = partial_dropped;
     j["comm_only"] = a.comm_only;
     j["ledger_one_call"] = ledger_json(stats);
     nlohmann::json pj = nlohmann::json::array();

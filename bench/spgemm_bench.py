@@ -8,11 +8,16 @@ Every run is one program on the same matrices and distributions (apps/tessel/spg
 `dbcsr_spgemm --generate CASE --eps E --repeat R --json`, the median time per multiply reported.
 Variants run round-robin (v1, v2, ..., v1, v2, ... --pairs times) so they share the machine's
 load; the summary gives the median over pairs, GFLOP/s (flops of the block products done, as
-each library counts them), the ratio to DBCSR (the first variant), and bytes per rank: tessel's
-ledger of one multiply (A, B, C panels, max and mean over ranks); for DBCSR, with --commcount,
-the PMPI counter ../shared/tools/commcount preloaded (whole program: the set-up's traffic is
-included, so it is an upper bound), and on the emulated cluster the wire bytes of every run.
-An L that does not fit a grid (eq. 4/5) is reported as "invalid L" and skipped.
+each library counts them), the ratio to DBCSR (the first variant), and bytes per rank of one
+multiply (the first of each run): tessel's ledger (A, B, C panels, max and mean over ranks;
+"all" = everything received, point-to-point + MPI_Rget + collectives); for DBCSR, with
+--commcount, the PMPI counter ../shared/tools/commcount preloaded into bench/dbcsr_spgemm,
+which brackets its first multiply with MPI_Pcontrol (received point-to-point + MPI_Rget bytes,
+and collective payload, mean over ranks; locally and on the emulated cluster); on the emulated
+cluster also the wire bytes of every run (whole program). For rma25d with --layers auto
+(variant "rma25d") tessel first runs one symbolic multiply and prints eq. 7's predicted A, B, C
+bytes per candidate L (recorded as eq7_prediction). An L that does not fit a grid (eq. 4/5) is
+reported as "invalid L" and skipped.
 
 Cases: --generate specs of `tessel spgemm` (water:N = H S, water-ss:N = S S, band:N), or
 csr:A.csr:B.csr:blocksizes.txt (CP2K CSR files, e.g. the 256-water SZV H*S:
@@ -27,8 +32,16 @@ Examples:
     python3 bench/spgemm_bench.py --config local:4 --cases band:100 --pairs 1 --repeat 2
     python3 bench/spgemm_bench.py --config local:4,local:9,local:16 --cases band:2000,band:10000 \\
         --eps 1e-6 --pairs 3 --commcount
-    python3 bench/spgemm_bench.py --config nc:16x1,nc:8x2 --cases band:10000 --eps 1e-6 \\
-        --variants cannon,rma25d:1,rma25d:4 --comm-only
+
+The emulated-cluster cases of docs/bench/2026-11-23/spgemm_dbcsr.md (water 2,000 S*S, eps 1e-6,
+1 gbit, 50 us, one rank per node; run on an idle machine; --comm-only moves C partials of their
+true size since the symbolic product, so it now matches the full run's bytes):
+    python3 bench/spgemm_bench.py --config nc:4x1,nc:16x1 --cases water-ss:2000 \\
+        --variants dbcsr,cannon,rma25d:1,rma25d:4,rma25d --commcount --pairs 2 --repeat 3
+    python3 bench/spgemm_bench.py --config nc:4x1,nc:16x1 --cases water-ss:2000 \\
+        --variants cannon,rma25d:1,rma25d:4,rma25d --comm-only --pairs 2 --repeat 3
+("rma25d" alone = --layers auto: the L eq. 7 picks with the C term.) The issue's 8x2 case:
+--config nc:8x2 (16 ranks, 2 per node).
 """
 import argparse
 import datetime
@@ -73,8 +86,10 @@ def main():
     ap.add_argument("--eps", default="1e-6")
     ap.add_argument("--repeat", type=int, default=3, help="timed multiplies per run (median)")
     ap.add_argument("--pairs", type=int, default=2, help="rounds over the variants")
-    ap.add_argument("--comm-only", action="store_true", help="tessel: skip the block products")
-    ap.add_argument("--commcount", action="store_true", help="count DBCSR's bytes with commcount")
+    ap.add_argument("--comm-only", action="store_true",
+                    help="tessel: symbolic product only (no flops; every panel of its true size)")
+    ap.add_argument("--commcount", action="store_true",
+                    help="count DBCSR's bytes of its first multiply with ../shared/tools/commcount (LD_PRELOAD)")
     ap.add_argument("--rate", default="1gbit")
     ap.add_argument("--delay", default="50us")
     ap.add_argument("--build", default=str(ROOT / "build"))
@@ -121,7 +136,7 @@ def main():
                             if a.comm_only:
                                 prog.append("--comm-only")
                         env = ["-x", "OMP_NUM_THREADS=1", "-x", "OPENBLAS_NUM_THREADS=1"]
-                        if cclib and v["prog"] == "dbcsr" and kind == "local":
+                        if cclib and v["prog"] == "dbcsr":  # locally and on the emulated cluster
                             env += ["-x", f"LD_PRELOAD={cclib}", "-x", f"COMMCOUNT_OUT={ccjs}"]
                         cmd = place.command(prog, env)
                         p, wall, wire = place.run(cmd, a.timeout, raw / f"{tag}.log")
@@ -183,9 +198,13 @@ def summarize(runs, variants, cases, configs):
                 ab_mean = stat("spgemm/A panels", "mean") + stat("spgemm/B panels", "mean")
                 c_mean = stat("spgemm/C panels", "mean")
                 all_mean = stat("all", "mean")
-                if v["prog"] == "dbcsr" and "commcount" in rs[0]:
-                    cc = rs[0]["commcount"]
-                    all_mean = cc["total"]["p2p_recv_bytes"] / max(1, cc.get("nranks", rs[0]["ranks"]))
+                coll_mean = None
+                if v["prog"] == "dbcsr":
+                    all_mean = None  # not counted without --commcount
+                    if "commcount" in rs[0]:
+                        mean = rs[0]["commcount"]["mean"]
+                        all_mean = mean["p2p_recv_bytes"] + mean["rma_get_bytes"]
+                        coll_mean = mean["coll_bytes"]
                 wire = [r["wire_tx_bytes"] for r in rs if "wire_tx_bytes" in r]
                 if ref is None:
                     ref = med
@@ -201,13 +220,20 @@ def summarize(runs, variants, cases, configs):
                        "ab_ratio_to_l1": ab_ratio, "ab_ratio_eq7": model,
                        "median_s": med, "ratio_to_first": med / ref, "gflops": res.get("gflops"),
                        "ab_max_bytes": ab_max, "ab_mean_bytes": ab_mean, "c_mean_bytes": c_mean,
-                       "all_mean_bytes": all_mean,
+                       "all_mean_bytes": all_mean, "coll_mean_bytes": coll_mean,
+                       "eq7_prediction": res.get("eq7_prediction"),
                        "wire_tx_bytes_median": statistics.median(wire) if wire else None, "pairs": len(rs)}
                 rows.append(row)
                 print(f"{v['name']:>10} {str(res.get('layers', '-')):>2} {med:9.4f} {med / ref:8.3f} "
                       f"{res.get('gflops', 0):8.3f} {ab_max / 1e6:10.2f} {ab_mean / 1e6:11.2f} "
                       f"{('%.3f' % ab_ratio) if ab_ratio else '-':>7} {('%.3f' % model) if model else '-':>5} {c_mean / 1e6:9.2f} "
-                      f"{all_mean / 1e6:11.2f} {(statistics.median(wire) / 1e6 if wire else float('nan')):8.1f}")
+                      f"{(all_mean / 1e6 if all_mean is not None else float('nan')):11.2f} "
+                      f"{(statistics.median(wire) / 1e6 if wire else float('nan')):8.1f}")
+                if coll_mean is not None:
+                    print(f"{'':>13}DBCSR collectives (commcount payload): {coll_mean / 1e6:.2f} MB mean per rank")
+                for x in res.get("eq7_prediction") or []:
+                    print(f"{'':>13}eq. 7 predicted L={x['layers']}: A {x['a_bytes'] / 1e6:.2f} + B {x['b_bytes'] / 1e6:.2f} "
+                          f"+ C {x['c_bytes'] / 1e6:.2f} = {(x['a_bytes'] + x['b_bytes'] + x['c_bytes']) / 1e6:.2f} MB per rank")
     return rows
 
 

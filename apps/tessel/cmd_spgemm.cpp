@@ -97,18 +97,55 @@ int run_spgemm(const SpgemmArgs& a) {
   sparse::SpgemmPlan plan = sparse::make_spgemm_plan(opt.algorithm, pr, pc, opt.layers);
   check_writable(ctx, "--json", a.json);
   check_writable(ctx, "--out", a.out);
+  const bool rma = opt.algorithm == sparse::SpAlgorithm::Rma25d;
+  const bool auto_layers = rma && opt.layers == 0;
+  // layers auto: the operands go on the images of the largest candidate L; its V is a multiple
+  // of every candidate's, so whichever L eq. 7 picks needs no conform step.
+  sparse::SpgemmPlan case_plan = plan;
+  if (auto_layers) {
+    int lmax = 1;
+    for (int L : sparse::valid_layers(pr, pc))
+      if (L <= 4) lmax = L;
+    case_plan = sparse::make_spgemm_plan(opt.algorithm, pr, pc, lmax);
+  }
 
-  SpgemmCase cs = make_spgemm_case(ctx, in, opa, opb, plan);
+  SpgemmCase cs = make_spgemm_case(ctx, in, opa, opb, case_plan);
   BlockSparseMatrix<double>& A = cs.A;
   BlockSparseMatrix<double>& B = cs.B;
   const Distribution& dc = cs.dc;
   const double occ_a = sparse::occupation(ctx, A), occ_b = sparse::occupation(ctx, B);
+
+  // rma25d with auto or --explain: eq. 7 for every candidate L, with the product's size from
+  // one symbolic (comm-only) Cannon multiply: the blocks the products and the on-the-fly filter
+  // create, before the final filter (a partial C panel is at most its part of it).
+  std::vector<sparse::SpLayerPrediction> pred;
+  if (rma && (auto_layers || a.explain)) {
+    sparse::SpMultiplyOptions so;
+    so.comm_only = true;
+    so.filter_eps = opt.filter_eps;
+    BlockSparseMatrix<double> P(ctx, dc, "P");
+    sparse::SpMultiplyReport r0 = sparse::multiply(ctx, 1.0, opa, A, opb, B, 0.0, P, so);
+    opt.product_bytes_hint = ctx.comm().allreduce_value(
+        8.0 * static_cast<double>(r0.product_blocks + r0.product_values), MPI_SUM);
+    const sparse::SpVolumeModel model = sparse::volume_model(ctx, A, B, P, opt);
+    pred = sparse::predict_layers(pr, pc, model);
+    if (auto_layers) plan = sparse::make_spgemm_plan(opt.algorithm, pr, pc, 0, &model);
+  }
 
   if (root)
     std::cout << fmt::format("tessel spgemm: C = op{}(A) op{}(B), {}, {} ranks, eps {:g}{}\n",
                              a.transa, a.transb, cs.description, p, a.eps,
                              a.comm_only ? ", COMMUNICATION ONLY (--comm-only)" : "")
               << plan.describe(a.explain ? 0 : -1) << std::flush;
+  if (root && !pred.empty()) {
+    std::cout << "eq. 7 predicted MB per rank (mean; A, B received, C partials sent; C from the "
+                 "symbolic product):\n";
+    for (const auto& x : pred)
+      std::cout << fmt::format("  L={}: A {:.2f}, B {:.2f}, C {:.2f}, total {:.2f}{}\n", x.layers,
+                               x.a * 1e-6, x.b * 1e-6, x.c * 1e-6, x.total() * 1e-6,
+                               x.layers == plan.layers ? "  <- this run" : "");
+    std::cout << std::flush;
+  }
   if (a.explain) return 0;
 
   sparse::SpMultiplyCache cache;
@@ -139,6 +176,13 @@ int run_spgemm(const SpgemmArgs& a) {
   const auto mult = ctx.comm().allreduce_value(rep.blocks_multiplied, MPI_SUM);
   const auto skipped = ctx.comm().allreduce_value(rep.blocks_skipped, MPI_SUM);
   const auto dropped = ctx.comm().allreduce_value(rep.blocks_filtered, MPI_SUM);
+  const auto prod_blocks = ctx.comm().allreduce_value(rep.product_blocks, MPI_SUM);
+  const auto prod_values = ctx.comm().allreduce_value(rep.product_values, MPI_SUM);
+  const auto partial_dropped = ctx.comm().allreduce_value(rep.partial_blocks_dropped, MPI_SUM);
+  std::int64_t c_blocks = C.local_nblocks(), c_values = 0;
+  C.for_each_block([&](int, int, const double*, int nr, int nc) { c_values += static_cast<std::int64_t>(nr) * nc; });
+  c_blocks = ctx.comm().allreduce_value(c_blocks, MPI_SUM);
+  c_values = ctx.comm().allreduce_value(c_values, MPI_SUM);
   const double occ_c = sparse::occupation(ctx, C);
   const double gflops = med > 0 ? flops / med * 1e-9 : 0.0;
 
@@ -167,7 +211,9 @@ int run_spgemm(const SpgemmArgs& a) {
     rel = diff / std::max(nref, 1e-300);
     // exact: rounding; filtered: the promise of the filter (docs/sparse.md)
     const double V = plan.v;
-    tol = 1e-12 + a.eps * (V * std::sqrt(static_cast<double>(dc.row_blocks().count())) + dc.row_blocks().count()) / std::max(nref, 1e-300);
+    // on-the-fly + final filter, + the partial C blocks not sent when L > 1
+    const double nbr = dc.row_blocks().count();
+    tol = 1e-12 + a.eps * (V * std::sqrt(nbr) + nbr * (plan.layers > 1 ? 2 : 1)) / std::max(nref, 1e-300);
     verdict = fmt::format("{} (against the dense multiply: relative Frobenius error {:.2e}, tolerance {:.2e})",
                           rel <= tol ? "PASSED" : "FAILED", rel, tol);
   }
@@ -181,6 +227,11 @@ int run_spgemm(const SpgemmArgs& a) {
               << fmt::format("occupancy: A {:.2f}%, B {:.2f}%, C {:.2f}%\n", 100 * occ_a, 100 * occ_b, 100 * occ_c)
               << fmt::format("block products: {} done, {} skipped by the on-the-fly filter; {} blocks of C dropped "
                              "by the final filter\n", mult, skipped, dropped)
+              << fmt::format("C before the final filter: {} blocks, {} values ({:.2f} MB as C wire: 8 B per block "
+                             "+ 8 per value); after: {} blocks, {} values ({:.2f} MB); partial C blocks not sent "
+                             "(norm bound < eps / L): {}\n",
+                             prod_blocks, prod_values, 8e-6 * static_cast<double>(prod_blocks + prod_values),
+                             c_blocks, c_values, 8e-6 * static_cast<double>(c_blocks + c_values), partial_dropped)
               << "bytes per rank for ONE multiply (received: point-to-point + MPI_Rget; C panels are partial "
                  "sums sent to their owners):\n"
               << ledger_table(stats, true) << "verify: " << verdict << "\n" << std::flush;
@@ -208,8 +259,18 @@ int run_spgemm(const SpgemmArgs& a) {
     j["blocks_multiplied"] = mult;
     j["blocks_skipped"] = skipped;
     j["blocks_filtered"] = dropped;
+    j["product_blocks"] = prod_blocks;  // C before the final filter (sums over ranks)
+    j["product_values"] = prod_values;
+    j["c_blocks"] = c_blocks;  // C after the final filter
+    j["c_values"] = c_values;
+    j["partial_blocks_dropped"] = partial_dropped;
     j["comm_only"] = a.comm_only;
     j["ledger_one_call"] = ledger_json(stats);
+    nlohmann::json pj = nlohmann::json::array();
+    for (const auto& x : pred)
+      pj.push_back({{"layers", x.layers}, {"a_bytes", x.a}, {"b_bytes", x.b}, {"c_bytes", x.c}});
+    j["eq7_prediction"] = pj;  // mean bytes per rank; empty unless rma25d with auto or --explain
+    j["product_bytes"] = opt.product_bytes_hint;
     j["plan"] = plan.describe();
     j["verify"] = {{"done", a.verify}, {"relative_error", rel}, {"tolerance", tol}, {"text", verdict}};
     write_json(ctx, a.json, j);
@@ -232,7 +293,9 @@ std::function<int()> add_spgemm(CLI::App& app) {
                 "or band:N (N molecules of blocks 4,1,1 on a ring, neighbours within 6)")
       ->capture_default_str();
   s->add_option("--algorithm", a->algorithm, "cannon (Algorithm 1) | rma25d (Algorithm 2)")->capture_default_str();
-  s->add_option("--layers", a->layers, "rma25d layers L or auto (the largest valid L <= 4)")->capture_default_str();
+  s->add_option("--layers", a->layers,
+                "rma25d layers L or auto (the valid L <= 4 with the smallest eq. 7 volume A+B+C, C from a "
+                "symbolic multiply first)")->capture_default_str();
   s->add_option("--grid", a->grid, "Process grid PRxPC (default: the most square, PR <= PC)");
   s->add_option("--eps", a->eps, "Filter threshold (on-the-fly and final; 0 = exact)")->capture_default_str();
   s->add_option("--transa", a->transa, "op(A): N or T")->capture_default_str();
@@ -241,8 +304,11 @@ std::function<int()> add_spgemm(CLI::App& app) {
       ->capture_default_str();
   s->add_option("--seed", a->seed, "Seed of the values and distributions")->capture_default_str();
   s->add_flag("--verify", a->verify, "Check C against the dense multiply of the same matrices");
-  s->add_flag("--explain", a->explain, "Print the plan (with rank 0's reads) and exit");
-  s->add_flag("--comm-only", a->comm_only, "Benchmarks: move every panel but skip the block products");
+  s->add_flag("--explain", a->explain,
+              "Print the plan (with rank 0's reads; rma25d: eq. 7's A, B, C bytes per candidate L) and exit");
+  s->add_flag("--comm-only", a->comm_only,
+              "Benchmarks: move every panel (C partials of their true size: symbolic product) but compute no "
+              "block product");
   s->add_option("--out", a->out, "Write C as CP2K CSR text");
   s->add_option("--json", a->json, "Write the results as JSON (default: not written)");
   s->footer("Errors are printed once as 'tessel: error: ...' and the command exits with status 2; "

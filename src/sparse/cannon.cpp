@@ -136,9 +136,8 @@ ExecResult run_cannon(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
                 dir_b[static_cast<std::size_t>(plan.cannon_image(i, j, t + b))], (i + 1) % plan.pr, rs);
       post_send(grid.col(), cur_b, (i + plan.pr - 1) % plan.pr, rs);
     }
-    if (!opt.comm_only)
-      multiply_images(cur_a.view(), cur_b.view(), *ops.rows, *ops.inner, *ops.cols, opt.eps,
-                      opt.allowed, acc, res.stats);
+    multiply_images(cur_a.view(), cur_b.view(), *ops.rows, *ops.inner, *ops.cols, opt.eps,
+                    opt.allowed, acc, res.stats, opt.comm_only);  // comm_only: symbolic
     rs.wait_all();
   }
   res.product = acc.pack();

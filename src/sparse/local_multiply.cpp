@@ -100,24 +100,36 @@ void CAccumulator::select(int r) const {
 
 std::int64_t CAccumulator::find(int r, int c) const {
   select(r);
-  return spa_[static_cast<std::size_t>(c)];
+  std::int64_t id = spa_[static_cast<std::size_t>(c)];
+  return id < 0 ? -1 : offsets_[static_cast<std::size_t>(id)];
 }
 
-std::int64_t CAccumulator::slot(int r, int c) {
+std::int64_t CAccumulator::slot_id(int r, int c) {
   select(r);
-  std::int64_t& off = spa_[static_cast<std::size_t>(c)];
-  if (off >= 0) return off;
+  std::int64_t& id = spa_[static_cast<std::size_t>(c)];
+  if (id >= 0) return id;
   int& rs = row_slot_[static_cast<std::size_t>(r)];
   if (rs < 0) {
     rs = static_cast<int>(entries_.size());
     entries_.emplace_back();
     row_of_.push_back(r);
   }
-  off = static_cast<std::int64_t>(data_.size());
-  entries_[static_cast<std::size_t>(rs)].emplace_back(c, off);
+  id = nblocks_++;
+  offsets_.push_back(static_cast<std::int64_t>(data_.size()));
+  bounds_.push_back(0.0);
+  entries_[static_cast<std::size_t>(rs)].emplace_back(c, id);
   data_.resize(data_.size() + static_cast<std::size_t>(rows_->size(r)) * cols_->size(c), 0.0);
-  ++nblocks_;
-  return off;
+  return id;
+}
+
+std::int64_t CAccumulator::slot(int r, int c) {
+  return offsets_[static_cast<std::size_t>(slot_id(r, c))];
+}
+
+std::int64_t CAccumulator::slot_bound(int r, int c, double x) {
+  auto id = static_cast<std::size_t>(slot_id(r, c));
+  bounds_[id] += x;
+  return offsets_[id];
 }
 
 void CAccumulator::add(const PanelView& p) {
@@ -131,6 +143,47 @@ void CAccumulator::add(const PanelView& p) {
   }
 }
 
+void CAccumulator::add(const CWire& w) {
+  const std::int64_t nb = static_cast<std::int64_t>(w.idx.size() / 2);
+  std::int64_t at = 0;
+  for (std::int64_t b = 0; b < nb; ++b) {
+    int r = w.idx[static_cast<std::size_t>(2 * b)], c = w.idx[static_cast<std::size_t>(2 * b + 1)];
+    std::int64_t n = static_cast<std::int64_t>(rows_->size(r)) * cols_->size(c);
+    TESSEL_ASSERT(at + n <= static_cast<std::int64_t>(w.data.size()));
+    std::int64_t off = slot(r, c);
+    const double* src = w.data.data() + at;
+    double* dst = data_.data() + off;
+    for (std::int64_t x = 0; x < n; ++x) dst[x] += src[x];
+    at += n;
+  }
+  TESSEL_ASSERT(at == static_cast<std::int64_t>(w.data.size()));
+}
+
+CWire CAccumulator::pack_wire(double drop_below, std::int64_t* dropped) const {
+  std::vector<std::size_t> order(entries_.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](auto x, auto y) { return row_of_[x] < row_of_[y]; });
+  CWire w;
+  w.idx.reserve(static_cast<std::size_t>(nblocks_) * 2);
+  w.data.reserve(data_.size());
+  for (std::size_t i : order) {
+    int r = row_of_[i];
+    auto row = entries_[i];
+    std::sort(row.begin(), row.end());
+    for (auto [c, id] : row) {
+      if (bounds_[static_cast<std::size_t>(id)] < drop_below) {  // ||block|| <= bound < drop_below
+        if (dropped) ++*dropped;
+        continue;
+      }
+      const std::int64_t off = offsets_[static_cast<std::size_t>(id)];
+      std::int64_t n = static_cast<std::int64_t>(rows_->size(r)) * cols_->size(c);
+      w.idx.insert(w.idx.end(), {r, c});
+      w.data.insert(w.data.end(), data_.data() + off, data_.data() + off + n);
+    }
+  }
+  return w;
+}
+
 PanelBuf CAccumulator::pack() const {
   std::vector<std::size_t> order(entries_.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -142,7 +195,8 @@ PanelBuf CAccumulator::pack() const {
     int r = row_of_[i];
     auto row = entries_[i];
     std::sort(row.begin(), row.end());
-    for (auto [c, off] : row) {
+    for (auto [c, id] : row) {
+      const std::int64_t off = offsets_[static_cast<std::size_t>(id)];
       std::int64_t n = static_cast<std::int64_t>(rows_->size(r)) * cols_->size(c);
       const double* src = data_.data() + off;
       p.meta.insert(p.meta.end(), {r, c, static_cast<std::int64_t>(p.data.size()),
@@ -184,7 +238,8 @@ void flush(Stack& s, double* cd, KernelStats& stats) {
 
 void multiply_images(const PanelView& a, const PanelView& b, const BlockSizes& rows,
                      const BlockSizes& inner, const BlockSizes& cols, double eps,
-                     const CAccumulator* allowed, CAccumulator& c, KernelStats& stats) {
+                     const CAccumulator* allowed, CAccumulator& c, KernelStats& stats,
+                     bool symbolic) {
   if (a.nblocks == 0 || b.nblocks == 0) return;
   // B's block rows: [begin, end) of each row present (B is sorted by row); B's block columns
   // and their sizes, read once.
@@ -258,8 +313,10 @@ void multiply_images(const PanelView& a, const PanelView& b, const BlockSizes& r
           continue;
         }
         if (allowed && allowed->find(r, cc) < 0) continue;
+        const std::int64_t off = c.slot_bound(r, cc, na * b.norm(z));
+        if (symbolic) continue;  // the block of C as the product creates it, no flops
         Stack& s = stack_of(m, bn[static_cast<std::size_t>(z)], kk);
-        s.p.push_back({ab, b.block(z), c.slot(r, cc)});
+        s.p.push_back({ab, b.block(z), off});
         if (s.p.size() >= kStackSize) flush(s, c.data(), stats);
       }
     }

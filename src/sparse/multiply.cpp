@@ -4,11 +4,33 @@
 
 #include <libxsmm.h>
 
+#include <cmath>
 #include <optional>
 
 #include "spgemm_exec.hpp"
 
 namespace tessel::sparse {
+
+SpVolumeModel volume_model(Context& ctx, const BlockSparseMatrix<double>& a,
+                           const BlockSparseMatrix<double>& b,
+                           const BlockSparseMatrix<double>& c, const SpMultiplyOptions& options) {
+  double t[3] = {0, 0, 0};
+  auto sum = [](const BlockSparseMatrix<double>& m, double per_block) {
+    double s = 0;
+    m.for_each_block([&](int, int, const double*, int nr, int nc) {
+      s += per_block + 8.0 * nr * nc;
+    });
+    return s;
+  };
+  t[0] = sum(a, detail::kMetaBytes);
+  t[1] = sum(b, detail::kMetaBytes);
+  t[2] = options.product_bytes_hint > 0 ? 0 : sum(c, 8);
+  ctx.comm().allreduce(t, 3, MPI_SUM);
+  SpVolumeModel m{t[0], t[1], t[2]};
+  if (options.product_bytes_hint > 0) m.c = options.product_bytes_hint;
+  else if (m.c == 0) m.c = std::max(m.a, m.b);
+  return m;
+}
 
 SpAlgorithm parse_sp_algorithm(const std::string& s) {
   if (s == "cannon") return SpAlgorithm::Cannon;
@@ -91,7 +113,8 @@ const BlockSparseMatrix<double>* conform(Context& ctx, SpOp op, const BlockSpars
   return &*store;
 }
 /// Conform the operands, run the executor: this rank's product panel in `res`.
-void run_multiply(Context& ctx, const SpgemmPlan& plan, SpOp opa, const BlockSparseMatrix<double>& a,
+void run_multiply(Context& ctx, const SpgemmPlan& plan, double alpha, SpOp opa,
+                  const BlockSparseMatrix<double>& a,
                   SpOp opb, const BlockSparseMatrix<double>& b, const BlockSparseMatrix<double>& c,
                   const SpMultiplyOptions& options, SpMultiplyCache* cache, detail::ExecResult& res) {
   const Distribution& dc = c.distribution();
@@ -119,6 +142,8 @@ void run_multiply(Context& ctx, const SpgemmPlan& plan, SpOp opa, const BlockSpa
   std::optional<detail::CAccumulator> allowed;
   detail::ExecOptions eo;
   eo.eps = options.filter_eps;
+  if (options.filter_eps > 0 && plan.layers > 1)
+    eo.partial_drop = options.filter_eps / (plan.layers * std::abs(alpha));
   eo.comm_only = options.comm_only;
   if (options.retain_sparsity) {
     allowed.emplace(detail::pattern_of(c));
@@ -144,7 +169,12 @@ SpMultiplyReport multiply(Context& ctx, double alpha, SpOp opa, const BlockSpars
                " (expected >= 0)");
   const Distribution& dc = c.distribution();
   SpMultiplyReport rep;
-  rep.plan = make_spgemm_plan(options.algorithm, dc.pr(), dc.pc(), options.layers);
+  if (options.algorithm == SpAlgorithm::Rma25d && options.layers == 0) {  // auto: eq. 7
+    const SpVolumeModel m = volume_model(ctx, a, b, c, options);
+    rep.plan = make_spgemm_plan(options.algorithm, dc.pr(), dc.pc(), 0, &m);
+  } else {
+    rep.plan = make_spgemm_plan(options.algorithm, dc.pr(), dc.pc(), options.layers);
+  }
   const SpgemmPlan& plan = rep.plan;
   libxsmm_init();
 
@@ -156,8 +186,11 @@ SpMultiplyReport multiply(Context& ctx, double alpha, SpOp opa, const BlockSpars
 
   detail::ExecResult res;
   if (alpha != 0.0) {  // alpha = 0 (the same on every rank): C = beta C, nothing moves
-    run_multiply(ctx, plan, opa, a, opb, b, c, options, cache, res);
+    run_multiply(ctx, plan, alpha, opa, a, opb, b, c, options, cache, res);
   }
+  rep.partial_blocks_dropped = res.partial_blocks_dropped;
+  rep.product_blocks = res.product.view().nblocks;
+  rep.product_values = res.product.view().ndata;
   rep.blocks_filtered =
       detail::merge_into(c, beta, alpha, res.product.view(), options.retain_sparsity,
                          options.filter_eps);

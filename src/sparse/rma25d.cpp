@@ -5,7 +5,12 @@
 //   ticks:  s = 0 .. V/L - 1: MPI_Rget of the next tick's LR A images and LC B images while the
 //           L panel products of this tick run (double buffers; no pre-shift);
 //   C:      during the last tick each foreign partial panel is sent (Isend) to its owner as soon
-//           as it is complete; the owner adds the L - 1 partials it receives into its own.
+//           as it is complete, in the C wire format (8 bytes of metadata per block, CWire),
+//           without the blocks whose norm bound is < eps / (L |alpha|) (the final filter would
+//           drop most of them; the error stays < eps per block); the owner adds the L - 1
+//           partials it receives into its own.
+// comm_only: the block products are replaced by the symbolic product (same blocks, zero-filled),
+// so every panel, the C partials included, has the size of the full run's.
 // The schedule (which image, from whom) is SpgemmPlan's (spgemm_plan.hpp).
 #include <algorithm>
 
@@ -24,7 +29,7 @@ int SpMultiplyCache::creations() const { return s_->creations; }
 namespace detail {
 
 namespace {
-constexpr int kTagHead = comm::tag::kRma25dHead, kTagMeta = comm::tag::kRma25dMeta,
+constexpr int kTagHead = comm::tag::kRma25dHead, kTagIdx = comm::tag::kRma25dMeta,
               kTagData = comm::tag::kRma25dData;
 
 /// Image sizes of every member of a sub-communicator (`per` images each): [member][q].
@@ -198,7 +203,7 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
     for (std::size_t q = 0; q < srcs.size(); ++q)
       ctx.comm().irecv(&heads[2 * q], 2, srcs[q], kTagHead, rs_head);
   }
-  std::vector<PanelBuf> outgoing(panels.size());
+  std::vector<CWire> outgoing(panels.size());
   std::vector<std::int64_t> out_heads(2 * panels.size());
   std::size_t own = 0;
   for (std::size_t p = 0; p < panels.size(); ++p)
@@ -211,18 +216,17 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
     bool last = s + 1 == plan.ticks;
     for (std::size_t p = 0; p < panels.size(); ++p) {
       auto x = p / static_cast<std::size_t>(plan.lc), y = p % static_cast<std::size_t>(plan.lc);
-      if (!opt.comm_only)
-        multiply_images(fa[buf][x].view, fb[buf][y].view, *ops.rows, *ops.inner, *ops.cols,
-                        opt.eps, p == own ? opt.allowed : nullptr, acc[p], res.stats);
+      multiply_images(fa[buf][x].view, fb[buf][y].view, *ops.rows, *ops.inner, *ops.cols,
+                      opt.eps, p == own ? opt.allowed : nullptr, acc[p], res.stats, opt.comm_only);
       if (last && p != own) {  // this partial panel is complete: send it to its owner now
         PhaseScope ph(ledger, kPhaseC);
         auto& o = outgoing[p];
-        o = acc[p].pack();
+        o = acc[p].pack_wire(opt.partial_drop, &res.partial_blocks_dropped);
         int dest = plan.rank_of(panels[p].first, panels[p].second);
-        out_heads[2 * p] = static_cast<std::int64_t>(o.meta.size());
+        out_heads[2 * p] = static_cast<std::int64_t>(o.idx.size());
         out_heads[2 * p + 1] = static_cast<std::int64_t>(o.data.size());
         ctx.comm().isend(&out_heads[2 * p], 2, dest, kTagHead, rs_send);
-        ctx.comm().isend(o.meta.data(), static_cast<std::int64_t>(o.meta.size()), dest, kTagMeta, rs_send);
+        ctx.comm().isend(o.idx.data(), static_cast<std::int64_t>(o.idx.size()), dest, kTagIdx, rs_send);
         ctx.comm().isend(o.data.data(), static_cast<std::int64_t>(o.data.size()), dest, kTagData, rs_send);
       }
     }
@@ -230,15 +234,15 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
   if (L > 1) {
     PhaseScope ph(ledger, kPhaseC);
     rs_head.wait_all();
-    std::vector<PanelBuf> incoming(srcs.size());
+    std::vector<CWire> incoming(srcs.size());
     for (std::size_t q = 0; q < srcs.size(); ++q) {
-      incoming[q].meta.resize(static_cast<std::size_t>(heads[2 * q]));
+      incoming[q].idx.resize(static_cast<std::size_t>(heads[2 * q]));
       incoming[q].data.resize(static_cast<std::size_t>(heads[2 * q + 1]));
-      ctx.comm().irecv(incoming[q].meta.data(), heads[2 * q], srcs[q], kTagMeta, rs_c);
+      ctx.comm().irecv(incoming[q].idx.data(), heads[2 * q], srcs[q], kTagIdx, rs_c);
       ctx.comm().irecv(incoming[q].data.data(), heads[2 * q + 1], srcs[q], kTagData, rs_c);
     }
     rs_c.wait_all();
-    for (auto& in : incoming) acc[own].add(in.view());  // accumulate on the owner
+    for (auto& in : incoming) acc[own].add(in);  // accumulate on the owner
     rs_send.wait_all();
   }
   res.product = acc[own].pack();

@@ -55,6 +55,9 @@ struct SpOperands {
 
 struct ExecOptions {
   double eps = 0;
+  /// rma25d: blocks of a foreign partial C panel whose norm bound is below this are not sent
+  /// (eps / (L |alpha|): the L - 1 dropped parts of a block of alpha C sum to < eps).
+  double partial_drop = 0;
   bool comm_only = false;
   const CAccumulator* allowed = nullptr;  // retain_sparsity: C's own pattern
 };
@@ -62,6 +65,7 @@ struct ExecOptions {
 struct ExecResult {
   PanelBuf product;  // this rank's C panel, sum over all images (not scaled by alpha)
   KernelStats stats;
+  std::int64_t partial_blocks_dropped = 0;
   bool windows_created = false;
 };
 

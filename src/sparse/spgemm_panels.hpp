@@ -46,6 +46,16 @@ struct PanelBuf {
   }
 };
 
+/// A partial C panel on the wire (rma25d's C phase): (block row, block column) as two int32 per
+/// block, sorted by (row, column), and the values back to back. No offsets (they follow from the
+/// block sizes) and no norms (the owner only adds): 8 bytes per block of metadata, not 32.
+struct CWire {
+  std::vector<std::int32_t> idx;
+  std::vector<double> data;
+  std::int64_t bytes() const { return static_cast<std::int64_t>(idx.size()) * 4 +
+                                      static_cast<std::int64_t>(data.size()) * 8; }
+};
+
 /// Size of one image: blocks and values.
 struct ImageSize {
   std::int64_t nblocks = 0, ndata = 0;
@@ -76,24 +86,36 @@ class CAccumulator {
   CAccumulator(const BlockSizes* rows, const BlockSizes* cols);
   /// Offset of block (r, c), created (zero) when absent.
   std::int64_t slot(int r, int c);
+  /// slot(), and adds x to the block's norm bound (the kernel adds ||A_rk|| ||B_kc|| per
+  /// product, so the bound is >= the block's Frobenius norm).
+  std::int64_t slot_bound(int r, int c, double x);
   /// Offset or -1.
   std::int64_t find(int r, int c) const;
   double* data() { return data_.data(); }
   /// Adds a received panel (same block sizes).
   void add(const PanelView& p);
-  /// Packs into the wire format, sorted by (row, column).
+  /// Adds a received partial panel in the C wire format (same block sizes).
+  void add(const CWire& w);
+  /// Packs into the image format, sorted by (row, column).
   PanelBuf pack() const;
+  /// Packs into the C wire format, sorted by (row, column), leaving out the blocks whose norm
+  /// bound is < drop_below (counted in *dropped when given).
+  CWire pack_wire(double drop_below = 0, std::int64_t* dropped = nullptr) const;
+  std::int64_t nvalues() const { return static_cast<std::int64_t>(data_.size()); }
   std::int64_t nblocks() const { return nblocks_; }
 
  private:
   void select(int r) const;
+  std::int64_t slot_id(int r, int c);
   const BlockSizes* rows_;
   const BlockSizes* cols_;
   std::vector<int> row_slot_;  // global row -> index into entries_, or -1
   std::vector<int> row_of_;    // index into entries_ -> global row
-  std::vector<std::vector<std::pair<int, std::int64_t>>> entries_;  // (column, offset)
+  std::vector<std::vector<std::pair<int, std::int64_t>>> entries_;  // (column, block id)
+  std::vector<std::int64_t> offsets_;  // block id -> offset of its values in data_
+  std::vector<double> bounds_;         // block id -> norm bound (sum of norm products)
   std::vector<double> data_;
-  mutable std::vector<std::int64_t> spa_;  // column -> offset in the current row, or -1
+  mutable std::vector<std::int64_t> spa_;  // column -> block id in the current row, or -1
   mutable int cur_ = -1;
   std::int64_t nblocks_ = 0;
 };
@@ -102,10 +124,13 @@ class CAccumulator {
 /// with eps > 0: a product is skipped when ||A_ik|| ||B_kj|| < eps / n_i (n_i the products of
 /// C's block row i in this call). `allowed` (may be null): a block (r, c) of C outside it is
 /// never created (retain_sparsity). Products are batched by (m, n, k) and run through LIBXSMM
-/// (one kernel per shape), BLAS dgemm for large blocks.
+/// (one kernel per shape), BLAS dgemm for large blocks. `symbolic` (comm-only runs): the same
+/// filter decisions (they need only the norms) create the same blocks of C, zero-filled, and no
+/// product is computed or counted.
 void multiply_images(const PanelView& a, const PanelView& b, const BlockSizes& rows,
                      const BlockSizes& inner, const BlockSizes& cols, double eps,
-                     const CAccumulator* allowed, CAccumulator& c, KernelStats& stats);
+                     const CAccumulator* allowed, CAccumulator& c, KernelStats& stats,
+                     bool symbolic = false);
 
 /// C = beta C + alpha P on this rank's local blocks (P: the product panel of this rank), then
 /// drop blocks of norm < eps (eps > 0). retain: C's pattern is kept (P blocks outside are

@@ -35,7 +35,63 @@ std::vector<int> valid_layers(int pr, int pc) {
   return out;
 }
 
-SpgemmPlan make_spgemm_plan(SpAlgorithm alg, int pr, int pc, int layers) {
+namespace {
+/// The L-independent part of a plan (no auto).
+SpgemmPlan plan_for(SpAlgorithm alg, int pr, int pc, int L);
+}  // namespace
+
+std::vector<SpLayerPrediction> predict_layers(int pr, int pc, const SpVolumeModel& m,
+                                              int max_layers) {
+  std::vector<SpLayerPrediction> out;
+  for (int L : valid_layers(pr, pc)) {
+    if (L > std::max(1, max_layers)) continue;
+    SpgemmPlan p = plan_for(SpAlgorithm::Rma25d, pr, pc, L);
+    const double sa = m.a / (static_cast<double>(pr) * p.v);  // one A image (m, v)
+    const double sb = m.b / (static_cast<double>(pc) * p.v);  // one B image (v, n)
+    const double sc = m.c / (static_cast<double>(pr) * pc);   // one C panel
+    // predict() counts images; weight 1 each and scale (sizes are uniform in the model)
+    auto one = [](int, int) -> std::int64_t { return 1; };
+    SpLayerPrediction x;
+    x.layers = L;
+    for (int i = 0; i < pr; ++i)
+      for (int j = 0; j < pc; ++j) {
+        SpgemmPlan::Volume v = p.predict(i, j, one, one, one);
+        x.a += sa * static_cast<double>(v.a);
+        x.b += sb * static_cast<double>(v.b);
+        x.c += sc * static_cast<double>(v.c);
+      }
+    const double n = static_cast<double>(pr) * pc;
+    x.a /= n;
+    x.b /= n;
+    x.c /= n;
+    out.push_back(x);
+  }
+  return out;
+}
+
+int choose_layers(int pr, int pc, const SpVolumeModel& m, int max_layers, std::string* note) {
+  auto pred = predict_layers(pr, pc, m, max_layers);
+  std::size_t best = 0;
+  for (std::size_t x = 1; x < pred.size(); ++x)
+    if (pred[x].total() < pred[best].total()) best = x;
+  if (note) {
+    std::ostringstream os;
+    os << "layers auto: L = " << pred[best].layers
+       << " (smallest eq. 7 volume per rank among the valid L <= " << std::max(1, max_layers)
+       << " on " << pr << "x" << pc << "; A+B from the operands, C = the product's panel);"
+       << " predicted MB per rank (A, B, C = total):";
+    os.setf(std::ios::fixed);
+    os.precision(2);
+    for (const auto& x : pred)
+      os << " L=" << x.layers << ": " << x.a * 1e-6 << " + " << x.b * 1e-6 << " + "
+         << x.c * 1e-6 << " = " << x.total() * 1e-6 << ";";
+    *note = os.str();
+  }
+  return pred[best].layers;
+}
+
+SpgemmPlan make_spgemm_plan(SpAlgorithm alg, int pr, int pc, int layers,
+                            const SpVolumeModel* model) {
   TESSEL_CHECK(pr >= 1 && pc >= 1, GridError, "spgemm: process grid ", pr, "x", pc,
                " (expected both >= 1)");
   TESSEL_CHECK(layers >= 0, GridError, "spgemm: layers = ", layers,
@@ -55,12 +111,15 @@ SpgemmPlan make_spgemm_plan(SpAlgorithm alg, int pr, int pc, int layers) {
   }
   std::vector<int> valid = valid_layers(pr, pc);
   int L = layers;
+  std::string note;
   if (L == 0) {
-    L = 1;
-    for (int x : valid)
-      if (x <= 4) L = x;
-    p.note = detail::concat("layers auto: L = ", L, " (valid on ", pr, "x", pc, ": ",
-                            list(valid), "; auto takes the largest <= 4)");
+    if (model) {
+      L = choose_layers(pr, pc, *model, 4, &note);
+    } else {
+      L = 1;
+      note = detail::concat("layers auto without panel sizes: L = 1 (valid on ", pr, "x", pc,
+                            ": ", list(valid), "; multiply() chooses by eq. 7 from the sizes)");
+    }
   } else {
     bool ok = false;
     for (int x : valid) ok = ok || x == L;
@@ -71,6 +130,17 @@ SpgemmPlan make_spgemm_plan(SpAlgorithm alg, int pr, int pc, int layers) {
                             "max <= min^2, eq. 4",
                  "); valid: ", list(valid));
   }
+  p = plan_for(alg, pr, pc, L);
+  p.note = note;
+  return p;
+}
+
+namespace {
+SpgemmPlan plan_for(SpAlgorithm alg, int pr, int pc, int L) {
+  SpgemmPlan p;
+  p.algorithm = alg;
+  p.pr = pr;
+  p.pc = pc;
   p.layers = L;
   if (pr == pc) {
     int s = 1;
@@ -87,6 +157,7 @@ SpgemmPlan make_spgemm_plan(SpAlgorithm alg, int pr, int pc, int layers) {
   p.ticks = p.v / L;
   return p;
 }
+}  // namespace
 
 int SpgemmPlan::cannon_image(int i, int j, int t) const {
   return mod(static_cast<long long>(j) * a_per_col() + static_cast<long long>(i) * b_per_row() + t,

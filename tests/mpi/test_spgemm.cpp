@@ -143,28 +143,136 @@ TEST(Spgemm, NoTransposeAndAllTransposed) {
 TEST(Spgemm, RetainSparsity) {
   Context ctx(MPI_COMM_WORLD);
   auto [pr, pc] = Distribution::default_grid(world_size());
-  for (auto alg : {SpAlgorithm::Cannon, SpAlgorithm::Rma25d}) {
-    Case cs;
-    cs.pr = pr;
-    cs.pc = pc;
-    cs.alg = alg;
-    cs.layers = 0;
-    cs.retain = true;
-    cs.beta = 2.0;
-    cs.fill_c = 0.4;
-    cs.seed = 5;
-    CaseRun r = run_case(ctx, cs);
-    EXPECT_LE(max_abs_diff(r.got, r.want) / r.scale, 1e-12) << to_string(alg);
+  for (auto alg : {SpAlgorithm::Cannon, SpAlgorithm::Rma25d})
+    for (int L : layer_choices(alg, pr, pc)) {
+      Case cs;
+      cs.pr = pr;
+      cs.pc = pc;
+      cs.alg = alg;
+      cs.layers = L;
+      cs.retain = true;
+      cs.beta = 2.0;
+      cs.fill_c = 0.4;
+      cs.seed = 5;
+      CaseRun r = run_case(ctx, cs);
+      EXPECT_LE(max_abs_diff(r.got, r.want) / r.scale, 1e-12) << to_string(alg) << " L=" << L;
+    }
+}
+
+// comm_only does the symbolic product: the same blocks (the on-the-fly filter decides on the
+// norms alone) zero-filled, so every phase moves exactly the bytes, messages and gets of the
+// full run on the same inputs, the partial C panels included; and C is beta C plus zero blocks
+// on the product's pattern (no flops).
+TEST(Spgemm, CommOnlyMovesWhatTheFullRunMoves) {
+  Context ctx(MPI_COMM_WORLD);
+  const int p = world_size();
+  unsigned seed = 300;
+  for (auto [pr, pc] : grids(p))
+    for (auto alg : {SpAlgorithm::Cannon, SpAlgorithm::Rma25d})
+      for (int L : layer_choices(alg, pr, pc))
+        for (double eps : {0.0, 1e-3}) {
+          std::mt19937 rng(seed++);
+          auto ms = random_sizes(rng, 7), ks = random_sizes(rng, 8), ns = random_sizes(rng, 6);
+          auto da = Distribution::random(BlockSizes(ms), BlockSizes(ks), pr, pc, rng());
+          auto db = Distribution::random(BlockSizes(ks), BlockSizes(ns), pr, pc, rng());
+          auto dc = Distribution::random(BlockSizes(ms), BlockSizes(ns), pr, pc, rng());
+          BlockSparseMatrix<double> A(ctx, da, "A"), B(ctx, db, "B");
+          fill_random(A, rng, 0.6, p);
+          fill_random(B, rng, 0.6, p);
+          for (auto* M : {&A, &B})  // norms from 1 down to 1e-6: the filter skips some products
+            M->for_each_block([](int br, int bc, double* x, int nr, int nc) {
+              double sc = std::pow(10.0, -0.5 * ((br + bc) % 7));
+              for (int e = 0; e < nr * nc; ++e) x[e] *= sc;
+            });
+          A.update_norms();
+          B.update_norms();
+          SpMultiplyOptions o;
+          o.algorithm = alg;
+          o.layers = L;
+          o.filter_eps = eps;
+          BlockSparseMatrix<double> C1(ctx, dc, "C1"), C2(ctx, dc, "C2");
+          auto full = multiply(ctx, 1.0, SpOp::N, A, SpOp::N, B, 0.0, C1, o);
+          o.comm_only = true;
+          auto sym = multiply(ctx, 1.0, SpOp::N, A, SpOp::N, B, 0.0, C2, o);
+          std::string what = std::string(to_string(alg)) + " L=" + std::to_string(L) + " " +
+                             std::to_string(pr) + "x" + std::to_string(pc) + " eps " +
+                             std::to_string(eps) + " rank " + std::to_string(ctx.rank());
+          const SpPanelBytes* f[] = {&full.a_panels, &full.b_panels, &full.c_panels, &full.setup,
+                                     &full.conform};
+          const SpPanelBytes* c[] = {&sym.a_panels, &sym.b_panels, &sym.c_panels, &sym.setup,
+                                     &sym.conform};
+          for (int x = 0; x < 5; ++x) {
+            EXPECT_EQ(f[x]->recv, c[x]->recv) << what << " phase " << x;
+            EXPECT_EQ(f[x]->sent, c[x]->sent) << what << " phase " << x;
+            EXPECT_EQ(f[x]->msgs, c[x]->msgs) << what << " phase " << x;
+            EXPECT_EQ(f[x]->rma_ops, c[x]->rma_ops) << what << " phase " << x;
+          }
+          EXPECT_EQ(full.product_blocks, sym.product_blocks) << what;
+          EXPECT_EQ(full.product_values, sym.product_values) << what;
+          EXPECT_EQ(full.blocks_skipped, sym.blocks_skipped) << what;
+          EXPECT_EQ(sym.flops, 0.0) << what;
+          EXPECT_EQ(sym.blocks_multiplied, 0) << what;
+          if (L > 1) {  // not vacuous: partials were sent
+            std::int64_t sent = full.c_panels.sent;
+            MPI_Allreduce(MPI_IN_PLACE, &sent, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+            EXPECT_GT(sent, 0) << what;
+          }
+          if (eps == 0) {  // C2: zero blocks exactly where the product has blocks
+            EXPECT_EQ(C2.local_nblocks(), full.product_blocks) << what;
+            C2.for_each_block([&](int, int, const double* x, int nr, int nc) {
+              for (int e = 0; e < nr * nc; ++e) EXPECT_EQ(x[e], 0.0);
+            });
+          }
+        }
+}
+
+// layers = auto picks the L of choose_layers on the model volume_model measures (every rank the
+// same), and the result stays exact.
+TEST(Spgemm, AutoLayersFollowEq7Model) {
+  Context ctx(MPI_COMM_WORLD);
+  const int p = world_size();
+  for (auto [pr, pc] : grids(p)) {
+    std::mt19937 rng(41);
+    auto s = random_sizes(rng, 8);
+    auto d = Distribution::random(BlockSizes(s), BlockSizes(s), pr, pc, 5);
+    BlockSparseMatrix<double> A(ctx, d, "A"), C(ctx, d, "C");
+    fill_random(A, rng, 0.4, p);
+    auto a = dense_of(ctx, A);
+    const int n = static_cast<int>(A.rows());
+    std::vector<double> want(a.size(), 0.0);
+    ref_gemm('N', 'N', n, n, n, 1.0, a.data(), n, a.data(), n, 0.0, want.data(), n);
+    double scale = 1;
+    for (double x : want) scale = std::max(scale, std::abs(x));
+    for (double hint : {0.0, 1.0, 1e12}) {  // C estimated; C tiny (largest L wins); C huge (L = 1)
+      SpMultiplyOptions o;
+      o.algorithm = SpAlgorithm::Rma25d;
+      o.product_bytes_hint = hint;
+      BlockSparseMatrix<double> Cx(ctx, d, "C");
+      const SpVolumeModel m = volume_model(ctx, A, A, Cx, o);
+      auto rep = multiply(ctx, 1.0, SpOp::N, A, SpOp::N, A, 0.0, Cx, o);
+      EXPECT_EQ(rep.plan.layers, choose_layers(pr, pc, m)) << pr << "x" << pc << " hint " << hint;
+      if (hint == 1e12) EXPECT_EQ(rep.plan.layers, 1);
+      if (hint == 1.0) {
+        int lmax = 1;
+        for (int L : valid_layers(pr, pc))
+          if (L <= 4) lmax = L;
+        if (m.a > 0 && m.b > 0) EXPECT_EQ(rep.plan.layers, lmax) << pr << "x" << pc;
+      }
+      EXPECT_LE(max_abs_diff(dense_of(ctx, Cx), want) / scale, 1e-12);
+    }
   }
 }
 
 // Filtering: blocks of very different scales; the error stays within the promise
 // |alpha| eps V sqrt(block rows) (on-the-fly, eps per C block row and call, V calls per row)
-// + eps sqrt(blocks of C) (final filter), and no stored block of C is below eps.
+// + eps sqrt(blocks of C) (final filter) + for L > 1 eps sqrt(blocks of C) (partial C blocks
+// with norm bound < eps / (L |alpha|) not sent), and no stored block of C is below eps.
 TEST(Spgemm, FilteringWithinBound) {
   Context ctx(MPI_COMM_WORLD);
   auto [pr, pc] = Distribution::default_grid(world_size());
-  for (auto alg : {SpAlgorithm::Cannon, SpAlgorithm::Rma25d}) {
+  std::int64_t partial_dropped = 0;
+  for (auto alg : {SpAlgorithm::Cannon, SpAlgorithm::Rma25d})
+   for (int L : layer_choices(alg, pr, pc)) {
     std::mt19937 rng(3);
     auto ms = random_sizes(rng, 8), ks = random_sizes(rng, 8);
     auto d = Distribution::random(BlockSizes(ms), BlockSizes(ks), pr, pc, 9);
@@ -188,16 +296,19 @@ TEST(Spgemm, FilteringWithinBound) {
     ref_gemm('N', 'N', m, m, k, alpha, a.data(), m, b.data(), k, 0.0, want.data(), m);
     SpMultiplyOptions o;
     o.algorithm = alg;
+    o.layers = L;
     o.filter_eps = eps;
     auto rep = multiply(ctx, alpha, SpOp::N, A, SpOp::N, B, 0.0, C, o);
+    partial_dropped += rep.partial_blocks_dropped;
+    if (L == 1) EXPECT_EQ(rep.partial_blocks_dropped, 0);
     auto got = dense_of(ctx, C);
     double err = 0;
     for (std::size_t x = 0; x < got.size(); ++x) err += (got[x] - want[x]) * (got[x] - want[x]);
     err = std::sqrt(err);
     int V = std::lcm(pr, pc);
     if (alg == SpAlgorithm::Rma25d) V = std::lcm(V, rep.plan.layers);
-    double bound = alpha * eps * V * std::sqrt(8.0) + eps * std::sqrt(64.0);
-    EXPECT_LE(err, bound) << to_string(alg);
+    double bound = alpha * eps * V * std::sqrt(8.0) + eps * std::sqrt(64.0) * (L > 1 ? 2 : 1);
+    EXPECT_LE(err, bound) << to_string(alg) << " L=" << L;
     EXPECT_GT(err, 0.0);  // something was dropped
     std::int64_t skipped = rep.blocks_skipped + rep.blocks_filtered;
     MPI_Allreduce(MPI_IN_PLACE, &skipped, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
@@ -208,6 +319,8 @@ TEST(Spgemm, FilteringWithinBound) {
       EXPECT_GE(std::sqrt(s), eps);
     });
   }
+  MPI_Allreduce(MPI_IN_PLACE, &partial_dropped, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  if (pr == 2 && pc == 2) EXPECT_GT(partial_dropped, 0);  // L = 4 exercised the partial filter
 }
 
 TEST(Spgemm, EmptyMatricesAndRows) {
@@ -311,8 +424,8 @@ TEST(Spgemm, Errors) {
 // The ledger's panel bytes of one multiply against eq. 7 in its exact per-rank form (see
 // spgemm_plan.hpp), computed here from the block patterns: operands already on the plan's
 // images (no conform step), image (m, v) = blocks of process row m (A) with k blocks of image v;
-// bytes of an image or panel = 32 per block + 8 per value; a partial C panel adds a 16-byte
-// header. Cannon: a rank receives every image of its row (column) except the start images it
+// bytes of an image = 32 per block + 8 per value; of a partial C panel 8 per block (two int32)
+// + 8 per value + a 16-byte header. Cannon: a rank receives every image of its row (column) except the start images it
 // holds at home. rma25d: the LR A and LC B images of each of its V/L ticks not at home; it sends
 // its L - 1 foreign partial panels.
 TEST(Spgemm, PanelBytesMatchEq7) {
@@ -402,7 +515,7 @@ TEST(Spgemm, PanelBytesMatchEq7) {
                   for (int k = 0; k < static_cast<int>(ks.size()) && !any; ++k)
                     any = ra.has(r, k) && rb.has(k, c) &&
                           std::find(mine.begin(), mine.end(), img[static_cast<std::size_t>(k)]) != mine.end();
-                  if (any) ec += 32 + 8 * bsz(ms[static_cast<std::size_t>(r)], ns[static_cast<std::size_t>(c)]);
+                  if (any) ec += 8 + 8 * bsz(ms[static_cast<std::size_t>(r)], ns[static_cast<std::size_t>(c)]);
                 }
             }
         }

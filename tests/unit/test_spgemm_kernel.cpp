@@ -144,3 +144,49 @@ TEST(SpgemmKernel, RetainPattern) {
   EXPECT_GE(acc.find(2, 1), 0);
   EXPECT_LT(acc.find(1, 1), 0);
 }
+
+// The C wire format (rma25d's partial panels): 8 bytes of metadata per block, a round trip
+// through add(CWire) gives the same panel; blocks whose norm bound (sum of the norm products
+// the kernel did) is below drop_below are left out, and every block left out has a true norm
+// <= its bound; the symbolic kernel creates the same blocks (zero-filled) with the same bounds.
+TEST(SpgemmKernel, WireFormatPartialDropAndSymbolic) {
+  std::mt19937 rng(8);
+  std::vector<int> s{4, 1, 1, 4, 1, 1, 4, 1, 1, 5};
+  BlockSizes bs(s);
+  Dense a(bs, bs), b(bs, bs);
+  PanelBuf pa = make_image(a, rng, 0.8, decay), pb = make_image(b, rng, 0.8, decay);
+  CAccumulator acc(&bs, &bs), sym(&bs, &bs);
+  KernelStats st, st_sym;
+  multiply_images(pa.view(), pb.view(), bs, bs, bs, 1e-12, nullptr, acc, st);
+  multiply_images(pa.view(), pb.view(), bs, bs, bs, 1e-12, nullptr, sym, st_sym, true);
+  EXPECT_EQ(st_sym.flops, 0.0);
+  EXPECT_EQ(st_sym.multiplied, 0);
+  EXPECT_EQ(st_sym.skipped, st.skipped);
+  ASSERT_EQ(sym.nblocks(), acc.nblocks());
+  EXPECT_EQ(sym.nvalues(), acc.nvalues());
+  // round trip, nothing dropped
+  CWire w = acc.pack_wire();
+  EXPECT_EQ(w.bytes(), 8 * acc.nblocks() + 8 * acc.nvalues());
+  CAccumulator back(&bs, &bs);
+  back.add(w);
+  EXPECT_EQ(dense_of(back, bs, bs), dense_of(acc, bs, bs));
+  // with a threshold: the dropped blocks are small, the kept ones identical
+  const double thr = 1e-4;
+  std::int64_t dropped = 0, dropped_sym = 0;
+  CWire wd = acc.pack_wire(thr, &dropped);
+  CWire ws = sym.pack_wire(thr, &dropped_sym);
+  EXPECT_GT(dropped, 0);
+  EXPECT_LT(dropped, acc.nblocks());
+  EXPECT_EQ(dropped, dropped_sym);  // symbolic: the same blocks go
+  EXPECT_EQ(wd.idx, ws.idx);
+  EXPECT_EQ(static_cast<std::int64_t>(wd.idx.size()) / 2, acc.nblocks() - dropped);
+  PanelBuf full = acc.pack();
+  PanelView v = full.view();
+  std::size_t q = 0;
+  for (std::int64_t x = 0; x < v.nblocks; ++x) {
+    bool kept = q < wd.idx.size() / 2 && wd.idx[2 * q] == v.brow(x) && wd.idx[2 * q + 1] == v.bcol(x);
+    if (kept) ++q;
+    else EXPECT_LT(v.norm(x), thr) << v.brow(x) << "," << v.bcol(x);
+  }
+  EXPECT_EQ(q, wd.idx.size() / 2);
+}

@@ -45,13 +45,18 @@ TEST(SpgemmPlan, LayerErrors) {
 }
 
 TEST(SpgemmPlan, AutoLayers) {
-  auto p = make_spgemm_plan(SpAlgorithm::Rma25d, 2, 2, 0);
-  EXPECT_EQ(p.layers, 4);
+  auto p = make_spgemm_plan(SpAlgorithm::Rma25d, 2, 2, 0);  // no sizes: L = 1, with a note
+  EXPECT_EQ(p.layers, 1);
   EXPECT_FALSE(p.note.empty());
-  EXPECT_EQ(make_spgemm_plan(SpAlgorithm::Rma25d, 3, 3, 0).layers, 1);
-  EXPECT_EQ(make_spgemm_plan(SpAlgorithm::Rma25d, 2, 4, 0).layers, 2);
-  EXPECT_EQ(make_spgemm_plan(SpAlgorithm::Rma25d, 4, 4, 0).layers, 4);
-  EXPECT_EQ(make_spgemm_plan(SpAlgorithm::Cannon, 2, 3, 0).layers, 1);
+  SpVolumeModel small_c{1e6, 1e6, 1.0};  // C negligible: the largest valid L <= 4
+  EXPECT_EQ(make_spgemm_plan(SpAlgorithm::Rma25d, 2, 2, 0, &small_c).layers, 4);
+  EXPECT_EQ(make_spgemm_plan(SpAlgorithm::Rma25d, 3, 3, 0, &small_c).layers, 1);
+  EXPECT_EQ(make_spgemm_plan(SpAlgorithm::Rma25d, 2, 4, 0, &small_c).layers, 2);
+  EXPECT_EQ(make_spgemm_plan(SpAlgorithm::Rma25d, 4, 4, 0, &small_c).layers, 4);
+  EXPECT_EQ(make_spgemm_plan(SpAlgorithm::Cannon, 2, 3, 0, &small_c).layers, 1);
+  auto n = make_spgemm_plan(SpAlgorithm::Rma25d, 2, 2, 0, &small_c);
+  EXPECT_NE(n.note.find("L=1:"), std::string::npos) << n.note;
+  EXPECT_NE(n.note.find("L=4:"), std::string::npos) << n.note;
   auto q = make_spgemm_plan(SpAlgorithm::Rma25d, 4, 2, 2);
   EXPECT_EQ(q.lr, 2);
   EXPECT_EQ(q.lc, 1);
@@ -174,6 +179,62 @@ TEST(SpgemmPlan, PredictedVolumesSmallCases) {
   EXPECT_GE(ab, 48);
 }
 
+// eq. 7 with the C term on synthetic totals, checked by hand on 2x2. L = 1: V = 2, an A image
+// is a/4; each rank reads 2 A images, 1 at home (and B alike): A = a/4, B = b/4, C = 0.
+// L = 4: V = 4, an A image is a/8; P(i, j) reads A images (0, v), (1, v) with v = 2j + i, the
+// one of its own row at home: A = a/8; B images (v, 0), (v, 1) live on P(j, .): 1 at home when
+// i = j, else 0: B = 1.5 b/8 on average; C = 3 partial panels of c/4.
+TEST(SpgemmPlan, ChooseLayersByEq7WithC) {
+  const double a = 8e6, b = 8e6;
+  for (double c : {0.0, 1e6, 2e6, 3e6, 8e6, 1e9}) {
+    auto pred = predict_layers(2, 2, {a, b, c});
+    ASSERT_EQ(pred.size(), 2u);
+    EXPECT_EQ(pred[0].layers, 1);
+    EXPECT_DOUBLE_EQ(pred[0].a, a / 4);
+    EXPECT_DOUBLE_EQ(pred[0].b, b / 4);
+    EXPECT_DOUBLE_EQ(pred[0].c, 0);
+    EXPECT_EQ(pred[1].layers, 4);
+    EXPECT_DOUBLE_EQ(pred[1].a, a / 8);
+    EXPECT_DOUBLE_EQ(pred[1].b, 1.5 * b / 8);
+    EXPECT_DOUBLE_EQ(pred[1].c, 3 * c / 4);
+    // L = 4 wins while 3c/4 < a/8 + b/16 = 1.5e6, i.e. c < 2e6 (a tie keeps L = 1)
+    EXPECT_EQ(choose_layers(2, 2, {a, b, c}), c < 2e6 ? 4 : 1) << c;
+  }
+  // Synthetic occupancies (1000 x 1000 blocks of 5 x 5: 232 bytes each as an image, 208 as a
+  // C block), A and B 2% full. 4x4: L = 1 receives 3 of 4 images of each (1.74 MB), L = 4 about
+  // 2.2 of 4 images of half the size (1.01 MB) but sends 3 partial panels of C / 16: L = 4 wins
+  // only while C < 0.73 MB / 3 * 16, i.e. C below ~1.9% full. A product that fills in 10x
+  // makes L = 4 lose, one as full as its operands already loses at 4x4 (1.80 vs 1.74 MB) but
+  // still wins on 2x4 (L = 2: 2.26 vs 2.32 MB), one 4x sparser (heavily filtered) wins; the
+  // choice never grows with C.
+  auto bytes = [](double occ, double per_block) { return 1e6 * occ * per_block; };
+  SpVolumeModel fill_in{bytes(0.02, 232), bytes(0.02, 232), bytes(0.2, 208)};
+  SpVolumeModel no_fill{bytes(0.02, 232), bytes(0.02, 232), bytes(0.02, 208)};
+  SpVolumeModel sparser{bytes(0.02, 232), bytes(0.02, 232), bytes(0.005, 208)};
+  EXPECT_EQ(choose_layers(4, 4, fill_in), 1);
+  EXPECT_EQ(choose_layers(4, 4, no_fill), 1);
+  EXPECT_EQ(choose_layers(4, 4, sparser), 4);
+  auto p44 = predict_layers(4, 4, no_fill);
+  EXPECT_NEAR(p44[0].total(), 1.74e6, 1e3);
+  EXPECT_NEAR(p44[1].a + p44[1].b, 1.014e6, 1e3);
+  EXPECT_NEAR(p44[1].c, 3 * bytes(0.02, 208) / 16, 1e-6);
+  int last = 16;
+  for (double occ_c = 0; occ_c <= 1.0; occ_c += 0.01) {
+    int L = choose_layers(4, 4, {bytes(0.02, 232), bytes(0.02, 232), bytes(occ_c, 208)});
+    EXPECT_LE(L, last) << occ_c;
+    last = L;
+  }
+  // Non-square 2x4 (L in {1, 2}): the same trade.
+  EXPECT_EQ(choose_layers(2, 4, no_fill), 2);
+  EXPECT_EQ(choose_layers(2, 4, fill_in), 1);
+  // max_layers: 4x4 can take L = 16 when allowed and C is negligible
+  EXPECT_EQ(choose_layers(4, 4, {1e6, 1e6, 0}, 16), 16);
+  std::string note;
+  choose_layers(2, 2, {a, b, 1e6}, 4, &note);
+  EXPECT_NE(note.find("L = 4"), std::string::npos) << note;
+  EXPECT_NE(note.find("L=1: 2.00 + 2.00 + 0.00 = 4.00"), std::string::npos) << note;
+}
+
 TEST(SpgemmPlan, KImages) {
   auto p = make_spgemm_plan(SpAlgorithm::Cannon, 2, 4);  // V = 4, a = 1, b = 2
   std::vector<int> acol{0, 1, 2, 3}, brow{0, 0, 1, 1};
@@ -187,7 +248,8 @@ TEST(SpgemmPlan, KImages) {
 }
 
 TEST(SpgemmPlan, Describe) {
-  auto p = make_spgemm_plan(SpAlgorithm::Rma25d, 2, 4, 0);
+  SpVolumeModel m{1e6, 1e6, 0};
+  auto p = make_spgemm_plan(SpAlgorithm::Rma25d, 2, 4, 0, &m);
   std::string d = p.describe(5);
   EXPECT_NE(d.find("rma25d on a 2x4 grid"), std::string::npos) << d;
   EXPECT_NE(d.find("L = 2"), std::string::npos) << d;

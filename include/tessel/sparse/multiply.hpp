@@ -16,15 +16,23 @@ enum class SpOp { N, T };
 
 struct SpMultiplyOptions {
   SpAlgorithm algorithm = SpAlgorithm::Cannon;
-  /// rma25d layers L (0 = auto: the largest valid L <= 4); Cannon takes 0 or 1.
+  /// rma25d layers L (0 = auto: the valid L <= 4 with the smallest eq. 7 volume, A+B+C, from
+  /// volume_model); Cannon takes 0 or 1.
   int layers = 0;
+  /// layers = auto: the bytes of the product op(A) op(B) before the final filter (8 per value
+  /// + 8 per block, summed over ranks; e.g. from a previous multiply's report or a comm_only
+  /// pass). 0 = estimate it (volume_model).
+  double product_bytes_hint = 0;
   /// On-the-fly filter: a block product is skipped when ||A_ik|| ||B_kj|| < eps / n_i, n_i the
-  /// block products of C's block row i in that tick; then blocks of C with norm < eps are
-  /// dropped. 0 = exact.
+  /// block products of C's block row i in that tick; rma25d with L > 1 sends no block of a
+  /// partial C panel whose norm bound is < eps / (L |alpha|); then blocks of C with norm < eps
+  /// are dropped. 0 = exact.
   double filter_eps = 0.0;
   /// Keep C's existing block pattern: products outside it are not stored.
   bool retain_sparsity = false;
-  /// Benchmarks: move every panel but skip the block products (C = beta C).
+  /// Benchmarks: move every panel but do only the symbolic product (the blocks the products and
+  /// the on-the-fly filter would create, zero-filled): every panel, the partial C panels
+  /// included, has the size of the full run's. C = beta C + (zero blocks of the product).
   bool comm_only = false;
 };
 
@@ -39,6 +47,12 @@ struct SpMultiplyReport {
   /// the on-the-fly filter, and blocks of C dropped by the final filter.
   double flops = 0;
   std::int64_t blocks_multiplied = 0, blocks_skipped = 0, blocks_filtered = 0;
+  /// This rank's panel of the product op(A) op(B) before the final filter: blocks and values
+  /// (8 (blocks + values) summed over ranks is SpVolumeModel::c).
+  std::int64_t product_blocks = 0, product_values = 0;
+  /// rma25d, eps > 0, L > 1: blocks of this rank's foreign partial C panels not sent because
+  /// their norm bound (sum of ||A_ik|| ||B_kj|| over the products done) is < eps / (L |alpha|).
+  std::int64_t partial_blocks_dropped = 0;
   /// This rank's bytes of each phase of this call.
   SpPanelBytes a_panels, b_panels, c_panels, setup, conform;
   /// rma25d: true when the windows were (re)created by this call.
@@ -79,6 +93,15 @@ SpMultiplyReport multiply(Context& ctx, double alpha, SpOp opa,
                           const BlockSparseMatrix<double>& b, double beta,
                           BlockSparseMatrix<double>& c, const SpMultiplyOptions& options = {},
                           SpMultiplyCache* cache = nullptr);
+
+/// Collective over ctx (one allreduce). The totals eq. 7 needs to choose L (SpVolumeModel):
+/// bytes of op(A) and op(B) as images, and of the product: options.product_bytes_hint when
+/// > 0, else C's current pattern when C has blocks (as in an iteration that reuses C), else the
+/// larger of A and B (a product of two such matrices is at least as full; an underestimate for
+/// products that fill in, which then favours larger L: pass the hint).
+SpVolumeModel volume_model(Context& ctx, const BlockSparseMatrix<double>& a,
+                           const BlockSparseMatrix<double>& b,
+                           const BlockSparseMatrix<double>& c, const SpMultiplyOptions& options);
 
 /// Pure. "cannon" / "rma25d" (InputError otherwise, naming the value).
 SpAlgorithm parse_sp_algorithm(const std::string& s);

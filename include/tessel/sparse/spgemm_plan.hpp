@@ -34,7 +34,8 @@
 /// partial panels it sends. With S_A, S_B the mean image sizes this is V (S_A + S_B) for
 /// Cannon and (V/L)(LR S_A + LC S_B) + (L - 1) S_C for rma25d, i.e. (V/sqrt(L))(S_A + S_B) +
 /// (L - 1) S_C on square grids (eq. 7). Image size in bytes = 8 * values + 32 * blocks (four
-/// int64 of metadata per block: row, column, offset, norm).
+/// int64 of metadata per block: row, column, offset, norm); partial C panel = 8 * values +
+/// 8 * blocks (two int32: row, column) + a 16-byte header.
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -101,11 +102,38 @@ struct SpgemmPlan {
 /// Pure. The valid layer counts of rma25d on a PR x PC grid (always contains 1), increasing.
 std::vector<int> valid_layers(int pr, int pc);
 
-/// Pure. The plan for `alg` on a pr x pc grid. layers: 0 = auto (Cannon: 1; rma25d: the
-/// largest valid L <= 4, with a note), else the L wanted. Throws GridError naming the grid, L
-/// and the valid values when L does not fit (eqs. 4 and 5), when Cannon gets L > 1, or when
-/// pr, pc < 1 or layers < 0.
-SpgemmPlan make_spgemm_plan(SpAlgorithm alg, int pr, int pc, int layers = 0);
+/// What eq. 7 needs to choose L, as totals over the whole matrices (bytes in the wire formats):
+/// op(A) and op(B) (8 per value + 32 per block) and the product op(A) op(B) before the final
+/// filter (8 per value + 8 per block, the C wire format). A partial C panel is at most the
+/// product's panel, so c / (PR PC) is eq. 7's S_C as an upper bound of a partial.
+struct SpVolumeModel {
+  double a = 0, b = 0, c = 0;
+};
+
+/// The predicted mean bytes per rank of one rma25d multiply with L layers: A and B received,
+/// C partials sent (eq. 7 in its exact per-rank form, SpgemmPlan::predict, with every A image
+/// a / (PR V), every B image b / (PC V) and every partial panel c / (PR PC); averaged over ranks).
+struct SpLayerPrediction {
+  int layers = 1;
+  double a = 0, b = 0, c = 0;
+  double total() const { return a + b + c; }
+};
+
+/// Pure. The prediction for every valid L <= max_layers (valid_layers), increasing L.
+std::vector<SpLayerPrediction> predict_layers(int pr, int pc, const SpVolumeModel& m,
+                                              int max_layers = 4);
+
+/// Pure. The L of predict_layers with the smallest predicted total (ties: the smaller L), and
+/// in `note` (if given) the table and the reason.
+int choose_layers(int pr, int pc, const SpVolumeModel& m, int max_layers = 4,
+                  std::string* note = nullptr);
+
+/// Pure. The plan for `alg` on a pr x pc grid. layers: 0 = auto (Cannon: 1; rma25d: with a
+/// model, choose_layers; without one, L = 1 with a note), else the L wanted. Throws GridError
+/// naming the grid, L and the valid values when L does not fit (eqs. 4 and 5), when Cannon gets
+/// L > 1, or when pr, pc < 1 or layers < 0.
+SpgemmPlan make_spgemm_plan(SpAlgorithm alg, int pr, int pc, int layers = 0,
+                            const SpVolumeModel* model = nullptr);
 
 /// Pure. The image of every k block. `a_col` / `b_row`: the process column of every k block in
 /// op(A) and the process row in op(B) on the plan's grid, or null when that operand must be

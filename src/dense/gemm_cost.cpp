@@ -31,18 +31,37 @@ struct Traffic {
   }
 };
 
+// Pieces of a balanced split of n into q: how many are not empty (the first min(n, q)).
+std::int64_t nonempty(std::int64_t n, int q) { return std::min<std::int64_t>(n, q); }
+
 // One round of the plan with k chunk kr on rank (i, j, l): A and B panel receives.
 Traffic round_traffic(const GemmPlan& p, const MachineModel& mm, double bpw, int rank, int i,
                       int j, int l, std::int64_t mi, std::int64_t nj, std::int64_t kr) {
   Traffic t;
   // A panel mi x kr: k in its columns unless A is transposed; split over j by the panel's
   // columns (k for N, the free range I_i for T/C). Piece g comes from rank (i, g, l).
+  // B panel kr x nj: k in its rows unless transposed; split over i by the panel's columns.
+  if (const LinkModel* u = mm.uniform_link(p.p)) {  // closed form: every peer alike
+    auto group = [&](std::int64_t other, std::int64_t split, int q, int me) {
+      // words: other * (split - own piece); messages: non-empty pieces but one's own
+      const std::int64_t own = len(split, q, me);
+      const double w = static_cast<double>(other) * static_cast<double>(split - own);
+      const double msgs = static_cast<double>(nonempty(split, q) - (own > 0 ? 1 : 0));
+      if (w <= 0) return;
+      t.words += w;
+      t.msgs += msgs;
+      t.bw_s += w * bpw / u->bandwidth_bps;
+      t.lat_s += msgs * u->latency_s;
+    };
+    if (p.a_transposed) group(kr, mi, p.pn, j); else group(mi, kr, p.pn, j);
+    if (p.b_transposed) group(nj, kr, p.pm, i); else group(kr, nj, p.pm, i);
+    return t;
+  }
   for (int g = 0; g < p.pn; ++g) {
     if (g == j) continue;
     const std::int64_t w = p.a_transposed ? kr * len(mi, p.pn, g) : mi * len(kr, p.pn, g);
     t.add(mm.link(rank, plan_rank(p, i, g, l)), static_cast<double>(w), bpw);
   }
-  // B panel kr x nj: k in its rows unless transposed; split over i by the panel's columns.
   for (int g = 0; g < p.pm; ++g) {
     if (g == i) continue;
     const std::int64_t w = p.b_transposed ? nj * len(kr, p.pm, g) : kr * len(nj, p.pm, g);
@@ -81,12 +100,19 @@ GemmCost price_gemm_rank(const GemmPlan& p, const MachineModel& mm, bool complex
       max_comm = std::max(max_comm, tr.bw_s + tr.lat_s);
       max_comp = std::max(max_comp, fl / rate);
     }
-    c.overlap_s = -(t - 1) * std::min(max_comm, max_comp);
+    c.overlap_s = -(t - 1) * mm.overlap * std::min(max_comm, max_comp);
     // Reduce-scatter of C over pk: pk - 1 copies of this rank's piece of C[I_i, J_j].
     Traffic red;
     const double piece = static_cast<double>(mi) * len(nj, p.pk, pc.l);
-    for (int g = 0; g < p.pk; ++g)
-      if (g != pc.l) red.add(mm.link(rank, plan_rank(p, pc.i, pc.j, g)), piece, bpw);
+    if (const LinkModel* u = mm.uniform_link(p.p); u != nullptr && piece > 0) {
+      red.words = piece * (p.pk - 1);
+      red.msgs = p.pk - 1;
+      red.bw_s = red.words * bpw / u->bandwidth_bps;
+      red.lat_s = red.msgs * u->latency_s;
+    } else {
+      for (int g = 0; g < p.pk; ++g)
+        if (g != pc.l) red.add(mm.link(rank, plan_rank(p, pc.i, pc.j, g)), piece, bpw);
+    }
     c.reduce_words = red.words;
     c.messages += red.msgs;
     c.reduce_bw_s = red.bw_s;
@@ -123,20 +149,47 @@ GemmCost price_gemm_plan(const GemmPlan& p, const MachineModel& mm, bool complex
   return best;
 }
 
+namespace {
+// Representative indices of a dimension split q ways: a balanced split of n gives pieces of
+// n/q + 1 to the indices below n % q; a rank's costs depend on its index only through such
+// "below the remainder" tests, so the start of every interval between the remainders (and 0)
+// stands for all the indices in it.
+std::vector<int> representatives(int q, const std::vector<std::int64_t>& splits) {
+  std::vector<int> r{0};
+  for (std::int64_t n : splits) {
+    const std::int64_t th = n % q;
+    if (th > 0) r.push_back(static_cast<int>(th));
+  }
+  std::sort(r.begin(), r.end());
+  r.erase(std::unique(r.begin(), r.end()), r.end());
+  return r;
+}
+}  // namespace
+
 GemmCost price_gemm_plan_search(const GemmPlan& p, const MachineModel& mm, bool complex) {
-  const int used = std::min(p.p, p.used());
-  const bool uniform = mm.node_size <= 1 || mm.node_size >= p.p;
-  if (!uniform && p.p <= 256) return price_gemm_plan(p, mm, complex, nullptr);
+  if (!mm.uniform_link(p.p) && p.p <= 256) return price_gemm_plan(p, mm, complex, nullptr);
+  // The two piece sizes of each split the costs depend on.
+  auto both = [](std::int64_t n, int q) {
+    return std::vector<std::int64_t>{n / q, n / q + 1};
+  };
+  std::vector<std::int64_t> mis = both(p.m, p.pm), njs = both(p.n, p.pn), kls = both(p.k, p.pk), krs;
+  for (std::int64_t kl : kls)
+    for (std::int64_t kr : both(kl, std::max(1, p.rounds))) krs.push_back(kr);
+  std::vector<std::int64_t> si{p.m}, sj{p.n}, sl{p.k};
+  for (std::int64_t x : njs) { si.push_back(x); sl.push_back(x); }  // B piece over i, C piece over l
+  for (std::int64_t x : krs) { si.push_back(x); sj.push_back(x); }  // k pieces over i (B^T), j (A)
+  for (std::int64_t x : mis) sj.push_back(x);                         // A^T piece over j
+  const std::vector<int> ri = representatives(p.pm, si), rj = representatives(p.pn, sj),
+                         rl = representatives(p.pk, sl);
   GemmCost best;
   bool any = false;
-  for (int c = 0; c < 8; ++c) {
-    const int i = (c & 1) ? p.pm - 1 : 0, j = (c & 2) ? p.pn - 1 : 0, l = (c & 4) ? p.pk - 1 : 0;
-    const int r = plan_rank(p, i, j, l);
-    if (r >= used) continue;
-    GemmCost x = price_gemm_rank(p, mm, complex, nullptr, r);
-    if (!any || x.total_s() > best.total_s()) best = x;
-    any = true;
-  }
+  for (int l : rl)
+    for (int j : rj)
+      for (int i : ri) {
+        GemmCost x = price_gemm_rank(p, mm, complex, nullptr, plan_rank(p, i, j, l));
+        if (!any || x.total_s() > best.total_s()) best = x;
+        any = true;
+      }
   return best;
 }
 

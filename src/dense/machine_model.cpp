@@ -80,10 +80,14 @@ MachineModel machine_model_from_json(const std::string& text, const std::string&
       double v = number(*it, what, key);
       if (!(v >= 1 && v <= 9e15 && v == std::floor(v))) bad(what, key, it->dump(), "an integer >= 1");
       m.p2p_segment_bytes = static_cast<std::int64_t>(v);
+    } else if (key == "overlap") {
+      double v = number(*it, what, key);
+      if (!(v >= 0 && v <= 1)) bad(what, key, it->dump(), "a fraction in [0, 1]");
+      m.overlap = v;
     } else if (key != "comment" && key != "tessel_version" && key != "measured") {
       bad(what, key, it->dump(),
           "no such key (dgemm_gflops, zgemm_gflops, intra_node, inter_node, node_size, "
-          "p2p_segment_bytes; informational: comment, tessel_version, measured)");
+          "p2p_segment_bytes, overlap; informational: comment, tessel_version, measured)");
     }
   }
   return m;
@@ -119,6 +123,7 @@ std::string machine_model_to_json(const MachineModel& m) {
   j["inter_node"] = {{"latency_us", m.inter.latency_s * 1e6}, {"bandwidth_gbs", m.inter.bandwidth_bps * 1e-9}};
   j["node_size"] = m.node_size;
   j["p2p_segment_bytes"] = m.p2p_segment_bytes;
+  j["overlap"] = m.overlap;
   return j.dump(2);
 }
 

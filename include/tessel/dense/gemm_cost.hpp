@@ -8,8 +8,9 @@
 ///            panel from its pm - 1 peers (one message per peer whose piece is not empty) and
 ///            runs a local GEMM of 2 mi nj kr flops (8 for complex) at the machine's rate.
 ///            Double buffering overlaps round t+1's transfer with round t's GEMM, so the rounds
-///            cost  c + g + (t - 1) max(c, g)  with c, g one round's transfer and GEMM times
-///            (reported as transfer + latency + compute + overlap, overlap <= 0).
+///            cost  t (c + g) - (t - 1) h min(c, g)  with c, g one round's transfer and GEMM
+///            times and h = machine.overlap (h = 1: c + g + (t - 1) max(c, g)); reported as
+///            transfer + latency + compute + overlap, overlap <= 0.
 ///   reduce:  pk - 1 messages of mi x |piece of J_j| words (reduce-scatter over pk).
 ///   redistribution (only with CallerLayouts): A and B from the caller's layouts into the plan
 ///            layouts and C back, one message per peer that shares data (layout::redist_recv_from),
@@ -62,9 +63,10 @@ GemmCost price_gemm_rank(const GemmPlan& plan, const MachineModel& machine, bool
 GemmCost price_gemm_plan(const GemmPlan& plan, const MachineModel& machine, bool complex,
                          const CallerLayouts* caller = nullptr);
 /// As price_gemm_plan without caller layouts, for the planner's search: when every link is
-/// alike (node_size 0, 1 or >= p) or p > 256, only the 8 corner ranks (i, j, l each first or
-/// last) are priced (piece sizes differ by at most one element between ranks, and they are
-/// largest or smallest at the corners); otherwise every used rank.
+/// alike (node_size 0, 1 or >= p) or p > 256, only representative ranks are priced: a rank's
+/// costs depend on its grid index only through "is this piece of a balanced split one of the
+/// larger ones" tests, so one index per interval between the splits' remainders stands for
+/// all (exact when links are alike); otherwise every used rank.
 GemmCost price_gemm_plan_search(const GemmPlan& plan, const MachineModel& machine, bool complex);
 
 }  // namespace tessel::dense

@@ -14,7 +14,8 @@
 ///       "intra_node": {"latency_us": 1.0, "bandwidth_gbs": 10.0},
 ///       "inter_node": {"latency_us": 5.0, "bandwidth_gbs": 10.0},
 ///       "node_size": 0,                // ranks per node (consecutive ranks); 0 = unknown
-///       "p2p_segment_bytes": 1048576   // segment of pipelined p2p chains
+///       "p2p_segment_bytes": 1048576,  // segment of pipelined p2p chains
+///       "overlap": 0.5                 // fraction of a round's transfer hidden behind GEMM
 ///     }
 ///
 /// Bandwidths are in GB/s (1e9 bytes per second) of payload received by one rank.
@@ -44,6 +45,18 @@ struct MachineModel {
   int node_size = 0;
   /// Segment size in bytes of pipelined point-to-point chains (SymmSquareCube P2P).
   std::int64_t p2p_segment_bytes = 1 << 20;
+  /// Fraction in [0, 1] of min(transfer, GEMM) of a round that double buffering hides behind
+  /// the other (0: none, 1: perfect). Not measured by `tessel calibrate`; 0.5 by default
+  /// because MPI progresses a transfer during a GEMM only in part without a progress thread.
+  double overlap = 0.5;
+
+  /// The one link every pair of ranks of a p-rank run uses (node size unknown, 1 or >= p),
+  /// else nullptr.
+  const LinkModel* uniform_link(int p) const {
+    if (node_size >= p) return &intra;
+    if (node_size <= 1) return &inter;
+    return nullptr;
+  }
 
   /// The link between ranks r and s (r != s).
   const LinkModel& link(int r, int s) const {

@@ -30,7 +30,7 @@ struct GemmArgs {
   std::string layout = "block-cyclic", entry = "library";
   double alpha = 1.0, beta = 0.0, memory_mib = 0, delta = 0.15;
   int rounds = 0, repeat = 3, nb = 128;
-  std::string grid, a, b, c, out, json, trace;
+  std::string grid, a, b, c, out, json, trace, machine;
   bool verify = false, explain = false;
   std::uint64_t seed = 42;
 };
@@ -104,6 +104,7 @@ int run_gemm_typed(const GemmArgs& g) {
   TESSEL_CHECK(std::isfinite(g.beta), InputError, "--beta ", g.beta, ": expected a finite number");
   opt.delta = g.delta;
   opt.rounds = g.rounds;
+  opt.machine = dense::resolve_machine_model(g.machine);  // --machine > TESSEL_MACHINE > defaults
   opt.check_finite = g.verify;
   TESSEL_CHECK(g.repeat >= 1, InputError, "--repeat ", g.repeat, ": expected >= 1");
   TESSEL_CHECK(g.nb >= 1, LayoutMismatch, "--nb ", g.nb, ": block size must be >= 1");
@@ -151,9 +152,14 @@ int run_gemm_typed(const GemmArgs& g) {
                "': expected library or pdgemm");
   TESSEL_CHECK(!(g.entry == "pdgemm" && g.layout == "plan"), InputError,
                "--entry pdgemm takes ScaLAPACK descriptors: it needs --layout block-cyclic");
+  const bool in_plan = g.layout == "plan";
+  // Priced with the redistribution from and to the block-cyclic layouts the inputs start in
+  // (multiply() plans the same way from the matrices' layouts).
+  const dense::CallerLayouts caller{opa != Op::N, opb != Op::N, bc(ar, ac), bc(br, bcn), bc(m, n)};
   const dense::GemmPlan plan = [&] {
     try {
-      return dense::plan_multiply(m, n, k, p, opt);
+      return dense::plan_multiply(m, n, k, p, opt, in_plan ? nullptr : &caller,
+                                  !std::is_same_v<T, double>);
     } catch (const GridError& e) {  // same on every rank: the plan is a pure function
       if (g.memory_mib <= 0) throw;
       throw GridError(detail::concat("--memory ", g.memory_mib, " (MiB per rank): ", e.what()));
@@ -161,7 +167,6 @@ int run_gemm_typed(const GemmArgs& g) {
   }();
   // Generated inputs are made directly in the layout they start in (values do not depend on it).
   const auto L = dense::make_plan_layouts(plan, opa != Op::N, opb != Op::N, p);
-  const bool in_plan = g.layout == "plan";
   if (!A) { A.emplace(ctx, in_plan ? L.a : bc(ar, ac)); fill_random(*A, g.seed, 1); }
   if (!B) { B.emplace(ctx, in_plan ? L.b : bc(br, bcn)); fill_random(*B, g.seed, 2); }
   if (!C) { C.emplace(ctx, in_plan ? L.c : bc(m, n)); if (g.beta != 0.0) fill_random(*C, g.seed, 3); }
@@ -250,7 +255,9 @@ int run_gemm_typed(const GemmArgs& g) {
     return ctx.comm().allreduce_value(static_cast<double>(t.recv_bytes()) / g.repeat, MPI_MAX);
   }();
   const double elem = sizeof(T);
-  const double bound_bytes = plan.bound_words() * elem;
+  const double bound_bytes = plan.recv_bound_words() * elem;
+  const double total_recv_max = ctx.comm().allreduce_value(
+      static_cast<double>(ctx.ledger().total("gemm").recv_bytes()) / g.repeat, MPI_MAX);
 
   // Verification: Freivalds' check on rank 0 against serial arithmetic on the gathered data.
   std::string verdict = "not verified (use --verify)";
@@ -300,9 +307,12 @@ int run_gemm_typed(const GemmArgs& g) {
               << fmt::format("time: median {:.4f} s over {} runs (min {:.4f} s), {:.2f} GFLOP/s\n", med,
                              g.repeat, *std::min_element(times.begin(), times.end()), flops / med * 1e-9)
               << "bytes moved per rank, per multiply (received):\n" << ledger_table(stats)
-              << fmt::format("multiply phases (rounds + reduce, or SUMMA; redistribution excluded): {} per rank (max); Theorem 2 bound {} -> ratio {:.3f}\n",
-                             human_bytes(plan_recv_max), human_bytes(bound_bytes),
-                             bound_bytes > 0 ? plan_recv_max / bound_bytes : 0.0)
+              << fmt::format("received per rank (max): multiply phases (rounds + reduce, or SUMMA) {}, "
+                             "with the redistribution {}; lower bound on what the busiest rank must receive "
+                             "{} -> ratios {:.3f} and {:.3f}\n",
+                             human_bytes(plan_recv_max), human_bytes(total_recv_max), human_bytes(bound_bytes),
+                             bound_bytes > 0 ? plan_recv_max / bound_bytes : 0.0,
+                             bound_bytes > 0 ? total_recv_max / bound_bytes : 0.0)
               << "verify: " << verdict << "\n";
   }
   const bool failed = g.verify && verdict.rfind("PASSED", 0) != 0;
@@ -320,7 +330,15 @@ int run_gemm_typed(const GemmArgs& g) {
     j["plan"] = {{"grid", {plan.pm, plan.pn, plan.pk}}, {"used", plan.used()}, {"rounds", plan.rounds},
                  {"recv_words", plan.recv_words()}, {"memory_words_needed", plan.memory_words_needed()},
                  {"text", plan.to_string()}};
-    j["bound_words"] = plan.bound_words();
+    j["bound_words"] = plan.bound_words();  // Theorem 2's words (inputs a rank holds included)
+    j["recv_bound_words"] = plan.recv_bound_words();
+    j["machine"] = nlohmann::json::parse(dense::machine_model_to_json(opt.machine));
+    j["machine"]["source"] = opt.machine.source;
+    j["predicted_time_s"] = {{"total", plan.cost.total_s()}, {"compute", plan.cost.compute_s},
+                             {"rounds_transfer", plan.cost.rounds_bw_s}, {"rounds_latency", plan.cost.rounds_lat_s},
+                             {"overlap", plan.cost.overlap_s}, {"reduce_transfer", plan.cost.reduce_bw_s},
+                             {"reduce_latency", plan.cost.reduce_lat_s}, {"redistribution_transfer", plan.cost.redist_bw_s},
+                             {"redistribution_latency", plan.cost.redist_lat_s}};
     j["times_s"] = times;
     j["median_s"] = med;
     j["gflops"] = flops / med * 1e-9;
@@ -349,7 +367,10 @@ std::function<int()> add_gemm(CLI::App& app) {
   s->add_option("--beta", g->beta, "beta (0: C is not read)")->capture_default_str();
   s->add_option("--algorithm", g->algorithm, "auto | optimal | summa2d")->capture_default_str();
   s->add_option("--memory", g->memory_mib, "Memory budget per rank in MiB for the plan (0 = unlimited)")->capture_default_str();
-  s->add_option("--delta", g->delta, "Fraction of ranks that may idle to lower the volume")->capture_default_str();
+  s->add_option("--delta", g->delta, "Most ranks that may idle (fraction), when that lowers the predicted time")->capture_default_str();
+  s->add_option("--machine", g->machine,
+                "Machine file (JSON, see `tessel calibrate`) that prices the plans; default: "
+                "$TESSEL_MACHINE, else built-in defaults");
   s->add_option("--rounds", g->rounds, "Sequential rounds over k (0 = automatic)")->capture_default_str();
   s->add_option("--nb", g->nb, "Block size of the block-cyclic input/output layout")->capture_default_str();
   s->add_option("--grid", g->grid, "Process grid PRxPC of the input/output layout (default: most square)");

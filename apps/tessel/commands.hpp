@@ -20,6 +20,8 @@ std::function<int()> add_spgemm(CLI::App& app);
 std::function<int()> add_density(CLI::App& app);
 /// Registers `generate` (water: H and S of a periodic water box, sparse/generate.hpp).
 std::function<int()> add_generate(CLI::App& app);
+/// Registers `calibrate` (measures the machine, writes the planner's machine file).
+std::function<int()> add_calibrate(CLI::App& app);
 /// Registers `info`.
 std::function<int()> add_info(CLI::App& app);
 

@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
     auto run_spgemm = tessel::app::add_spgemm(app);
     auto run_density = tessel::app::add_density(app);
     auto run_generate = tessel::app::add_generate(app);
+    auto run_calibrate = tessel::app::add_calibrate(app);
     auto run_info = tessel::app::add_info(app);
     try {
       app.parse(argc, argv);
@@ -36,6 +37,7 @@ int main(int argc, char** argv) {
       else if (app.got_subcommand("spgemm")) rc = run_spgemm();
       else if (app.got_subcommand("density")) rc = run_density();
       else if (app.got_subcommand("generate")) rc = run_generate();
+      else if (app.got_subcommand("calibrate")) rc = run_calibrate();
       else if (app.got_subcommand("info")) rc = run_info();
     } catch (const CLI::ParseError& e) {
       // Every rank parses the same arguments; only rank 0 speaks.

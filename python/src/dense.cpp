@@ -321,6 +321,8 @@ py::dict plan_dict(const dense::GemmPlan& p) {
   d["recv_words"] = w;
   d["bound_words"] = p.bound_words();
   d["bound_words_eq4"] = p.bound_words_eq4();
+  d["recv_bound_words"] = p.recv_bound_words();  // what the busiest rank must receive
+  d["predicted_time_s"] = p.cost.total_s();      // on the plan's machine model
   d["text"] = p.to_string();
   return d;
 }

@@ -60,6 +60,10 @@ GemmPlan base_plan(const GemmPlanRequest& req) {
   g.p = req.p;
   g.delta = req.delta;
   g.memory_words = req.memory_words;
+  g.complex = req.complex;
+  g.a_transposed = req.a_transposed;
+  g.b_transposed = req.b_transposed;
+  g.machine = req.machine;
   return g;
 }
 
@@ -225,6 +229,56 @@ double GemmPlan::bound_words_eq4() const {
   return a > 0 ? 2.0 * x / a + a * a : 0.0;
 }
 
+double recv_lower_bound_words(std::int64_t m, std::int64_t n, std::int64_t k, int p,
+                              double v) {
+  const double M = static_cast<double>(m), N = static_cast<double>(n), K = static_cast<double>(k);
+  if (!(v > 0) || p < 1) return 0.0;
+  const double lo[3] = {v / N, v / M, v / K}, hi[3] = {M * K, N * K, M * N};
+  const double need = v * v;  // |A||B||C| >= V^2
+  // f(V): each variable at its lower bound, its upper bound, or free; free ones are equal
+  // (KKT of min sum x_i s.t. prod x_i >= V^2 in a box). 27 cases.
+  double f = std::numeric_limits<double>::infinity();
+  for (int code = 0; code < 27; ++code) {
+    int st[3] = {code % 3, (code / 3) % 3, code / 9};  // 0 lower, 1 upper, 2 free
+    double fixed_prod = 1, fixed_sum = 0;
+    int nfree = 0;
+    for (int x = 0; x < 3; ++x) {
+      if (st[x] == 2) { ++nfree; continue; }
+      const double val = st[x] == 0 ? lo[x] : hi[x];
+      fixed_prod *= val;
+      fixed_sum += val;
+    }
+    if (nfree == 0) {
+      if (fixed_prod >= need * (1 - 1e-12)) f = std::min(f, fixed_sum);
+      continue;
+    }
+    const double t = std::pow(need / fixed_prod, 1.0 / nfree);
+    bool ok = true;
+    for (int x = 0; x < 3; ++x)
+      if (st[x] == 2 && (t < lo[x] * (1 - 1e-12) || t > hi[x] * (1 + 1e-12))) ok = false;
+    if (ok) f = std::min(f, fixed_sum + nfree * t);
+  }
+  if (!std::isfinite(f)) return 0.0;
+  const double total = M * N * K * f / v - (M * K + K * N + M * N);
+  return std::max(0.0, total / p);
+}
+
+double GemmPlan::recv_bound_words() const {
+  return recv_lower_bound_words(m, n, k, p, compute_volume(*this));
+}
+
+namespace {
+std::string ms(double s) { return fmt::format("{:.3f} ms", s * 1e3); }
+
+std::string cost_parts(const GemmCost& c) {
+  return fmt::format(
+      "compute {}, rounds transfer {} + latency {}, overlap {}, reduce {} + {}, "
+      "redistribution {} + {}",
+      ms(c.compute_s), ms(c.rounds_bw_s), ms(c.rounds_lat_s), ms(c.overlap_s),
+      ms(c.reduce_bw_s), ms(c.reduce_lat_s), ms(c.redist_bw_s), ms(c.redist_lat_s));
+}
+}  // namespace
+
 std::string GemmPlan::to_string() const {
   std::string s;
   auto line = [&s](const std::string& l) { s += l + "\n"; };
@@ -245,17 +299,19 @@ std::string GemmPlan::to_string() const {
                    "({:.4g} MiB)",
                    words_str(recv_words_a()), words_str(recv_words_b()),
                    words_str(recv_words_c()), words_str(total), mib(total)));
-  double bound = bound_words();
+  double bound = recv_bound_words();
   std::string ratio = bound > 0 ? fmt::format("{:.3f}", total / bound) : std::string("n/a");
-  line(fmt::format("  Theorem 2 lower bound (p = {}, S = {}): {} words; predicted / bound = {}",
-                   p, unlimited(memory_words) ? std::string("unlimited")
-                                              : fmt::format("{}", memory_words),
-                   words_str(bound), ratio));
-  double eq4 = bound_words_eq4();
-  if (eq4 > bound * (1 + 1e-9))
-    line(fmt::format("  with the memory budget (eq. 4, a = sqrt(S)): {} words; predicted / that = "
-                     "{:.3f}",
-                     words_str(eq4), total / eq4));
+  line(fmt::format("  lower bound on words the busiest rank must receive (any schedule with at "
+                   "most {:.4g} multiply-adds per rank, from layouts that hold each element "
+                   "once): {} words; predicted / bound = {}",
+                   compute_volume(*this), words_str(bound), ratio));
+  line(fmt::format("  {}", describe(machine)));
+  line(fmt::format("  predicted time of the busiest rank (rank {}): {} = {}", cost.rank,
+                   ms(cost.total_s()), cost_parts(cost)));
+  for (const auto& r : runners_up)
+    line(fmt::format("    runner-up {} x {} x {}, {} rounds: {} ({} words) = {}", r.pm, r.pn,
+                     r.pk, r.rounds, ms(r.cost.total_s()), words_str(r.cost.words()),
+                     cost_parts(r.cost)));
   GemmMemory mem = memory();
   line(fmt::format("  memory per rank: {} words ({:.4g} MiB) needed, budget {}",
                    words_str(mem.total()), mib(mem.total()), budget_str(memory_words)));
@@ -302,7 +358,63 @@ struct RoundsFit {
 };
 }  // namespace
 
-GemmPlan make_gemm_plan(const GemmPlanRequest& req) {
+namespace {
+
+bool same_time(double a, double b) {
+  return std::abs(a - b) <= 1e-9 * std::max({std::abs(a), std::abs(b), 1e-300});
+}
+
+/// a strictly better than b by predicted time, then by better().
+bool faster(const GemmPlan& a, const GemmPlan& b) {
+  const double ta = a.cost.total_s(), tb = b.cost.total_s();
+  if (!same_time(ta, tb)) return ta < tb;
+  return better(a, b);
+}
+
+/// Prices g (without redistribution) at its rounds; then, unless rounds are forced, t_min and
+/// t_min * 2^i (<= dk, <= 256), keeping the fastest (the default rounds on ties).
+void price_rounds(GemmPlan& g, const GemmPlanRequest& req) {
+  g.cost = price_gemm_plan_search(g, req.machine, req.complex);
+  if (req.rounds > 0) return;
+  auto tmin = min_rounds(g);
+  if (!tmin) return;
+  // The other rounds are compared on the busiest rank of the default rounds (the rounds change
+  // a rank's time, hardly which rank is busiest); the winner is priced in full.
+  const int busiest = g.cost.rank;
+  double best_t = g.cost.total_s();
+  int best_rounds = g.rounds;
+  const std::int64_t dk = std::max<std::int64_t>(1, g.dom_k());
+  for (std::int64_t t = *tmin; t <= dk && t <= std::max(256, *tmin); t *= 2) {
+    if (t == g.rounds) continue;
+    GemmPlan h = g;
+    h.rounds = static_cast<int>(t);
+    const double ht = price_gemm_rank(h, req.machine, req.complex, nullptr, busiest).total_s();
+    if (!same_time(ht, best_t) && ht < best_t) {
+      best_t = ht;
+      best_rounds = h.rounds;
+    }
+  }
+  if (best_rounds != g.rounds) {  // keep it only if the full pricing agrees
+    GemmPlan h = g;
+    h.rounds = best_rounds;
+    h.cost = price_gemm_plan_search(h, req.machine, req.complex);
+    if (!same_time(h.cost.total_s(), g.cost.total_s()) && h.cost.total_s() < g.cost.total_s()) g = h;
+  }
+}
+
+PlanCandidate candidate_of(const GemmPlan& g) {
+  PlanCandidate c;
+  c.pm = g.pm;
+  c.pn = g.pn;
+  c.pk = g.pk;
+  c.rounds = g.rounds;
+  c.cost = g.cost;
+  return c;
+}
+
+}  // namespace
+
+GemmPlan make_gemm_plan(const GemmPlanRequest& req, const CallerLayouts* caller) {
   validate(req);
   GemmPlan best = base_plan(req);
   if (req.m == 0 || req.n == 0 || req.k == 0) return best;  // trivial 1x1x1, 1 round
@@ -317,7 +429,7 @@ GemmPlan make_gemm_plan(const GemmPlanRequest& req) {
     qlo = std::max(1, qhi - max_idle);
   }
 
-  bool found = false;
+  std::vector<GemmPlan> cands;
   RoundsFit fit{req};
   for (int q = qhi; q >= qlo; --q) {
     for_each_grid(q, req.m, req.n, req.k, [&](int pm, int pn, int pk) {
@@ -326,14 +438,32 @@ GemmPlan make_gemm_plan(const GemmPlanRequest& req) {
       g.pn = pn;
       g.pk = pk;
       if (!fit.rounds(g, std::clamp<std::int64_t>(g.dom_k() / 512, 1, 8))) return;
-      if (!found || better(g, best)) {
-        best = g;
-        found = true;
-      }
+      price_rounds(g, req);
+      cands.push_back(std::move(g));
     });
   }
-  if (!found) fit.throw_no_plan();
+  if (cands.empty()) fit.throw_no_plan();
+  std::stable_sort(cands.begin(), cands.end(), faster);
+  if (caller != nullptr) {  // the best few again, with the redistribution from the caller's layouts
+    cands.resize(std::min<std::size_t>(cands.size(), 8));
+    for (auto& g : cands) g.cost = price_gemm_plan(g, req.machine, req.complex, caller);
+    std::stable_sort(cands.begin(), cands.end(), faster);
+  }
+  best = cands.front();
+  for (std::size_t x = 1; x < cands.size() && best.runners_up.size() < 4; ++x)
+    best.runners_up.push_back(candidate_of(cands[x]));
+  if (caller == nullptr)  // exact over every rank for the chosen plan
+    best.cost = price_gemm_plan(best, req.machine, req.complex, nullptr);
   return best;
+}
+
+MachineModel words_only_machine() {
+  MachineModel m;
+  m.dgemm_flops = m.zgemm_flops = std::numeric_limits<double>::infinity();
+  m.intra = LinkModel{0.0, 1.0};
+  m.inter = LinkModel{0.0, 1.0};
+  m.source = "words only (free flops and latency, 1 byte/s links)";
+  return m;
 }
 
 GemmPlan make_summa_plan(const GemmPlanRequest& req) {
@@ -362,6 +492,7 @@ GemmPlan make_summa_plan(const GemmPlanRequest& req) {
     }
   }
   if (!found) fit.throw_no_plan();
+  best.cost = price_gemm_plan(best, req.machine, req.complex, nullptr);
   return best;
 }
 

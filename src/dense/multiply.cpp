@@ -42,7 +42,7 @@ std::string to_string(Algorithm a) {
 }
 
 GemmPlan plan_multiply(std::int64_t m, std::int64_t n, std::int64_t k, int p,
-                       const MultiplyOptions& opt) {
+                       const MultiplyOptions& opt, const CallerLayouts* caller, bool complex) {
   GemmPlanRequest req;
   req.m = m;
   req.n = n;
@@ -51,7 +51,13 @@ GemmPlan plan_multiply(std::int64_t m, std::int64_t n, std::int64_t k, int p,
   req.memory_words = opt.memory_words;
   req.delta = opt.delta;
   req.rounds = opt.rounds;
-  return opt.algorithm == Algorithm::Summa2D ? make_summa_plan(req) : make_gemm_plan(req);
+  req.machine = opt.machine;
+  req.complex = complex;
+  if (caller != nullptr) {
+    req.a_transposed = caller->a_transposed;
+    req.b_transposed = caller->b_transposed;
+  }
+  return opt.algorithm == Algorithm::Summa2D ? make_summa_plan(req) : make_gemm_plan(req, caller);
 }
 
 PredictedWords predict_words(int p, const GemmPlan& plan, Op opa, Op opb, const layout::Layout& a,
@@ -126,7 +132,8 @@ MultiplyReport multiply(Context& ctx, T alpha, Op opa, const DistMatrix<T>& A, O
   for (const auto* x : {&A.layout(), &B.layout(), &C.layout()})
     TESSEL_CHECK(x->comm_size() == ctx.size(), LayoutMismatch, "multiply: a layout is for ",
                  x->comm_size(), " ranks, the context has ", ctx.size());
-  rep.plan = plan_multiply(m, n, ak, ctx.size(), opt);
+  const CallerLayouts caller{opa != Op::N, opb != Op::N, A.layout(), B.layout(), C.layout()};
+  rep.plan = plan_multiply(m, n, ak, ctx.size(), opt, &caller, !std::is_same_v<T, double>);
   const bool native = detail::summa_native_applies(opa, opb, A.layout(), B.layout(), C.layout());
   rep.algorithm = opt.algorithm == Algorithm::Auto ? Algorithm::Optimal : opt.algorithm;
   if (opt.algorithm == Algorithm::Summa2D && native) {

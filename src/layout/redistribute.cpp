@@ -62,6 +62,19 @@ RedistVolume redist_volume(const Layout& src, const Layout& dst, int rank) {
   return v;
 }
 
+std::vector<std::int64_t> redist_recv_from(const Layout& src, const Layout& dst, int rank) {
+  std::vector<std::int64_t> from(static_cast<std::size_t>(src.comm_size()), 0);
+  auto g = dst.groups_of(rank);
+  if (!g) return from;
+  auto rows = merge(src.row_partition(), dst.row_partition());
+  auto cols = merge(src.col_partition(), dst.col_partition());
+  for_each_block(pick(rows, 1, g->first), pick(cols, 1, g->second), [&](const Segment& r, const Segment& c) {
+    int s = src.owner(r.a_group, c.a_group);
+    if (s >= 0 && s != rank) from[static_cast<std::size_t>(s)] += r.len * c.len;
+  });
+  return from;
+}
+
 int redist_node_size(const comm::Comm& c, const RedistOptions& opt) {
   return opt.node_size != 0 ? opt.node_size : c.node_size();
 }

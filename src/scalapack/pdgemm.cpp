@@ -5,7 +5,11 @@
 
 #include <dlfcn.h>
 
+#include <cstdio>
+
 #include "tessel/scalapack/pgemm.hpp"
+
+extern "C" void Cblacs_abort(int ctxt, int errorno);
 
 namespace tessel::scalapack {
 namespace {
@@ -38,7 +42,16 @@ int entry(const char* rout, const char* sym, ErrorMode mode, const char* transa,
       return 0;
     }
   }
-  return pgemm<T>(rout, x, alpha, a, b, beta, c, mode);
+  // The planner's machine model: the file named by TESSEL_MACHINE, else the defaults.
+  dense::MultiplyOptions opt;
+  try {
+    opt.machine = dense::resolve_machine_model();
+  } catch (const tessel::Error& e) {
+    std::fprintf(stderr, "%s (tessel): %s\n", rout, e.what());
+    if (mode == ErrorMode::Pblas) Cblacs_abort(desca[1], 1);
+    return 1;
+  }
+  return pgemm<T>(rout, x, alpha, a, b, beta, c, mode, opt);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "tessel/dense/gemm_cost.hpp"
 #include "tessel/dense/multiply.hpp"
 #include "tessel/dense/plan_layouts.hpp"
 #include "test_util.hpp"
@@ -107,6 +108,7 @@ TEST(Multiply, PlanLayoutVolumeMatchesFormula) {
     MultiplyOptions opt;
     opt.rounds = 3;
     opt.algorithm = Algorithm::Optimal;
+    opt.machine = words_only_machine();  // the words-minimising plan (checked against Theorem 2 below)
     auto rep = multiply(ctx, 1.0, Op::N, A, Op::N, B, 0.0, C, opt);
     const auto& pl = rep.plan;
     const std::int64_t got = ctx.ledger().total("gemm/rounds").p2p_recv_bytes +
@@ -128,6 +130,8 @@ TEST(Multiply, PlanLayoutVolumeMatchesFormula) {
     // the most loaded rank moves no more than the Theorem 2 bound (unlimited memory)
     const double maxb = ctx.comm().allreduce_value(static_cast<double>(got), MPI_MAX);
     EXPECT_LE(maxb, 1.05 * pl.bound_words() * 8);
+    // and never below what the busiest rank must receive
+    EXPECT_GE(maxb, pl.recv_bound_words() * 8 * (1 - 1e-12));
   }
 }
 
@@ -291,4 +295,57 @@ TEST(MultiplyErrors, LayoutOfAnotherCommunicator) {
   DistMatrix<double> B(ctx, good), C(ctx, good);
   auto A = DistMatrix<double>::view(l, ctx.rank(), nullptr, 4);
   EXPECT_THROW(multiply(ctx, 1.0, Op::N, A, Op::N, B, 0.0, C), LayoutMismatch);
+}
+
+TEST(Multiply, CostModelWordsEqualLedger) {
+  // The cost model's per-rank words and messages (gemm_cost.hpp: rounds + reduce, and the
+  // redistribution from and to the caller's block-cyclic layouts) equal what the ledger
+  // recorded on every rank, for double and complex, N and T, and several rounds.
+  Context ctx(MPI_COMM_WORLD);
+  const int p = ctx.size();
+  const auto [pr, pc] = [&] {
+    int a = 1;
+    for (int d = 1; d * d <= p; ++d)
+      if (p % d == 0) a = d;
+    return std::pair<int, int>(a, p / a);
+  }();
+  for (Case cs : {Case{64, 64, 64}, Case{24, 24, 600}, Case{200, 8, 8}, Case{37, 41, 43}})
+    for (Op oa : {Op::N, Op::T})
+      for (int rounds : {0, 3}) {
+        const bool at = oa != Op::N;
+        auto la = layout::Layout::block_cyclic(at ? cs.k : cs.m, at ? cs.m : cs.k, 8, 8, pr, pc, 0, 0, p);
+        auto lb = layout::Layout::block_cyclic(cs.k, cs.n, 8, 8, pr, pc, 0, 0, p);
+        auto lc = layout::Layout::block_cyclic(cs.m, cs.n, 8, 8, pr, pc, 0, 0, p);
+        MultiplyOptions opt;
+        opt.rounds = rounds;
+        opt.algorithm = Algorithm::Optimal;
+        const CallerLayouts cl{at, false, la, lb, lc};
+        for (int cplx = 0; cplx < 2; ++cplx) {
+          ctx.ledger().reset();
+          MultiplyReport rep;
+          if (cplx) {
+            using Z = std::complex<double>;
+            DistMatrix<Z> A(ctx, la), B(ctx, lb), C(ctx, lc);
+            rep = multiply(ctx, Z(1), oa, A, Op::N, B, Z(0), C, opt);
+          } else {
+            DistMatrix<double> A(ctx, la), B(ctx, lb), C(ctx, lc);
+            rep = multiply(ctx, 1.0, oa, A, Op::N, B, 0.0, C, opt);
+          }
+          const GemmCost want = price_gemm_rank(rep.plan, rep.plan.machine, cplx == 1, &cl, ctx.rank());
+          const double bpw = cplx ? 16 : 8;
+          auto plan_phase = ctx.ledger().total("gemm/rounds");
+          plan_phase += ctx.ledger().total("gemm/reduce");
+          const auto redist = ctx.ledger().total("gemm/redistribute");
+          const std::string what = std::to_string(cs.m) + "x" + std::to_string(cs.n) + "x" + std::to_string(cs.k) +
+                                   " op " + to_string(oa) + " rounds " + std::to_string(rounds) +
+                                   (cplx ? " complex" : " double") + "\n" + rep.plan.to_string();
+          EXPECT_EQ(plan_phase.p2p_recv_bytes, want.plan_words() * bpw) << what;
+          EXPECT_EQ(redist.p2p_recv_bytes, want.redist_words * bpw) << what;
+          EXPECT_EQ(plan_phase.p2p_recv_msgs + redist.p2p_recv_msgs, want.messages) << what;
+          // and the busiest rank's words never fall below the receive lower bound
+          const double worst = ctx.comm().allreduce_value(
+              static_cast<double>(plan_phase.p2p_recv_bytes + redist.p2p_recv_bytes) / bpw, MPI_MAX);
+          EXPECT_GE(worst, rep.plan.recv_bound_words() * (1 - 1e-12)) << what;
+        }
+      }
 }

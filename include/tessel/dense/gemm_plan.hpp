@@ -16,6 +16,10 @@
 /// ranks by using the largest piece sizes: dm = ceil(m/pm), dn = ceil(n/pn), dk = ceil(k/pk).
 #include <cstdint>
 #include <string>
+#include <vector>
+
+#include "tessel/dense/gemm_cost.hpp"
+#include "tessel/dense/machine_model.hpp"
 
 namespace tessel::dense {
 
@@ -24,12 +28,22 @@ struct GemmPlanRequest {
   std::int64_t m = 0, n = 0, k = 0;  ///< C is m x n, A is m x k, B is k x n
   int p = 1;                         ///< ranks available
   double memory_words = 0;           ///< per-rank budget S in words (elements); <= 0: unlimited
-  /// Fraction of ranks allowed to idle if that lowers the volume: at most floor(delta * p)
-  /// ranks idle. The COSMA paper used 3% on thousands of cores; at tens of ranks 3% is not one
-  /// rank, so the default 0.15 lets a prime count such as 7 or 13 drop one rank for a grid
-  /// that factors (compute per rank grows by at most 1/(1 - delta)).
+  /// Ceiling on the fraction of ranks that may idle: at most floor(delta * p) ranks idle, and
+  /// only when the predicted time (cost model, gemm_cost.hpp) falls. The COSMA paper used 3%
+  /// on thousands of cores; at tens of ranks 3% is not one rank, so the default 0.15 lets a
+  /// prime count such as 7 or 13 consider dropping one rank for a grid that factors.
   double delta = 0.15;
   int rounds = 0;                    ///< 0 = automatic; else forced number of rounds over k
+  MachineModel machine;              ///< prices the candidates (defaults: machine_model.hpp)
+  bool complex = false;              ///< elements are complex<double> (16 bytes, 8 flops/madd)
+  bool a_transposed = false;         ///< stored A is k x m (op(A) = T or C)
+  bool b_transposed = false;         ///< stored B is n x k
+};
+
+/// A candidate the planner priced: grid, rounds and the busiest rank's predicted cost.
+struct PlanCandidate {
+  int pm = 1, pn = 1, pk = 1, rounds = 1;
+  GemmCost cost;
 };
 
 /// Per-rank memory of the executor in words, term by term (see GemmPlan::memory()).
@@ -54,6 +68,11 @@ struct GemmPlan {
   int rounds = 1;              ///< sequential steps over the local k range (>= 1)
   double delta = 0.15;         ///< as requested
   double memory_words = 0;     ///< budget as requested (<= 0: unlimited)
+  bool complex = false, a_transposed = false, b_transposed = false;  ///< as requested
+  MachineModel machine;        ///< the model the plan was priced on
+  GemmCost cost;               ///< predicted cost of the busiest rank (with redistribution
+                               ///< when the caller's layouts were given)
+  std::vector<PlanCandidate> runners_up;  ///< the next best candidates, best first (<= 4)
 
   int used() const { return pm * pn * pk; }
   int idle() const { return p - used(); }
@@ -88,6 +107,10 @@ struct GemmPlan {
   /// X = mnk/p and a = min{sqrt S, X^(1/3)} (unlimited memory: a = X^(1/3), equal to
   /// bound_words()). Never below bound_words(); larger when S < X^(2/3).
   double bound_words_eq4() const;
+  /// The lower bound on the words the busiest rank must RECEIVE, for any schedule whose
+  /// busiest rank does at most dm*dn*dk multiply-adds and that starts from layouts holding
+  /// each element of A, B (and ends with C) on one rank: recv_lower_bound_words().
+  double recv_bound_words() const;
 
   /// Multi-line human text for `--explain`: grid, idle ranks, local domain, rounds, k per
   /// round, predicted words per rank (A, B, C, total), Theorem 2 bound and ratio, memory
@@ -95,10 +118,24 @@ struct GemmPlan {
   std::string to_string() const;
 };
 
+/// The bound on what the busiest rank must receive (pure; see docs/gemm.md for the proof).
+/// A rank doing V_j multiply-adds touches projections |A_j|, |B_j|, |C_j| of the iteration
+/// space with |A_j||B_j||C_j| >= V_j^2 (Loomis-Whitney, the basis of Theorem 2) and
+/// V_j/n <= |A_j| <= mk, V_j/m <= |B_j| <= nk, V_j/k <= |C_j| <= mn. Let f(V) be the least
+/// |A|+|B|+|C| under these constraints; f(V)/V does not increase with V. It must receive the
+/// inputs it does not hold and send a partial sum for every C entry it does not own at the
+/// end, so the total received is at least sum_j f(V_j) - (mk + kn + mn) >= mnk f(V)/V -
+/// (mk + kn + mn) for V = max_j V_j, and the busiest rank receives at least 1/p of it:
+///   max(0, (mnk f(V)/V - (mk + kn + mn)) / p).
+/// With V = mnk/p and the cube inside the matrices this is Theorem 2's 3 (mnk/p)^(2/3) minus
+/// the (mk + kn + mn)/p words a rank holds on average.
+double recv_lower_bound_words(std::int64_t m, std::int64_t n, std::int64_t k, int p,
+                              double max_volume);
+
 /// Most ranks that may idle: floor(delta * p) (with a tiny tolerance for rounding).
 int gemm_max_idle(int p, double delta);
 
-/// The communication-optimal plan. Not collective; deterministic (every rank gets the same).
+/// The plan with the least predicted time on req.machine. Not collective; deterministic.
 ///
 /// Validation: m, n, k >= 0 (DimensionMismatch); p >= 1, 0 <= delta < 1, rounds >= 0,
 /// memory_words not NaN (InputError). Any of m, n, k == 0: the trivial plan 1x1x1, 1 round.
@@ -108,17 +145,26 @@ int gemm_max_idle(int p, double delta);
 /// grid exists (tiny matrices), the window is [qtop - gemm_max_idle(p, delta), qtop] where
 /// qtop is the largest q <= p that has one. Grids whose memory does not fit even with one
 /// k column per round (or, if rounds are forced, with the forced rounds) are skipped. Chosen:
-/// least recv_words(); ties: more ranks used, then less compute dm*dn*dk, then fewer rounds,
-/// then the first in (pm, pn) ascending order.
+/// least predicted time (price_gemm_plan, relative ties within 1e-9); ties: fewer words
+/// (recv_words()), more ranks used, less compute dm*dn*dk, fewer rounds, then the first in
+/// (pm, pn) ascending order. With `caller`, the 8 best candidates without redistribution are
+/// priced again with the redistribution from and to the caller's layouts, and the cheapest
+/// of those is chosen. A model where flops and latency are free and bandwidth is 1 byte/s
+/// (MachineModel words_only) reproduces the words-only planner.
 ///
-/// Rounds: t_min = the least t in [1, dk] with memory_words_needed(t) <= budget; rounds =
-/// max(t_min, clamp(dk / 512, 1, 8)) so that transfers can overlap the GEMM. A forced
-/// req.rounds is clamped to [1, max(1, dk)] and used as is.
+/// Rounds: t_min = the least t in [1, dk] with memory_words_needed(t) <= budget; the default
+/// t0 = max(t_min, clamp(dk / 512, 1, 8)), then t_min and t_min * 2^i (up to dk and 256)
+/// are priced and the fastest kept (t0 on ties). A forced req.rounds is clamped to
+/// [1, max(1, dk)] and used as is.
 ///
 /// Throws GridError if the budget is too small for every candidate grid (the message gives the
 /// budget and the least memory needed, in words and MiB of 8-byte words), or for the forced
 /// rounds.
-GemmPlan make_gemm_plan(const GemmPlanRequest& req);
+GemmPlan make_gemm_plan(const GemmPlanRequest& req, const CallerLayouts* caller = nullptr);
+
+/// A model where only words count: free flops, zero latency, 1 byte/s links (for tests and
+/// for the words-only planner).
+MachineModel words_only_machine();
 
 /// The 2D SUMMA baseline: pk = 1, pm*pn = p (all ranks), pm x pn the factorization of p
 /// closest to square, in the orientation (pm <= pn or pm >= pn) with less volume (ties:

@@ -26,6 +26,9 @@ struct MultiplyOptions {
   double delta = 0.15;      ///< fraction of ranks that may idle to lower the volume (seed 004 §7.1; see GemmPlanRequest)
   int rounds = 0;           ///< 0: automatic; else the number of sequential rounds over k
   bool check_finite = false;  ///< refuse NaN/Inf in A, B (and C when beta != 0)
+  /// Prices the candidate plans (gemm_cost.hpp). Default: the documented defaults; the CLI
+  /// and the p?gemm_ entry points use resolve_machine_model() (--machine, TESSEL_MACHINE).
+  MachineModel machine;
 };
 
 /// What a multiply did: the plan it ran. Traffic is in ctx.ledger(), under phases
@@ -47,9 +50,12 @@ struct PredictedWords {
 PredictedWords predict_words(int p, const GemmPlan& plan, Op opa, Op opb, const layout::Layout& a,
                              const layout::Layout& b, const layout::Layout& c);
 
-/// The plan multiply() would run for these shapes and options, without MPI traffic.
+/// The plan multiply() would run for these shapes and options, without MPI traffic. Without
+/// `caller` the plan is priced without redistribution (inputs already in its layouts); with
+/// it (what multiply() does), the redistribution from and to the caller's layouts counts.
 GemmPlan plan_multiply(std::int64_t m, std::int64_t n, std::int64_t k, int p,
-                       const MultiplyOptions& opt);
+                       const MultiplyOptions& opt, const CallerLayouts* caller = nullptr,
+                       bool complex = false);
 
 /// Collective over ctx. C = alpha op(A) op(B) + beta C for any m, n, k >= 0, any layouts of
 /// A, B, C over ctx's ranks. With beta == 0, C is not read (NaN in C does not propagate).

@@ -2,6 +2,7 @@
 /// @file redistribute.hpp
 /// The one any-to-any redistribution between two layouts of the same matrix.
 #include <cstdint>
+#include <vector>
 
 #include "tessel/comm/comm.hpp"
 #include "tessel/layout/layout.hpp"
@@ -15,6 +16,10 @@ struct RedistVolume {
 };
 /// Predicts the traffic of redistribute(src -> dst) on `rank`.
 RedistVolume redist_volume(const Layout& src, const Layout& dst, int rank);
+/// Not collective, pure. The elements `rank` receives in redistribute(src -> dst) from each
+/// other rank (index = source rank; the rank's own entry is 0). Sums to
+/// redist_volume(src, dst, rank).recv_elems; nonzero entries count its recv_msgs.
+std::vector<std::int64_t> redist_recv_from(const Layout& src, const Layout& dst, int rank);
 
 /// How redistribute() moves data between ranks.
 struct RedistOptions {

@@ -1,0 +1,266 @@
+// `tessel calibrate`: measures the machine the planner prices (dense/machine_model.hpp) and
+// writes the machine file: local dgemm/zgemm rate, point-to-point latency and bandwidth
+// within a node and between nodes (MPI_Comm_split_type), and the p2p segment size from the
+// bandwidth curve. Every figure with its spread (min / median / max over the repeats).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <cstdint>
+#include <fstream>
+#include <iostream>
+#include <vector>
+
+#include "cli_util.hpp"
+#include "commands.hpp"
+#include "report.hpp"
+#include "tessel/comm/comm.hpp"
+#include "tessel/dense/machine_model.hpp"
+
+extern "C" {
+void dgemm_(const char*, const char*, const int*, const int*, const int*, const double*, const double*,
+            const int*, const double*, const int*, const double*, double*, const int*);
+void zgemm_(const char*, const char*, const int*, const int*, const int*, const std::complex<double>*,
+            const std::complex<double>*, const int*, const std::complex<double>*, const int*,
+            const std::complex<double>*, std::complex<double>*, const int*);
+}
+
+namespace tessel::app {
+namespace {
+
+struct CalibrateArgs {
+  std::string out = "machine.json", json;
+  int gemm_size = 1024, repeat = 5, pingpong = 20;
+  std::int64_t bw_bytes = 4 << 20;
+};
+
+struct Spread {
+  double min = 0, median = 0, max = 0;
+  nlohmann::json to_json() const { return {{"min", min}, {"median", median}, {"max", max}}; }
+};
+
+Spread spread(std::vector<double> v) {
+  Spread s;
+  if (v.empty()) return s;
+  s.min = *std::min_element(v.begin(), v.end());
+  s.max = *std::max_element(v.begin(), v.end());
+  s.median = median(v);
+  return s;
+}
+
+// GFLOP/s of `repeat` local n x n x n GEMMs on every rank at once; samples of all ranks.
+template <class T>
+std::vector<double> gemm_rates(const comm::Comm& c, int n, int repeat) {
+  std::vector<T> a(static_cast<std::size_t>(n) * n), b(a.size()), out(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    a[i] = T(std::sin(0.1 * static_cast<double>(i)));
+    b[i] = T(std::cos(0.1 * static_cast<double>(i)));
+  }
+  const T one(1), zero(0);
+  const double flops = (std::is_same_v<T, double> ? 2.0 : 8.0) * n * n * static_cast<double>(n);
+  std::vector<double> mine;
+  for (int r = 0; r <= repeat; ++r) {  // the first run warms up, not recorded
+    c.barrier();
+    const double t0 = MPI_Wtime();
+    if constexpr (std::is_same_v<T, double>)
+      dgemm_("N", "N", &n, &n, &n, &one, a.data(), &n, b.data(), &n, &zero, out.data(), &n);
+    else
+      zgemm_("N", "N", &n, &n, &n, &one, a.data(), &n, b.data(), &n, &zero, out.data(), &n);
+    const double t = std::max(MPI_Wtime() - t0, 1e-9);
+    if (r > 0) mine.push_back(flops / t * 1e-9);
+  }
+  std::vector<double> all(mine.size() * static_cast<std::size_t>(c.size()));
+  c.allgather(mine.data(), static_cast<int>(mine.size()), all.data());
+  return all;
+}
+
+// Half round trips (seconds) of `bytes`-byte messages between ranks a and b of c, `iters`
+// ping-pongs per sample, `repeat` samples; the other ranks only join the barriers. Spins on
+// test_all (no sleeping) so that the wait does not add to the latency.
+std::vector<double> pingpong(const comm::Comm& c, int a, int b, std::int64_t bytes, int iters, int repeat) {
+  std::vector<char> buf(static_cast<std::size_t>(std::max<std::int64_t>(bytes, 1)));
+  std::vector<double> samples;
+  const int me = c.rank();
+  for (int r = 0; r <= repeat; ++r) {  // the first sample warms up, not recorded
+    c.barrier();
+    const double t0 = MPI_Wtime();
+    if (me == a || me == b) {
+      const int peer = me == a ? b : a;
+      for (int i = 0; i < iters; ++i) {
+        comm::RequestSet rs;
+        if (me == a) {
+          c.isend(buf.data(), bytes, peer, 7, rs);
+          while (!rs.test_all()) {}
+          c.irecv(buf.data(), bytes, peer, 7, rs);
+          while (!rs.test_all()) {}
+        } else {
+          c.irecv(buf.data(), bytes, peer, 7, rs);
+          while (!rs.test_all()) {}
+          c.isend(buf.data(), bytes, peer, 7, rs);
+          while (!rs.test_all()) {}
+        }
+      }
+    }
+    const double half = (MPI_Wtime() - t0) / (2.0 * iters);
+    if (r > 0) samples.push_back(half);
+  }
+  // rank a's samples for everyone
+  c.bcast(samples.data(), static_cast<int>(samples.size()), a);
+  return samples;
+}
+
+struct LinkResult {
+  bool measured = false;
+  int a = 0, b = 0;
+  Spread latency_us, bandwidth_gbs;
+  std::vector<std::pair<std::int64_t, double>> curve;  // bytes -> median GB/s
+};
+
+LinkResult measure_link(const comm::Comm& c, int a, int b, const CalibrateArgs& g) {
+  LinkResult L;
+  L.measured = true;
+  L.a = a;
+  L.b = b;
+  std::vector<double> lat = pingpong(c, a, b, 0, g.pingpong, g.repeat);
+  for (double& x : lat) x *= 1e6;
+  L.latency_us = spread(lat);
+  for (std::int64_t bytes = std::min<std::int64_t>(4096, g.bw_bytes); ; bytes = std::min(bytes * 4, g.bw_bytes)) {
+    const int iters = std::max(2, g.pingpong / 4);
+    std::vector<double> t = pingpong(c, a, b, bytes, iters, g.repeat);
+    std::vector<double> bw;
+    for (double x : t) bw.push_back(static_cast<double>(bytes) / x * 1e-9);
+    L.curve.push_back({bytes, median(bw)});
+    if (bytes == g.bw_bytes) {
+      L.bandwidth_gbs = spread(bw);
+      break;
+    }
+  }
+  return L;
+}
+
+nlohmann::json link_json(const LinkResult& L) {
+  if (!L.measured) return nullptr;
+  nlohmann::json curve = nlohmann::json::array();
+  for (auto& [b, v] : L.curve) curve.push_back({{"bytes", b}, {"gbs", v}});
+  return {{"ranks", {L.a, L.b}}, {"latency_us", L.latency_us.to_json()},
+          {"bandwidth_gbs", L.bandwidth_gbs.to_json()}, {"curve", curve}};
+}
+
+int run_calibrate(const CalibrateArgs& g) {
+  Context ctx(MPI_COMM_WORLD);
+  TESSEL_CHECK(g.gemm_size >= 1, InputError, "--gemm-size ", g.gemm_size, ": expected >= 1");
+  TESSEL_CHECK(g.repeat >= 1, InputError, "--repeat ", g.repeat, ": expected >= 1");
+  TESSEL_CHECK(g.pingpong >= 1, InputError, "--pingpong ", g.pingpong, ": expected >= 1");
+  TESSEL_CHECK(g.bw_bytes >= 1 && g.bw_bytes <= (std::int64_t{1} << 30), InputError, "--bw-bytes ",
+               g.bw_bytes, ": expected 1 .. 1073741824");
+  TESSEL_CHECK(!g.out.empty(), InputError, "--out '': expected a file name");
+  check_writable(ctx, "--out", g.out);
+  check_writable(ctx, "--json", g.json);
+  const comm::Comm& c = ctx.comm();
+  const int p = c.size(), rank = c.rank();
+
+  // Nodes: MPI_Comm_split_type(SHARED); node id = the world rank of its first rank.
+  comm::Comm node = c.split_shared();
+  int leader = rank;
+  node.bcast(&leader, 1, 0);
+  std::vector<int> leaders(static_cast<std::size_t>(p));
+  c.allgather(&leader, 1, leaders.data());
+  int intra_peer = -1, inter_peer = -1;
+  for (int r = 1; r < p; ++r) {
+    if (leaders[r] == leaders[0] && intra_peer < 0) intra_peer = r;
+    if (leaders[r] != leaders[0] && inter_peer < 0) inter_peer = r;
+  }
+  std::vector<int> sizes;  // ranks per node, by node
+  for (int r = 0; r < p; ++r)
+    if (leaders[r] == r) sizes.push_back(static_cast<int>(std::count(leaders.begin(), leaders.end(), r)));
+  bool consecutive = true;  // nodes hold consecutive ranks of equal count
+  for (int r = 0; r < p; ++r)
+    if (leaders[r] != (r / sizes[0]) * sizes[0]) consecutive = false;
+
+  const Spread dgemm = spread(gemm_rates<double>(c, g.gemm_size, g.repeat));
+  const Spread zgemm = spread(gemm_rates<std::complex<double>>(c, g.gemm_size, g.repeat));
+  LinkResult intra, inter;
+  if (intra_peer > 0) intra = measure_link(c, 0, intra_peer, g);
+  if (inter_peer > 0) inter = measure_link(c, 0, inter_peer, g);
+
+  dense::MachineModel mm;
+  mm.dgemm_flops = dgemm.median * 1e9;
+  mm.zgemm_flops = zgemm.median * 1e9;
+  auto set = [](dense::LinkModel& l, const LinkResult& r) {
+    l.latency_s = r.latency_us.median * 1e-6;
+    l.bandwidth_bps = r.bandwidth_gbs.median * 1e9;
+  };
+  if (intra.measured) set(mm.intra, intra);
+  if (inter.measured) set(mm.inter, inter);
+  else if (intra.measured) mm.inter = mm.intra;  // one node: no other link to price
+  mm.node_size = consecutive ? sizes[0] : 0;
+  // Segment: the smallest message that reaches 90% of the largest message's bandwidth.
+  const LinkResult& seg_link = inter.measured ? inter : intra;
+  if (seg_link.measured && !seg_link.curve.empty()) {
+    const double top = seg_link.curve.back().second;
+    for (auto& [bytes, bw] : seg_link.curve)
+      if (bw >= 0.9 * top) { mm.p2p_segment_bytes = bytes; break; }
+  }
+  mm.source = "tessel calibrate";
+
+  nlohmann::json measured = {
+      {"ranks", p}, {"nodes", sizes.size()}, {"ranks_per_node", sizes},
+      {"gemm_size", g.gemm_size}, {"repeat", g.repeat},
+      {"dgemm_gflops", dgemm.to_json()}, {"zgemm_gflops", zgemm.to_json()},
+      {"intra_node", link_json(intra)}, {"inter_node", link_json(inter)}};
+  if (rank == 0) {
+    auto line = [](const char* what, const Spread& s, const char* unit) {
+      return fmt::format("  {:<26} median {:.4g} {} (min {:.4g}, max {:.4g})\n", what, s.median, unit, s.min, s.max);
+    };
+    std::cout << fmt::format("tessel calibrate: {} ranks on {} node(s), {} repeats\n", p, sizes.size(), g.repeat)
+              << line(fmt::format("dgemm {}^3 per rank", g.gemm_size).c_str(), dgemm, "GFLOP/s")
+              << line(fmt::format("zgemm {}^3 per rank", g.gemm_size).c_str(), zgemm, "GFLOP/s");
+    for (const auto* L : {&intra, &inter}) {
+      const char* name = L == &intra ? "intra-node" : "inter-node";
+      if (!L->measured) {
+        std::cout << "  " << name << ": "
+                  << (L == &intra ? "no intra-node pair (one rank per node)" : "no inter-node pair (one node)")
+                  << "\n";
+        continue;
+      }
+      std::cout << line(fmt::format("{} latency {}-{}", name, L->a, L->b).c_str(), L->latency_us, "us")
+                << line(fmt::format("{} bandwidth {} B", name, g.bw_bytes).c_str(), L->bandwidth_gbs, "GB/s");
+    }
+    if (!consecutive)
+      std::cout << "  nodes do not hold consecutive ranks of equal count: node_size written as 0 (unknown)\n";
+    std::cout << "  p2p segment: " << mm.p2p_segment_bytes << " bytes\n"
+              << "wrote " << g.out << " (" << dense::describe(mm) << ")\n";
+  }
+  nlohmann::json file = nlohmann::json::parse(dense::machine_model_to_json(mm));
+  file["comment"] = "written by tessel calibrate; medians over the repeats";
+  file["tessel_version"] = run_header(ctx)["tessel_version"];
+  file["measured"] = measured;
+  write_json(ctx, g.out, file);
+  if (!g.json.empty()) {
+    nlohmann::json j = run_header(ctx);
+    j["command"] = "calibrate";
+    j["machine"] = file;
+    write_json(ctx, g.json, j);
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::function<int()> add_calibrate(CLI::App& app) {
+  auto g = std::make_shared<CalibrateArgs>();
+  CLI::App* s = app.add_subcommand(
+      "calibrate",
+      "Measure local GEMM rates and p2p latency/bandwidth (intra- and inter-node) and write the "
+      "machine file the planner reads (--machine / TESSEL_MACHINE) (collective)");
+  s->add_option("--out", g->out, "Machine file to write (JSON)")->capture_default_str();
+  s->add_option("--json", g->json, "Also write the run and the machine file as a JSON result");
+  s->add_option("--gemm-size", g->gemm_size, "n of the local n x n x n dgemm/zgemm")->capture_default_str();
+  s->add_option("--repeat", g->repeat, "Samples per figure (min / median / max reported)")->capture_default_str();
+  s->add_option("--pingpong", g->pingpong, "Ping-pongs per latency sample")->capture_default_str();
+  s->add_option("--bw-bytes", g->bw_bytes, "Largest message of the bandwidth curve (bytes)")->capture_default_str();
+  return [g]() -> int { return run_calibrate(*g); };
+}
+
+}  // namespace tessel::app

@@ -1,0 +1,72 @@
+#pragma once
+/// @file gemm_cost.hpp
+/// The multiply planner's cost model (pure, no MPI): the predicted time of a GemmPlan on a
+/// MachineModel, for the busiest rank, split into its parts.
+///
+/// Per rank r (exact piece sizes of the executor, gemm_executor.cpp):
+///   rounds:  each of the `rounds` rounds gathers the A panel from its pn - 1 peers and the B
+///            panel from its pm - 1 peers (one message per peer whose piece is not empty) and
+///            runs a local GEMM of 2 mi nj kr flops (8 for complex) at the machine's rate.
+///            Double buffering overlaps round t+1's transfer with round t's GEMM, so the rounds
+///            cost  t (c + g) - (t - 1) h min(c, g)  with c, g one round's transfer and GEMM
+///            times and h = machine.overlap (h = 1: c + g + (t - 1) max(c, g)); reported as
+///            transfer + latency + compute + overlap, overlap <= 0.
+///   reduce:  pk - 1 messages of mi x |piece of J_j| words (reduce-scatter over pk).
+///   redistribution (only with CallerLayouts): A and B from the caller's layouts into the plan
+///            layouts and C back, one message per peer that shares data (layout::redist_recv_from),
+///            not overlapped.
+/// Each message costs link.latency + bytes / link.bandwidth, with the link intra- or
+/// inter-node by the model's node_size (unknown: inter-node). The NIC shared by several ranks
+/// of a node and collisions are not modelled. The plan's time is the largest over the ranks of
+/// the per-rank sum (idle ranks only redistribute).
+#include <cstdint>
+#include <vector>
+
+#include "tessel/dense/machine_model.hpp"
+#include "tessel/layout/layout.hpp"
+
+namespace tessel::dense {
+
+struct GemmPlan;
+
+/// The layouts the caller's A, B and C are in (stored A is m x k unless a_transposed).
+struct CallerLayouts {
+  bool a_transposed = false, b_transposed = false;
+  layout::Layout a, b, c;
+};
+
+/// Predicted cost of one rank (seconds, words, messages). total_s() is the predicted time.
+struct GemmCost {
+  int rank = 0;               ///< the rank it describes (the busiest, from price_gemm_plan)
+  double compute_s = 0;       ///< local GEMM at the machine's rate
+  double rounds_bw_s = 0;     ///< A and B panel words / bandwidth
+  double rounds_lat_s = 0;    ///< A and B panel messages x latency
+  double overlap_s = 0;       ///< <= 0: transfer hidden behind the GEMM by double buffering
+  double reduce_bw_s = 0, reduce_lat_s = 0;  ///< reduce-scatter of C over pk
+  double redist_bw_s = 0, redist_lat_s = 0;  ///< caller's layouts <-> plan layouts
+  double rounds_words = 0, reduce_words = 0, redist_words = 0;  ///< received by this rank
+  double messages = 0;        ///< received by this rank
+  double flops = 0;           ///< local GEMM flops of this rank
+  double total_s() const {
+    return compute_s + rounds_bw_s + rounds_lat_s + overlap_s + reduce_bw_s + reduce_lat_s +
+           redist_bw_s + redist_lat_s;
+  }
+  double plan_words() const { return rounds_words + reduce_words; }
+  double words() const { return plan_words() + redist_words; }
+};
+
+/// Not collective, pure. The cost of `rank` (0 <= rank < plan.p) running `plan` with elements
+/// of 8 bytes (complex: 16), including the redistribution when `caller` is given.
+GemmCost price_gemm_rank(const GemmPlan& plan, const MachineModel& machine, bool complex,
+                         const CallerLayouts* caller, int rank);
+/// Not collective, pure. The busiest rank's cost (the largest total_s(); ties: lowest rank).
+GemmCost price_gemm_plan(const GemmPlan& plan, const MachineModel& machine, bool complex,
+                         const CallerLayouts* caller = nullptr);
+/// As price_gemm_plan without caller layouts, for the planner's search: when every link is
+/// alike (node_size 0, 1 or >= p) or p > 256, only representative ranks are priced: a rank's
+/// costs depend on its grid index only through "is this piece of a balanced split one of the
+/// larger ones" tests, so one index per interval between the splits' remainders stands for
+/// all (exact when links are alike); otherwise every used rank.
+GemmCost price_gemm_plan_search(const GemmPlan& plan, const MachineModel& machine, bool complex);
+
+}  // namespace tessel::dense

@@ -1,0 +1,88 @@
+#pragma once
+/// @file machine_model.hpp
+/// MachineModel: what the multiply planner knows about the machine (pure data, no MPI).
+/// The local GEMM rate, the latency and bandwidth of a link within a node and between nodes,
+/// the ranks per node and the point-to-point segment size. Loaded from a small JSON file
+/// (written by `tessel calibrate`, or by hand); without one, the documented defaults below.
+///
+/// File format (every key optional; a missing key keeps its default; unknown keys are an
+/// error, except "comment", "tessel_version" and "measured", which are informational):
+///
+///     {
+///       "dgemm_gflops": 10.0,          // local GEMM rate per rank, double, GFLOP/s
+///       "zgemm_gflops": 10.0,          // complex<double>, real GFLOP/s (8 per multiply-add)
+///       "intra_node": {"latency_us": 1.0, "bandwidth_gbs": 10.0},
+///       "inter_node": {"latency_us": 5.0, "bandwidth_gbs": 10.0},
+///       "node_size": 0,                // ranks per node (consecutive ranks); 0 = unknown
+///       "p2p_segment_bytes": 1048576,  // segment of pipelined p2p chains
+///       "overlap": 0.5                 // fraction of a round's transfer hidden behind GEMM
+///     }
+///
+/// Bandwidths are in GB/s (1e9 bytes per second) of payload received by one rank.
+#include <cstdint>
+#include <string>
+
+namespace tessel::dense {
+
+/// One kind of link: a message of b bytes costs latency_s + b / bandwidth_bps seconds.
+struct LinkModel {
+  double latency_s = 5e-6;
+  double bandwidth_bps = 10e9;  ///< bytes per second
+  double time(double bytes, double messages) const {
+    return messages * latency_s + bytes / bandwidth_bps;
+  }
+};
+
+struct MachineModel {
+  /// Local GEMM rate per rank in flop/s: 2 flops per real multiply-add, 8 per complex one.
+  double dgemm_flops = 10e9;
+  double zgemm_flops = 10e9;
+  /// Links within a node (shared memory) and between nodes.
+  LinkModel intra{1e-6, 10e9};
+  LinkModel inter{5e-6, 10e9};
+  /// Ranks per node (ranks r and s share a node iff r / node_size == s / node_size);
+  /// 0 = unknown: every pair of ranks is priced as an inter-node link.
+  int node_size = 0;
+  /// Segment size in bytes of pipelined point-to-point chains (SymmSquareCube P2P).
+  std::int64_t p2p_segment_bytes = 1 << 20;
+  /// Fraction in [0, 1] of min(transfer, GEMM) of a round that double buffering hides behind
+  /// the other (0: none, 1: perfect). Not measured by `tessel calibrate`; 0.5 by default
+  /// because MPI progresses a transfer during a GEMM only in part without a progress thread.
+  double overlap = 0.5;
+
+  /// The one link every pair of ranks of a p-rank run uses (node size unknown, 1 or >= p),
+  /// else nullptr.
+  const LinkModel* uniform_link(int p) const {
+    if (node_size >= p) return &intra;
+    if (node_size <= 1) return &inter;
+    return nullptr;
+  }
+
+  /// The link between ranks r and s (r != s).
+  const LinkModel& link(int r, int s) const {
+    return node_size > 0 && r / node_size == s / node_size ? intra : inter;
+  }
+  /// Local GEMM rate (flop/s) for real (false) or complex (true) elements.
+  double gemm_flops(bool complex) const { return complex ? zgemm_flops : dgemm_flops; }
+
+  /// Where this model came from: "defaults", "--machine FILE", "TESSEL_MACHINE=FILE".
+  std::string source = "defaults";
+};
+
+/// Not collective. Parses a machine file's text. Throws InputError naming the file (`what`),
+/// the parameter, the value and what was expected, for malformed JSON, a value of the wrong
+/// type, a non-finite or non-positive rate/bandwidth, a negative latency, node_size < 0,
+/// p2p_segment_bytes < 1, or an unknown key.
+MachineModel machine_model_from_json(const std::string& text, const std::string& what);
+/// Not collective. Reads and parses `path` (InputError when it cannot be read).
+MachineModel load_machine_model(const std::string& path);
+/// Not collective. The model to use: `cli_path` if not empty (source "--machine FILE"), else
+/// the file named by the environment variable TESSEL_MACHINE if set and not empty, else the
+/// defaults. Precedence: --machine > TESSEL_MACHINE > defaults.
+MachineModel resolve_machine_model(const std::string& cli_path = {});
+/// The model as JSON text in the file format above (pretty-printed).
+std::string machine_model_to_json(const MachineModel& m);
+/// One line for humans: rates, links, node size.
+std::string describe(const MachineModel& m);
+
+}  // namespace tessel::dense

@@ -1,0 +1,196 @@
+/// @file gemm_cost.cpp
+/// The planner's cost model: per-rank time of a GemmPlan (rounds with double buffering,
+/// reduce-scatter, redistribution from and to the caller's layouts). Pure code, no MPI.
+#include "tessel/dense/gemm_cost.hpp"
+
+#include <algorithm>
+
+#include "tessel/dense/gemm_plan.hpp"
+#include "tessel/dense/plan_layouts.hpp"
+#include "tessel/layout/partition.hpp"
+#include "tessel/layout/redistribute.hpp"
+
+namespace tessel::dense {
+namespace {
+
+using layout::split_begin;
+
+std::int64_t len(std::int64_t n, int parts, int x) {
+  return split_begin(n, parts, x + 1) - split_begin(n, parts, x);
+}
+
+// Receive time and words of one gather/reduce group: `piece(g)` words from member g != me.
+struct Traffic {
+  double words = 0, msgs = 0, bw_s = 0, lat_s = 0;
+  void add(const LinkModel& l, double w, double bytes_per_word) {
+    if (w <= 0) return;
+    words += w;
+    msgs += 1;
+    bw_s += w * bytes_per_word / l.bandwidth_bps;
+    lat_s += l.latency_s;
+  }
+};
+
+// Pieces of a balanced split of n into q: how many are not empty (the first min(n, q)).
+std::int64_t nonempty(std::int64_t n, int q) { return std::min<std::int64_t>(n, q); }
+
+// One round of the plan with k chunk kr on rank (i, j, l): A and B panel receives.
+Traffic round_traffic(const GemmPlan& p, const MachineModel& mm, double bpw, int rank, int i,
+                      int j, int l, std::int64_t mi, std::int64_t nj, std::int64_t kr) {
+  Traffic t;
+  // A panel mi x kr: k in its columns unless A is transposed; split over j by the panel's
+  // columns (k for N, the free range I_i for T/C). Piece g comes from rank (i, g, l).
+  // B panel kr x nj: k in its rows unless transposed; split over i by the panel's columns.
+  if (const LinkModel* u = mm.uniform_link(p.p)) {  // closed form: every peer alike
+    auto group = [&](std::int64_t other, std::int64_t split, int q, int me) {
+      // words: other * (split - own piece); messages: non-empty pieces but one's own
+      const std::int64_t own = len(split, q, me);
+      const double w = static_cast<double>(other) * static_cast<double>(split - own);
+      const double msgs = static_cast<double>(nonempty(split, q) - (own > 0 ? 1 : 0));
+      if (w <= 0) return;
+      t.words += w;
+      t.msgs += msgs;
+      t.bw_s += w * bpw / u->bandwidth_bps;
+      t.lat_s += msgs * u->latency_s;
+    };
+    if (p.a_transposed) group(kr, mi, p.pn, j); else group(mi, kr, p.pn, j);
+    if (p.b_transposed) group(nj, kr, p.pm, i); else group(kr, nj, p.pm, i);
+    return t;
+  }
+  for (int g = 0; g < p.pn; ++g) {
+    if (g == j) continue;
+    const std::int64_t w = p.a_transposed ? kr * len(mi, p.pn, g) : mi * len(kr, p.pn, g);
+    t.add(mm.link(rank, plan_rank(p, i, g, l)), static_cast<double>(w), bpw);
+  }
+  for (int g = 0; g < p.pm; ++g) {
+    if (g == i) continue;
+    const std::int64_t w = p.b_transposed ? nj * len(kr, p.pm, g) : kr * len(nj, p.pm, g);
+    t.add(mm.link(rank, plan_rank(p, g, j, l)), static_cast<double>(w), bpw);
+  }
+  return t;
+}
+
+}  // namespace
+
+GemmCost price_gemm_rank(const GemmPlan& p, const MachineModel& mm, bool complex,
+                         const CallerLayouts* caller, int rank) {
+  GemmCost c;
+  c.rank = rank;
+  const double bpw = complex ? 16.0 : 8.0;
+  const PlanCoords pc = plan_coords(p, rank);
+  if (pc.active && p.m > 0 && p.n > 0 && p.k > 0) {
+    const std::int64_t mi = len(p.m, p.pm, pc.i), nj = len(p.n, p.pn, pc.j), kl = len(p.k, p.pk, pc.l);
+    const int t = std::max(1, p.rounds);
+    const double rate = mm.gemm_flops(complex);
+    const double flops_per_madd = complex ? 8.0 : 2.0;
+    // Rounds have one of two lengths (balanced split of kl): price each once.
+    const std::int64_t k_lo = kl / t, n_hi = kl % t, n_lo = t - n_hi;
+    double max_comm = 0, max_comp = 0;
+    for (int which = 0; which < 2; ++which) {
+      const std::int64_t kr = k_lo + which, count = which ? n_hi : n_lo;
+      if (count == 0) continue;
+      Traffic tr = round_traffic(p, mm, bpw, rank, pc.i, pc.j, pc.l, mi, nj, kr);
+      const double fl = flops_per_madd * static_cast<double>(mi) * nj * kr;
+      c.rounds_words += count * tr.words;
+      c.messages += count * tr.msgs;
+      c.rounds_bw_s += count * tr.bw_s;
+      c.rounds_lat_s += count * tr.lat_s;
+      c.flops += count * fl;
+      c.compute_s += count * fl / rate;
+      max_comm = std::max(max_comm, tr.bw_s + tr.lat_s);
+      max_comp = std::max(max_comp, fl / rate);
+    }
+    c.overlap_s = -(t - 1) * mm.overlap * std::min(max_comm, max_comp);
+    // Reduce-scatter of C over pk: pk - 1 copies of this rank's piece of C[I_i, J_j].
+    Traffic red;
+    const double piece = static_cast<double>(mi) * len(nj, p.pk, pc.l);
+    if (const LinkModel* u = mm.uniform_link(p.p); u != nullptr && piece > 0) {
+      red.words = piece * (p.pk - 1);
+      red.msgs = p.pk - 1;
+      red.bw_s = red.words * bpw / u->bandwidth_bps;
+      red.lat_s = red.msgs * u->latency_s;
+    } else {
+      for (int g = 0; g < p.pk; ++g)
+        if (g != pc.l) red.add(mm.link(rank, plan_rank(p, pc.i, pc.j, g)), piece, bpw);
+    }
+    c.reduce_words = red.words;
+    c.messages += red.msgs;
+    c.reduce_bw_s = red.bw_s;
+    c.reduce_lat_s = red.lat_s;
+  }
+  if (caller != nullptr && p.m > 0 && p.n > 0 && p.k > 0) {
+    const auto L = make_plan_layouts(p, caller->a_transposed, caller->b_transposed, p.p);
+    Traffic red;
+    auto add = [&](const layout::Layout& src, const layout::Layout& dst) {
+      const auto from = layout::redist_recv_from(src, dst, rank);
+      for (std::size_t s = 0; s < from.size(); ++s)
+        red.add(mm.link(rank, static_cast<int>(s)), static_cast<double>(from[s]), bpw);
+    };
+    add(caller->a, L.a);
+    add(caller->b, L.b);
+    add(L.c, caller->c);
+    c.redist_words = red.words;
+    c.messages += red.msgs;
+    c.redist_bw_s = red.bw_s;
+    c.redist_lat_s = red.lat_s;
+  }
+  return c;
+}
+
+GemmCost price_gemm_plan(const GemmPlan& p, const MachineModel& mm, bool complex,
+                         const CallerLayouts* caller) {
+  // Without redistribution idle ranks cost nothing: look at the ranks the plan uses.
+  const int ranks = caller != nullptr ? p.p : std::min(p.p, p.used());
+  GemmCost best = price_gemm_rank(p, mm, complex, caller, 0);
+  for (int r = 1; r < ranks; ++r) {
+    GemmCost c = price_gemm_rank(p, mm, complex, caller, r);
+    if (c.total_s() > best.total_s()) best = c;
+  }
+  return best;
+}
+
+namespace {
+// Representative indices of a dimension split q ways: a balanced split of n gives pieces of
+// n/q + 1 to the indices below n % q; a rank's costs depend on its index only through such
+// "below the remainder" tests, so the start of every interval between the remainders (and 0)
+// stands for all the indices in it.
+std::vector<int> representatives(int q, const std::vector<std::int64_t>& splits) {
+  std::vector<int> r{0};
+  for (std::int64_t n : splits) {
+    const std::int64_t th = n % q;
+    if (th > 0) r.push_back(static_cast<int>(th));
+  }
+  std::sort(r.begin(), r.end());
+  r.erase(std::unique(r.begin(), r.end()), r.end());
+  return r;
+}
+}  // namespace
+
+GemmCost price_gemm_plan_search(const GemmPlan& p, const MachineModel& mm, bool complex) {
+  if (!mm.uniform_link(p.p) && p.p <= 256) return price_gemm_plan(p, mm, complex, nullptr);
+  // The two piece sizes of each split the costs depend on.
+  auto both = [](std::int64_t n, int q) {
+    return std::vector<std::int64_t>{n / q, n / q + 1};
+  };
+  std::vector<std::int64_t> mis = both(p.m, p.pm), njs = both(p.n, p.pn), kls = both(p.k, p.pk), krs;
+  for (std::int64_t kl : kls)
+    for (std::int64_t kr : both(kl, std::max(1, p.rounds))) krs.push_back(kr);
+  std::vector<std::int64_t> si{p.m}, sj{p.n}, sl{p.k};
+  for (std::int64_t x : njs) { si.push_back(x); sl.push_back(x); }  // B piece over i, C piece over l
+  for (std::int64_t x : krs) { si.push_back(x); sj.push_back(x); }  // k pieces over i (B^T), j (A)
+  for (std::int64_t x : mis) sj.push_back(x);                         // A^T piece over j
+  const std::vector<int> ri = representatives(p.pm, si), rj = representatives(p.pn, sj),
+                         rl = representatives(p.pk, sl);
+  GemmCost best;
+  bool any = false;
+  for (int l : rl)
+    for (int j : rj)
+      for (int i : ri) {
+        GemmCost x = price_gemm_rank(p, mm, complex, nullptr, plan_rank(p, i, j, l));
+        if (!any || x.total_s() > best.total_s()) best = x;
+        any = true;
+      }
+  return best;
+}
+
+}  // namespace tessel::dense

@@ -1,0 +1,329 @@
+// The planner's machine model (JSON file), cost model and the receive lower bound (no MPI).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "tessel/core/error.hpp"
+#include "tessel/dense/gemm_cost.hpp"
+#include "tessel/dense/gemm_plan.hpp"
+#include "tessel/dense/machine_model.hpp"
+#include "tessel/dense/multiply.hpp"
+
+using namespace tessel::dense;
+using i64 = std::int64_t;
+
+namespace {
+
+i64 cdiv(i64 a, i64 b) { return (a + b - 1) / b; }
+
+GemmPlanRequest req(i64 m, i64 n, i64 k, int p, const MachineModel& mm, double delta = 0.15) {
+  GemmPlanRequest r;
+  r.m = m;
+  r.n = n;
+  r.k = k;
+  r.p = p;
+  r.delta = delta;
+  r.machine = mm;
+  return r;
+}
+
+// Every grid (pm, pn, pk) with pm*pn*pk in [p - floor(delta p), p] and pm <= m, ...
+template <class F>
+void brute_grids(i64 m, i64 n, i64 k, int p, double delta, F&& f) {
+  const int lo = p - static_cast<int>(std::floor(delta * p + 1e-9));
+  for (int q = p; q >= std::max(1, lo); --q)
+    for (int pm = 1; pm <= q; ++pm)
+      for (int pn = 1; pm * pn <= q; ++pn) {
+        if (q % (pm * pn) != 0) continue;
+        const int pk = q / (pm * pn);
+        if (pm <= m && pn <= n && pk <= k) f(pm, pn, pk);
+      }
+}
+
+std::string message_of(const std::string& text) {
+  try {
+    machine_model_from_json(text, "test.json");
+  } catch (const tessel::InputError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no InputError for " << text;
+  return {};
+}
+
+struct Shape { i64 m, n, k; };
+const std::vector<Shape> kShapes = {{2048, 2048, 2048}, {512, 512, 65536}, {65536, 512, 512},
+                                    {8192, 8192, 256},  {1000, 1000, 1000}, {37, 41, 43},
+                                    {1, 1000, 1000},    {300, 7, 5000},     {64, 64, 64}};
+
+}  // namespace
+
+// ---- machine file ---------------------------------------------------------------------------
+
+TEST(MachineModel, DefaultsAreDocumentedValues) {
+  MachineModel m;
+  EXPECT_EQ(m.dgemm_flops, 10e9);
+  EXPECT_EQ(m.inter.latency_s, 5e-6);
+  EXPECT_EQ(m.inter.bandwidth_bps, 10e9);
+  EXPECT_EQ(m.intra.latency_s, 1e-6);
+  EXPECT_EQ(m.node_size, 0);
+  EXPECT_EQ(&m.link(0, 1), &m.inter);  // node size unknown: every link inter-node
+  m.node_size = 2;
+  EXPECT_EQ(&m.link(0, 1), &m.intra);
+  EXPECT_EQ(&m.link(1, 2), &m.inter);
+}
+
+TEST(MachineModel, ParsesAndRoundTrips) {
+  auto m = machine_model_from_json(
+      R"({"dgemm_gflops": 20, "zgemm_gflops": 30, "intra_node": {"latency_us": 0.5,
+          "bandwidth_gbs": 8}, "inter_node": {"latency_us": 50, "bandwidth_gbs": 0.125},
+          "node_size": 4, "p2p_segment_bytes": 65536, "comment": "x", "measured": {}})",
+      "t.json");
+  EXPECT_DOUBLE_EQ(m.dgemm_flops, 20e9);
+  EXPECT_DOUBLE_EQ(m.zgemm_flops, 30e9);
+  EXPECT_DOUBLE_EQ(m.intra.latency_s, 0.5e-6);
+  EXPECT_DOUBLE_EQ(m.inter.bandwidth_bps, 0.125e9);
+  EXPECT_EQ(m.node_size, 4);
+  EXPECT_EQ(m.p2p_segment_bytes, 65536);
+  auto back = machine_model_from_json(machine_model_to_json(m), "again");
+  EXPECT_DOUBLE_EQ(back.inter.latency_s, m.inter.latency_s);
+  EXPECT_DOUBLE_EQ(back.zgemm_flops, m.zgemm_flops);
+  EXPECT_EQ(back.node_size, 4);
+  // A partial file keeps the other defaults.
+  auto part = machine_model_from_json(R"({"node_size": 2})", "p");
+  EXPECT_EQ(part.dgemm_flops, MachineModel{}.dgemm_flops);
+}
+
+TEST(MachineModel, MalformedFilesNameParameterValueExpectation) {
+  std::string s = message_of("{not json");
+  EXPECT_NE(s.find("test.json"), std::string::npos) << s;
+  EXPECT_NE(s.find("not valid JSON"), std::string::npos) << s;
+  s = message_of(R"({"dgemm_gflops": -3})");
+  EXPECT_NE(s.find("dgemm_gflops = -3"), std::string::npos) << s;
+  EXPECT_NE(s.find("> 0"), std::string::npos) << s;
+  s = message_of(R"({"dgemm_gflops": "fast"})");
+  EXPECT_NE(s.find("\"fast\""), std::string::npos) << s;
+  EXPECT_NE(s.find("a number"), std::string::npos) << s;
+  s = message_of(R"({"inter_node": {"latency_us": -1}})");
+  EXPECT_NE(s.find("inter_node.latency_us = -1"), std::string::npos) << s;
+  s = message_of(R"({"inter_node": {"bandwidth_gbs": 0}})");
+  EXPECT_NE(s.find("inter_node.bandwidth_gbs = 0"), std::string::npos) << s;
+  s = message_of(R"({"node_size": 2.5})");
+  EXPECT_NE(s.find("node_size = 2.5"), std::string::npos) << s;
+  s = message_of(R"({"p2p_segment_bytes": 0})");
+  EXPECT_NE(s.find("p2p_segment_bytes = 0"), std::string::npos) << s;
+  s = message_of(R"({"dgem_gflops": 1})");
+  EXPECT_NE(s.find("dgem_gflops"), std::string::npos) << s;
+  EXPECT_NE(s.find("no such key"), std::string::npos) << s;
+  s = message_of("[1, 2]");
+  EXPECT_NE(s.find("a JSON object"), std::string::npos) << s;
+  EXPECT_THROW(load_machine_model("/nonexistent/machine.json"), tessel::InputError);
+}
+
+TEST(MachineModel, PrecedenceCliThenEnvironmentThenDefaults) {
+  const std::string f1 = ::testing::TempDir() + "tessel_machine_env.json";
+  const std::string f2 = ::testing::TempDir() + "tessel_machine_cli.json";
+  std::ofstream(f1) << R"({"dgemm_gflops": 1})";
+  std::ofstream(f2) << R"({"dgemm_gflops": 2})";
+  unsetenv("TESSEL_MACHINE");
+  EXPECT_EQ(resolve_machine_model().source, "defaults");
+  setenv("TESSEL_MACHINE", f1.c_str(), 1);
+  EXPECT_DOUBLE_EQ(resolve_machine_model().dgemm_flops, 1e9);
+  EXPECT_EQ(resolve_machine_model().source, "TESSEL_MACHINE=" + f1);
+  EXPECT_DOUBLE_EQ(resolve_machine_model(f2).dgemm_flops, 2e9);
+  setenv("TESSEL_MACHINE", "", 1);
+  EXPECT_EQ(resolve_machine_model().source, "defaults");
+  unsetenv("TESSEL_MACHINE");
+}
+
+// ---- the receive lower bound ----------------------------------------------------------------
+
+TEST(RecvBound, AnalyticValues) {
+  // 2048^3 on 8: cube 1024^3 per rank, 3 * 1024^2 touched, 3 * 2048^2 / 8 held on average.
+  EXPECT_NEAR(recv_lower_bound_words(2048, 2048, 2048, 8, std::pow(1024.0, 3)), 1572864, 1e-3);
+  // 512 x 512 x 65536 on 8 with V = mnk/8: a rank must touch all of C (the cube does not fit
+  // in 512 x 512), so it receives C's reduction: 512^2 (1 - 1/8) = 229376 words.
+  EXPECT_NEAR(recv_lower_bound_words(512, 512, 65536, 8, 512.0 * 512 * 8192), 229376, 1e-3);
+  // One rank does everything: nothing to receive.
+  EXPECT_EQ(recv_lower_bound_words(100, 200, 300, 1, 100.0 * 200 * 300), 0.0);
+}
+
+TEST(RecvBound, PlanNeverBelowBound) {
+  // The chosen plan (words-only and default machines, several delta) and every candidate grid:
+  // the largest words any rank receives (exact per-rank count of the cost model, and the
+  // max-piece formula recv_words()) is never below the bound for its busiest rank's volume.
+  int checked = 0;
+  for (const Shape& s : kShapes)
+    for (int p = 1; p <= 24; ++p) {
+      brute_grids(s.m, s.n, s.k, p, 0.3, [&](int pm, int pn, int pk) {
+        GemmPlan g = make_gemm_plan(req(s.m, s.n, s.k, p, words_only_machine(), 0.0));
+        g.pm = pm;
+        g.pn = pn;
+        g.pk = pk;
+        g.rounds = 1;
+        const double bound = g.recv_bound_words();
+        ASSERT_GE(g.recv_words(), bound * (1 - 1e-12)) << s.m << "x" << s.n << "x" << s.k << " p " << p << " grid " << pm << "x" << pn << "x" << pk;
+        double exact = 0;
+        for (int r = 0; r < g.used(); ++r)
+          exact = std::max(exact, price_gemm_rank(g, MachineModel{}, false, nullptr, r).plan_words());
+        ASSERT_GE(exact, bound * (1 - 1e-12)) << s.m << "x" << s.n << "x" << s.k << " p " << p << " grid " << pm << "x" << pn << "x" << pk;
+        ++checked;
+      });
+      for (double delta : {0.0, 0.15, 0.3}) {
+        GemmPlan g = make_gemm_plan(req(s.m, s.n, s.k, p, MachineModel{}, delta));
+        EXPECT_GE(g.recv_words(), g.recv_bound_words() * (1.0 - 1e-12)) << g.to_string();
+      }
+    }
+  EXPECT_GT(checked, 500);
+}
+
+TEST(RecvBound, WithRedistributionFromBlockCyclic) {
+  // Starting block-cyclic (each element on one rank), plan + redistribution words of the
+  // busiest rank are never below the bound either.
+  for (const Shape& s : {Shape{300, 200, 500}, Shape{64, 64, 2048}, Shape{37, 41, 43}})
+    for (int p : {2, 3, 5, 6, 8}) {
+      const int pr = p == 8 ? 2 : 1, pc = p / pr;
+      CallerLayouts cl{false, false, tessel::layout::Layout::block_cyclic(s.m, s.k, 16, 16, pr, pc, 0, 0, p),
+                       tessel::layout::Layout::block_cyclic(s.k, s.n, 16, 16, pr, pc, 0, 0, p),
+                       tessel::layout::Layout::block_cyclic(s.m, s.n, 16, 16, pr, pc, 0, 0, p)};
+      GemmPlan g = make_gemm_plan(req(s.m, s.n, s.k, p, MachineModel{}), &cl);
+      double worst = 0;
+      for (int r = 0; r < p; ++r) worst = std::max(worst, price_gemm_rank(g, g.machine, false, &cl, r).words());
+      EXPECT_GE(worst, g.recv_bound_words() * (1 - 1e-12)) << g.to_string();
+    }
+}
+
+// ---- choosing by predicted time -------------------------------------------------------------
+
+TEST(GemmCost, FreeFlopsChoosesFewestWords) {
+  // One round (forced), so the words of a grid are those counted here element by element:
+  // rank (i, j, l) receives the A panel |I_i| x |K_l| but its own |K_l| / pn columns, the B
+  // panel but its own |J_j| / pm columns, and pk - 1 copies of its piece of C[I_i, J_j].
+  auto len = [](i64 n, int parts, int x) { return n * (x + 1) / parts - n * x / parts; };
+  auto part = [](i64 n, int parts, int x) {  // balanced split, the larger pieces first
+    const i64 q = n / parts, r = n % parts;
+    return q + (x < r ? 1 : 0);
+  };
+  (void)len;
+  for (const Shape& s : kShapes)
+    for (int p : {1, 2, 3, 4, 5, 7, 8, 12, 13, 16}) {
+      GemmPlanRequest r = req(s.m, s.n, s.k, p, words_only_machine(), 0.2);
+      r.rounds = 1;
+      GemmPlan g = make_gemm_plan(r);
+      double best = std::numeric_limits<double>::infinity();
+      brute_grids(s.m, s.n, s.k, p, 0.2, [&](int pm, int pn, int pk) {
+        double worst = 0;
+        for (int i = 0; i < pm; ++i)
+          for (int j = 0; j < pn; ++j)
+            for (int l = 0; l < pk; ++l) {
+              const i64 mi = part(s.m, pm, i), nj = part(s.n, pn, j), kl = part(s.k, pk, l);
+              const double w = double(mi) * (kl - part(kl, pn, j)) + double(kl) * (nj - part(nj, pm, i)) +
+                               double(pk - 1) * mi * part(nj, pk, l);
+              worst = std::max(worst, w);
+            }
+        best = std::min(best, worst);
+      });
+      EXPECT_EQ(g.cost.plan_words(), best) << g.to_string();
+      EXPECT_EQ(g.cost.total_s(), best * 8) << g.to_string();  // 1 byte/s, 8-byte words
+    }
+}
+
+TEST(GemmCost, FreeBandwidthChoosesMostBalancedFlops) {
+  MachineModel mm;
+  mm.intra = mm.inter = LinkModel{0.0, std::numeric_limits<double>::infinity()};
+  for (const Shape& s : kShapes)
+    for (int p : {1, 2, 3, 4, 5, 7, 8, 12, 13, 16}) {
+      GemmPlan g = make_gemm_plan(req(s.m, s.n, s.k, p, mm, 0.2));
+      double best = std::numeric_limits<double>::infinity();
+      brute_grids(s.m, s.n, s.k, p, 0.2, [&](int pm, int pn, int pk) {
+        best = std::min(best, double(cdiv(s.m, pm)) * cdiv(s.n, pn) * cdiv(s.k, pk));
+      });
+      EXPECT_EQ(double(g.dom_m()) * g.dom_n() * g.dom_k(), best) << g.to_string();
+      EXPECT_NEAR(g.cost.total_s(), 2.0 * best / mm.dgemm_flops, 1e-9 * g.cost.total_s());
+    }
+}
+
+TEST(GemmCost, TallSkinnyKeepsEveryRankByDefault) {
+  // Issue 13: the words-only planner idled one of 8 ranks (1x1x7) to trim C's reduction by 2%
+  // and paid 14% more flops per rank. Priced by time on the default machine it keeps all 8,
+  // in its own layouts and from a 2x4 block-cyclic layout (nb 128).
+  GemmPlan g = make_gemm_plan(req(512, 512, 65536, 8, MachineModel{}));
+  EXPECT_EQ(g.used(), 8) << g.to_string();
+  EXPECT_EQ(g.pk, 8) << g.to_string();
+  EXPECT_EQ(make_gemm_plan(req(512, 512, 65536, 8, words_only_machine())).used(), 7);
+  CallerLayouts cl{false, false, tessel::layout::Layout::block_cyclic(512, 65536, 128, 128, 2, 4, 0, 0, 8),
+                   tessel::layout::Layout::block_cyclic(65536, 512, 128, 128, 2, 4, 0, 0, 8),
+                   tessel::layout::Layout::block_cyclic(512, 512, 128, 128, 2, 4, 0, 0, 8)};
+  GemmPlan h = make_gemm_plan(req(512, 512, 65536, 8, MachineModel{}), &cl);
+  EXPECT_EQ(h.used(), 8) << h.to_string();
+  EXPECT_GT(h.cost.redist_words, 0.0);
+}
+
+TEST(GemmCost, IdleRanksOnlyWhenPredictedTimeFalls) {
+  MachineModel slow;  // a slow network: 1 Gbit/s-class links, 50 us
+  slow.inter = LinkModel{50e-6, 0.125e9};
+  int idled = 0;
+  for (const MachineModel& mm : {MachineModel{}, slow})
+    for (const Shape& s : kShapes)
+      for (int p : {5, 7, 11, 13, 17}) {
+        GemmPlan g = make_gemm_plan(req(s.m, s.n, s.k, p, mm, 0.3));
+        GemmPlan all = make_gemm_plan(req(s.m, s.n, s.k, p, mm, 0.0));
+        EXPECT_LE(g.cost.total_s(), all.cost.total_s() * (1 + 1e-9));
+        if (g.idle() > 0) {
+          ++idled;
+          EXPECT_LT(g.cost.total_s(), all.cost.total_s()) << g.to_string() << all.to_string();
+        }
+      }
+  EXPECT_GT(idled, 0);  // the slow network does idle a rank somewhere (e.g. 1000^3 on 7)
+  GemmPlan g = make_gemm_plan(req(1000, 1000, 1000, 7, slow, 0.2));
+  EXPECT_EQ(g.used(), 6) << g.to_string();
+}
+
+TEST(GemmCost, PartsAddUpAndMatchHandCount) {
+  // 2x2x2 on 2048^3, 1 round, unknown node size: A and B each from one peer (1024 x 512),
+  // C one piece (1024 x 512) from one peer; 2 * 1024^3 flops.
+  MachineModel mm;
+  GemmPlan g = make_gemm_plan(req(2048, 2048, 2048, 8, mm));
+  g.pm = g.pn = g.pk = 2;
+  g.rounds = 1;
+  GemmCost c = price_gemm_plan(g, mm, false);
+  EXPECT_DOUBLE_EQ(c.rounds_words, 2.0 * 1024 * 512);
+  EXPECT_DOUBLE_EQ(c.reduce_words, 1024.0 * 512);
+  EXPECT_DOUBLE_EQ(c.messages, 3);
+  EXPECT_DOUBLE_EQ(c.compute_s, 2.0 * 1024 * 1024 * 1024 / mm.dgemm_flops);
+  EXPECT_NEAR(c.rounds_bw_s, 2.0 * 1024 * 512 * 8 / mm.inter.bandwidth_bps, 1e-15);
+  EXPECT_DOUBLE_EQ(c.overlap_s, 0.0);
+  EXPECT_NEAR(c.total_s(), c.compute_s + c.rounds_bw_s + c.rounds_lat_s + c.reduce_bw_s + c.reduce_lat_s, 1e-15);
+  // Complex: twice the bytes, four times the flops.
+  GemmCost z = price_gemm_plan(g, mm, true);
+  EXPECT_NEAR(z.rounds_bw_s, 2 * c.rounds_bw_s, 1e-15);
+  EXPECT_NEAR(z.compute_s, 4 * c.compute_s, 1e-12);
+  // With 4 rounds, the overlap hides min(transfer, GEMM) of 3 rounds.
+  g.rounds = 4;
+  GemmCost o = price_gemm_plan(g, mm, false);
+  const double tr = (o.rounds_bw_s + o.rounds_lat_s) / 4, gm = o.compute_s / 4;
+  EXPECT_NEAR(o.overlap_s, -3 * mm.overlap * std::min(tr, gm), 1e-15);
+  // Node size 2: the A peer (i, 1-j, l) is rank +-2 (other node), the B peer rank +-1 (same
+  // node), the C peer rank +-4 (other node).
+  mm.node_size = 2;
+  mm.intra = LinkModel{0.0, 1e12};
+  g.rounds = 1;
+  GemmCost n2 = price_gemm_rank(g, mm, false, nullptr, 0);
+  EXPECT_NEAR(n2.rounds_bw_s, 1024.0 * 512 * 8 / mm.inter.bandwidth_bps + 1024.0 * 512 * 8 / 1e12, 1e-15);
+}
+
+TEST(GemmCost, ExplainShowsTimeAndRunnersUp) {
+  GemmPlan g = make_gemm_plan(req(2048, 2048, 2048, 8, MachineModel{}));
+  const std::string s = g.to_string();
+  for (const char* want : {"predicted time of the busiest rank", "runner-up", "compute", "overlap",
+                           "machine (defaults)", "must receive"})
+    EXPECT_NE(s.find(want), std::string::npos) << want << "\n" << s;
+  EXPECT_FALSE(g.runners_up.empty());
+  for (const auto& r : g.runners_up) EXPECT_GE(r.cost.total_s(), g.cost.total_s() * (1 - 1e-9));
+}

@@ -54,19 +54,20 @@ Analytic analytic(const RingModel& m, std::int64_t nocc) {
 
 
 // The options that determine the result, as a checkpoint records them (keys are the option
-// names a user sees in the mismatch error). F and S by the hash of their values.
+// names a user sees in the mismatch error). F and S by the hash of their values (F-hash: of
+// the --fock file or of the ring model --n/--gap/--hopping; S-hash: of --overlap, or none).
 io::CheckpointRecord::Pairs result_options(const PurifyArgs& a, const solvers::PurifyOptions& opt, int p,
                                            std::int64_t n, std::int64_t nocc, std::uint64_t f_hash,
                                            std::optional<std::uint64_t> s_hash) {
   return {{"--method", solvers::to_string(opt.method)},
-          {"n (from --n or --fock)", std::to_string(n)},
+          {"n", std::to_string(n)},
           {"--nocc", std::to_string(nocc)},
           {"--mu", opt.mu ? fmt::format("{}", *opt.mu) : "unset"},
           {"--tol", fmt::format("{}", opt.tol)},
           {"stall_window", std::to_string(opt.stall_window)},
-          {"F (hash of --fock or of the ring model --n/--gap/--hopping)", io::hex64(f_hash)},
-          {"S (hash of --overlap)", s_hash ? io::hex64(*s_hash) : "none (orthogonal)"},
-          {"ranks (mpirun -n)", std::to_string(p)},
+          {"F-hash", io::hex64(f_hash)},
+          {"S-hash", s_hash ? io::hex64(*s_hash) : "none"},
+          {"ranks", std::to_string(p)},
           {"--algorithm", a.ssc.algorithm},
           {"--n-dup", a.ssc.n_dup},
           {"--n-t", std::to_string(a.ssc.n_t)},

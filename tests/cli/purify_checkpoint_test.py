@@ -204,7 +204,7 @@ def part_errors(r, np_, work):
         ("other --method", np_, base + ["--restart", "ck.bin", "--method", "trs4"],
          ["--method", "'canonical'", "'trs4'", "ck.bin"]),
         ("other model (--gap)", np_, base + ["--restart", "ck.bin", "--gap", "0.3"],
-         ["F (hash", "ck.bin"]),
+         ["F-hash", "ck.bin"]),
         ("other --n-dup", np_, base + ["--restart", "ck.bin", "--n-dup", "2"],
          ["--n-dup", "'auto'", "'2'"]),
         ("other --tol", np_, base + ["--restart", "ck.bin", "--tol", "1e-9"], ["--tol", "1e-09"]),
@@ -339,6 +339,7 @@ def main():
     ap.add_argument("--kill-n", type=int, default=768, help="ring model size of the kill part")
     ap.add_argument("--timeout", type=float, default=180)
     a = ap.parse_args()
+    a.tessel = os.path.abspath(a.tessel)
     r = Runner(a)
     work = tempfile.mkdtemp(prefix="tessel_ckpt_")
     try:

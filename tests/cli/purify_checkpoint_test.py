@@ -11,7 +11,7 @@ Parts (--part, repeatable):
            --checkpoint-every: exit status 2, one 'tessel: error:' naming the option and both
            values, no --out file left.
   kill     a run on --np ranks checkpointing every step; when the checkpoint exists, one rank
-           is killed with SIGKILL: mpirun must exit within 10 s with a non-zero status, and the
+           (--kill-rank; default: rank 1, then in a second run rank 0) is killed with SIGKILL: mpirun must exit within 10 s with a non-zero status, and the
            last checkpoint must still load and validate (a restart from it runs one more step).
 
 Standard library only. Every run is bounded by a timeout (the process group is killed), so
@@ -271,8 +271,15 @@ def rank_of(pid):
 
 
 def part_kill(r, np_, work):
+    # Rank 0 is always active (at 4 ranks the only one: it computes, writes and renames the
+    # checkpoint); rank 1 waits for it (inactive at 4 ranks).
+    for victim_rank in r.a.kill_rank or [1, 0]:
+        kill_one(r, np_, work, victim_rank)
+
+
+def kill_one(r, np_, work, victim_rank):
     exe = os.path.realpath(r.a.tessel)
-    ck = os.path.join(work, "kill.bin")
+    ck = os.path.join(work, f"kill{victim_rank}.bin")
     args = ["purify", "--n", str(r.a.kill_n), "--nb", "64", "--checkpoint", ck, "--checkpoint-every", "1",
             "--tol", "1e-30", "--max-iter", "100000"]
     p = subprocess.Popen(r.cmd(np_, args), cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -282,7 +289,7 @@ def part_kill(r, np_, work):
         while not os.path.exists(ck) and p.poll() is None and time.time() - t0 < r.a.timeout:
             time.sleep(0.2)
         if not check(os.path.exists(ck) and p.poll() is None,
-                     f"np{np_} kill: the first checkpoint exists while the run goes on"):
+                     f"np{np_} kill rank {victim_rank}: the first checkpoint exists while the run goes on"):
             return
         time.sleep(1.0)  # into the middle of a later step
         ranks = {}
@@ -292,9 +299,11 @@ def part_kill(r, np_, work):
                     ranks[pid] = rank_of(pid)
             except OSError:
                 pass
-        if not check(len(ranks) == np_, f"np{np_} kill: found the {np_} rank processes", f"{ranks}"):
+        if not check(len(ranks) == np_, f"np{np_} kill rank {victim_rank}: found the {np_} rank processes", f"{ranks}"):
             return
-        victim = next((pid for pid, rk in ranks.items() if rk == 1), next(iter(ranks)))
+        victim = next((pid for pid, rk in ranks.items() if rk == victim_rank), None)
+        if not check(victim is not None, f"np{np_} kill rank {victim_rank}: rank {victim_rank} found", f"{ranks}"):
+            return
         t_kill = time.time()
         os.kill(victim, signal.SIGKILL)
         try:
@@ -304,12 +313,12 @@ def part_kill(r, np_, work):
         took = time.time() - t_kill
         rc = p.poll()
         check(rc is not None and rc != 0,
-              f"np{np_} kill: mpirun exited within 10 s with a non-zero status after kill -9 of rank "
+              f"np{np_} kill rank {victim_rank}: mpirun exited within 10 s with a non-zero status after kill -9 of rank "
               f"{ranks[victim]} (status {rc}, {took:.1f} s)")
         time.sleep(0.5)
         alive = [pid for pid in ranks if os.path.exists(f"/proc/{pid}") and
                  open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"]
-        check(not alive, f"np{np_} kill: no rank process left behind", f"{alive}")
+        check(not alive, f"np{np_} kill rank {victim_rank}: no rank process left behind", f"{alive}")
     finally:
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
@@ -319,11 +328,11 @@ def part_kill(r, np_, work):
     rec = record(ck)
     it = int(re.search(r"state.iteration (\d+)", rec).group(1))
     check(last is None or it >= last,
-          f"np{np_} kill: the checkpoint holds step {it} (last reported {last}): whole, not torn")
+          f"np{np_} kill rank {victim_rank}: the checkpoint holds step {it} (last reported {last}): whole, not torn")
     rc, out2 = r.run(np_, args[:-4] + ["--restart", ck, "--tol", "1e-30", "--max-iter", "100000",
                                        "--stop-after", str(it + 1)], work)
     check(rc == 3 and f"restart: from {ck} after step {it}" in out2 and f"stopped after step {it + 1}" in out2,
-          f"np{np_} kill: the last checkpoint loads, validates and continues (step {it} -> {it + 1})",
+          f"np{np_} kill rank {victim_rank}: the last checkpoint loads, validates and continues (step {it} -> {it + 1})",
           out2[-1500:])
 
 
@@ -337,6 +346,7 @@ def main():
     ap.add_argument("--part", action="append", choices=["restart", "errors", "kill"])
     ap.add_argument("--n", type=int, default=64, help="ring model size of the restart/error parts")
     ap.add_argument("--kill-n", type=int, default=768, help="ring model size of the kill part")
+    ap.add_argument("--kill-rank", type=int, action="append", help="rank(s) to kill (default 1, then 0)")
     ap.add_argument("--timeout", type=float, default=180)
     a = ap.parse_args()
     a.tessel = os.path.abspath(a.tessel)

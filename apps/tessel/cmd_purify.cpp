@@ -207,7 +207,7 @@ int run_purify(const PurifyArgs& a) {
   if (!a.restart.empty()) {
     opt.resume = load_restart(ctx, a.restart, given, bc);
     if (root)
-      std::cout << fmt::format("restart: from {} after step {}\n", a.restart, opt.resume->state.iteration)
+      std::cout << fmt::format("restart: from {} at step {}\n", a.restart, opt.resume->state.iteration)
                 << std::flush;
   }
   if (!a.checkpoint.empty()) {
@@ -222,7 +222,7 @@ int run_purify(const PurifyArgs& a) {
       std::vector<const DistMatrix<double>*> mats{&X};
       if (best) mats.push_back(best);
       io::write_checkpoint(active, a.checkpoint, rec, mats);
-      if (root) std::cout << fmt::format("checkpoint: {} after step {}\n", a.checkpoint, st.iteration) << std::flush;
+      if (root) std::cout << fmt::format("checkpoint: {} written, resumes at step {}\n", a.checkpoint, st.iteration) << std::flush;
     };
   }
   std::vector<solvers::PurifyStep> steps;
@@ -253,7 +253,7 @@ int run_purify(const PurifyArgs& a) {
   comm::pcontrol(0);
   if (r.stopped) {  // --stop-after: an unfinished run writes no --out/--json
     if (root)
-      std::cout << fmt::format("stopped after step {} (--stop-after {}), not converged: {}\n", r.iterations,
+      std::cout << fmt::format("stopped after {} steps (--stop-after {}), not converged: {}\n", r.iterations,
                                a.stop_after,
                                a.checkpoint.empty() ? std::string("no --checkpoint written")
                                                     : "resume with --restart " + a.checkpoint)

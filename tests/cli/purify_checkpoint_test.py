@@ -125,7 +125,7 @@ def part_restart(r, np_, work):
                     os.remove(os.path.join(work, f))
             rc, out = r.run(np_, base + ["--checkpoint", ck, "--checkpoint-every", str(every),
                                          "--stop-after", str(stop), "--out", "part.npy"], work)
-            ok = check(rc == 3 and f"stopped after step {stop}" in out,
+            ok = check(rc == 3 and f"stopped after {stop} steps" in out,
                        f"{tag} {label}: --stop-after {stop} exits 3", out[-1500:])
             check(not os.path.exists(os.path.join(work, "part.npy")),
                   f"{tag} {label}: a stopped run writes no --out")
@@ -138,11 +138,11 @@ def part_restart(r, np_, work):
             if chain:  # restart, checkpoint into the same file, stop again, restart again
                 rc, out = r.run(np_, base + ["--restart", ck, "--checkpoint", ck, "--checkpoint-every",
                                              str(every), "--stop-after", str(chain)], work)
-                check(rc == 3 and f"restart: from {ck} after step {stop}" in out,
+                check(rc == 3 and f"restart: from {ck} at step {stop}" in out,
                       f"{tag} {label}: chained restart from step {stop} stops at {chain}", out[-1500:])
                 stop = chain
             rc, out = r.run(np_, base + ["--restart", ck, "--out", "restarted.npy"], work)
-            if not check(rc == 0 and f"restart: from {ck} after step {stop}" in out,
+            if not check(rc == 0 and f"restart: from {ck} at step {stop}" in out,
                          f"{tag} {label}: restart from step {stop}", out[-1500:]):
                 return rec
             check(files_equal(os.path.join(work, "full.npy"), os.path.join(work, "restarted.npy")),
@@ -323,7 +323,7 @@ def kill_one(r, np_, work, victim_rank):
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
         out = p.communicate()[0]
-    steps = re.findall(r"checkpoint: \S+ after step (\d+)", out)
+    steps = re.findall(r"checkpoint: \S+ written, resumes at step (\d+)", out)
     last = int(steps[-1]) if steps else None
     rec = record(ck)
     it = int(re.search(r"state.iteration (\d+)", rec).group(1))
@@ -331,7 +331,7 @@ def kill_one(r, np_, work, victim_rank):
           f"np{np_} kill rank {victim_rank}: the checkpoint holds step {it} (last reported {last}): whole, not torn")
     rc, out2 = r.run(np_, args[:-4] + ["--restart", ck, "--tol", "1e-30", "--max-iter", "100000",
                                        "--stop-after", str(it + 1)], work)
-    check(rc == 3 and f"restart: from {ck} after step {it}" in out2 and f"stopped after step {it + 1}" in out2,
+    check(rc == 3 and f"restart: from {ck} at step {it}" in out2 and f"stopped after {it + 1} steps" in out2,
           f"np{np_} kill rank {victim_rank}: the last checkpoint loads, validates and continues (step {it} -> {it + 1})",
           out2[-1500:])
 

@@ -134,7 +134,9 @@ struct PurifyResult {
   double flops = 0;                ///< flops of the dense products: 2 n^3 per product
   int ns_iterations = 0;           ///< Newton-Schulz steps (non-orthogonal path; else 0)
   double ns_seconds = 0;           ///< wall time of S^-1/2 and the basis changes
-  bool stopped = false;            ///< PurifyOptions::stop_after ended the run unconverged
+  /// PurifyOptions::stop_after ended the run unconverged: D is the iterate after `iterations`
+  /// steps (not a density matrix); the errors and energy are those of the last step's input.
+  bool stopped = false;
 };
 
 /// Collective. Throws on every rank: DimensionMismatch (F not square), InputError (nocc not

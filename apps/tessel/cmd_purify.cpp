@@ -14,6 +14,7 @@
 #include "cli_util.hpp"
 #include "commands.hpp"
 #include "report.hpp"
+#include "tessel/io/checkpoint.hpp"
 #include "tessel/io/npy.hpp"
 #include "tessel/solvers/purify.hpp"
 
@@ -22,8 +23,12 @@ namespace {
 
 using dense::DistMatrix;
 
+// Exit status of a run ended by --stop-after (not an error, not a finished run either).
+constexpr int kExitStopped = 3;
+
 struct PurifyArgs {
-  std::string fock, overlap, method = "canonical", out, json, trace;
+  std::string fock, overlap, method = "canonical", out, json, trace, checkpoint, restart;
+  int checkpoint_every = 10, stop_after = 0;
   std::optional<std::int64_t> nocc;
   std::optional<double> mu;
   double tol = 1e-11;
@@ -47,6 +52,53 @@ Analytic analytic(const RingModel& m, std::int64_t nocc) {
   return a;
 }
 
+
+// The options that determine the result, as a checkpoint records them (keys are the option
+// names a user sees in the mismatch error). F and S by the hash of their values (F-hash: of
+// the --fock file or of the ring model --n/--gap/--hopping; S-hash: of --overlap, or none).
+io::CheckpointRecord::Pairs result_options(const PurifyArgs& a, const solvers::PurifyOptions& opt, int p,
+                                           std::int64_t n, std::int64_t nocc, std::uint64_t f_hash,
+                                           std::optional<std::uint64_t> s_hash) {
+  return {{"--method", solvers::to_string(opt.method)},
+          {"n", std::to_string(n)},
+          {"--nocc", std::to_string(nocc)},
+          {"--mu", opt.mu ? fmt::format("{}", *opt.mu) : "unset"},
+          {"--tol", fmt::format("{}", opt.tol)},
+          {"stall_window", std::to_string(opt.stall_window)},
+          {"F-hash", io::hex64(f_hash)},
+          {"S-hash", s_hash ? io::hex64(*s_hash) : "none"},
+          {"ranks", std::to_string(p)},
+          {"--algorithm", a.ssc.algorithm},
+          {"--n-dup", a.ssc.n_dup},
+          {"--n-t", std::to_string(a.ssc.n_t)},
+          {"--active-ranks", std::to_string(a.ssc.active_ranks)},
+          {"--replication", std::to_string(a.ssc.replication)},
+          {"--collectives", a.ssc.collectives}};
+}
+
+// --restart: the checkpoint's iterate and state, after checking its options against ours.
+std::shared_ptr<const solvers::PurifyResume> load_restart(
+    Context& ctx, const std::string& path, const io::CheckpointRecord::Pairs& given,
+    const std::function<layout::Layout(std::int64_t, std::int64_t)>& make_layout) {
+  io::CheckpointData ck;
+  try {
+    ck = io::read_checkpoint(ctx, path, "purify", make_layout);
+  } catch (const InputError& e) {  // on every rank alike
+    throw InputError(detail::concat("--restart ", path, ": ", e.what()));
+  }
+  auto r = std::make_shared<solvers::PurifyResume>();
+  ctx.agree([&] {
+    io::check_checkpoint_options(path, ck.record, given);
+    r->state = io::get_purify_state(ck.record, path);
+    const std::size_t want = r->state.has_best ? 2 : 1;
+    TESSEL_CHECK(ck.matrices.size() == want, InputError, "--restart ", path, " is malformed: ",
+                 ck.matrices.size(), " matrices, expected ", want, " (state.has_best = ",
+                 r->state.has_best, ")");
+  });
+  r->X = std::move(ck.matrices[0]);
+  if (r->state.has_best) r->best = std::move(ck.matrices[1]);
+  return r;
+}
 
 int run_purify(const PurifyArgs& a) {
   Context ctx(MPI_COMM_WORLD);
@@ -77,6 +129,14 @@ int run_purify(const PurifyArgs& a) {
       TESSEL_CHECK(a.app->count(o) == 0, InputError, o, " ", a.app->get_option(o)->as<std::string>(),
                    ": describes the built-in ring model, which --fock ", a.fock, " replaces");
   }
+  TESSEL_CHECK(a.checkpoint_every >= 1, InputError, "--checkpoint-every ", a.checkpoint_every,
+               ": expected >= 1 (steps between checkpoints)");
+  TESSEL_CHECK(!a.checkpoint.empty() || a.app->count("--checkpoint-every") == 0, InputError,
+               "--checkpoint-every ", a.checkpoint_every, ": needs --checkpoint FILE");
+  TESSEL_CHECK(a.stop_after >= 0, InputError, "--stop-after ", a.stop_after, ": expected >= 0 (0 = never)");
+  if (!a.checkpoint.empty()) opt.checkpoint_every = a.checkpoint_every;
+  opt.stop_after = a.stop_after;
+  check_writable(ctx, "--checkpoint", a.checkpoint);
   check_writable(ctx, "--out", a.out);
   check_writable(ctx, "--json", a.json);
   TraceRun trace(ctx, a.trace);
@@ -135,6 +195,36 @@ int run_purify(const PurifyArgs& a) {
               << fmt::format("stop: ||D - D^2||_F < {:g}, at most {} iterations\n", a.tol, a.max_iter)
               << std::flush;
   }
+  // Checkpoint and restart: the options that fix the result, checked on --restart and
+  // recorded in every --checkpoint.
+  io::CheckpointRecord::Pairs given;
+  if (!a.checkpoint.empty() || !a.restart.empty()) {
+    const std::uint64_t fh = io::content_hash(ctx, *F);
+    std::optional<std::uint64_t> sh;
+    if (S) sh = io::content_hash(ctx, *S);
+    given = result_options(a, opt, p, n, nocc, fh, sh);
+  }
+  if (!a.restart.empty()) {
+    opt.resume = load_restart(ctx, a.restart, given, bc);
+    if (root)
+      std::cout << fmt::format("restart: from {} at step {}\n", a.restart, opt.resume->state.iteration)
+                << std::flush;
+  }
+  if (!a.checkpoint.empty()) {
+    opt.on_checkpoint = [&](const comm::Comm& active, const solvers::PurifyState& st,
+                            const DistMatrix<double>& X, const DistMatrix<double>* best) {
+      io::CheckpointRecord rec;
+      rec.kind = "purify";
+      rec.options = given;
+      rec.options.emplace_back("input", model ? a.model.describe() : "--fock " + a.fock +
+                                                    (S ? " --overlap " + a.overlap : std::string()));
+      io::put_purify_state(rec, st);
+      std::vector<const DistMatrix<double>*> mats{&X};
+      if (best) mats.push_back(best);
+      io::write_checkpoint(active, a.checkpoint, rec, mats);
+      if (root) std::cout << fmt::format("checkpoint: {} written, resumes at step {}\n", a.checkpoint, st.iteration) << std::flush;
+    };
+  }
   std::vector<solvers::PurifyStep> steps;
   opt.on_step = [&](const solvers::PurifyStep& s) {
     if (!root) return;
@@ -161,6 +251,15 @@ int run_purify(const PurifyArgs& a) {
   }
   const double wall = ctx.comm().allreduce_value(MPI_Wtime() - t0, MPI_MAX);
   comm::pcontrol(0);
+  if (r.stopped) {  // --stop-after: an unfinished run writes no --out/--json
+    if (root)
+      std::cout << fmt::format("stopped after {} steps (--stop-after {}), not converged: {}\n", r.iterations,
+                               a.stop_after,
+                               a.checkpoint.empty() ? std::string("no --checkpoint written")
+                                                    : "resume with --restart " + a.checkpoint)
+                << std::flush;
+    return trace.finish(kExitStopped);
+  }
   const auto stats = comm::ledger_stats(ctx.comm(), ctx.ledger(),
       {"ssc/setup", "purify/redistribute in", "purify/validate", "purify/iterate/ssc/compute",
        "purify/iterate", "ssc/release", "purify/result", "purify/redistribute out", ""});
@@ -262,10 +361,22 @@ std::function<int()> add_purify(CLI::App& app) {
   s->add_option("--out", a->out, "Write D to this .npy file (only on success; default: not written)");
   s->add_option("--json", a->json, "Write the results and the per-iteration records as JSON (default: not written)");
   add_trace_option(s, a->trace);
+  s->add_option("--checkpoint", a->checkpoint,
+                "Write the iteration's state to this file every --checkpoint-every steps (collective "
+                "MPI-IO to FILE.tmp, then renamed; a .npy of the iterate plus a text record; "
+                "docs/purify.md)");
+  s->add_option("--checkpoint-every", a->checkpoint_every, "Steps between checkpoints")->capture_default_str();
+  s->add_option("--restart", a->restart,
+                "Continue from this checkpoint (same options, ranks and input; checked): the run ends "
+                "bitwise as the uninterrupted one");
+  s->add_option("--stop-after", a->stop_after,
+                "Stop after this many steps (after writing the checkpoint), not converged: exit status 3, "
+                "no --out/--json (0 = never)")->capture_default_str();
   s->footer(std::string(kRingModelHelp) +
             "\n\nErrors (bad option values, --nocc out of range, F/S shape mismatch, unreadable or "
-            "malformed files, unwritable --out/--json) are printed once as 'tessel: error: ...' and "
-            "the command exits with status 2, leaving no output file.");
+            "malformed files, unwritable --out/--json, a --restart checkpoint that is truncated or was "
+            "written with other options) are printed once as 'tessel: error: ...' and the command "
+            "exits with status 2, leaving no output file. --stop-after exits with status 3.");
   return [a]() { return run_purify(*a); };
 }
 

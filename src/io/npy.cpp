@@ -16,6 +16,7 @@
 
 #include "tessel/comm/file.hpp"
 #include "tessel/core/error.hpp"
+#include "npy_share.hpp"
 
 namespace tessel::io {
 
@@ -241,21 +242,6 @@ RawHeader fetch_header(const Context& ctx, const std::string& path) {
   return raw;
 }
 
-/// This rank's share of `lay` for the MPI-IO file view.
-comm::MatrixShare share_of(const layout::Layout& lay, int rank, std::int64_t ld, bool row_major) {
-  comm::MatrixShare s;
-  s.rows = lay.rows();
-  s.cols = lay.cols();
-  s.ld = ld;
-  s.row_major_file = row_major;
-  auto g = lay.groups_of(rank);
-  if (!g) return s;
-  for (const auto& v : lay.row_partition().intervals())
-    if (v.group == g->first) s.row_runs.push_back({v.begin, v.len, v.local});
-  for (const auto& v : lay.col_partition().intervals())
-    if (v.group == g->second) s.col_runs.push_back({v.begin, v.len, v.local});
-  return s;
-}
 
 void check_ndim_and_order(const NpyHeader& h, const std::string& name) {
   if (h.shape.empty() || h.shape.size() > 2)
@@ -280,6 +266,21 @@ void check_size(const NpyHeader& h, std::int64_t itemsize, std::int64_t file_siz
 }
 
 }  // namespace
+
+comm::MatrixShare share_of(const layout::Layout& lay, int rank, std::int64_t ld, bool row_major) {
+  comm::MatrixShare s;
+  s.rows = lay.rows();
+  s.cols = lay.cols();
+  s.ld = ld;
+  s.row_major_file = row_major;
+  auto g = lay.groups_of(rank);
+  if (!g) return s;
+  for (const auto& v : lay.row_partition().intervals())
+    if (v.group == g->first) s.row_runs.push_back({v.begin, v.len, v.local});
+  for (const auto& v : lay.col_partition().intervals())
+    if (v.group == g->second) s.col_runs.push_back({v.begin, v.len, v.local});
+  return s;
+}
 
 // ------------------------------------------------------------------ pure header functions
 std::int64_t npy_header_length(const std::string& p, const std::string& name) {

@@ -49,13 +49,19 @@ double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock:
 // block-sparse algebras, purify_generic.cpp) on the SymmSquareCube algebra of plane 0
 // (ssc_algebra.hpp). Returns the failure, if any; fills `stats` (meaningful on context rank 0).
 struct Stats {
-  double iterations = 0, idempotency = 0, trace_error = 0, band_energy = 0, products = 0;
+  double iterations = 0, idempotency = 0, trace_error = 0, band_energy = 0, products = 0, stopped = 0;
   double ssc_seconds = 0;
+};
+
+// A resumed iterate (and best iterate) on plane 0, redistributed on every rank beforehand.
+struct ResumeOnPlane0 {
+  const PurifyState* state = nullptr;
+  SscMatrix x, best;
 };
 
 std::optional<Failure> iterate(const Context& ctx, dense::SymmSquareCube& ssc, const dense::DistMatrix<double>& f,
                                dense::DistMatrix<double>& d, std::int64_t nocc,
-                               const PurifyOptions& opt, Stats& st) {
+                               const PurifyOptions& opt, const ResumeOnPlane0& resume, Stats& st) {
   Algebra<SscMatrix> alg(ctx, ssc);
   SscMatrix fm = alg.copy(SscMatrix{dense::DistMatrix<double>::view(ssc.plane0(), f.rank(),
                                                                       const_cast<double*>(f.data()),
@@ -73,7 +79,20 @@ std::optional<Failure> iterate(const Context& ctx, dense::SymmSquareCube& ssc, c
       // active rank leaves the iteration with the same error (held and agreed below).
       agree_on(ssc.mesh().global(), [&] { opt.on_step(ps); });
     };
-  auto r = purify_generic(alg, fm, nocc, opt.method, opt.mu, opt.tol, opt.max_iter, step, opt.stall_window);
+  PurifyCheckpointing<SscMatrix> ck;
+  ck.every = opt.checkpoint_every;
+  ck.stop_after = opt.stop_after;
+  if (opt.on_checkpoint)
+    ck.on_checkpoint = [&](const PurifyState& s, const SscMatrix& x, const SscMatrix* best) {
+      opt.on_checkpoint(ssc.mesh().global(), s, x.m, best ? &best->m : nullptr);
+    };
+  if (resume.state) {
+    ck.resume = resume.state;
+    ck.resume_x = &resume.x;
+    ck.resume_best = resume.state->has_best ? &resume.best : nullptr;
+  }
+  auto r = purify_generic(alg, fm, nocc, opt.method, opt.mu, opt.tol, opt.max_iter, step,
+                          opt.stall_window, ck);
   std::copy(r.X.m.data(), r.X.m.data() + f.local_rows() * f.local_cols(), d.data());
   st.iterations = r.iterations;
   st.idempotency = r.idempotency_error;
@@ -81,7 +100,8 @@ std::optional<Failure> iterate(const Context& ctx, dense::SymmSquareCube& ssc, c
   st.band_energy = r.band_energy;
   st.products = static_cast<double>(r.products);
   st.ssc_seconds = alg.ssc_seconds();
-  if (opt.method == PurifyMethod::McWeeny && st.trace_error > 1e-6)
+  st.stopped = r.stopped ? 1 : 0;
+  if (opt.method == PurifyMethod::McWeeny && !r.stopped && st.trace_error > 1e-6)
     return Failure{true, detail::concat(
         "purify: mcweeny: mu = ", *opt.mu, " is not inside the HOMO-LUMO gap at nocc = ", nocc,
         ": tr D = ", r.trace, " states lie below mu (expected mu between the HOMO and the LUMO)")};
@@ -108,6 +128,26 @@ void check_options(const PurifyOptions& opt, std::int64_t n, std::int64_t nocc) 
                " (expected a finite energy inside the HOMO-LUMO gap)");
 }
 
+void check_resume(const PurifyState& st, bool have_x, bool have_best) {
+  const auto k = static_cast<std::size_t>(std::max(0, st.iteration));
+  TESSEL_CHECK(st.iteration >= 1, InputError, "purify: resume at step ", st.iteration,
+               " (expected >= 1: a checkpoint is written after a step)");
+  TESSEL_CHECK(st.coefficients.size() == 4 * k && st.history.size() == k, InputError,
+               "purify: resume at step ", st.iteration, " with ", st.coefficients.size(),
+               " step coefficients and ", st.history.size(), " residuals (expected ", 4 * k,
+               " and ", k, ")");
+  TESSEL_CHECK(st.best_iteration >= 0 && st.best_iteration < st.iteration && st.behind >= 0,
+               InputError, "purify: resume at step ", st.iteration, " with best step ",
+               st.best_iteration, " and ", st.behind, " steps behind (expected 0 .. ", st.iteration - 1, ")");
+  TESSEL_CHECK(std::isfinite(st.hmin) && std::isfinite(st.hmax) && std::isfinite(st.trace_f) &&
+                   std::isfinite(st.start_a) && std::isfinite(st.start_b),
+               InputError, "purify: resume state has non-finite bounds or start (hmin ", st.hmin,
+               ", hmax ", st.hmax, ", tr ", st.trace_f, ", a ", st.start_a, ", b ", st.start_b, ")");
+  TESSEL_CHECK(have_x, InputError, "purify: resume state without the iterate X");
+  TESSEL_CHECK(!st.has_best || have_best, InputError,
+               "purify: resume state says it keeps the best iterate, but none is given");
+}
+
 }  // namespace steps
 
 PurifyResult purify(Context& ctx, const dense::DistMatrix<double>& F, std::int64_t nocc,
@@ -119,6 +159,17 @@ PurifyResult purify(Context& ctx, const dense::DistMatrix<double>& F, std::int64
     TESSEL_CHECK(F.layout().comm_size() == ctx.size(), LayoutMismatch, "purify: F's layout is over ",
                  F.layout().comm_size(), " ranks but the context has ", ctx.size());
     steps::check_options(opt, n, nocc);
+    if (opt.resume) {
+      const auto& r = *opt.resume;
+      TESSEL_CHECK(r.X.rows() == n && r.X.cols() == n && r.X.layout().comm_size() == ctx.size(),
+                   DimensionMismatch, "purify: the resumed iterate is ", r.X.rows(), " x ", r.X.cols(),
+                   " over ", r.X.layout().comm_size(), " ranks (expected ", n, " x ", n, " over ",
+                   ctx.size(), ", as F)");
+      TESSEL_CHECK(!r.state.has_best || (r.best.rows() == n && r.best.cols() == n &&
+                                         r.best.layout().comm_size() == ctx.size()),
+                   DimensionMismatch, "purify: the resumed best iterate is ", r.best.rows(), " x ",
+                   r.best.cols(), " (expected ", n, " x ", n, " over ", ctx.size(), " ranks, as F)");
+    }
   });
   const auto t0 = Clock::now();
   dense::SymmSquareCube ssc(ctx, n, opt.ssc);
@@ -133,6 +184,14 @@ PurifyResult purify(Context& ctx, const dense::DistMatrix<double>& F, std::int64
     PhaseScope ph(ctx.ledger(), "purify/validate");
     ssc.check_input(f.data(), opt.symmetry_tol, "purify", "F");
   }
+  ResumeOnPlane0 resume;
+  if (opt.resume) {  // bit-for-bit moves onto plane 0, on every rank
+    PhaseScope ph(ctx.ledger(), "purify/redistribute in");
+    resume.state = &opt.resume->state;
+    resume.x.m = dense::redistribute(ctx, opt.resume->X, ssc.plane0(), moves);
+    if (opt.resume->state.has_best)
+      resume.best.m = dense::redistribute(ctx, opt.resume->best, ssc.plane0(), moves);
+  }
   const auto& m = ssc.mesh();
   dense::DistMatrix<double> d(ctx, ssc.plane0());
   Stats st;
@@ -142,7 +201,7 @@ PurifyResult purify(Context& ctx, const dense::DistMatrix<double>& F, std::int64
     // An error thrown on the active ranks alone is held until every rank has passed
     // release() (the inactive ranks wait there) and then agreed below.
     try {
-      fail = iterate(ctx, ssc, f, d, nocc, opt, st);
+      fail = iterate(ctx, ssc, f, d, nocc, opt, resume, st);
     } catch (const InputError& e) {
       fail = Failure{true, e.what()};
     } catch (const Error& e) {
@@ -152,14 +211,14 @@ PurifyResult purify(Context& ctx, const dense::DistMatrix<double>& F, std::int64
     }
   }
   ssc.release();
-  double stats[5] = {st.iterations, st.idempotency, st.trace_error, st.band_energy, st.products};
+  double stats[6] = {st.iterations, st.idempotency, st.trace_error, st.band_energy, st.products, st.stopped};
   {
     PhaseScope ph(ctx.ledger(), "purify/result");
     ctx.agree([&] {
       if (fail && fail->input) throw InputError(fail->msg);
       if (fail) throw Error(fail->msg);
     });
-    if (m.inactive_ranks() > 0) ctx.comm().bcast(stats, 5, 0);
+    if (m.inactive_ranks() > 0) ctx.comm().bcast(stats, 6, 0);
     st.ssc_seconds = ctx.comm().allreduce_value(st.ssc_seconds, MPI_MAX);
   }
   PurifyResult out;
@@ -174,6 +233,7 @@ PurifyResult purify(Context& ctx, const dense::DistMatrix<double>& F, std::int64
   out.trace_error = stats[2];
   out.band_energy = stats[3];
   out.flops = stats[4] * 2 * nd * nd * nd;
+  out.stopped = stats[5] != 0;
   out.ssc_seconds = st.ssc_seconds;
   out.method = opt.method;
   out.p = ssc.p();

@@ -28,7 +28,8 @@ double apply_steps(double x, const std::vector<steps::Coefficients>& cs) {
 template <class M>
 PurifyGenericResult<M> purify_generic(Algebra<M>& alg, const M& Ht, std::int64_t nocc,
                                       PurifyMethod method, std::optional<double> mu, double tol,
-                                      int max_iter, const ProgressFn& on_step, int stall_window) {
+                                      int max_iter, const ProgressFn& on_step, int stall_window,
+                                      const PurifyCheckpointing<M>& ck) {
   using Clock = std::chrono::steady_clock;
   const std::int64_t n = alg.n(Ht);
   PurifyOptions popt;
@@ -37,38 +38,82 @@ PurifyGenericResult<M> purify_generic(Algebra<M>& alg, const M& Ht, std::int64_t
   popt.tol = tol;
   popt.max_iter = max_iter;
   popt.stall_window = stall_window;
-  alg.agree([&] { steps::check_options(popt, n, nocc); });
-  steps::Bounds b;
-  std::tie(b.hmin, b.hmax) = alg.gershgorin(Ht);
-  b.trace = alg.trace(Ht);
-  b.n = n;
-  b.nocc = nocc;
-  steps::Start x0;
-  std::string start_error;
-  switch (method) {
-    case PurifyMethod::Canonical: x0 = steps::start_canonical(b); break;
-    case PurifyMethod::McWeeny: x0 = steps::start_mcweeny(b, *mu, &start_error); break;
-    default: x0 = steps::start_trs(b); break;
-  }
   alg.agree([&] {
-    if (!start_error.empty()) throw InputError(start_error);
+    steps::check_options(popt, n, nocc);
+    TESSEL_CHECK(ck.every >= 0 && ck.stop_after >= 0, InputError, "purify: checkpoint every ",
+                 ck.every, " steps, stop after ", ck.stop_after, " (expected >= 0; 0 = never)");
+    if (ck.resume) steps::check_resume(*ck.resume, ck.resume_x != nullptr, ck.resume_best != nullptr);
   });
   const double eps = alg.filter_eps();
   const double floor_level = eps > 0 ? std::max(1e-6, 1e3 * eps) : 1e-6;
   constexpr int kFloorSteps = 3;
   const int kStall = stall_window;
   const int power = steps::highest_power(method);
-  M x = alg.copy(Ht);
-  alg.scale(x, x0.a);
-  alg.shift(x, x0.b);
-  alg.filter(x);
-  alg.resymmetrize(x);
+  steps::Bounds b;
+  b.n = n;
+  b.nocc = nocc;
+  steps::Start x0;
+  M x, best;
   std::vector<steps::Coefficients> cs;
   std::vector<double> hist;
-  M best;
   double best_err = INFINITY, best_t1 = 0, best_en = 0;
   int best_it = 0, behind = 0;
   int it = 0, performed = -1;
+  if (ck.resume) {  // everything step 0 computed comes from the state: nothing recomputed
+    const PurifyState& st = *ck.resume;
+    b.hmin = st.hmin;
+    b.hmax = st.hmax;
+    b.trace = st.trace_f;
+    x0 = {st.start_a, st.start_b};
+    for (std::size_t k = 0; k + 3 < st.coefficients.size(); k += 4)
+      cs.push_back({st.coefficients[k], st.coefficients[k + 1], st.coefficients[k + 2], st.coefficients[k + 3]});
+    hist = st.history;
+    best_err = st.best_err;
+    best_t1 = st.best_trace;
+    best_en = st.best_energy;
+    best_it = st.best_iteration;
+    behind = st.behind;
+    it = st.iteration;
+    x = alg.copy(*ck.resume_x);
+    if (st.has_best) best = alg.copy(*ck.resume_best);
+  } else {
+    std::tie(b.hmin, b.hmax) = alg.gershgorin(Ht);
+    b.trace = alg.trace(Ht);
+    std::string start_error;
+    switch (method) {
+      case PurifyMethod::Canonical: x0 = steps::start_canonical(b); break;
+      case PurifyMethod::McWeeny: x0 = steps::start_mcweeny(b, *mu, &start_error); break;
+      default: x0 = steps::start_trs(b); break;
+    }
+    alg.agree([&] {
+      if (!start_error.empty()) throw InputError(start_error);
+    });
+    x = alg.copy(Ht);
+    alg.scale(x, x0.a);
+    alg.shift(x, x0.b);
+    alg.filter(x);
+    alg.resymmetrize(x);
+  }
+  // The state after `steps` steps (X enters step `steps`), for on_checkpoint.
+  auto state_after = [&](int steps_taken) {
+    PurifyState st;
+    st.iteration = steps_taken;
+    st.hmin = b.hmin;
+    st.hmax = b.hmax;
+    st.trace_f = b.trace;
+    st.start_a = x0.a;
+    st.start_b = x0.b;
+    for (const auto& c : cs) st.coefficients.insert(st.coefficients.end(), c.begin(), c.end());
+    st.history = hist;
+    st.best_err = best_err;
+    st.best_trace = best_t1;
+    st.best_energy = best_en;
+    st.best_iteration = best_it;
+    st.behind = behind;
+    st.has_best = best_err < floor_level;
+    return st;
+  };
+  bool stopped = false;
   double err = 0, t1 = 0, en = 0;
   auto t = Clock::now();
   for (;; ++it) {
@@ -143,6 +188,16 @@ PurifyGenericResult<M> purify_generic(Algebra<M>& alg, const M& Ht, std::int64_t
     if (c[3] != 0) alg.add(x, 1.0, x4, c[3]);
     alg.filter(x);
     alg.resymmetrize(x);  // X^2, X^3 from different blocks round differently: keep X = X^T
+    const bool stop = ck.stop_after > 0 && it + 1 >= ck.stop_after;
+    if (ck.on_checkpoint && ((ck.every > 0 && (it + 1) % ck.every == 0) || stop)) {
+      const PurifyState st = state_after(it + 1);
+      alg.agree([&] { ck.on_checkpoint(st, x, st.has_best ? &best : nullptr); });
+    }
+    if (stop) {
+      stopped = true;
+      ++it;
+      break;
+    }
   }
   PurifyGenericResult<M> out;
   out.X = std::move(x);
@@ -150,7 +205,10 @@ PurifyGenericResult<M> purify_generic(Algebra<M>& alg, const M& Ht, std::int64_t
   out.idempotency_error = err;
   out.trace = t1;
   out.band_energy = en;
-  out.products = static_cast<std::int64_t>(performed >= 0 ? performed : it + 1) *
+  out.stopped = stopped;
+  // Products computed by this call (a resumed run counts from its first step on).
+  const int first = ck.resume ? ck.resume->iteration : 0;
+  out.products = static_cast<std::int64_t>((performed >= 0 ? performed : stopped ? it : it + 1) - first) *
                  (power == 2 ? 1 : power == 3 ? 2 : 3);
   // mu: the steps map x0 = a e + b (a < 0) monotonically to the occupation of energy e.
   double lo = b.hmin, hi = b.hmax;
@@ -168,12 +226,15 @@ PurifyGenericResult<M> purify_generic(Algebra<M>& alg, const M& Ht, std::int64_t
 
 template PurifyGenericResult<dense::DistMatrix<double>> purify_generic(
     DenseAlgebra&, const dense::DistMatrix<double>&, std::int64_t, PurifyMethod,
-    std::optional<double>, double, int, const ProgressFn&, int);
+    std::optional<double>, double, int, const ProgressFn&, int,
+    const PurifyCheckpointing<dense::DistMatrix<double>>&);
 template PurifyGenericResult<sparse::BlockSparseMatrix<double>> purify_generic(
     SparseAlgebra&, const sparse::BlockSparseMatrix<double>&, std::int64_t, PurifyMethod,
-    std::optional<double>, double, int, const ProgressFn&, int);
+    std::optional<double>, double, int, const ProgressFn&, int,
+    const PurifyCheckpointing<sparse::BlockSparseMatrix<double>>&);
 template PurifyGenericResult<SscMatrix> purify_generic(Algebra<SscMatrix>&, const SscMatrix&, std::int64_t,
                                                        PurifyMethod, std::optional<double>, double, int,
-                                                       const ProgressFn&, int);
+                                                       const ProgressFn&, int,
+                                                       const PurifyCheckpointing<SscMatrix>&);
 
 }  // namespace tessel::solvers

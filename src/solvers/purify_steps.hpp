@@ -36,6 +36,11 @@ using Coefficients = std::array<double, 4>;
 /// max_iter, stall_window, McWeeny without a finite mu). Shared by both purify overloads.
 void check_options(const PurifyOptions& opt, std::int64_t n, std::int64_t nocc);
 
+/// Throws InputError (call inside agree) unless `st` is a consistent resume state: iteration
+/// >= 1, 4 coefficients and one residual per step taken, best_iteration < iteration, finite
+/// bounds, and the matrices given (`have_x`; `have_best` when st.has_best).
+void check_resume(const PurifyState& st, bool have_x, bool have_best);
+
 /// The highest power of X a method's step needs: 2 (TRS2: run_square), 3 (canonical,
 /// McWeeny: run), 4 (TRS4: run, then run_square on X^2).
 int highest_power(PurifyMethod m);

@@ -175,11 +175,33 @@ struct PurifyGenericResult {
   double trace = 0;        ///< tr X of the returned X
   double band_energy = 0;  ///< 2 tr(X Ht) of the returned X
   std::int64_t products = 0;  ///< products of the steps actually used
+  bool stopped = false;       ///< PurifyCheckpointing::stop_after ended it unconverged
 };
+/// Checkpoint and restart of purify_generic, for every algebra (purify() uses it on the
+/// SymmSquareCube algebra; the dense and block-sparse density() can use it the same way).
+///  - every > 0: after each step whose count is a multiple of `every` (and after the step at
+///    which stop_after stops), on_checkpoint(state, X, best) is called, collective over the
+///    algebra's ranks (alg.agree's), best null unless state.has_best; a throw on any of them
+///    fails purify_generic on all of them.
+///  - resume: continue from that state, with resume_x (and resume_best when
+///    resume->has_best) in the algebra's layout; the run then ends bitwise as the
+///    uninterrupted one (same ranks and options).
+///  - stop_after > 0: stop unconverged after that many steps (PurifyGenericResult::stopped).
+template <class M>
+struct PurifyCheckpointing {
+  int every = 0;
+  std::function<void(const PurifyState&, const M& x, const M* best)> on_checkpoint;
+  const PurifyState* resume = nullptr;
+  const M* resume_x = nullptr;
+  const M* resume_best = nullptr;
+  int stop_after = 0;
+};
+
 template <class M>
 PurifyGenericResult<M> purify_generic(Algebra<M>& alg, const M& Ht, std::int64_t nocc,
                                       PurifyMethod method, std::optional<double> mu,
                                       double tol, int max_iter, const ProgressFn& on_step,
-                                      int stall_window = 40);
+                                      int stall_window = 40,
+                                      const PurifyCheckpointing<M>& checkpointing = {});
 
 }  // namespace tessel::solvers

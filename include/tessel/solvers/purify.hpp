@@ -17,8 +17,11 @@
 /// purify throws InputError ("no clear occupation") instead of running to max_iter.
 #include <cstdint>
 #include <functional>
+#include <limits>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tessel/core/context.hpp"
 #include "tessel/dense/dist_matrix.hpp"
@@ -49,6 +52,34 @@ struct PurifyStep {
   double seconds = 0;            ///< wall time of this step
 };
 
+/// The scalar state of a purification between two steps: with the iterate X (and, below the
+/// rounding floor, the best iterate so far) it determines the rest of the run bitwise. A
+/// checkpoint (PurifyOptions::on_checkpoint) hands it out; PurifyOptions::resume takes it back.
+/// Everything computed once at step 0 (the spectral bounds, the starting guess) is kept here,
+/// so a resumed run never recomputes it. Shared by every algebra (purify_generic, density.hpp).
+struct PurifyState {
+  int iteration = 0;         ///< steps taken: X is the iterate that enters step `iteration` (>= 1)
+  double hmin = 0, hmax = 0; ///< Gershgorin bounds of the purified matrix (from step 0)
+  double trace_f = 0;        ///< its trace
+  double start_a = 0, start_b = 0;    ///< X0 = a F + b I (for mu)
+  std::vector<double> coefficients;   ///< c1..c4 of each step taken (4 per step), for mu
+  std::vector<double> history;        ///< ||X - X^2||_F of steps 0 .. iteration-1 (stall test)
+  double best_err = std::numeric_limits<double>::infinity();  ///< lowest ||X - X^2||_F so far
+  double best_trace = 0, best_energy = 0;  ///< tr X and 2 tr(X F) of that best iterate
+  int best_iteration = 0, behind = 0;      ///< its step; steps since
+  /// The best iterate is part of the state (only when best_err is below the rounding floor:
+  /// above it the floor rule cannot return it before a better one replaces it).
+  bool has_best = false;
+};
+
+/// A resumed purification: the state and the matrices of a checkpoint, in any layout over
+/// the context (purify redistributes them, bit for bit). `best` is empty unless
+/// state.has_best.
+struct PurifyResume {
+  PurifyState state;
+  dense::DistMatrix<double> X, best;
+};
+
 struct PurifyOptions {
   PurifyMethod method = PurifyMethod::Canonical;
   /// McWeeny only: the chemical potential, strictly inside the HOMO-LUMO gap. Unset: purify
@@ -63,6 +94,26 @@ struct PurifyOptions {
   /// throws on any of them, purify() throws a tessel::Error naming the exception on every
   /// rank of the context (the call is agreed among the active ranks: one allreduce a step).
   std::function<void(const PurifyStep&)> on_step;
+  /// Checkpointing: after every `checkpoint_every`-th step (state.iteration % checkpoint_every
+  /// == 0; 0 = never) and after the step at which `stop_after` stops, on_checkpoint is called
+  /// with the state and this rank's part of the iterate X and of the best iterate (null unless
+  /// state.has_best), both on the layout of plane 0 of the SymmSquareCube mesh (their layouts
+  /// span the whole context; the inactive ranks and the other planes hold nothing). Collective
+  /// over `active`, the active ranks of the mesh only (context rank 0 among them; the
+  /// inactive ranks wait in SymmSquareCube::release()): io::write_checkpoint over `active`
+  /// writes a checkpoint file. A throw on any active rank fails purify() on every rank.
+  int checkpoint_every = 0;
+  std::function<void(const comm::Comm& active, const PurifyState& state,
+                     const dense::DistMatrix<double>& X, const dense::DistMatrix<double>* best)>
+      on_checkpoint;
+  /// Resume from a checkpoint (the same options, ranks and input, else the result differs):
+  /// the iteration continues at resume->state.iteration and ends bitwise as the
+  /// uninterrupted run. Null: start from F.
+  std::shared_ptr<const PurifyResume> resume;
+  /// > 0: stop after this many steps (after its checkpoint) even if not converged;
+  /// PurifyResult::stopped is then true and D is that iterate, not a density matrix (for
+  /// jobs with a time limit, and tests of restart).
+  int stop_after = 0;
   /// Non-orthogonal path: Newton-Schulz iteration for S^-1/2 stops when ||I - Z Y||_F (Y = S Z
   /// in exact arithmetic) is below max(ns_tol, 10 n eps), at most ns_max_iter steps.
   double ns_tol = 1e-12;
@@ -83,6 +134,9 @@ struct PurifyResult {
   double flops = 0;                ///< flops of the dense products: 2 n^3 per product
   int ns_iterations = 0;           ///< Newton-Schulz steps (non-orthogonal path; else 0)
   double ns_seconds = 0;           ///< wall time of S^-1/2 and the basis changes
+  /// PurifyOptions::stop_after ended the run unconverged: D is the iterate after `iterations`
+  /// steps (not a density matrix); the errors and energy are those of the last step's input.
+  bool stopped = false;
 };
 
 /// Collective. Throws on every rank: DimensionMismatch (F not square), InputError (nocc not

@@ -5,11 +5,14 @@
 // bytes per rank.
 #include <fmt/format.h>
 
+#include <sys/resource.h>
+
 #include <cmath>
 #include <cstdint>
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <utility>
 
 #include "cli_util.hpp"
 #include "commands.hpp"
@@ -33,6 +36,8 @@ struct DensityArgs {
   std::optional<double> mu;
   int sign_order = 2, max_iter = 200;
   double eps = 1e-6, tol = 1e-12;
+  std::optional<double> eps_inverse, eps_transform, eps_final;  // unset: the defaults of DensityOptions
+  std::optional<int> final_steps;
   bool dense = false, nonsymmetric = false, energy_weighted = false;
 };
 
@@ -129,6 +134,15 @@ int run_density(const DensityArgs& a) {
   opt.tol = a.tol;
   opt.max_iter = a.max_iter;
   opt.energy_weighted = a.energy_weighted;
+  for (const auto& [name, v] : {std::pair<const char*, std::optional<double>>{"--eps-inverse", a.eps_inverse},
+                                 {"--eps-transform", a.eps_transform}, {"--eps-final", a.eps_final}})
+    TESSEL_CHECK(!v || (*v >= 0 && std::isfinite(*v)), InputError, name, " ", *v, ": expected >= 0 (0 = no filtering)");
+  TESSEL_CHECK(!a.final_steps || *a.final_steps >= 0, InputError, "--final-steps ", *a.final_steps,
+               ": expected >= 0");
+  opt.eps_inverse = a.eps_inverse.value_or(-1);
+  opt.eps_transform = a.eps_transform.value_or(-1);
+  opt.eps_final = a.eps_final.value_or(-1);
+  opt.final_steps = a.final_steps.value_or(-1);
   const auto t_in = MPI_Wtime();
   Input in = read_input(ctx, a);
   const double read_seconds = MPI_Wtime() - t_in;
@@ -153,12 +167,23 @@ int run_density(const DensityArgs& a) {
   ctx.ledger().reset();
   comm::pcontrol(2);
   const double t0 = MPI_Wtime();
-  double band = 0, mu = 0, trace_ps = 0, idem = 0, residual = 0, flops = 0;
-  int iters = 0, sign_ev = 0, inv_iters = 0;
+  double band = 0, band_orth = 0, mu = 0, trace_ps = 0, idem = 0, residual = 0, flops = 0;
+  double eps_stage[4] = {0, 0, 0, 0};  // inverse, transform, iteration, final
+  double bounds[2] = {0, 0}, inverse_scale = 0;
+  int iters = 0, sign_ev = 0, inv_iters = 0, final_steps = 0;
   std::int64_t mults = 0, p_blocks = 0;
   double p_occupation = 1.0;
   auto take = [&](const auto& r, auto& alg) {
     band = r.band_energy;
+    band_orth = r.band_energy_orthogonal;
+    eps_stage[0] = r.eps_inverse;
+    eps_stage[1] = r.eps_transform;
+    eps_stage[2] = r.eps_iteration;
+    eps_stage[3] = r.eps_final;
+    final_steps = r.final_steps;
+    bounds[0] = r.bounds.lo;
+    bounds[1] = r.bounds.hi;
+    inverse_scale = r.inverse_scale;
     mu = r.mu;
     trace_ps = r.trace_ps;
     idem = r.idempotency;
@@ -192,10 +217,20 @@ int run_density(const DensityArgs& a) {
     if (npy) sparse::write_npy_blocks(ctx, r.P, a.out);
     if (csr) sparse::write_cp2k_csr(ctx, r.P, a.out);
   }
+  // Peak resident memory per rank (getrusage ru_maxrss, kB on Linux), max and mean over ranks.
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  const double rss = static_cast<double>(ru.ru_maxrss) * 1024.0;
+  const double rss_max = ctx.comm().allreduce_value(rss, MPI_MAX);
+  const double rss_mean = ctx.comm().allreduce_value(rss, MPI_SUM) / ctx.size();
   auto stats = comm::ledger_stats(ctx.comm(), ctx.ledger(), {""});
   const double bytes_max = stats.empty() ? 0 : stats[0].recv_bytes.max + stats[0].coll_bytes.max + stats[0].rma_bytes.max;
   if (root) {
-    std::cout << fmt::format("band energy 2 tr(PH): {:.10f} Eh\n", band)
+    std::cout << fmt::format("band energy 2 tr(PH): {:.10f} Eh (orthogonal basis 2 tr(Pt Ht): {:.10f})\n", band,
+                             band_orth)
+              << fmt::format("filter eps by stage: S^-1/2 {:g}, basis changes {:g}, iteration {:g}, "
+                             "{} final McWeeny steps {:g}\n",
+                             eps_stage[0], eps_stage[1], eps_stage[2], final_steps, eps_stage[3])
               << fmt::format("mu: {:.6f} Eh{}\n", mu, opt.mu ? " (given)" : "")
               << fmt::format("tr(PS): {:.10f} (electrons 2 tr(PS) = {:.10f}, expected {})\n", trace_ps,
                              2 * trace_ps, in.electrons)
@@ -207,6 +242,8 @@ int run_density(const DensityArgs& a) {
                           : fmt::format("P: {} blocks stored ({:.2f}% of all)\n", p_blocks, 100 * p_occupation))
               << fmt::format("time: {:.3f} s (input {:.3f} s)\n", seconds, read_seconds)
               << fmt::format("bytes received per rank (max): {}\n", human_bytes(bytes_max))
+              << fmt::format("peak memory per rank (ru_maxrss): max {}, mean {}\n", human_bytes(rss_max),
+                             human_bytes(rss_mean))
               << ledger_table(comm::ledger_stats(ctx.comm(), ctx.ledger(), {"spgemm", "gemm", "sparse", ""}), true)
               << std::flush;
   } else {
@@ -221,6 +258,13 @@ int run_density(const DensityArgs& a) {
     j["eps"] = a.eps;
     j["electrons"] = in.electrons;
     j["band_energy"] = band;
+    j["band_energy_orthogonal"] = band_orth;
+    j["eps_inverse"] = eps_stage[0];
+    j["eps_transform"] = eps_stage[1];
+    j["eps_final"] = eps_stage[3];
+    j["final_steps"] = final_steps;
+    j["bounds"] = {bounds[0], bounds[1]};
+    j["inverse_scale"] = inverse_scale;
     j["mu"] = mu;
     j["trace_ps"] = trace_ps;
     j["idempotency"] = idem;
@@ -232,6 +276,10 @@ int run_density(const DensityArgs& a) {
     j["seconds"] = seconds;
     j["p_blocks"] = p_blocks;
     j["bytes_per_rank_max"] = bytes_max;
+    j["maxrss_bytes_max"] = rss_max;
+    j["maxrss_bytes_mean"] = rss_mean;
+    j["n"] = in.H.rows();
+    j["block_rows"] = in.H.distribution().row_blocks().count();
     j["ledger"] = ledger_json(stats);
     write_json(ctx, a.json, j);
   }
@@ -254,6 +302,11 @@ std::function<int()> add_density(CLI::App& app) {
   s->add_option("--method", a->method, "sign | trs4 | canonical | trs2 | mcweeny")->capture_default_str();
   s->add_option("--sign-order", a->sign_order, "Newton-Schulz order of the sign iteration: 2 or 3")->capture_default_str();
   s->add_option("--eps", a->eps, "Filter threshold of every product (0 = no filtering)")->capture_default_str();
+  s->add_option("--eps-inverse", a->eps_inverse, "Filter threshold of S^-1/2 (default: from --eps, docs/density.md)");
+  s->add_option("--eps-transform", a->eps_transform,
+                "Filter threshold of Ht = Z H Z and P = Z Pt Z (default: from --eps)");
+  s->add_option("--eps-final", a->eps_final, "Filter threshold of the final McWeeny steps (default: from --eps)");
+  s->add_option("--final-steps", a->final_steps, "McWeeny steps after the iteration (default: docs/density.md)");
   s->add_option("--mu", a->mu, "Chemical potential (Eh): no search (sign), required for mcweeny");
   s->add_option("--tol", a->tol, "Stop: sign relative residual / ||X - X^2||_F")->capture_default_str();
   s->add_option("--max-iter", a->max_iter, "Iteration cap per sign evaluation / purification")->capture_default_str();

@@ -19,6 +19,12 @@ SparseAlgebra::Algebra(Context& ctx, sparse::SpMultiplyOptions opt)
 
 SparseAlgebra::~Algebra() = default;
 
+void SparseAlgebra::set_filter_eps(double eps) {
+  TESSEL_CHECK(eps >= 0 && std::isfinite(eps), InputError, "filter eps = ", eps,
+               " (expected >= 0; 0 means no filtering)");
+  opt_.filter_eps = eps;
+}
+
 bool SparseAlgebra::conforms(const Matrix& a, const Matrix& b, std::string* why) {
   const auto& da = a.distribution();
   const auto& db = b.distribution();

@@ -230,12 +230,28 @@ DensityResult<M> density(Algebra<M>& alg, const M& H, const M& S, std::int64_t e
                    as, " (expected <= ", opt.symmetry_tol, ")");
     });
   }
+  const double eps = alg.filter_eps();
+  auto stage = [eps](double v, double factor) { return v >= 0 ? v : eps * factor; };
+  out.eps_iteration = eps;
+  out.eps_inverse = stage(opt.eps_inverse, kEpsInverseFactor);
+  out.eps_transform = stage(opt.eps_transform, kEpsTransformFactor);
+  out.eps_final = stage(opt.eps_final, kEpsFinalFactor);
+  out.final_steps = opt.final_steps >= 0 ? opt.final_steps : kFinalSteps;
   InverseOptions io = opt.inverse;
   if (!io.on_step) io.on_step = opt.on_step;
-  auto z = inverse_sqrt(alg, S, io);
+  InverseResult<M> z;
+  {
+    FilterScope<M> fs(alg, out.eps_inverse);
+    z = inverse_sqrt(alg, S, io);
+  }
   out.inverse_iterations = z.iterations;
+  out.inverse_scale = z.scale;
   const M& Z = z.X;
-  M ht = alg.product(alg.product(Z, H), Z);
+  M ht;
+  {
+    FilterScope<M> fs(alg, out.eps_transform);
+    ht = alg.product(alg.product(Z, H), Z);
+  }
   alg.symmetrize(ht);
   out.bounds = lanczos_bounds(alg, ht, opt.lanczos_steps);
   ctx.agree([&] {
@@ -260,6 +276,7 @@ DensityResult<M> density(Algebra<M>& alg, const M& H, const M& S, std::int64_t e
     M sinv;
     M a;
     if (opt.nonsymmetric) {
+      FilterScope<M> fs(alg, out.eps_transform);
       sinv = alg.product(Z, Z);
       a = alg.product(sinv, H);
     }
@@ -272,6 +289,7 @@ DensityResult<M> density(Algebra<M>& alg, const M& H, const M& S, std::int64_t e
       out.mu = s.search();
     }
     if (opt.nonsymmetric) {  // P = (S^-1 - X S^-1) / 2
+      FilterScope<M> fs(alg, out.eps_transform);
       M xs = alg.product(s.x, sinv);
       alg.add(sinv, 0.5, xs, -0.5);
       alg.symmetrize(sinv);
@@ -293,17 +311,52 @@ DensityResult<M> density(Algebra<M>& alg, const M& H, const M& S, std::int64_t e
     out.residual = r.idempotency_error;
   }
   if (!(opt.method == DensityMethod::Sign && opt.nonsymmetric)) {
+    out.band_energy_orthogonal = 2 * alg.dot(pt, ht);
+    FilterScope<M> fs(alg, out.eps_transform);
     out.P = alg.product(alg.product(Z, pt), Z);
     alg.symmetrize(out.P);
   }
+  {
+    // ||PSP - P||_F / ||P||_F, then the final McWeeny steps in the non-orthogonal basis with
+    // the true S, P <- 3 PSP - 2 PSPSP (reusing PS and PSP: one more product per step). They
+    // make P an S-projector onto its own subspace: the errors of first order in the band
+    // energy (the normalization errors of an inexact S^-1/2, Z S Z - I, and the
+    // occupied-occupied / virtual-virtual parts of the truncation errors) vanish; what remains
+    // is second order (the subspace rotation) plus the truncation of these products.
+    FilterScope<M> fs(alg, out.final_steps > 0 ? out.eps_final : -1.0);
+    M ps = alg.product(out.P, S);
+    M psp = alg.product(ps, out.P);
+    {
+      M d = alg.copy(psp);
+      alg.add(d, 1.0, out.P, -1.0);
+      const double np = alg.norm(out.P);
+      out.idempotency = alg.norm(d) / (np > 0 ? np : 1.0);
+    }
+    for (int k = 0; k < out.final_steps; ++k) {
+      using Clock = std::chrono::steady_clock;
+      const auto t = Clock::now();
+      if (k > 0) {
+        ps = alg.product(out.P, S);
+        psp = alg.product(ps, out.P);
+      }
+      M pspsp = alg.product(ps, psp);
+      alg.add(psp, 3.0, pspsp, -2.0);
+      alg.symmetrize(psp);
+      out.P = std::move(psp);
+      if (opt.on_step) {
+        IterationInfo s;
+        s.stage = "final mcweeny";
+        s.iteration = k;
+        s.residual = out.idempotency;
+        s.occupation = 2 * alg.dot(out.P, S);
+        s.blocks = alg.blocks(out.P);
+        s.seconds = std::chrono::duration<double>(Clock::now() - t).count();
+        opt.on_step(s);
+      }
+    }
+  }
   out.trace_ps = alg.dot(out.P, S);
   out.band_energy = 2 * alg.dot(out.P, H);
-  {
-    M psp = alg.product(alg.product(out.P, S), out.P);
-    alg.add(psp, 1.0, out.P, -1.0);
-    const double np = alg.norm(out.P);
-    out.idempotency = alg.norm(psp) / (np > 0 ? np : 1.0);
-  }
   const double occ = 2 * out.trace_ps;
   const bool given_mu = opt.mu && opt.method == DensityMethod::Sign;
   ctx.agree([&] {

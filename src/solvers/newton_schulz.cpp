@@ -143,6 +143,7 @@ InverseResult<M> inverse_sqrt(Algebra<M>& alg, const M& S, const InverseOptions&
   out.X = std::move(z);
   out.iterations = k;
   out.residual = r;
+  out.scale = s;
   out.multiplications = alg.stats().multiplications - m0;
   return out;
 }

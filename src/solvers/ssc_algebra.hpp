@@ -27,6 +27,7 @@ class Algebra<SscMatrix> {
   using Matrix = SscMatrix;
   Algebra(const Context& ctx, dense::SymmSquareCube& ssc) : ctx_(ctx), ssc_(ssc) {}
   double filter_eps() const { return 0.0; }
+  void set_filter_eps(double) {}
   AlgebraStats& stats() { return stats_; }
   double ssc_seconds() const { return ssc_seconds_; }
   /// Collective over the active ranks.

@@ -45,6 +45,8 @@ class Algebra<dense::DistMatrix<double>> {
   explicit Algebra(Context& ctx, dense::MultiplyOptions opt = {}) : ctx_(ctx), opt_(opt) {}
   Context& ctx() const { return ctx_; }
   double filter_eps() const { return 0.0; }
+  /// Not collective. Dense products are exact: nothing to change (see FilterScope).
+  void set_filter_eps(double) {}
   AlgebraStats& stats() { return stats_; }
 
   /// Not collective. Order n of a square matrix.
@@ -112,6 +114,9 @@ class Algebra<sparse::BlockSparseMatrix<double>> {
   Algebra& operator=(const Algebra&) = delete;
   Context& ctx() const { return ctx_; }
   double filter_eps() const { return opt_.filter_eps; }
+  /// Not collective (call it with the same value on every rank). The filter threshold of the
+  /// following products and filter() calls (>= 0; InputError otherwise). See FilterScope.
+  void set_filter_eps(double eps);
   AlgebraStats& stats() { return stats_; }
 
   static std::int64_t n(const Matrix& a) { return a.rows(); }
@@ -145,6 +150,24 @@ class Algebra<sparse::BlockSparseMatrix<double>> {
   sparse::SpMultiplyOptions opt_;
   std::unique_ptr<sparse::SpMultiplyCache> cache_;
   AlgebraStats stats_;
+};
+
+/// Not collective. Sets the algebra's filter threshold for one stage of a solver (S^-1/2, the
+/// basis changes, the final purification step) and restores the previous one on scope exit.
+/// A negative `eps` keeps the current threshold.
+template <class M>
+class FilterScope {
+ public:
+  FilterScope(Algebra<M>& alg, double eps) : alg_(alg), old_(alg.filter_eps()) {
+    if (eps >= 0) alg_.set_filter_eps(eps);
+  }
+  ~FilterScope() { alg_.set_filter_eps(old_); }
+  FilterScope(const FilterScope&) = delete;
+  FilterScope& operator=(const FilterScope&) = delete;
+
+ private:
+  Algebra<M>& alg_;
+  double old_;
 };
 
 using DenseAlgebra = Algebra<dense::DistMatrix<double>>;

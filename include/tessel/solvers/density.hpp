@@ -73,6 +73,7 @@ struct InverseResult {
   std::int64_t multiplications = 0;
   double residual = 0;       ///< final relative residual
   SpectralBounds bounds;     ///< of S
+  double scale = 0;          ///< inverse_sqrt: s of Y0 = S/s
 };
 
 /// Collective. S^-1/2 by the coupled Newton-Schulz iteration (order 2: T = (3I - ZY)/2; order 3:
@@ -132,8 +133,25 @@ struct DensityOptions {
   bool energy_weighted = false; ///< also W = P H P
   InverseOptions inverse;       ///< for S^-1/2
   int lanczos_steps = 30;
+  /// Filter thresholds of the stages on block-sparse matrices (docs/density.md, "Filtering
+  /// by stage"); a negative value means the algebra's eps times the default factor below,
+  /// 0 no filtering. The iteration itself (sign / purification) uses the algebra's eps.
+  double eps_inverse = -1;      ///< S^-1/2 (default factor kEpsInverseFactor)
+  double eps_transform = -1;    ///< Ht = Z H Z and P = Z Pt Z (default factor kEpsTransformFactor)
+  double eps_final = -1;        ///< the final McWeeny steps (default factor kEpsFinalFactor)
+  /// McWeeny steps P <- 3 PSP - 2 PSPSP on the final P with the true S, at eps_final (one
+  /// product each beyond the idempotency check's PS and PSP): they remove the first-order band
+  /// energy error of an inexact S^-1/2 and of the iteration's truncations. -1 = kFinalSteps.
+  int final_steps = -1;
   ProgressFn on_step;
 };
+
+/// The default stage thresholds relative to the iteration's eps and the final steps
+/// (measured on the CP2K water systems, docs/density.md).
+inline constexpr double kEpsInverseFactor = 1.0;
+inline constexpr double kEpsTransformFactor = 1.0;
+inline constexpr double kEpsFinalFactor = 0.1;
+inline constexpr int kFinalSteps = 1;
 
 template <class M>
 struct DensityResult {
@@ -141,8 +159,14 @@ struct DensityResult {
   M W;                      ///< P H P when energy_weighted (else empty)
   double mu = 0;
   double band_energy = 0;   ///< 2 tr(P H)
+  /// 2 tr(Pt Ht) in the orthogonal basis before the back-transformation (= band_energy
+  /// up to the filtering of P = Z Pt Z; a diagnostic)
+  double band_energy_orthogonal = 0;
+  /// The stage thresholds used (resolved from DensityOptions)
+  double eps_inverse = 0, eps_transform = 0, eps_iteration = 0, eps_final = 0;
+  int final_steps = 0;
   double trace_ps = 0;      ///< tr(P S) (= electrons / 2)
-  double idempotency = 0;   ///< ||P S P - P||_F / ||P||_F
+  double idempotency = 0;   ///< ||P S P - P||_F / ||P||_F of P before the final McWeeny steps
   double residual = 0;      ///< last sign residual or ||X - X^2||_F of the purification
   int iterations = 0;       ///< sign / purification steps, all mu evaluations together
   int sign_evaluations = 0; ///< sign iterations run (mu search); 0 for purification
@@ -150,6 +174,7 @@ struct DensityResult {
   std::int64_t multiplications = 0;  ///< every product, S^-1/2 and basis changes included
   double homo_lumo_lo = 0, homo_lumo_hi = 0;  ///< sign search: final bracket of mu
   SpectralBounds bounds;    ///< of S^-1/2 H S^-1/2
+  double inverse_scale = 0; ///< s of S^-1/2's Y0 = S/s (for a peer running the same iteration)
 };
 
 /// Collective. The density matrix of (H, S) with `electrons` electrons (even, 2 .. 2(n-1)).

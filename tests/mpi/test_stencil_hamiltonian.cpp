@@ -4,8 +4,11 @@
 // with no edge at all; the ledger's halo bytes against the plan's formula.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 
 #include "tessel/comm/exchange.hpp"
 #include "tessel/core/context.hpp"
@@ -207,5 +210,36 @@ TEST(StencilExchangePlan, PackedPlanEveryStrategy) {
           for (int b = 0; b < w; ++b) bad += ex->recv_buffer()[at * w + b] != val(q, me, k, b) + round;
       EXPECT_EQ(bad, 0);
     }
+  }
+}
+
+// A rank that leaves between posting its receives and sending (an exception; its executor is
+// destroyed while unwinding) ends every rank within seconds through RequestSet's failure
+// notices: its ring neighbour's wait throws PeerFailure, the others fail at their next wait.
+TEST(StencilExchangePlan, RankLeavingAnExchangeEndsEveryRank) {
+  for (auto s : {comm::ExchangeStrategy::P2P}) {
+    Context ctx(MPI_COMM_WORLD);
+    const int P = ctx.size(), me = ctx.rank(), bad = P - 1;
+    if (P == 1) GTEST_SKIP() << "needs a peer";
+    SCOPED_TRACE(comm::to_string(s));
+    comm::ExchangePlan plan;
+    plan.send_peers = {(me + 1) % P}, plan.send_counts = {2}, plan.send_offsets = {0};
+    plan.recv_peers = {(me + P - 1) % P}, plan.recv_counts = {2}, plan.recv_offsets = {0};
+    const auto t0 = std::chrono::steady_clock::now();
+    std::string what;
+    try {
+      auto ex = comm::make_exchanger(ctx.comm(), plan, 3, s);
+      ex->post_receives();
+      if (me == bad) throw std::runtime_error("injected failure before sending");
+      ex->start();
+      ex->wait();
+      ctx.comm().barrier();
+    } catch (const std::exception& e) {
+      what = e.what();
+    }
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (me == bad) EXPECT_EQ(what, "injected failure before sending");
+    else EXPECT_NE(what.find("left an exchange with an error"), std::string::npos) << "rank " << me << ": " << what;
+    EXPECT_LT(secs, 20.0);
   }
 }

@@ -311,7 +311,7 @@ std::function<int()> add_density(CLI::App& app) {
   s->add_option("--tol", a->tol, "Stop: sign relative residual / ||X - X^2||_F")->capture_default_str();
   s->add_option("--max-iter", a->max_iter, "Iteration cap per sign evaluation / purification")->capture_default_str();
   s->add_option("--algorithm", a->algorithm, "Block-sparse multiply: cannon | rma25d")->capture_default_str();
-  s->add_option("--layers", a->layers, "rma25d layers L (auto: the largest valid L <= 4)")->capture_default_str();
+  s->add_option("--layers", a->layers, "rma25d layers L (auto: the valid L <= 4 with the smallest eq. 7 volume, C from the output matrix's current pattern or an estimate; docs/sparse.md)")->capture_default_str();
   s->add_flag("--dense", a->dense, "Run the same solver on dense matrices (dense::multiply)");
   s->add_flag("--nonsymmetric", a->nonsymmetric, "Sign: P = (I - sign(S^-1 H - mu I)) S^-1 / 2 instead of the S^-1/2 form");
   s->add_flag("--energy-weighted", a->energy_weighted, "Also compute W = P H P");

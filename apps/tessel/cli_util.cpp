@@ -1,5 +1,7 @@
 #include "cli_util.hpp"
 
+#include "tessel/dense/machine_model.hpp"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -86,8 +88,13 @@ dense::SscOptions SscArgs::options(int ranks) const {
   o.algorithm = parse_named("--algorithm", algorithm, "3, 4, 5 or 2.5d (the seed's Algorithms 3, 4, 5, 6)",
                             [](const std::string& v) { return dense::parse_ssc_algorithm(v); });
   o.n_dup = parse_n_dup(n_dup);
-  TESSEL_CHECK(n_t >= 1, InputError, "--n-t ", n_t, ": expected a message size in bytes >= 1");
-  o.n_t = n_t;
+  if (n_t) {
+    TESSEL_CHECK(*n_t >= 1, InputError, "--n-t ", *n_t, ": expected a message size in bytes >= 1");
+    o.n_t = *n_t;
+  } else {  // the machine file's segment sweet spot, when there is a machine file
+    const dense::MachineModel mm = dense::resolve_machine_model(machine);
+    o.n_t = mm.source == "defaults" ? 64 * 1024 : mm.p2p_segment_bytes;
+  }
   TESSEL_CHECK(active_ranks >= 0 && active_ranks <= ranks, GridError, "--active-ranks ", active_ranks,
                ": the run has ", ranks, " ranks (expected 1 .. ", ranks, ", or 0 for all)");
   o.active_ranks = active_ranks;
@@ -111,7 +118,12 @@ void SscArgs::add_to(CLI::App* s) {
                 "Parts per collective on duplicated communicators (N_DUP): an integer >= 1, or auto "
                 "(the largest N <= 4 whose parts of the smallest block are >= --n-t bytes)")
       ->capture_default_str();
-  s->add_option("--n-t", n_t, "Message size threshold in bytes for --n-dup auto")->capture_default_str();
+  s->add_option("--n-t", n_t,
+                "Message size threshold in bytes for --n-dup auto (default: p2p_segment_bytes of the "
+                "machine file, else 65536)");
+  s->add_option("--machine", machine,
+                "Machine file (tessel calibrate) whose p2p_segment_bytes is the default --n-t; "
+                "default: $TESSEL_MACHINE");
   s->add_option("--active-ranks", active_ranks,
                 "Ranks the kernel may use (the seed's active subset); 0 = all ranks of the run")
       ->capture_default_str();

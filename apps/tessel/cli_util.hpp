@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -71,11 +72,14 @@ int parse_n_dup(const std::string& value);
 /// p2p). Throws InputError or
 /// GridError naming the option and its value.
 struct SscArgs {
-  std::string algorithm = "5", n_dup = "auto", collectives = "mpi";
-  std::int64_t n_t = 64 * 1024;
+  std::string algorithm = "5", n_dup = "auto", collectives = "mpi", machine;
+  /// --n-t; not given: the machine file's p2p_segment_bytes when there is one (--machine,
+  /// else TESSEL_MACHINE), else 64 KiB.
+  std::optional<std::int64_t> n_t;
   int active_ranks = 0, replication = 0;
   dense::SscOptions options(int ranks) const;
-  /// Registers --algorithm, --n-dup, --n-t, --active-ranks, --replication, --collectives.
+  /// Registers --algorithm, --n-dup, --n-t, --active-ranks, --replication, --collectives,
+  /// --machine.
   void add_to(CLI::App* s);
 };
 

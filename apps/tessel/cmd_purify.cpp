@@ -185,7 +185,7 @@ int run_purify(const PurifyArgs& a) {
                         : "--fock " + a.fock + (S ? ", --overlap " + a.overlap : std::string(" (orthogonal basis)")))
               << fmt::format(", block-cyclic {} x {} blocks on a {} x {} grid\n", a.nb, a.nb, pr, pc)
               << fmt::format("SymmSquareCube: algorithm {}, N_DUP {}, n_t {} B, collectives {}, active ranks {}{}\n",
-                             dense::to_string(opt.ssc.algorithm), a.ssc.n_dup, a.ssc.n_t,
+                             dense::to_string(opt.ssc.algorithm), a.ssc.n_dup, opt.ssc.n_t,
                              comm::to_string(opt.ssc.collectives),
                              a.ssc.active_ranks == 0 ? std::string("all") : std::to_string(a.ssc.active_ranks),
                              opt.ssc.algorithm == dense::SscAlgorithm::TwoPointFiveD
@@ -304,7 +304,7 @@ int run_purify(const PurifyArgs& a) {
                                         {"hopping", a.model.hopping}}
                        : nlohmann::json{{"fock", a.fock}, {"overlap", a.overlap}};
     j["ssc"] = {{"algorithm", dense::to_string(opt.ssc.algorithm)}, {"n_dup_requested", a.ssc.n_dup},
-                {"n_dup", r.n_dup}, {"n_t", a.ssc.n_t}, {"active_ranks", a.ssc.active_ranks},
+                {"n_dup", r.n_dup}, {"n_t", opt.ssc.n_t}, {"active_ranks", a.ssc.active_ranks},
                 {"replication", a.ssc.replication}, {"mesh", r.mesh}, {"p", r.p}};
     j["tol"] = a.tol;
     j["max_iter"] = a.max_iter;

@@ -96,15 +96,7 @@ std::vector<int> Exchanger::scaled(const std::vector<std::int64_t>& v) const {
   return out;
 }
 
-void poll_wait(MPI_Request& r) {
-  int idle = 0;
-  for (;;) {
-    int flag = 0;
-    check_mpi(MPI_Test(&r, &flag, MPI_STATUS_IGNORE), "MPI_Test");
-    if (flag) return;
-    if (++idle > 64) std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
-}
+void poll_wait(MPI_Request& r) { check_mpi(wait_polled(r, MPI_STATUS_IGNORE), "MPI_Wait"); }
 
 std::unique_ptr<Exchanger> make_exchanger(const Comm& c, const ExchangePlan& plan, int width, ExchangeStrategy s) {
   agree_on(c, [&] {

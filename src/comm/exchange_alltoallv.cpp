@@ -24,15 +24,12 @@ class AlltoallvExchanger final : public Exchanger {
   }
   void start() override {
     record_collective();
-    if (strategy_ == ExchangeStrategy::Alltoallv) {
-      check_mpi(MPI_Alltoallv(send_.data(), sc_.data(), sd_.data(), MPI_DOUBLE, recv_.data(), rc_.data(),
-                              rd_.data(), MPI_DOUBLE, comm_.raw()),
-                "MPI_Alltoallv");
-      return;
-    }
     check_mpi(MPI_Ialltoallv(send_.data(), sc_.data(), sd_.data(), MPI_DOUBLE, recv_.data(), rc_.data(),
                              rd_.data(), MPI_DOUBLE, comm_.raw(), &req_),
               "MPI_Ialltoallv");
+    // alltoallv: blocking for the caller (no overlap), but waited for by polling: a blocking
+    // MPI_Alltoallv busy-polls under MPICH (poll.hpp).
+    if (strategy_ == ExchangeStrategy::Alltoallv) poll_wait(req_);
   }
   bool test() override {
     if (req_ == MPI_REQUEST_NULL) return true;
@@ -47,7 +44,7 @@ class AlltoallvExchanger final : public Exchanger {
     if (req_ != MPI_REQUEST_NULL) {
       int fin = 0;
       MPI_Finalized(&fin);
-      if (!fin) MPI_Wait(&req_, MPI_STATUS_IGNORE);
+      if (!fin) wait_polled(req_, MPI_STATUS_IGNORE);
     }
   }
 

@@ -1,13 +1,11 @@
 #pragma once
 // Private: the factories of the Exchanger strategies (one file each) and their shared wait.
-#include <chrono>
-#include <thread>
-
+#include "poll.hpp"
 #include "tessel/comm/exchange.hpp"
 
 namespace tessel::comm {
 
-/// MPI_Test polled with a 50 us sleep after a short spin (MPICH busy-polls in MPI_Wait).
+/// MPI_Wait by wait_polled (poll.hpp: MPICH busy-polls in MPI_Wait); throws MpiError.
 void poll_wait(MPI_Request& r);
 
 std::unique_ptr<Exchanger> make_alltoallv_exchanger(const Comm& c, const ExchangePlan& plan, int width,

@@ -20,6 +20,7 @@ class GraphComm {
  public:
   GraphComm(const Comm& parent, const std::vector<int>& sources, const std::vector<int>& dests) {
     int dummy = 0;
+    arrive(parent.raw());  // polled: MPICH busy-polls in communicator creation (poll.hpp)
     check_mpi(MPI_Dist_graph_create_adjacent(
                   parent.raw(), static_cast<int>(sources.size()), sources.empty() ? &dummy : sources.data(),
                   MPI_UNWEIGHTED, static_cast<int>(dests.size()), dests.empty() ? &dummy : dests.data(),
@@ -57,7 +58,7 @@ class NeighborExchanger final : public Exchanger {
   }
   ~NeighborExchanger() override {
     if (finalized()) return;
-    if (active_) MPI_Wait(strategy_ == ExchangeStrategy::Persistent ? &persistent_ : &req_, MPI_STATUS_IGNORE);
+    if (active_) wait_polled(*current(), MPI_STATUS_IGNORE);
     if (persistent_ != MPI_REQUEST_NULL) MPI_Request_free(&persistent_);
   }
   void start() override {

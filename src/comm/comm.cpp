@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "pieces.hpp"
+#include "poll.hpp"
 #include "trace_hooks.hpp"
 
 namespace tessel::comm {
@@ -146,12 +147,32 @@ MPI_Request* RequestSet::add(Pending& token, Then then) {
   return add_entry(token.n_, std::move(then), false);
 }
 
+// ---------------------------------------------------------------- polled waits (poll.hpp)
+void back_off(int idle_tests) {
+  if (idle_tests <= 64) return;
+  if (idle_tests < 1024) std::this_thread::yield();
+  else std::this_thread::sleep_for(std::chrono::microseconds(50));
+}
+
+int wait_polled(MPI_Request& r, MPI_Status* st) noexcept {
+  for (int idle = 1;; idle = std::min(idle + 1, 1 << 20)) {
+    int flag = 0;
+    const int rc = MPI_Test(&r, &flag, st);
+    if (rc != MPI_SUCCESS || flag) return rc;
+    back_off(idle);
+  }
+}
+
+void arrive(MPI_Comm c) {
+  if (c == MPI_COMM_NULL) return;
+  RequestSet rs;  // no watch(c): c may be the caller's own communicator (no probing on it)
+  check_mpi(PMPI_Ibarrier(c, rs.add()), "MPI_Ibarrier");
+  rs.wait_all();
+}
+
 void RequestSet::idle(int n) {
   for (MPI_Comm c : comms_) throw_if_failed(c);
-  // First yield the core (a peer on it runs at once, as Open MPI's yield_when_idle does), then
-  // sleep (many waiting ranks do not take turns burning the cores).
-  if (n < 1024) std::this_thread::yield();
-  else std::this_thread::sleep_for(std::chrono::microseconds(50));
+  back_off(n);
 }
 
 int RequestSet::progress() {
@@ -212,7 +233,7 @@ void RequestSet::wait_all() {
   while (!reqs_.empty()) {
     // Spin briefly for latency, then sleep so oversubscribed ranks give up the core.
     if (progress() > 0) idle = 0;
-    else if (++idle > 64) this->idle(idle);
+    else if (++idle > 64) this->idle(idle = std::min(idle, 1 << 20));
   }
 }
 
@@ -224,7 +245,7 @@ void RequestSet::wait(const Pending& token) {
     TESSEL_CHECK(!reqs_.empty(), Error,
                  "RequestSet::wait: the token has outstanding requests that are not in this set");
     if (progress() > 0) idle = 0;
-    else if (++idle > 64) this->idle(idle);
+    else if (++idle > 64) this->idle(idle = std::min(idle, 1 << 20));
   }
 }
 
@@ -277,6 +298,7 @@ Comm::~Comm() {
 
 Comm Comm::dup() const {
   MPI_Comm c;
+  arrive(comm_);  // polled: MPICH busy-polls in communicator creation (poll.hpp)
   check_mpi(MPI_Comm_dup(comm_, &c), "MPI_Comm_dup");
   Comm out(c, ledger_);
   out.owned_ = true;
@@ -287,6 +309,7 @@ Comm Comm::dup() const {
 
 Comm Comm::split(int color, int key) const {
   MPI_Comm c;
+  arrive(comm_);  // polled: MPICH busy-polls in communicator creation (poll.hpp)
   check_mpi(MPI_Comm_split(comm_, color < 0 ? MPI_UNDEFINED : color, key, &c), "MPI_Comm_split");
   Comm out(c, ledger_);
   out.owned_ = (c != MPI_COMM_NULL);
@@ -297,6 +320,7 @@ Comm Comm::split(int color, int key) const {
 
 Comm Comm::split_shared() const {
   MPI_Comm c = MPI_COMM_NULL;
+  arrive(comm_);  // polled: MPICH busy-polls in communicator creation (poll.hpp)
   check_mpi(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &c),
             "MPI_Comm_split_type");
   Comm out(c, ledger_);

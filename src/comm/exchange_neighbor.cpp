@@ -21,6 +21,7 @@ class GraphComm {
  public:
   GraphComm(const Comm& parent, const std::vector<int>& sources, const std::vector<int>& dests) {
     int dummy = 0;
+    arrive(parent.raw());  // polled: MPICH busy-polls in communicator creation (poll.hpp)
     check_mpi(MPI_Dist_graph_create_adjacent(
                   parent.raw(), static_cast<int>(sources.size()), sources.empty() ? &dummy : sources.data(),
                   MPI_UNWEIGHTED, static_cast<int>(dests.size()), dests.empty() ? &dummy : dests.data(),

@@ -1,8 +1,6 @@
 #include "tessel/comm/file.hpp"
 
 #include <algorithm>
-#include <chrono>
-#include <thread>
 #include <climits>
 #include <cstring>
 #include <exception>
@@ -12,22 +10,13 @@
 
 #include "tessel/comm/agree.hpp"
 #include "pieces.hpp"
+#include "poll.hpp"
 
 namespace tessel::comm {
 
 namespace {
 
 using tessel::detail::checked_int;
-
-/// MPI_Wait by MPI_Test: a short spin, then a 50 us sleep between tests (yields the core).
-int wait_polled(MPI_Request& req, MPI_Status& st) {
-  for (int idle = 0;; ++idle) {
-    int flag = 0;
-    const int rc = MPI_Test(&req, &flag, &st);
-    if (rc != MPI_SUCCESS || flag) return rc;
-    if (idle > 64) std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
-}
 
 /// Frees an intermediate (uncommitted) derived type at scope exit.
 struct TypeGuard {
@@ -198,6 +187,9 @@ Datatype share_file_type(const MatrixShare& s, MPI_Datatype elem, std::int64_t e
 File::File(const Comm& c, const std::string& path, int amode, const char* what)
     : comm_(c.raw()), max_items_(c.max_message_items()), ledger_(c.ledger()), path_(path) {
   MPI_File fh = MPI_FILE_NULL;
+  // Arrival barrier (poll.hpp): MPI_File_open is blocking and collective (ROMIO duplicates
+  // the communicator and reduces inside) and busy-polls under MPICH while it waits.
+  arrive(c.raw());
   int rc = MPI_File_open(c.raw(), path.c_str(), amode, MPI_INFO_NULL, &fh);
   if (rc == MPI_SUCCESS) {
     fh_ = fh;
@@ -261,13 +253,24 @@ void File::release() noexcept {
   int finalized = 0;
   MPI_Finalized(&finalized);
   // A peer that left an exchange with an error never closes: leak rather than hang.
-  const bool peer_left = std::uncaught_exceptions() > uncaught_ && failure_pending(comm_);
-  if (fh_ != MPI_FILE_NULL && !finalized && !peer_left) MPI_File_close(&fh_);
+  bool peer_left = std::uncaught_exceptions() > uncaught_ && failure_pending(comm_);
+  if (fh_ != MPI_FILE_NULL && !finalized && !peer_left) {
+    // Arrival barrier as in close(); a failure notice there also leaks the handle.
+    try {
+      arrive(comm_);
+    } catch (...) {
+      peer_left = true;
+    }
+    if (!peer_left) MPI_File_close(&fh_);
+  }
   fh_ = MPI_FILE_NULL;
 }
 
 void File::close() {
   if (fh_ == MPI_FILE_NULL) return;
+  // Arrival barrier (poll.hpp): MPI_File_close is blocking and collective (ROMIO: a barrier
+  // inside) and busy-polls under MPICH while it waits for the last rank.
+  arrive(comm_);
   int rc = MPI_File_close(&fh_);
   fh_ = MPI_FILE_NULL;
   agree_on(Comm(comm_, ledger_), [&] {
@@ -357,7 +360,10 @@ void File::share_io(std::int64_t offset, const MatrixShare& s, void* local, MPI_
     mem = {0, elem};
     buf = local;
   }
-  // Step 2: the view (collective on every rank; MPI-IO may communicate here).
+  // Step 2: the view (collective on every rank; MPI-IO may communicate here). Arrival barrier
+  // first, polled: the packing above takes different times on different ranks, and a
+  // blocking MPI_File_set_view busy-polls under MPICH while it waits for the last one.
+  arrive(comm_);
   const bool typed = !failed && n > 0;
   int rc_set = MPI_File_set_view(fh_, static_cast<MPI_Offset>(offset), elem,
                                  typed ? ftype.raw() : elem, "native", MPI_INFO_NULL);
@@ -369,7 +375,7 @@ void File::share_io(std::int64_t offset, const MatrixShare& s, void* local, MPI_
   MPI_Request req = MPI_REQUEST_NULL;
   int rc = write ? MPI_File_iwrite_all(fh_, buf, mem.first, mem.second, &req)
                  : MPI_File_iread_all(fh_, buf, mem.first, mem.second, &req);
-  if (rc == MPI_SUCCESS) rc = wait_polled(req, st);
+  if (rc == MPI_SUCCESS) rc = wait_polled(req, &st);
   MPI_Count done = 0;
   if (rc == MPI_SUCCESS) MPI_Get_elements_x(&st, mem.second, &done);
   // Step 4: back to the default byte view, so read_at/write_at take byte offsets again.

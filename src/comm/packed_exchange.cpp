@@ -10,8 +10,14 @@ std::vector<std::int64_t> alltoall_counts(const Comm& c, const std::vector<std::
                " counts for a communicator of ", p, " ranks");
   std::vector<std::int64_t> recv(static_cast<std::size_t>(p), 0);
   const double t0 = trace::begin(tracer_of(c.ledger()));
-  check_mpi(MPI_Alltoall(send.data(), 1, MPI_INT64_T, recv.data(), 1, MPI_INT64_T, c.raw()),
-            "MPI_Alltoall");
+  {  // posted nonblocking and polled (RequestSet): a blocking MPI_Alltoall spins under MPICH
+    RequestSet rs;
+    rs.watch(c.raw());
+    check_mpi(MPI_Ialltoall(send.data(), 1, MPI_INT64_T, recv.data(), 1, MPI_INT64_T, c.raw(),
+                            rs.add()),
+              "MPI_Ialltoall");
+    rs.wait_all();
+  }
   if (CommLedger* l = c.ledger()) {
     PhaseCounts& k = l->now();
     k.coll_bytes += static_cast<std::int64_t>(p - 1) * 2 * static_cast<std::int64_t>(sizeof(std::int64_t));

@@ -9,6 +9,8 @@
 #include "tessel/core/error.hpp"
 #include "tessel/core/trace.hpp"
 
+#include "poll.hpp"
+
 namespace tessel::comm {
 
 namespace {
@@ -55,6 +57,7 @@ SharedWindowBase::SharedWindowBase(const Comm& node, std::int64_t count, std::si
   MPI_Comm_set_errhandler(node.raw(), MPI_ERRORS_RETURN);
   void* base = nullptr;
   MPI_Win win = MPI_WIN_NULL;
+  arrive(node.raw());  // polled: MPICH busy-polls in MPI_Win_allocate_shared (poll.hpp)
   int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(padded), static_cast<int>(elem_size),
                                    MPI_INFO_NULL, node.raw(), &base, &win);
   MPI_Comm_set_errhandler(node.raw(), old);

@@ -9,6 +9,7 @@
 #include "tessel/comm/agree.hpp"
 #include "tessel/core/error.hpp"
 #include "pieces.hpp"
+#include "poll.hpp"
 #include "trace_hooks.hpp"
 
 namespace tessel::comm {
@@ -51,6 +52,7 @@ WindowBase::WindowBase(const Comm& c, std::int64_t count, std::size_t elem_size)
   MPI_Comm_set_errhandler(c.raw(), MPI_ERRORS_RETURN);
   void* base = nullptr;
   MPI_Win win = MPI_WIN_NULL;
+  arrive(c.raw());  // polled: MPICH busy-polls in MPI_Win_allocate (poll.hpp)
   int rc = MPI_Win_allocate(static_cast<MPI_Aint>(padded), static_cast<int>(elem_size),
                             MPI_INFO_NULL, c.raw(), &base, &win);
   MPI_Comm_set_errhandler(c.raw(), old);

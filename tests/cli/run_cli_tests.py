@@ -188,8 +188,14 @@ class Runner:
                 mt = TAG_OMPI.match(line)
                 lines.append((int(mt.group(2)), mt.group(4)) if mt else (None, line))
             elif self.flavour == "mpich":
+                # Hydra's -prepend-rank tags every write chunk, not every line: a line written
+                # in pieces carries the rank's tag inside too ("[0] verify: [0] PASSED").
                 mt = TAG_MPICH.match(line)
-                lines.append((int(mt.group(1)), mt.group(2)) if mt else (None, line))
+                if mt:
+                    rest = re.sub(r"\[" + mt.group(1) + r"\] ?", "", mt.group(2))
+                    lines.append((int(mt.group(1)), rest))
+                else:
+                    lines.append((None, line))
             else:
                 lines.append((0, line))
         return lines

@@ -5,7 +5,9 @@
 /// halo plan builds one; dense and sparse redistributions can build the same type). An
 /// Exchanger executes it over a communicator for a batch of `width` values per item, with one
 /// message per peer whatever the width, by one of five strategies behind one interface:
-///   alltoallv   blocking MPI_Alltoallv over all ranks (counts of size p, zeros for non-peers);
+///   alltoallv   blocking for the caller (no overlap): MPI_Alltoallv semantics over all ranks
+///               (counts of size p, zeros for non-peers), posted as MPI_Ialltoallv and waited
+///               for in start() by polling (MPICH busy-polls in a blocking MPI_Alltoallv);
 ///   ialltoallv  MPI_Ialltoallv (nonblocking);
 ///   neighbor    MPI_Dist_graph_create_adjacent once, then MPI_Ineighbor_alltoallv;
 ///   persistent  MPI_Neighbor_alltoallv_init once, then MPI_Start (MPI-4; only when tessel was

@@ -96,6 +96,8 @@ def main():
         cases = [
             ("bad method", gen + ["--method", "lanczos"], "--method"),
             ("negative eps", gen + ["--eps", "-1e-6"], "--eps"),
+            ("negative stage eps", gen + ["--eps-final", "-1"], "--eps-final"),
+            ("negative final steps", gen + ["--final-steps", "-2"], "--final-steps"),
             ("odd electrons", gen + ["--electrons", "31"], "electrons = 31"),
             ("too many electrons", gen + ["--electrons", "48"], "at most"),
             ("mu outside the spectrum", gen + ["--mu", "100"], "outside the spectrum"),

@@ -70,7 +70,7 @@ io::CheckpointRecord::Pairs result_options(const PurifyArgs& a, const solvers::P
           {"ranks", std::to_string(p)},
           {"--algorithm", a.ssc.algorithm},
           {"--n-dup", a.ssc.n_dup},
-          {"--n-t", std::to_string(a.ssc.n_t)},
+          {"--n-t", std::to_string(opt.ssc.n_t)},
           {"--active-ranks", std::to_string(a.ssc.active_ranks)},
           {"--replication", std::to_string(a.ssc.replication)},
           {"--collectives", a.ssc.collectives}};

@@ -5,6 +5,7 @@
 // MPI_Neighbor_alltoallv_init request started per exchange. Every rank takes part, including a
 // rank with no peer (degree 0), so the collectives match.
 #include "exchange_impl.hpp"
+#include "poll.hpp"
 #include "trace_hooks.hpp"
 
 namespace tessel::comm {

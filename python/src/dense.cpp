@@ -452,15 +452,22 @@ py::dict explain(py::object where, py::object A_obj, py::object B_obj, py::objec
     n = opb == dense::Op::N ? B->layout.lay.cols() : B->layout.lay.rows();
   }
   TESSEL_CHECK(m && n && k, InputError, "explain: give the matrices A and B, or the sizes m, n, k");
-  const auto plan = dense::plan_multiply(*m, *n, *k, p, opt);
+  // With A and B: priced as multiply() prices it, with the redistribution from the caller's
+  // layouts (C's, or the layout multiply gives a new C), so this is the plan multiply runs.
+  std::optional<PyLayout> c_lay;
+  if (A) c_lay = C ? C->layout : default_layout(*m, *n, p);
+  std::optional<dense::CallerLayouts> caller;
+  if (A) caller.emplace(dense::CallerLayouts{opa != dense::Op::N, opb != dense::Op::N, A->layout.lay,
+                                             B->layout.lay, c_lay->lay});
+  const bool complex = A && A->dtype() == Dtype::C128;
+  const auto plan = dense::plan_multiply(*m, *n, *k, p, opt, caller ? &*caller : nullptr, complex);
   py::dict d = plan_dict(plan);
   d["algorithm"] = algorithm;
   std::string runs = (opt.algorithm == dense::Algorithm::Summa2D ? "summa2d" : "optimal") +
                      std::string(" (grid ") + std::to_string(plan.pm) + "x" +
                      std::to_string(plan.pn) + "x" + std::to_string(plan.pk) + ")";
   if (A) {
-    const PyLayout c_lay = C ? C->layout : default_layout(*m, *n, p);
-    const auto w = dense::predict_words(p, plan, opa, opb, A->layout.lay, B->layout.lay, c_lay.lay);
+    const auto w = dense::predict_words(p, plan, opa, opb, A->layout.lay, B->layout.lay, c_lay->lay);
     py::dict pw;
     pw["redistribution"] = w.redistribution;
     pw["optimal"] = w.optimal;

@@ -358,7 +358,8 @@ def main():
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"{len(FAILS)} failed" + (": " + "; ".join(FAILS) if FAILS else ""))
-    return 1 if FAILS else 0
+    assert not FAILS, f"{len(FAILS)} check(s) failed: " + "; ".join(FAILS)
+    return 0
 
 
 if __name__ == "__main__":

@@ -473,11 +473,10 @@ py::dict explain(py::object where, py::object A_obj, py::object B_obj, py::objec
     pw["optimal"] = w.optimal;
     pw["native"] = w.native < 0 ? py::object(py::none()) : py::object(py::float_(w.native));
     d["predicted_words"] = pw;
-    const bool native = w.native >= 0;
-    if ((opt.algorithm == dense::Algorithm::Summa2D && native) ||
-        (opt.algorithm == dense::Algorithm::Auto && native && w.native <= w.optimal))
-      runs = "summa2d on the caller's layout";
+    if (plan.aligned() && plan.kind == dense::PlanKind::Grid)
+      runs.insert(runs.size() - 1, ", aligned with the caller's layouts");
   }
+  if (plan.kind == dense::PlanKind::CallerGrid) runs = "summa2d on the caller's layout";
   d["executes"] = runs;
   return d;
 }

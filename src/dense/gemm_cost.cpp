@@ -4,7 +4,10 @@
 #include "tessel/dense/gemm_cost.hpp"
 
 #include <algorithm>
+#include <optional>
 
+#include "summa_native.hpp"
+#include "tessel/core/error.hpp"
 #include "tessel/dense/gemm_plan.hpp"
 #include "tessel/dense/plan_layouts.hpp"
 #include "tessel/layout/partition.hpp"
@@ -70,16 +73,50 @@ Traffic round_traffic(const GemmPlan& p, const MachineModel& mm, double bpw, int
   return t;
 }
 
-}  // namespace
 
-GemmCost price_gemm_rank(const GemmPlan& p, const MachineModel& mm, bool complex,
-                         const CallerLayouts* caller, int rank) {
+// 2D SUMMA on the caller's layouts (summa_native.cpp): per k segment, the A panel from the
+// left neighbour in the process row unless this rank's process column owns it, the B panel
+// from the neighbour above unless its process row owns it; the next segment's transfer
+// overlaps this segment's GEMM.
+GemmCost price_caller_grid_rank(const MachineModel& mm, bool complex, const CallerLayouts& cl,
+                                const std::vector<layout::Segment>& segs, int rank) {
+  GemmCost c;
+  c.rank = rank;
+  const auto g = cl.c.groups_of(rank);
+  if (!g) return c;
+  const double bpw = complex ? 16.0 : 8.0;
+  const int myr = g->first, myc = g->second;
+  const int pr = cl.c.row_partition().groups(), pcn = cl.c.col_partition().groups();
+  const std::int64_t mr = cl.c.row_partition().local_extent(myr);
+  const std::int64_t nc = cl.c.col_partition().local_extent(myc);
+  const int left = cl.c.owner(myr, (myc + pcn - 1) % pcn), up = cl.c.owner((myr + pr - 1) % pr, myc);
+  const double rate = mm.gemm_flops(complex), per_madd = complex ? 8.0 : 2.0;
+  double prev_comp = 0;
+  for (std::size_t s = 0; s < segs.size(); ++s) {
+    Traffic tr;
+    if (segs[s].a_group != myc) tr.add(mm.link(rank, left), static_cast<double>(mr * segs[s].len), bpw);
+    if (segs[s].b_group != myr) tr.add(mm.link(rank, up), static_cast<double>(segs[s].len * nc), bpw);
+    const double fl = per_madd * static_cast<double>(mr) * static_cast<double>(nc) * segs[s].len;
+    c.rounds_words += tr.words;
+    c.messages += tr.msgs;
+    c.rounds_bw_s += tr.bw_s;
+    c.rounds_lat_s += tr.lat_s;
+    c.flops += fl;
+    c.compute_s += fl / rate;
+    if (s > 0) c.overlap_s -= mm.overlap * std::min(tr.bw_s + tr.lat_s, prev_comp);
+    prev_comp = fl / rate;
+  }
+  return c;
+}
+
+GemmCost price_rank(const GemmPlan& p, const MachineModel& mm, bool complex,
+                    const CallerLayouts* caller, const PlanLayouts* layouts, int rank) {
   GemmCost c;
   c.rank = rank;
   const double bpw = complex ? 16.0 : 8.0;
   const PlanCoords pc = plan_coords(p, rank);
   if (pc.active && p.m > 0 && p.n > 0 && p.k > 0) {
-    const std::int64_t mi = len(p.m, p.pm, pc.i), nj = len(p.n, p.pn, pc.j), kl = len(p.k, p.pk, pc.l);
+    const std::int64_t mi = p.piece_m(pc.i), nj = p.piece_n(pc.j), kl = p.piece_k(pc.l);
     const int t = std::max(1, p.rounds);
     const double rate = mm.gemm_flops(complex);
     const double flops_per_madd = complex ? 8.0 : 2.0;
@@ -119,7 +156,9 @@ GemmCost price_gemm_rank(const GemmPlan& p, const MachineModel& mm, bool complex
     c.reduce_lat_s = red.lat_s;
   }
   if (caller != nullptr && p.m > 0 && p.n > 0 && p.k > 0) {
-    const auto L = make_plan_layouts(p, caller->a_transposed, caller->b_transposed, p.p);
+    const PlanLayouts L = layouts != nullptr
+                              ? *layouts
+                              : make_plan_layouts(p, caller->a_transposed, caller->b_transposed, p.p);
     Traffic red;
     auto add = [&](const layout::Layout& src, const layout::Layout& dst) {
       const auto from = layout::redist_recv_from(src, dst, rank);
@@ -137,13 +176,39 @@ GemmCost price_gemm_rank(const GemmPlan& p, const MachineModel& mm, bool complex
   return c;
 }
 
+}  // namespace
+
+GemmCost price_gemm_rank(const GemmPlan& p, const MachineModel& mm, bool complex,
+                         const CallerLayouts* caller, int rank) {
+  if (p.kind == PlanKind::CallerGrid) {
+    TESSEL_CHECK(caller != nullptr, Error, "price_gemm_rank: a CallerGrid plan needs the caller's layouts");
+    if (p.m == 0 || p.n == 0 || p.k == 0) return GemmCost{rank};
+    return price_caller_grid_rank(mm, complex, *caller,
+                                  detail::summa_native_segments(caller->a, caller->b), rank);
+  }
+  return price_rank(p, mm, complex, caller, nullptr, rank);
+}
+
 GemmCost price_gemm_plan(const GemmPlan& p, const MachineModel& mm, bool complex,
                          const CallerLayouts* caller) {
   // Without redistribution idle ranks cost nothing: look at the ranks the plan uses.
   const int ranks = caller != nullptr ? p.p : std::min(p.p, p.used());
-  GemmCost best = price_gemm_rank(p, mm, complex, caller, 0);
+  const bool live = p.m > 0 && p.n > 0 && p.k > 0;
+  std::vector<layout::Segment> segs;
+  std::optional<PlanLayouts> L;  // built once for every rank
+  if (p.kind == PlanKind::CallerGrid) {
+    TESSEL_CHECK(caller != nullptr, Error, "price_gemm_plan: a CallerGrid plan needs the caller's layouts");
+    if (live) segs = detail::summa_native_segments(caller->a, caller->b);
+  } else if (caller != nullptr && live) {
+    L = make_plan_layouts(p, caller->a_transposed, caller->b_transposed, p.p);
+  }
+  auto one = [&](int r) {
+    if (p.kind == PlanKind::CallerGrid) return live ? price_caller_grid_rank(mm, complex, *caller, segs, r) : GemmCost{r};
+    return price_rank(p, mm, complex, caller, L ? &*L : nullptr, r);
+  };
+  GemmCost best = one(0);
   for (int r = 1; r < ranks; ++r) {
-    GemmCost c = price_gemm_rank(p, mm, complex, caller, r);
+    GemmCost c = one(r);
     if (c.total_s() > best.total_s()) best = c;
   }
   return best;
@@ -167,7 +232,8 @@ std::vector<int> representatives(int q, const std::vector<std::int64_t>& splits)
 }  // namespace
 
 GemmCost price_gemm_plan_search(const GemmPlan& p, const MachineModel& mm, bool complex) {
-  if (!mm.uniform_link(p.p) && p.p <= 256) return price_gemm_plan(p, mm, complex, nullptr);
+  if ((!mm.uniform_link(p.p) && p.p <= 256) || p.aligned() || p.kind != PlanKind::Grid)
+    return price_gemm_plan(p, mm, complex, nullptr);
   // The two piece sizes of each split the costs depend on.
   auto both = [](std::int64_t n, int q) {
     return std::vector<std::int64_t>{n / q, n / q + 1};
@@ -186,7 +252,7 @@ GemmCost price_gemm_plan_search(const GemmPlan& p, const MachineModel& mm, bool 
   for (int l : rl)
     for (int j : rj)
       for (int i : ri) {
-        GemmCost x = price_gemm_rank(p, mm, complex, nullptr, plan_rank(p, i, j, l));
+        GemmCost x = price_rank(p, mm, complex, nullptr, nullptr, plan_rank(p, i, j, l));
         if (!any || x.total_s() > best.total_s()) best = x;
         any = true;
       }

@@ -177,9 +177,29 @@ bool has_grid(int q, std::int64_t m, std::int64_t n, std::int64_t k) {
 
 // ---- GemmPlan ------------------------------------------------------------------------------
 
-std::int64_t GemmPlan::dom_m() const { return max_piece(m, pm); }
-std::int64_t GemmPlan::dom_n() const { return max_piece(n, pn); }
-std::int64_t GemmPlan::dom_k() const { return max_piece(k, pk); }
+namespace {
+std::int64_t largest_group(const layout::Partition1D& part) {
+  std::int64_t x = 0;
+  for (int g = 0; g < part.groups(); ++g) x = std::max(x, part.local_extent(g));
+  return x;
+}
+std::int64_t piece_of(const std::optional<layout::Partition1D>& split, std::int64_t n, int parts,
+                      int x) {
+  if (split) return split->local_extent(x);
+  return layout::split_begin(n, parts, x + 1) - layout::split_begin(n, parts, x);
+}
+}  // namespace
+
+std::int64_t GemmPlan::dom_m() const { return split_m ? largest_group(*split_m) : max_piece(m, pm); }
+std::int64_t GemmPlan::dom_n() const { return split_n ? largest_group(*split_n) : max_piece(n, pn); }
+std::int64_t GemmPlan::dom_k() const { return split_k ? largest_group(*split_k) : max_piece(k, pk); }
+
+layout::Partition1D GemmPlan::part_m() const { return split_m ? *split_m : layout::Partition1D::even(m, pm); }
+layout::Partition1D GemmPlan::part_n() const { return split_n ? *split_n : layout::Partition1D::even(n, pn); }
+layout::Partition1D GemmPlan::part_k() const { return split_k ? *split_k : layout::Partition1D::even(k, pk); }
+std::int64_t GemmPlan::piece_m(int i) const { return piece_of(split_m, m, pm, i); }
+std::int64_t GemmPlan::piece_n(int j) const { return piece_of(split_n, n, pn, j); }
+std::int64_t GemmPlan::piece_k(int l) const { return piece_of(split_k, k, pk, l); }
 
 std::int64_t GemmPlan::k_per_round(int t) const {
   if (t <= 0) t = rounds;
@@ -200,6 +220,11 @@ double GemmPlan::recv_words() const { return recv_words_a() + recv_words_b() + r
 GemmMemory GemmPlan::memory(int t) const {
   const std::int64_t dm = dom_m(), dn = dom_n(), dk = dom_k(), kr = k_per_round(t);
   GemmMemory mem;
+  if (kind == PlanKind::CallerGrid) {  // A, B and C stay in the caller's storage: the panels
+    mem.a_rounds = 2.0 * static_cast<double>(dm * kr);
+    mem.b_rounds = 2.0 * static_cast<double>(kr * dn);
+    return mem;
+  }
   mem.c_partial = static_cast<double>(dm * dn);
   mem.a_piece = static_cast<double>(ceil_div(dm * dk, pn));
   mem.b_piece = static_cast<double>(ceil_div(dk * dn, pm));
@@ -290,6 +315,15 @@ std::string GemmPlan::to_string() const {
   line(fmt::format("  grid pm x pn x pk = {} x {} x {}: {} ranks used, {} (delta {} allows up "
                    "to {})",
                    pm, pn, pk, used(), idle_txt, delta, max_idle));
+  if (kind == PlanKind::CallerGrid)
+    line(fmt::format("  2D SUMMA on the caller's layouts as they are ({} x {} process grid, {} k "
+                     "segments): no redistribution; A panels travel along process rows, B "
+                     "panels along process columns",
+                     pm, pn, rounds));
+  else if (aligned())
+    line(fmt::format("  aligned with the caller's layouts: the splits of {}{}{}follow where A, B "
+                     "and C already are (align_gemm_plan)",
+                     split_m ? "m " : "", split_n ? "n " : "", split_k ? "k " : ""));
   line(fmt::format("  local domain (largest) dm x dn x dk = {} x {} x {} ({:.4g} multiply-adds "
                    "per rank)",
                    dom_m(), dom_n(), dom_k(), compute_volume(*this)));
@@ -308,9 +342,17 @@ std::string GemmPlan::to_string() const {
   line(fmt::format("  {}", describe(machine)));
   line(fmt::format("  predicted time of the busiest rank (rank {}): {} = {}", cost.rank,
                    ms(cost.total_s()), cost_parts(cost)));
+  line(fmt::format("  predicted words received by the busiest rank: {} (plan {}, "
+                   "redistribution {})",
+                   words_str(cost.words()), words_str(cost.plan_words()),
+                   words_str(cost.redist_words)));
   for (const auto& r : runners_up)
-    line(fmt::format("    runner-up {} x {} x {}, {} rounds: {} ({} words) = {}", r.pm, r.pn,
-                     r.pk, r.rounds, ms(r.cost.total_s()), words_str(r.cost.words()),
+    line(fmt::format("    runner-up {} x {} x {}{}, {} rounds: {} ({} words) = {}", r.pm, r.pn,
+                     r.pk,
+                     r.kind == PlanKind::CallerGrid ? " (2D SUMMA on the caller's layouts)"
+                     : r.aligned                    ? " (aligned)"
+                                                    : "",
+                     r.rounds, ms(r.cost.total_s()), words_str(r.cost.words()),
                      cost_parts(r.cost)));
   GemmMemory mem = memory();
   line(fmt::format("  memory per rank: {} words ({:.4g} MiB) needed, budget {}",
@@ -408,9 +450,35 @@ PlanCandidate candidate_of(const GemmPlan& g) {
   c.pn = g.pn;
   c.pk = g.pk;
   c.rounds = g.rounds;
+  c.kind = g.kind;
+  c.aligned = g.aligned();
   c.cost = g.cost;
   return c;
 }
+
+/// The one search of the planners: orders the candidates by `key` (a cost functor: the
+/// predicted time, or the words for the SUMMA baseline), ties by `tie` (a strict order);
+/// the first is the plan, the next four are its runners-up.
+template <class Key, class Tie>
+GemmPlan pick(const std::vector<GemmPlan>& cands, Key key, Tie tie) {
+  std::vector<double> kv(cands.size());
+  std::vector<std::size_t> order(cands.size());
+  for (std::size_t x = 0; x < cands.size(); ++x) {
+    kv[x] = key(cands[x]);
+    order[x] = x;
+  }
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    if (!same_time(kv[a], kv[b])) return kv[a] < kv[b];
+    return tie(cands[a], cands[b]);
+  });
+  GemmPlan best = cands[order.front()];
+  best.runners_up.clear();
+  for (std::size_t x = 1; x < order.size() && best.runners_up.size() < 4; ++x)
+    best.runners_up.push_back(candidate_of(cands[order[x]]));
+  return best;
+}
+
+double time_key(const GemmPlan& g) { return g.cost.total_s(); }
 
 }  // namespace
 
@@ -443,18 +511,35 @@ GemmPlan make_gemm_plan(const GemmPlanRequest& req, const CallerLayouts* caller)
     });
   }
   if (cands.empty()) fit.throw_no_plan();
-  std::stable_sort(cands.begin(), cands.end(), faster);
-  if (caller != nullptr) {  // the best few again, with the redistribution from the caller's layouts
-    cands.resize(std::min<std::size_t>(cands.size(), 8));
-    for (auto& g : cands) g.cost = price_gemm_plan(g, req.machine, req.complex, caller);
-    std::stable_sort(cands.begin(), cands.end(), faster);
+  if (caller == nullptr) {
+    best = pick(cands, time_key, better);
+    best.cost = price_gemm_plan(best, req.machine, req.complex, nullptr);  // exact, every rank
+    return best;
   }
-  best = cands.front();
-  for (std::size_t x = 1; x < cands.size() && best.runners_up.size() < 4; ++x)
-    best.runners_up.push_back(candidate_of(cands[x]));
-  if (caller == nullptr)  // exact over every rank for the chosen plan
-    best.cost = price_gemm_plan(best, req.machine, req.complex, nullptr);
-  return best;
+  // From the caller's layouts: the best few again with the redistribution, their aligned
+  // variants, and 2D SUMMA on the caller's layouts.
+  std::stable_sort(cands.begin(), cands.end(), faster);
+  cands.resize(std::min<std::size_t>(cands.size(), 8));
+  const std::size_t grids = cands.size();
+  for (std::size_t x = 0; x < grids; ++x) {
+    cands[x].cost = price_gemm_plan(cands[x], req.machine, req.complex, caller);
+    GemmPlan a = align_gemm_plan(cands[x], *caller);
+    if (!a.aligned()) continue;
+    a.cost = price_gemm_plan(a, req.machine, req.complex, caller);
+    cands.push_back(std::move(a));
+  }
+  if (req.allow_caller_grid && summa2d_on_caller_applies(*caller)) {
+    GemmPlan n = caller_grid_plan(req, *caller);
+    if (fits(n.memory_words_needed(), req.memory_words)) cands.push_back(std::move(n));
+  }
+  // Ties: the plan's own layouts before aligned ones before the caller's grid, then better().
+  auto rank_of = [](const GemmPlan& g) {
+    return g.kind == PlanKind::CallerGrid ? 2 : (g.aligned() ? 1 : 0);
+  };
+  return pick(cands, time_key, [&](const GemmPlan& a, const GemmPlan& b) {
+    if (rank_of(a) != rank_of(b)) return rank_of(a) < rank_of(b);
+    return better(a, b);
+  });
 }
 
 MachineModel words_only_machine() {
@@ -476,24 +561,21 @@ GemmPlan make_summa_plan(const GemmPlanRequest& req) {
     if (req.p % d == 0) a = d;
   const int b = req.p / a;
 
-  bool found = false;
   RoundsFit fit{req};
+  std::vector<GemmPlan> cands;
   for (int orient = 0; orient < (a == b ? 1 : 2); ++orient) {
     GemmPlan g = base_plan(req);
     g.pm = orient == 0 ? a : b;
     g.pn = orient == 0 ? b : a;
     g.pk = 1;
     if (!fit.rounds(g, ceil_div(req.k, 256))) continue;
-    // Orientation with less volume; ties keep pm <= pn (the first).
-    if (!found || (!same_volume(g.recv_words(), best.recv_words()) &&
-                   g.recv_words() < best.recv_words())) {
-      best = g;
-      found = true;
-    }
+    g.cost = price_gemm_plan(g, req.machine, req.complex, nullptr);
+    cands.push_back(std::move(g));
   }
-  if (!found) fit.throw_no_plan();
-  best.cost = price_gemm_plan(best, req.machine, req.complex, nullptr);
-  return best;
+  if (cands.empty()) fit.throw_no_plan();
+  // The orientation with less volume; ties keep pm <= pn (the first).
+  return pick(cands, [](const GemmPlan& g) { return g.recv_words(); },
+              [](const GemmPlan&, const GemmPlan&) { return false; });
 }
 
 }  // namespace tessel::dense

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <complex>
 #include <cstdint>
+#include <optional>
 #include <utility>
 
 #include "gemm_executor.hpp"
@@ -57,23 +58,33 @@ GemmPlan plan_multiply(std::int64_t m, std::int64_t n, std::int64_t k, int p,
     req.a_transposed = caller->a_transposed;
     req.b_transposed = caller->b_transposed;
   }
-  return opt.algorithm == Algorithm::Summa2D ? make_summa_plan(req) : make_gemm_plan(req, caller);
+  const bool live = m > 0 && n > 0 && k > 0;
+  if (opt.algorithm == Algorithm::Summa2D) {
+    if (caller != nullptr && live && summa2d_on_caller_applies(*caller)) return caller_grid_plan(req, *caller);
+    return make_summa_plan(req);
+  }
+  req.allow_caller_grid = opt.algorithm == Algorithm::Auto;
+  return make_gemm_plan(req, caller);
 }
 
 PredictedWords predict_words(int p, const GemmPlan& plan, Op opa, Op opb, const layout::Layout& a,
                              const layout::Layout& b, const layout::Layout& c) {
   PredictedWords w;
-  const auto L = make_plan_layouts(plan, opa != Op::N, opb != Op::N, p);
   const bool native = detail::summa_native_applies(opa, opb, a, b, c);
+  const bool caller_grid = plan.kind == PlanKind::CallerGrid;
+  std::optional<PlanLayouts> L;
+  if (!caller_grid) L = make_plan_layouts(plan, opa != Op::N, opb != Op::N, p);
   for (int r = 0; r < p; ++r) {
-    const double redist = static_cast<double>(layout::redist_volume(a, L.a, r).recv_elems +
-                                              layout::redist_volume(b, L.b, r).recv_elems +
-                                              layout::redist_volume(L.c, c, r).recv_elems);
-    w.redistribution = std::max(w.redistribution, redist);
+    if (L) {
+      const double redist = static_cast<double>(layout::redist_volume(a, L->a, r).recv_elems +
+                                                layout::redist_volume(b, L->b, r).recv_elems +
+                                                layout::redist_volume(L->c, c, r).recv_elems);
+      w.redistribution = std::max(w.redistribution, redist);
+    }
     if (native)
       w.native = std::max(w.native, static_cast<double>(detail::summa_native_recv_elems(a, b, c, r)));
   }
-  w.optimal = w.redistribution + plan.recv_words();
+  w.optimal = caller_grid ? w.native : w.redistribution + plan.recv_words();
   if (!native) w.native = -1;
   return w;
 }
@@ -133,22 +144,18 @@ MultiplyReport multiply(Context& ctx, T alpha, Op opa, const DistMatrix<T>& A, O
     TESSEL_CHECK(x->comm_size() == ctx.size(), LayoutMismatch, "multiply: a layout is for ",
                  x->comm_size(), " ranks, the context has ", ctx.size());
   const CallerLayouts caller{opa != Op::N, opb != Op::N, A.layout(), B.layout(), C.layout()};
+  // The planner chooses by predicted time among its own plans, the plans aligned with the
+  // caller's layouts and (auto) 2D SUMMA on the caller's layouts as they are.
   rep.plan = plan_multiply(m, n, ak, ctx.size(), opt, &caller, !std::is_same_v<T, double>);
-  const bool native = detail::summa_native_applies(opa, opb, A.layout(), B.layout(), C.layout());
-  rep.algorithm = opt.algorithm == Algorithm::Auto ? Algorithm::Optimal : opt.algorithm;
-  if (opt.algorithm == Algorithm::Summa2D && native) {
+  const bool on_caller = rep.plan.kind == PlanKind::CallerGrid;
+  rep.algorithm = on_caller ? Algorithm::Summa2D
+                            : (opt.algorithm == Algorithm::Auto ? Algorithm::Optimal : opt.algorithm);
+  if (on_caller)
     rep.executed = "summa2d on the caller's layout";
-  } else if (opt.algorithm == Algorithm::Auto && native) {
-    // Keep the caller's layout when that moves fewer words than redistributing into the plan.
-    const auto cost = predict_words(ctx.size(), rep.plan, opa, opb, A.layout(), B.layout(), C.layout());
-    if (cost.native <= cost.optimal) {
-      rep.algorithm = Algorithm::Summa2D;
-      rep.executed = "summa2d on the caller's layout";
-    }
-  }
-  if (rep.executed.empty())
+  else
     rep.executed = to_string(rep.algorithm) + " (grid " + std::to_string(rep.plan.pm) + "x" +
-                   std::to_string(rep.plan.pn) + "x" + std::to_string(rep.plan.pk) + ")";
+                   std::to_string(rep.plan.pn) + "x" + std::to_string(rep.plan.pk) +
+                   (rep.plan.aligned() ? ", aligned with the caller's layouts)" : ")");
   if (opt.check_finite) {
     ctx.agree([&] {
       check_finite("A", A);
@@ -164,7 +171,7 @@ MultiplyReport multiply(Context& ctx, T alpha, Op opa, const DistMatrix<T>& A, O
   const DistMatrix<T>* pb = &B;
   if (storage_overlaps(A, C)) { a_copy = A.clone(); pa = &a_copy; }
   if (storage_overlaps(B, C)) { b_copy = B.clone(); pb = &b_copy; }
-  if (rep.executed.rfind("summa2d on", 0) == 0)
+  if (on_caller)
     detail::summa_native(ctx, alpha, *pa, *pb, beta, C);
   else
     detail::execute_plan(ctx, rep.plan, alpha, opa, *pa, opb, *pb, beta, C);

@@ -62,6 +62,24 @@ std::int64_t summa_native_recv_elems(const Layout& a, const Layout& b, const Lay
   return mr * (k - ka) + (k - kb) * nc;
 }
 
+std::vector<Segment> summa_native_segments(const Layout& a, const Layout& b) {
+  // k segments with one A owner column and one B owner row; neighbours with the same owners
+  // and contiguous local storage are joined (on one rank: a single GEMM over all of k).
+  std::vector<Segment> segs;
+  for (const Segment& sg : layout::merge(a.col_partition(), b.row_partition())) {
+    if (!segs.empty()) {
+      Segment& t = segs.back();
+      if (t.a_group == sg.a_group && t.b_group == sg.b_group && t.a_local + t.len == sg.a_local &&
+          t.b_local + t.len == sg.b_local) {
+        t.len += sg.len;
+        continue;
+      }
+    }
+    segs.push_back(sg);
+  }
+  return segs;
+}
+
 namespace {
 
 template <class T>
@@ -83,20 +101,7 @@ void summa_native(Context& ctx, T alpha, const DistMatrix<T>& A, const DistMatri
   const int myr = g->first, myc = g->second;
   const int pr = lc.row_partition().groups(), pc = lc.col_partition().groups();
   const std::int64_t mr = owned(lc.row_partition(), myr), nc = owned(lc.col_partition(), myc);
-  // k segments with one A owner column and one B owner row; neighbours with the same owners
-  // and contiguous local storage are joined (on one rank: a single GEMM over all of k).
-  std::vector<Segment> segs;
-  for (const Segment& sg : layout::merge(A.layout().col_partition(), B.layout().row_partition())) {
-    if (!segs.empty()) {
-      Segment& t = segs.back();
-      if (t.a_group == sg.a_group && t.b_group == sg.b_group && t.a_local + t.len == sg.a_local &&
-          t.b_local + t.len == sg.b_local) {
-        t.len += sg.len;
-        continue;
-      }
-    }
-    segs.push_back(sg);
-  }
+  const std::vector<Segment> segs = summa_native_segments(A.layout(), B.layout());
 
   // C = beta C on the owned part (beta == 0: not read).
   for (std::int64_t j = 0; j < nc; ++j)

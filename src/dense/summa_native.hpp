@@ -15,6 +15,11 @@ bool summa_native_applies(Op opa, Op opb, const layout::Layout& a, const layout:
 std::int64_t summa_native_recv_elems(const layout::Layout& a, const layout::Layout& b,
                                      const layout::Layout& c, int rank);
 
+/// Pure. The k segments summa_native runs over: the common refinement of A's column and B's
+/// row partitions, neighbours with the same owners and contiguous local storage joined (on
+/// one rank: a single segment).
+std::vector<layout::Segment> summa_native_segments(const layout::Layout& a, const layout::Layout& b);
+
 /// Collective. For each k segment (a column block of A meeting a row block of B): the A panel
 /// goes around its process row and the B panel around its process column in a ring starting at
 /// the owner (the next segment's receives are posted before this segment's GEMM), and every

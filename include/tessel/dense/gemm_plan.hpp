@@ -15,11 +15,13 @@
 /// All volumes and memory sizes are per rank, in words (matrix elements), maximised over the
 /// ranks by using the largest piece sizes: dm = ceil(m/pm), dn = ceil(n/pn), dk = ceil(k/pk).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "tessel/dense/gemm_cost.hpp"
 #include "tessel/dense/machine_model.hpp"
+#include "tessel/layout/partition.hpp"
 
 namespace tessel::dense {
 
@@ -38,11 +40,24 @@ struct GemmPlanRequest {
   bool complex = false;              ///< elements are complex<double> (16 bytes, 8 flops/madd)
   bool a_transposed = false;         ///< stored A is k x m (op(A) = T or C)
   bool b_transposed = false;         ///< stored B is n x k
+  /// With caller layouts that allow it (summa2d_on_caller_applies), also consider 2D SUMMA on
+  /// the caller's layouts as they are (PlanKind::CallerGrid). multiply() sets it for
+  /// Algorithm::Auto only.
+  bool allow_caller_grid = false;
+};
+
+/// What executes a plan.
+enum class PlanKind {
+  Grid,        ///< the pm x pn x pk executor (gemm_executor.cpp) on the plan layouts
+  CallerGrid,  ///< 2D SUMMA on the caller's block-cyclic layouts as they are (summa_native.cpp):
+               ///< pm x pn = the caller's process grid, pk = 1, no redistribution
 };
 
 /// A candidate the planner priced: grid, rounds and the busiest rank's predicted cost.
 struct PlanCandidate {
   int pm = 1, pn = 1, pk = 1, rounds = 1;
+  PlanKind kind = PlanKind::Grid;
+  bool aligned = false;  ///< GemmPlan::aligned()
   GemmCost cost;
 };
 
@@ -70,11 +85,27 @@ struct GemmPlan {
   double memory_words = 0;     ///< budget as requested (<= 0: unlimited)
   bool complex = false, a_transposed = false, b_transposed = false;  ///< as requested
   MachineModel machine;        ///< the model the plan was priced on
+  PlanKind kind = PlanKind::Grid;
+  /// How m, n and k are split among the pm, pn and pk groups. Empty: balanced contiguous
+  /// pieces (layout::split_begin), the plan's own layouts. Set (an aligned plan, made by
+  /// align_gemm_plan): a partition of the extent into pm (pn, pk) groups, each group's
+  /// storage packed in global order, whose pieces follow the caller's block-cyclic layouts so
+  /// that ranks keep more of what they hold. Group sizes are those of the balanced split.
+  std::optional<layout::Partition1D> split_m, split_n, split_k;
   GemmCost cost;               ///< predicted cost of the busiest rank (with redistribution
                                ///< when the caller's layouts were given)
   std::vector<PlanCandidate> runners_up;  ///< the next best candidates, best first (<= 4)
 
   int used() const { return pm * pn * pk; }
+  bool aligned() const { return split_m || split_n || split_k; }
+  /// The split of m (n, k): split_m if set, else the balanced Partition1D::even(m, pm).
+  layout::Partition1D part_m() const;
+  layout::Partition1D part_n() const;
+  layout::Partition1D part_k() const;
+  /// Size of group i of m's split (j of n's, l of k's).
+  std::int64_t piece_m(int i) const;
+  std::int64_t piece_n(int j) const;
+  std::int64_t piece_k(int l) const;
   int idle() const { return p - used(); }
   /// Largest local domain extents: ceil(m/pm), ceil(n/pn), ceil(k/pk).
   std::int64_t dom_m() const;
@@ -148,9 +179,12 @@ int gemm_max_idle(int p, double delta);
 /// least predicted time (price_gemm_plan, relative ties within 1e-9); ties: fewer words
 /// (recv_words()), more ranks used, less compute dm*dn*dk, fewer rounds, then the first in
 /// (pm, pn) ascending order. With `caller`, the 8 best candidates without redistribution are
-/// priced again with the redistribution from and to the caller's layouts, and the cheapest
-/// of those is chosen. A model where flops and latency are free and bandwidth is 1 byte/s
-/// (MachineModel words_only) reproduces the words-only planner.
+/// priced again with the redistribution from and to the caller's layouts, together with
+/// their aligned variants (align_gemm_plan) and, with req.allow_caller_grid and layouts that
+/// allow it, 2D SUMMA on the caller's layouts (caller_grid_plan); the cheapest of all is
+/// chosen. A model where flops and latency are free and bandwidth is 1 byte/s
+/// (MachineModel words_only) reproduces the words-only planner. One search serves every
+/// planner here: candidates, a cost functor, the tie-breaks above.
 ///
 /// Rounds: t_min = the least t in [1, dk] with memory_words_needed(t) <= budget; the default
 /// t0 = max(t_min, clamp(dk / 512, 1, 8)), then t_min and t_min * 2^i (up to dk and 256)
@@ -161,6 +195,33 @@ int gemm_max_idle(int p, double delta);
 /// budget and the least memory needed, in words and MiB of 8-byte words), or for the forced
 /// rounds.
 GemmPlan make_gemm_plan(const GemmPlanRequest& req, const CallerLayouts* caller = nullptr);
+
+/// Not collective, pure. The aligned variant of the grid plan `g` for the caller's layouts:
+/// the same grid, rounds and group sizes, but the global indices of m, n and k are dealt to
+/// the groups so that ranks keep what they already hold. Per dimension (m, then n, then k,
+/// each only when split in more than one group), the common refinement of the two caller
+/// partitions of that dimension (A's and C's rows for m, B's and C's columns for n, A's
+/// columns and B's rows for k; transposes respected) is cut into segments; a segment given
+/// to group g saves, on every rank of g, the elements of A, B and C in it that the rank holds
+/// in the caller's layout and will hold in the plan layout (each operand weighted by 1 / the
+/// number of ranks that share its plan piece: pn for A, pm for B, pk for C). Pairs (segment,
+/// group) are taken by saving per element, best first, each filling what is left of the
+/// segment and of the group's size (the balanced split's, so flops stay balanced). A
+/// heuristic: the exact redistribution is priced by price_gemm_plan. Dimensions with more
+/// than 2^21 segment-rank pairs are left balanced. Returns `g` unchanged (aligned() false)
+/// when every split stays the balanced one.
+GemmPlan align_gemm_plan(const GemmPlan& g, const CallerLayouts& caller);
+
+/// Not collective, pure. True when 2D SUMMA can run on the caller's layouts as they are:
+/// op(A) = A and op(B) = B, A's row partition equal to C's and B's column partition equal to
+/// C's, the same rank at each grid position in A, B and C, and C's local storage packed from
+/// 0 (not a corner that starts inside a block).
+bool summa2d_on_caller_applies(const CallerLayouts& caller);
+
+/// Not collective, pure. The PlanKind::CallerGrid plan (pm x pn = C's process grid, pk = 1,
+/// rounds = the k segments of summa_native) for req's shapes, priced on req.machine.
+/// Throws InputError when summa2d_on_caller_applies(caller) is false.
+GemmPlan caller_grid_plan(const GemmPlanRequest& req, const CallerLayouts& caller);
 
 /// A model where only words count: free flops, zero latency, 1 byte/s links (for tests and
 /// for the words-only planner).

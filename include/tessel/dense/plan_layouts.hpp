@@ -26,8 +26,11 @@ PlanCoords plan_coords(const GemmPlan& p, int rank);
 struct GatherSpec {
   bool k_in_cols = true;
   int q = 1;                          ///< ranks in a gather group (pn for A, pm for B)
-  std::int64_t free_begin = 0, free_len = 0;  ///< this rank's free range (I_i or J_j)
-  std::int64_t k_begin = 0, k_len = 0;        ///< this rank's K_l
+  /// This rank's free group (I_i or J_j) and K_l: first global index and size. An aligned
+  /// plan's groups are unions of intervals (GemmPlan::part_m() ...); the panels hold them in
+  /// local order, the executor only needs the sizes.
+  std::int64_t free_begin = 0, free_len = 0;
+  std::int64_t k_begin = 0, k_len = 0;
   std::vector<int> members;           ///< ranks of the gather group, by piece index
   int me = 0;                         ///< this rank's piece index
 };
@@ -37,7 +40,10 @@ struct PlanLayouts {
 };
 
 /// The plan layouts of stored A (op(A) is m x k), stored B (op(B) is k x n) and C, for a
-/// communicator of `comm_size` >= plan.used() ranks.
+/// communicator of `comm_size` >= plan.used() ranks. Rows, columns and k follow the plan's
+/// splits (part_m(), part_n(), part_k()): group g's local index x is the x-th element of its
+/// intervals in global order, in A, B and C alike, so the local GEMM pairs the right
+/// elements whatever the split.
 PlanLayouts make_plan_layouts(const GemmPlan& p, bool a_transposed, bool b_transposed,
                               int comm_size);
 /// The gather groups of `rank` (active) for A and B.

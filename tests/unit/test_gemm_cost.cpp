@@ -8,6 +8,7 @@
 #include <fstream>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "tessel/core/error.hpp"
@@ -15,6 +16,7 @@
 #include "tessel/dense/gemm_plan.hpp"
 #include "tessel/dense/machine_model.hpp"
 #include "tessel/dense/multiply.hpp"
+#include "tessel/dense/plan_layouts.hpp"
 
 using namespace tessel::dense;
 using i64 = std::int64_t;
@@ -326,4 +328,103 @@ TEST(GemmCost, ExplainShowsTimeAndRunnersUp) {
     EXPECT_NE(s.find(want), std::string::npos) << want << "\n" << s;
   EXPECT_FALSE(g.runners_up.empty());
   for (const auto& r : g.runners_up) EXPECT_GE(r.cost.total_s(), g.cost.total_s() * (1 - 1e-9));
+}
+
+// ---- plans that keep what the caller has ----------------------------------------------------
+
+namespace {
+MachineModel slow_network() {  // issue 13's emulated cluster: 1 Gbit/s, 50 us, 20 GFLOP/s
+  MachineModel mm;
+  mm.dgemm_flops = mm.zgemm_flops = 20e9;
+  mm.inter = LinkModel{50e-6, 0.125e9};
+  mm.node_size = 1;
+  return mm;
+}
+CallerLayouts block_cyclic_2x4(i64 m, i64 n, i64 k) {
+  using tessel::layout::Layout;
+  return {false, false, Layout::block_cyclic(m, k, 128, 128, 2, 4, 0, 0, 8),
+          Layout::block_cyclic(k, n, 128, 128, 2, 4, 0, 0, 8),
+          Layout::block_cyclic(m, n, 128, 128, 2, 4, 0, 0, 8)};
+}
+}  // namespace
+
+TEST(GemmAligned, SlowNetworkChoosesThePlanThatKeepsTheCallersData) {
+  // Tall-skinny from ScaLAPACK's 2x4 nb 128: the k split dealt along the blocks the ranks
+  // already hold moves less than the balanced contiguous split, and is chosen.
+  const CallerLayouts cl = block_cyclic_2x4(512, 512, 65536);
+  GemmPlan g = make_gemm_plan(req(512, 512, 65536, 8, slow_network()), &cl);
+  EXPECT_EQ(g.kind, PlanKind::Grid);
+  ASSERT_TRUE(g.aligned()) << g.to_string();
+  EXPECT_TRUE(g.split_k.has_value());
+  GemmPlan plain = g;  // the same grid and rounds, balanced splits
+  plain.split_m = plain.split_n = plain.split_k = std::nullopt;
+  const GemmCost pc = price_gemm_plan(plain, g.machine, false, &cl);
+  EXPECT_LT(g.cost.total_s(), pc.total_s()) << g.to_string();
+  EXPECT_LT(g.cost.redist_words, pc.redist_words) << g.to_string();
+  // Same group sizes as the balanced split: the flops stay balanced.
+  for (int l = 0; l < g.pk; ++l) EXPECT_EQ(g.piece_k(l), plain.piece_k(l));
+  EXPECT_NE(g.to_string().find("aligned with the caller's layouts"), std::string::npos);
+
+  // A flat k: 2D SUMMA on the caller's grid itself (no redistribution) when allowed.
+  const CallerLayouts fl = block_cyclic_2x4(8192, 8192, 256);
+  GemmPlanRequest r = req(8192, 8192, 256, 8, slow_network());
+  r.allow_caller_grid = true;
+  GemmPlan s = make_gemm_plan(r, &fl);
+  EXPECT_EQ(s.kind, PlanKind::CallerGrid) << s.to_string();
+  EXPECT_EQ(s.cost.redist_words, 0.0);
+  EXPECT_EQ(s.pm * s.pn, 8);
+  // Without it, the best plan of the executor runs.
+  r.allow_caller_grid = false;
+  EXPECT_EQ(make_gemm_plan(r, &fl).kind, PlanKind::Grid);
+}
+
+TEST(GemmAligned, InputsThatAlignWithNothingKeepTheRedistributingPlan) {
+  // Inputs already in the balanced plan's own layouts: nothing to gain by aligning, the plan
+  // that the layouts were made for runs with no redistribution.
+  for (const Shape& s : {Shape{512, 512, 65536}, Shape{2048, 2048, 2048}, Shape{300, 7, 5000}})
+    for (int p : {3, 5, 8}) {
+      const GemmPlan own = make_gemm_plan(req(s.m, s.n, s.k, p, slow_network()));
+      const PlanLayouts L = make_plan_layouts(own, false, false, p);
+      const CallerLayouts cl{false, false, L.a, L.b, L.c};
+      GemmPlanRequest r = req(s.m, s.n, s.k, p, slow_network());
+      r.allow_caller_grid = true;
+      const GemmPlan g = make_gemm_plan(r, &cl);
+      EXPECT_EQ(g.kind, PlanKind::Grid) << g.to_string();
+      EXPECT_FALSE(g.aligned()) << g.to_string();
+      EXPECT_EQ(g.cost.redist_words, 0.0) << g.to_string();
+      EXPECT_EQ(std::make_tuple(g.pm, g.pn, g.pk), std::make_tuple(own.pm, own.pn, own.pk));
+      // Everything on one rank: no split keeps more on the busiest rank; the balanced plan runs.
+      using tessel::layout::Layout;
+      const CallerLayouts one{false, false, Layout::on_rank(s.m, s.k, 0, p), Layout::on_rank(s.k, s.n, 0, p),
+                              Layout::on_rank(s.m, s.n, 0, p)};
+      // (The caller's grid is 1 x 1 there: rank 0 alone, which a slow network may prefer.)
+      r.allow_caller_grid = false;
+      const GemmPlan h = make_gemm_plan(r, &one);
+      EXPECT_EQ(h.kind, PlanKind::Grid) << h.to_string();
+      EXPECT_FALSE(h.aligned()) << h.to_string();
+      EXPECT_GT(h.cost.redist_words, 0.0);
+    }
+}
+
+TEST(GemmAligned, AlignedSplitsArePartitionsWithBalancedGroups) {
+  for (const Shape& s : kShapes)
+    for (int p : {2, 3, 5, 7, 8}) {
+      using tessel::layout::Layout;
+      const int pr = p == 8 ? 2 : 1, pc = p / pr;
+      const CallerLayouts cl{false, true, Layout::block_cyclic(s.m, s.k, 16, 16, pr, pc, 0, 0, p),
+                             Layout::block_cyclic(s.n, s.k, 16, 16, pr, pc, 0, 0, p),
+                             Layout::block_cyclic(s.m, s.n, 16, 16, pr, pc, 0, 0, p)};
+      GemmPlanRequest r = req(s.m, s.n, s.k, p, slow_network());
+      r.b_transposed = true;
+      const GemmPlan base = make_gemm_plan(r);
+      const GemmPlan a = align_gemm_plan(base, cl);
+      for (int x = 0; x < a.pm; ++x) EXPECT_EQ(a.piece_m(x), base.piece_m(x));
+      for (int x = 0; x < a.pn; ++x) EXPECT_EQ(a.piece_n(x), base.piece_n(x));
+      for (int x = 0; x < a.pk; ++x) EXPECT_EQ(a.piece_k(x), base.piece_k(x));
+      // and its layouts are layouts (every element on one rank) the executor can redistribute into
+      const PlanLayouts L = make_plan_layouts(a, false, true, p);
+      EXPECT_EQ(L.a.rows(), s.m);
+      EXPECT_EQ(L.b.rows(), s.n);
+      EXPECT_EQ(L.c.cols(), s.n);
+    }
 }

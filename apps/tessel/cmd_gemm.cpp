@@ -190,7 +190,10 @@ int run_gemm_typed(const GemmArgs& g) {
                              g.alpha, g.transa, g.transb, g.beta, p, g.dtype)
               << (in_plan ? std::string("inputs: in the plan's own layouts (--layout plan)\n")
                           : fmt::format("inputs: block-cyclic {} x {} blocks on a {} x {} grid\n", g.nb, g.nb, pr, pc))
-              << "plan (" << dense::to_string(opt.algorithm == dense::Algorithm::Auto ? dense::Algorithm::Optimal : opt.algorithm)
+              << "plan ("
+              << (plan.kind == dense::PlanKind::CallerGrid
+                      ? std::string("summa2d on the caller's layout")
+                      : dense::to_string(opt.algorithm == dense::Algorithm::Auto ? dense::Algorithm::Optimal : opt.algorithm))
               << "):\n" << plan.to_string()
               << fmt::format("  redistribution to/from the plan layouts: {} words per rank (max); plan + redistribution {} words\n",
                              pw.redistribution, pw.optimal)
@@ -328,6 +331,9 @@ int run_gemm_typed(const GemmArgs& g) {
     j["executed"] = rep.executed;
     j["predicted_words"] = {{"redistribution", pw.redistribution}, {"optimal", pw.optimal}, {"native_summa", pw.native}};
     j["plan"] = {{"grid", {plan.pm, plan.pn, plan.pk}}, {"used", plan.used()}, {"rounds", plan.rounds},
+                 {"kind", plan.kind == dense::PlanKind::CallerGrid ? "caller_grid" : "grid"},
+                 {"aligned", plan.kind == dense::PlanKind::Grid && plan.aligned()},
+                 {"predicted_words", plan.cost.words()},
                  {"recv_words", plan.recv_words()}, {"memory_words_needed", plan.memory_words_needed()},
                  {"text", plan.to_string()}};
     j["bound_words"] = plan.bound_words();  // Theorem 2's words (inputs a rank holds included)

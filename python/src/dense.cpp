@@ -307,6 +307,8 @@ py::dict plan_dict(const dense::GemmPlan& p) {
   d["grid"] = py::make_tuple(p.pm, p.pn, p.pk);
   d["used"] = p.used();
   d["idle"] = p.idle();
+  d["kind"] = p.kind == dense::PlanKind::CallerGrid ? "caller_grid" : "grid";
+  d["aligned"] = p.kind == dense::PlanKind::Grid && p.aligned();
   d["rounds"] = p.rounds;
   d["k_per_round"] = p.k_per_round();
   d["domain"] = py::make_tuple(p.dom_m(), p.dom_n(), p.dom_k());

@@ -42,16 +42,17 @@ std::pair<int, int> grid_of(int p, bool flat) {
 struct Counts { int aligned = 0, caller_grid = 0, runs = 0; };
 
 template <class T>
-void run(Context& ctx, std::mt19937& rng, Case cs, Op oa, std::pair<int, int> grid, int nb,
+void run(Context& ctx, std::mt19937& rng, Case cs, Op oa, Op ob, std::pair<int, int> grid, int nb,
          Algorithm alg, Counts& counts) {
   const int p = ctx.size();
-  const bool at = oa != Op::N;
+  const bool at = oa != Op::N, bt = ob != Op::N;
   const auto [pr, pc] = grid;
   const std::int64_t ar = at ? cs.k : cs.m, ac = at ? cs.m : cs.k;
   auto la = layout::Layout::block_cyclic(ar, ac, nb, nb, pr, pc, 0, 0, p);
-  auto lb = layout::Layout::block_cyclic(cs.k, cs.n, nb, nb, pr, pc, 0, 0, p);
+  const std::int64_t br = bt ? cs.n : cs.k, bc = bt ? cs.k : cs.n;
+  auto lb = layout::Layout::block_cyclic(br, bc, nb, nb, pr, pc, 0, 0, p);
   auto lc = layout::Layout::block_cyclic(cs.m, cs.n, nb, nb, pr, pc, 0, 0, p);
-  std::vector<T> fa(static_cast<std::size_t>(ar * ac)), fb(static_cast<std::size_t>(cs.k * cs.n)),
+  std::vector<T> fa(static_cast<std::size_t>(ar * ac)), fb(static_cast<std::size_t>(br * bc)),
       fc(static_cast<std::size_t>(cs.m * cs.n));
   for (auto& x : fa) x = tessel::testing::random_value<T>(rng);
   for (auto& x : fb) x = tessel::testing::random_value<T>(rng);
@@ -64,7 +65,7 @@ void run(Context& ctx, std::mt19937& rng, Case cs, Op oa, std::pair<int, int> gr
   opt.machine = slow_network();
   const T alpha = T(1.5), beta = T(-0.5);
   ctx.ledger().reset();
-  const MultiplyReport rep = multiply(ctx, alpha, oa, A, Op::N, B, beta, C, opt);
+  const MultiplyReport rep = multiply(ctx, alpha, oa, A, ob, B, beta, C, opt);
   const auto rounds = [&] {
     auto t = ctx.ledger().total("gemm/rounds");
     t += ctx.ledger().total("gemm/reduce");
@@ -74,10 +75,10 @@ void run(Context& ctx, std::mt19937& rng, Case cs, Op oa, std::pair<int, int> gr
   const auto redist = ctx.ledger().total("gemm/redistribute");
   const bool cplx = !std::is_same_v<T, double>;
   const double bpw = cplx ? 16 : 8;
-  const CallerLayouts cl{at, false, la, lb, lc};
+  const CallerLayouts cl{at, bt, la, lb, lc};
   const GemmCost want = price_gemm_rank(rep.plan, rep.plan.machine, cplx, &cl, ctx.rank());
   const std::string what = std::to_string(cs.m) + "x" + std::to_string(cs.n) + "x" + std::to_string(cs.k) +
-                           " op " + to_string(oa) + " grid " + std::to_string(pr) + "x" + std::to_string(pc) +
+                           " op " + to_string(oa) + to_string(ob) + " grid " + std::to_string(pr) + "x" + std::to_string(pc) +
                            " nb " + std::to_string(nb) + (cplx ? " complex" : " double") + " ran " +
                            rep.executed + "\n" + rep.plan.to_string();
   EXPECT_EQ(rounds.p2p_recv_bytes, want.plan_words() * bpw) << what;
@@ -93,9 +94,10 @@ void run(Context& ctx, std::mt19937& rng, Case cs, Op oa, std::pair<int, int> gr
   auto got = gather(ctx, C);
   if (ctx.rank() == 0) {
     std::vector<T> ref = fc;
-    tessel::testing::ref_gemm(at ? 'T' : 'N', 'N', static_cast<int>(cs.m), static_cast<int>(cs.n),
+    auto oc = [](Op o) { return o == Op::N ? 'N' : (o == Op::T ? 'T' : 'C'); };
+    tessel::testing::ref_gemm(oc(oa), oc(ob), static_cast<int>(cs.m), static_cast<int>(cs.n),
                               static_cast<int>(cs.k), alpha, fa.data(), static_cast<int>(ar), fb.data(),
-                              static_cast<int>(cs.k), beta, ref.data(), static_cast<int>(cs.m));
+                              static_cast<int>(br), beta, ref.data(), static_cast<int>(cs.m));
     EXPECT_LE(frob_diff(got, ref), 1e-12 * std::max(1.0, frob(ref))) << what;
   }
 }
@@ -110,8 +112,13 @@ TEST(MultiplyAligned, PlansThatKeepTheCallersDataMatchBlasAndLedger) {
     for (bool flat : {false, true})
       for (Op oa : {Op::N, Op::T})
         for (Algorithm alg : {Algorithm::Optimal, Algorithm::Auto}) {
-          run<double>(ctx, rng, cs, oa, grid_of(ctx.size(), flat), 8, alg, counts);
-          if (cs.m == 37) run<std::complex<double>>(ctx, rng, cs, oa, grid_of(ctx.size(), flat), 5, alg, counts);
+          const Op ob = alg == Algorithm::Optimal ? oa : Op::N;  // N T and T N below
+          run<double>(ctx, rng, cs, oa, ob, grid_of(ctx.size(), flat), 8, alg, counts);
+          if (cs.m == 37) {
+            run<double>(ctx, rng, cs, Op::N, Op::T, grid_of(ctx.size(), flat), 8, alg, counts);
+            run<std::complex<double>>(ctx, rng, cs, oa, oa == Op::N ? Op::N : Op::C,
+                                      grid_of(ctx.size(), flat), 5, alg, counts);
+          }
         }
   // The slow network makes the planner keep the caller's data somewhere at every p > 1.
   if (ctx.size() > 1) {

@@ -15,6 +15,13 @@
 ///   redistribution (only with CallerLayouts): A and B from the caller's layouts into the plan
 ///            layouts and C back, one message per peer that shares data (layout::redist_recv_from),
 ///            not overlapped.
+/// A PlanKind::CallerGrid plan (2D SUMMA on the caller's layouts, needs `caller`) is priced
+/// from summa_native's k segments: per segment one A panel message from the left neighbour
+/// in the process row unless the rank's process column owns it, one B panel message from
+/// the neighbour above unless its process row owns it, and the local GEMM; segment s's
+/// transfer hides behind segment s-1's GEMM by machine.overlap. Reported as rounds; no
+/// reduce, no redistribution. The ring's pipeline start-up is not modelled.
+/// Aligned plans (GemmPlan::split_m/n/k) are priced with their exact group sizes and layouts.
 /// Each message costs link.latency + bytes / link.bandwidth, with the link intra- or
 /// inter-node by the model's node_size (unknown: inter-node). The NIC shared by several ranks
 /// of a node and collisions are not modelled. The plan's time is the largest over the ranks of

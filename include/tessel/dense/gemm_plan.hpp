@@ -33,7 +33,8 @@ struct GemmPlanRequest {
   /// Ceiling on the fraction of ranks that may idle: at most floor(delta * p) ranks idle, and
   /// only when the predicted time (cost model, gemm_cost.hpp) falls. The COSMA paper used 3%
   /// on thousands of cores; at tens of ranks 3% is not one rank, so the default 0.15 lets a
-  /// prime count such as 7 or 13 consider dropping one rank for a grid that factors.
+  /// prime count such as 7 or 13 consider dropping one rank for a grid that factors. Does not
+  /// apply to PlanKind::CallerGrid (the caller's grid is what it is).
   double delta = 0.15;
   int rounds = 0;                    ///< 0 = automatic; else forced number of rounds over k
   MachineModel machine;              ///< prices the candidates (defaults: machine_model.hpp)
@@ -229,7 +230,8 @@ MachineModel words_only_machine();
 
 /// The 2D SUMMA baseline: pk = 1, pm*pn = p (all ranks), pm x pn the factorization of p
 /// closest to square, in the orientation (pm <= pn or pm >= pn) with less volume (ties:
-/// pm <= pn; an orientation whose memory does not fit is skipped). Rounds = ceil(k / 256)
+/// pm <= pn; an orientation whose memory does not fit is skipped; the same search as
+/// make_gemm_plan with words as the cost functor). The plan is priced (cost) on req.machine. Rounds = ceil(k / 256)
 /// unless forced, at least what memory needs, at most k. Same validation and errors as
 /// make_gemm_plan (delta is only recorded).
 GemmPlan make_summa_plan(const GemmPlanRequest& req);

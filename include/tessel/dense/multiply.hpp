@@ -11,8 +11,11 @@ namespace tessel::dense {
 
 /// op(X): as stored, transposed, or conjugate-transposed (C is T for real types).
 enum class Op { N, T, C };
-/// Multiply strategies. Auto runs Optimal unless 2D SUMMA on the caller's block-cyclic layouts
-/// moves fewer words (then no redistribution happens at all).
+/// Multiply strategies. Optimal: the planner's pm x pn x pk plans, in their own layouts or
+/// aligned with the caller's (align_gemm_plan), by predicted time. Auto: those and 2D SUMMA on
+/// the caller's block-cyclic layouts as they are (PlanKind::CallerGrid, no redistribution),
+/// whichever the model predicts fastest. Summa2D: SUMMA on the caller's layouts when they allow
+/// it, else the 2D plan (pk = 1).
 enum class Algorithm { Auto, Optimal, Summa2D };
 
 Op parse_op(const std::string& s);                ///< "N", "T", "C" (case-insensitive)
@@ -36,7 +39,8 @@ struct MultiplyOptions {
 struct MultiplyReport {
   Algorithm algorithm = Algorithm::Optimal;
   GemmPlan plan;
-  std::string executed;  ///< what ran, e.g. "optimal (grid 2x2x2)", "summa2d on the caller's layout"
+  std::string executed;  ///< what ran, e.g. "optimal (grid 2x2x2)", "optimal (grid 1x1x8, aligned
+                         ///< with the caller's layouts)", "summa2d on the caller's layout"
 };
 
 /// Predicted words received per rank (max over ranks) of the two ways to run a multiply.
@@ -45,8 +49,9 @@ struct PredictedWords {
   double optimal = 0;         ///< redistribution + the plan's rounds and reduction
   double native = -1;         ///< 2D SUMMA on the caller's layouts (-1: layouts not compatible)
 };
-/// Pure (no MPI): prices the plan against 2D SUMMA on the caller's layouts. multiply() with
-/// Algorithm::Auto keeps the caller's layout when `native` <= `optimal`.
+/// Pure (no MPI): the plan's words against 2D SUMMA on the caller's layouts, for display
+/// (multiply() chooses by predicted time in the planner). For a CallerGrid plan,
+/// redistribution is 0 and optimal = native.
 PredictedWords predict_words(int p, const GemmPlan& plan, Op opa, Op opb, const layout::Layout& a,
                              const layout::Layout& b, const layout::Layout& c);
 

@@ -520,9 +520,10 @@ GemmPlan make_gemm_plan(const GemmPlanRequest& req, const CallerLayouts* caller)
   // variants, and 2D SUMMA on the caller's layouts.
   std::stable_sort(cands.begin(), cands.end(), faster);
   cands.resize(std::min<std::size_t>(cands.size(), 8));
-  const std::size_t grids = cands.size();
-  for (std::size_t x = 0; x < grids; ++x) {
-    cands[x].cost = price_gemm_plan(cands[x], req.machine, req.complex, caller);
+  for (auto& g : cands) g.cost = price_gemm_plan(g, req.machine, req.complex, caller);
+  std::stable_sort(cands.begin(), cands.end(), faster);
+  const std::size_t aligned = std::min<std::size_t>(cands.size(), 4);  // pricing is per rank
+  for (std::size_t x = 0; x < aligned; ++x) {
     GemmPlan a = align_gemm_plan(cands[x], *caller);
     if (!a.aligned()) continue;
     a.cost = price_gemm_plan(a, req.machine, req.complex, caller);

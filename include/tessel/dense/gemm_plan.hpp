@@ -180,8 +180,8 @@ int gemm_max_idle(int p, double delta);
 /// least predicted time (price_gemm_plan, relative ties within 1e-9); ties: fewer words
 /// (recv_words()), more ranks used, less compute dm*dn*dk, fewer rounds, then the first in
 /// (pm, pn) ascending order. With `caller`, the 8 best candidates without redistribution are
-/// priced again with the redistribution from and to the caller's layouts, together with
-/// their aligned variants (align_gemm_plan) and, with req.allow_caller_grid and layouts that
+/// priced again with the redistribution from and to the caller's layouts, together with the
+/// aligned variants (align_gemm_plan) of the best 4 of those and, with req.allow_caller_grid and layouts that
 /// allow it, 2D SUMMA on the caller's layouts (caller_grid_plan); the cheapest of all is
 /// chosen. A model where flops and latency are free and bandwidth is 1 byte/s
 /// (MachineModel words_only) reproduces the words-only planner. One search serves every

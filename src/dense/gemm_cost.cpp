@@ -106,6 +106,17 @@ GemmCost price_caller_grid_rank(const MachineModel& mm, bool complex, const Call
     if (s > 0) c.overlap_s -= mm.overlap * std::min(tr.bw_s + tr.lat_s, prev_comp);
     prev_comp = fl / rate;
   }
+  // Pipeline fill: the first segment's panels reach this rank after d - 1 forwarding hops
+  // besides its own receive (d = ring distance from the owner); counted as waiting (latency).
+  if (!segs.empty()) {
+    const double len = static_cast<double>(segs[0].len);
+    const int da = (myc - segs[0].a_group + pcn) % pcn, db = (myr - segs[0].b_group + pr) % pr;
+    const LinkModel& la = mm.link(rank, left);
+    const LinkModel& lb = mm.link(rank, up);
+    const double fill_a = da > 1 ? (da - 1) * la.time(mr * len * bpw, 1) : 0.0;
+    const double fill_b = db > 1 ? (db - 1) * lb.time(len * nc * bpw, 1) : 0.0;
+    c.rounds_lat_s += std::max(fill_a, fill_b);
+  }
   return c;
 }
 

@@ -20,7 +20,9 @@
 /// in the process row unless the rank's process column owns it, one B panel message from
 /// the neighbour above unless its process row owns it, and the local GEMM; segment s's
 /// transfer hides behind segment s-1's GEMM by machine.overlap. Reported as rounds; no
-/// reduce, no redistribution. The ring's pipeline start-up is not modelled.
+/// reduce, no redistribution. The ring's start-up (the first segment reaches a rank d hops
+/// from its owner after d - 1 forwards) is added to rounds_lat_s; forwarding that waits for
+/// a GEMM chunk to end is not modelled.
 /// Aligned plans (GemmPlan::split_m/n/k) are priced with their exact group sizes and layouts.
 /// Each message costs link.latency + bytes / link.bandwidth, with the link intra- or
 /// inter-node by the model's node_size (unknown: inter-node). The NIC shared by several ranks

@@ -45,6 +45,7 @@ case $BUILD_DIR in /*) ;; *) BUILD_DIR=$ROOT/$BUILD_DIR;; esac
 # gfortran: commcount's `make test` compiles its Fortran-caller check with mpifort.
 # bc: used by ../shared/tools/netcluster (bench/netcluster_gemm.sh).
 # clang, libclang-rt-14-dev: the libFuzzer targets (scripts/fuzz.sh, run by .ci/run).
+# clang-format: the ctest check_format (scripts/check_format.sh, style in .clang-format).
 PACKAGES=(
   cmake ninja-build make gcc g++ gfortran
   libopenmpi-dev openmpi-bin libmpich-dev mpich
@@ -54,7 +55,7 @@ PACKAGES=(
   iproute2 bc
   libxsmm-dev libmetis-dev libdbcsr-dev zlib1g-dev
   python3-dev python3-pip python3-venv pybind11-dev python3-mpi4py python3-scipy python3-pytest
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev clang-format
 )
 
 missing=()

@@ -104,7 +104,7 @@ std::int64_t CAccumulator::find(int r, int c) const {
   return id < 0 ? -1 : offsets_[static_cast<std::size_t>(id)];
 }
 
-std::int64_t CAccumulator::slot_id(int r, int c) {
+std::int64_t CAccumulator::slot_id(int r, int c, bool values) {
   select(r);
   std::int64_t& id = spa_[static_cast<std::size_t>(c)];
   if (id >= 0) return id;
@@ -118,8 +118,19 @@ std::int64_t CAccumulator::slot_id(int r, int c) {
   offsets_.push_back(static_cast<std::int64_t>(data_.size()));
   bounds_.push_back(0.0);
   entries_[static_cast<std::size_t>(rs)].emplace_back(c, id);
-  data_.resize(data_.size() + static_cast<std::size_t>(rows_->size(r)) * cols_->size(c), 0.0);
+  if (values)
+    data_.resize(data_.size() + static_cast<std::size_t>(rows_->size(r)) * cols_->size(c), 0.0);
   return id;
+}
+
+void CAccumulator::mark(int r, int c) { (void)slot_id(r, c, false); }
+
+void CAccumulator::mark(const CWire& pattern) {
+  for (std::size_t b = 0; b + 1 < pattern.idx.size(); b += 2) {
+    const int r = pattern.idx[b], c = pattern.idx[b + 1];
+    TESSEL_ASSERT(r >= 0 && r < rows_->count() && c >= 0 && c < cols_->count());
+    mark(r, c);
+  }
 }
 
 std::int64_t CAccumulator::slot(int r, int c) {
@@ -331,8 +342,18 @@ CAccumulator pattern_of(const BlockSparseMatrix<double>& c) {
   auto l = c.local();
   for (std::size_t i = 0; i < l.brows->size(); ++i)
     for (std::int64_t k = (*l.row_ptr)[i]; k < (*l.row_ptr)[i + 1]; ++k)
-      acc.slot((*l.brows)[i], (*l.col)[static_cast<std::size_t>(k)]);
+      acc.mark((*l.brows)[i], (*l.col)[static_cast<std::size_t>(k)]);
   return acc;
+}
+
+CWire pattern_wire(const BlockSparseMatrix<double>& c) {
+  CWire w;
+  auto l = c.local();
+  w.idx.reserve(static_cast<std::size_t>(2 * c.local_nblocks()));
+  for (std::size_t i = 0; i < l.brows->size(); ++i)  // CSR: rows increasing, columns sorted
+    for (std::int64_t k = (*l.row_ptr)[i]; k < (*l.row_ptr)[i + 1]; ++k)
+      w.idx.insert(w.idx.end(), {(*l.brows)[i], (*l.col)[static_cast<std::size_t>(k)]});
+  return w;
 }
 
 std::int64_t merge_into(BlockSparseMatrix<double>& c, double beta, double alpha,

@@ -148,6 +148,7 @@ void run_multiply(Context& ctx, const SpgemmPlan& plan, double alpha, SpOp opa,
   if (options.retain_sparsity) {
     allowed.emplace(detail::pattern_of(c));
     eo.allowed = &*allowed;
+    eo.retain_c = &c;
   }
   res = plan.algorithm == SpAlgorithm::Cannon
             ? detail::run_cannon(ctx, plan, ops, eo, cache ? &cache->state() : nullptr)
@@ -180,9 +181,10 @@ SpMultiplyReport multiply(Context& ctx, double alpha, SpOp opa, const BlockSpars
 
   CommLedger& ledger = ctx.ledger();
   const char* names[] = {detail::kPhaseA, detail::kPhaseB, detail::kPhaseC, detail::kPhaseSetup,
-                         detail::kPhaseConform};
-  SpPanelBytes before[5];
-  for (int x = 0; x < 5; ++x) before[x] = phase_bytes(ledger, names[x]);
+                         detail::kPhaseConform, detail::kPhaseCPattern};
+  constexpr int kPhases = 6;
+  SpPanelBytes before[kPhases];
+  for (int x = 0; x < kPhases; ++x) before[x] = phase_bytes(ledger, names[x]);
 
   detail::ExecResult res;
   if (alpha != 0.0) {  // alpha = 0 (the same on every rank): C = beta C, nothing moves
@@ -198,8 +200,9 @@ SpMultiplyReport multiply(Context& ctx, double alpha, SpOp opa, const BlockSpars
   rep.blocks_multiplied = res.stats.multiplied;
   rep.blocks_skipped = res.stats.skipped;
   rep.windows_created = res.windows_created;
-  SpPanelBytes* outs[] = {&rep.a_panels, &rep.b_panels, &rep.c_panels, &rep.setup, &rep.conform};
-  for (int x = 0; x < 5; ++x) *outs[x] = diff(phase_bytes(ledger, names[x]), before[x]);
+  SpPanelBytes* outs[] = {&rep.a_panels, &rep.b_panels, &rep.c_panels, &rep.setup, &rep.conform,
+                          &rep.c_pattern};
+  for (int x = 0; x < kPhases; ++x) *outs[x] = diff(phase_bytes(ledger, names[x]), before[x]);
   return rep;
 }
 

@@ -13,6 +13,7 @@
 // so every panel, the C partials included, has the size of the full run's.
 // The schedule (which image, from whom) is SpgemmPlan's (spgemm_plan.hpp).
 #include <algorithm>
+#include <optional>
 
 #include "spgemm_exec.hpp"
 #include "tessel/comm/nonblocking.hpp"
@@ -187,28 +188,74 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
               fb[buf][static_cast<std::size_t>(y)], rs_ab[buf]);
     }
   };
-  // C partials: the owner receives from the L - 1 other layers of its fibre: first the sizes
-  // (posted now), then the values (posted once the sizes arrived).
+  // The other layers of my fibre: they compute partials of my panel, I of theirs.
   comm::RequestSet rs_head, rs_c, rs_send;
   std::vector<int> srcs;
   std::vector<std::int64_t> heads;
-  if (L > 1) {
-    PhaseScope ph(ledger, kPhaseC);
+  if (L > 1)
     for (int x = 0; x < plan.lr; ++x)
       for (int y = 0; y < plan.lc; ++y) {
         int src = plan.rank_of(x * plan.side_r + ii, y * plan.side_c + jj);
         if (src != me) srcs.push_back(src);
       }
-    heads.resize(2 * srcs.size());
-    for (std::size_t q = 0; q < srcs.size(); ++q)
-      ctx.comm().irecv(&heads[2 * q], 2, srcs[q], kTagHead, rs_head);
-  }
   std::vector<CWire> outgoing(panels.size());
   std::vector<std::int64_t> out_heads(2 * panels.size());
   std::size_t own = 0;
   for (std::size_t p = 0; p < panels.size(); ++p)
     if (panels[p] == std::make_pair(i, j)) own = p;
-  post(0);
+  // retain_sparsity: every owner sends its C pattern (C wire idx, no values: a 16-byte header
+  // and 8 bytes per block) to the L - 1 other layers of its fibre first, as DBCSR does; each
+  // layer then creates (and sends) only the partial blocks inside the owner's pattern. The
+  // pattern messages use the partials' tags: MPI's non-overtaking order keeps them apart (each
+  // pattern is received completely before any partial is posted).
+  std::vector<std::optional<CAccumulator>> foreign_allowed(panels.size());
+  comm::RequestSet rs_pat_send;
+  CWire my_pattern;
+  std::vector<std::int64_t> pat_head_out(2), pat_heads;
+  std::vector<CWire> pat_in;
+  if (opt.retain_c && L > 1) {
+    comm::RequestSet rs_pat;
+    {
+      PhaseScope ph(ledger, kPhaseCPattern);
+      my_pattern = pattern_wire(*opt.retain_c);
+      pat_head_out[0] = static_cast<std::int64_t>(my_pattern.idx.size());
+      pat_heads.resize(2 * srcs.size());
+      for (std::size_t q = 0; q < srcs.size(); ++q)
+        ctx.comm().irecv(&pat_heads[2 * q], 2, srcs[q], kTagHead, rs_pat);
+      for (int dest : srcs) {
+        ctx.comm().isend(pat_head_out.data(), 2, dest, kTagHead, rs_pat_send);
+        ctx.comm().isend(my_pattern.idx.data(), static_cast<std::int64_t>(my_pattern.idx.size()),
+                         dest, kTagIdx, rs_pat_send);
+      }
+      rs_pat.wait_all();
+      pat_in.resize(srcs.size());
+      for (std::size_t q = 0; q < srcs.size(); ++q) {
+        pat_in[q].idx.resize(static_cast<std::size_t>(pat_heads[2 * q]));
+        ctx.comm().irecv(pat_in[q].idx.data(), pat_heads[2 * q], srcs[q], kTagIdx, rs_pat);
+      }
+    }
+    post(0);  // tick 0's reads overlap the pattern's arrival
+    {
+      PhaseScope ph(ledger, kPhaseCPattern);
+      rs_pat.wait_all();
+    }
+    for (std::size_t q = 0; q < srcs.size(); ++q)
+      for (std::size_t p = 0; p < panels.size(); ++p)
+        if (plan.rank_of(panels[p].first, panels[p].second) == srcs[q]) {
+          foreign_allowed[p].emplace(ops.rows, ops.cols);
+          foreign_allowed[p]->mark(pat_in[q]);
+        }
+  } else {
+    post(0);
+  }
+  // C partials: the owner receives from the L - 1 other layers of its fibre: first the sizes
+  // (posted now), then the values (posted once the sizes arrived).
+  if (L > 1) {
+    PhaseScope ph(ledger, kPhaseC);
+    heads.resize(2 * srcs.size());
+    for (std::size_t q = 0; q < srcs.size(); ++q)
+      ctx.comm().irecv(&heads[2 * q], 2, srcs[q], kTagHead, rs_head);
+  }
   for (int s = 0; s < plan.ticks; ++s) {
     int buf = s % 2;
     rs_ab[buf].wait_all();
@@ -217,7 +264,8 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
     for (std::size_t p = 0; p < panels.size(); ++p) {
       auto x = p / static_cast<std::size_t>(plan.lc), y = p % static_cast<std::size_t>(plan.lc);
       multiply_images(fa[buf][x].view, fb[buf][y].view, *ops.rows, *ops.inner, *ops.cols,
-                      opt.eps, p == own ? opt.allowed : nullptr, acc[p], res.stats, opt.comm_only);
+                      opt.eps, p == own ? opt.allowed : foreign_allowed[p] ? &*foreign_allowed[p] : nullptr,
+                      acc[p], res.stats, opt.comm_only);
       if (last && p != own) {  // this partial panel is complete: send it to its owner now
         PhaseScope ph(ledger, kPhaseC);
         auto& o = outgoing[p];
@@ -244,6 +292,10 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
     rs_c.wait_all();
     for (auto& in : incoming) acc[own].add(in);  // accumulate on the owner
     rs_send.wait_all();
+  }
+  if (!rs_pat_send.empty()) {
+    PhaseScope ph(ledger, kPhaseCPattern);
+    rs_pat_send.wait_all();
   }
   res.product = acc[own].pack();
   return res;

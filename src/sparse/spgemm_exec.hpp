@@ -39,6 +39,8 @@ namespace tessel::sparse::detail {
 inline constexpr const char* kPhaseA = "spgemm/A panels";
 inline constexpr const char* kPhaseB = "spgemm/B panels";
 inline constexpr const char* kPhaseC = "spgemm/C panels";
+/// rma25d, retain_sparsity, L > 1: C's pattern sent by each owner to the other layers.
+inline constexpr const char* kPhaseCPattern = "spgemm/C pattern";
 inline constexpr const char* kPhaseSetup = "spgemm/setup";
 inline constexpr const char* kPhaseConform = "spgemm/conform";
 
@@ -60,6 +62,9 @@ struct ExecOptions {
   double partial_drop = 0;
   bool comm_only = false;
   const CAccumulator* allowed = nullptr;  // retain_sparsity: C's own pattern
+  /// retain_sparsity: C (rma25d with L > 1 sends its local pattern to the other layers first,
+  /// so they neither compute nor send partial blocks outside it).
+  const BlockSparseMatrix<double>* retain_c = nullptr;
 };
 
 struct ExecResult {

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <numeric>
+#include <optional>
 #include <random>
 
 #include "sparse_test_util.hpp"
@@ -40,6 +41,7 @@ struct CaseRun {
   double scale = 1;               // max |reference|
   SpMultiplyReport rep;
   DenseRef c_ref;                 // C's pattern before the multiply
+  std::int64_t c_local_blocks = 0;  // this rank's blocks of C before the multiply
 };
 
 CaseRun run_case(Context& ctx, const Case& cs) {
@@ -77,6 +79,7 @@ CaseRun run_case(Context& ctx, const Case& cs) {
   o.layers = cs.layers;
   o.retain_sparsity = cs.retain;
   o.filter_eps = cs.eps;
+  r.c_local_blocks = C.local_nblocks();
   r.rep = multiply(ctx, cs.alpha, cs.opa, A, cs.opb, B, cs.beta, C, o);
   r.got = dense_of(ctx, C);
   return r;
@@ -140,23 +143,35 @@ TEST(Spgemm, NoTransposeAndAllTransposed) {
     }
 }
 
+// retain_sparsity at every grid and valid L: the dense product masked by C's old pattern (plus
+// beta C), exact; with L > 1 the partials of the other layers also stay inside the pattern
+// (C's owner sends it first: phase "spgemm/C pattern", 16 + 8 per block to each other layer).
 TEST(Spgemm, RetainSparsity) {
   Context ctx(MPI_COMM_WORLD);
-  auto [pr, pc] = Distribution::default_grid(world_size());
-  for (auto alg : {SpAlgorithm::Cannon, SpAlgorithm::Rma25d})
-    for (int L : layer_choices(alg, pr, pc)) {
-      Case cs;
-      cs.pr = pr;
-      cs.pc = pc;
-      cs.alg = alg;
-      cs.layers = L;
-      cs.retain = true;
-      cs.beta = 2.0;
-      cs.fill_c = 0.4;
-      cs.seed = 5;
-      CaseRun r = run_case(ctx, cs);
-      EXPECT_LE(max_abs_diff(r.got, r.want) / r.scale, 1e-12) << to_string(alg) << " L=" << L;
-    }
+  unsigned seed = 5;
+  for (auto [pr, pc] : grids(world_size()))
+    for (auto alg : {SpAlgorithm::Cannon, SpAlgorithm::Rma25d})
+      for (int L : layer_choices(alg, pr, pc)) {
+        Case cs;
+        cs.pr = pr;
+        cs.pc = pc;
+        cs.alg = alg;
+        cs.layers = L;
+        cs.retain = true;
+        cs.beta = 2.0;
+        cs.fill_c = 0.4;
+        cs.seed = seed++;
+        CaseRun r = run_case(ctx, cs);
+        std::string what = std::string(to_string(alg)) + " L=" + std::to_string(L) + " " +
+                           std::to_string(pr) + "x" + std::to_string(pc);
+        EXPECT_LE(max_abs_diff(r.got, r.want) / r.scale, 1e-12) << what;
+        const std::int64_t others = alg == SpAlgorithm::Rma25d ? L - 1 : 0;
+        EXPECT_EQ(r.rep.c_pattern.sent, others * (16 + 8 * r.c_local_blocks)) << what;
+        std::int64_t got_pat = r.rep.c_pattern.recv, sent_pat = r.rep.c_pattern.sent;
+        MPI_Allreduce(MPI_IN_PLACE, &got_pat, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+        MPI_Allreduce(MPI_IN_PLACE, &sent_pat, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+        EXPECT_EQ(got_pat, sent_pat) << what;
+      }
 }
 
 // comm_only does the symbolic product: the same blocks (the on-the-fly filter decides on the
@@ -434,7 +449,8 @@ TEST(Spgemm, PanelBytesMatchEq7) {
   unsigned seed = 100;
   for (auto [pr, pc] : grids(p))
     for (auto alg : {SpAlgorithm::Cannon, SpAlgorithm::Rma25d})
-      for (int L : layer_choices(alg, pr, pc)) {
+      for (int L : layer_choices(alg, pr, pc))
+       for (bool retain : {false, true}) {
         std::mt19937 rng(seed++);
         int V = std::lcm(pr, pc);
         int lr = 1, lc = 1;
@@ -458,9 +474,13 @@ TEST(Spgemm, PanelBytesMatchEq7) {
         Distribution db(BlockSizes(ks), BlockSizes(ns), pr, pc, brow, dc.col_dist());
         BlockSparseMatrix<double> A(ctx, da, "A"), B(ctx, db, "B"), C(ctx, dc, "C");
         DenseRef ra = fill_random(A, rng, 0.5, p), rb = fill_random(B, rng, 0.5, p);
+        std::optional<DenseRef> rc;  // retain: C's fixed pattern
+        if (retain) rc = fill_random(C, rng, 0.4, p);
+        const std::int64_t c_mine = C.local_nblocks();
         SpMultiplyOptions o;
         o.algorithm = alg;
         o.layers = L;
+        o.retain_sparsity = retain;
         auto rep = multiply(ctx, 1.0, SpOp::N, A, SpOp::N, B, 0.0, C, o);
         EXPECT_EQ(rep.conform.recv + rep.conform.sent, 0);
 
@@ -511,6 +531,7 @@ TEST(Spgemm, PanelBytesMatchEq7) {
               for (int r = 0; r < static_cast<int>(ms.size()); ++r)
                 for (int c = 0; c < static_cast<int>(ns.size()); ++c) {
                   if (dc.row_owner(r) != m || dc.col_owner(c) != n) continue;
+                  if (rc && !rc->has(r, c)) continue;  // outside the owner's pattern
                   bool any = false;
                   for (int k = 0; k < static_cast<int>(ks.size()) && !any; ++k)
                     any = ra.has(r, k) && rb.has(k, c) &&
@@ -521,7 +542,9 @@ TEST(Spgemm, PanelBytesMatchEq7) {
         }
         EXPECT_EQ(rep.a_panels.recv, ea) << to_string(alg) << " L=" << L << " " << pr << "x" << pc << " rank " << me;
         EXPECT_EQ(rep.b_panels.recv, eb) << to_string(alg) << " L=" << L << " " << pr << "x" << pc << " rank " << me;
-        EXPECT_EQ(rep.c_panels.sent, ec) << to_string(alg) << " L=" << L << " " << pr << "x" << pc << " rank " << me;
+        EXPECT_EQ(rep.c_panels.sent, ec) << to_string(alg) << " L=" << L << " " << pr << "x" << pc << " rank " << me << " retain " << retain;
+        const std::int64_t others = alg == SpAlgorithm::Rma25d && retain ? L - 1 : 0;
+        EXPECT_EQ(rep.c_pattern.sent, others * (16 + 8 * c_mine)) << pr << "x" << pc << " L=" << L;
         std::int64_t moved = ea + eb + ec;  // the check is not vacuous
         MPI_Allreduce(MPI_IN_PLACE, &moved, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
         if (p > 1) EXPECT_GT(moved, 0);

@@ -28,7 +28,9 @@ struct SpMultiplyOptions {
   /// partial C panel whose norm bound is < eps / (L |alpha|); then blocks of C with norm < eps
   /// are dropped. 0 = exact.
   double filter_eps = 0.0;
-  /// Keep C's existing block pattern: products outside it are not stored.
+  /// Keep C's existing block pattern: products outside it are not stored. rma25d with L > 1
+  /// sends C's pattern (index only) to the other layers first, so they neither compute nor
+  /// send partial blocks outside it.
   bool retain_sparsity = false;
   /// Benchmarks: move every panel but do only the symbolic product (the blocks the products and
   /// the on-the-fly filter would create, zero-filled): every panel, the partial C panels
@@ -53,8 +55,9 @@ struct SpMultiplyReport {
   /// rma25d, eps > 0, L > 1: blocks of this rank's foreign partial C panels not sent because
   /// their norm bound (sum of ||A_ik|| ||B_kj|| over the products done) is < eps / (L |alpha|).
   std::int64_t partial_blocks_dropped = 0;
-  /// This rank's bytes of each phase of this call.
-  SpPanelBytes a_panels, b_panels, c_panels, setup, conform;
+  /// This rank's bytes of each phase of this call. c_pattern: rma25d with retain_sparsity and
+  /// L > 1, C's pattern sent by its owner to the L - 1 other layers (phase "spgemm/C pattern").
+  SpPanelBytes a_panels, b_panels, c_panels, setup, conform, c_pattern;
   /// rma25d: true when the windows were (re)created by this call.
   bool windows_created = false;
 };

@@ -14,7 +14,7 @@ namespace tessel::sparse {
 SpVolumeModel volume_model(Context& ctx, const BlockSparseMatrix<double>& a,
                            const BlockSparseMatrix<double>& b,
                            const BlockSparseMatrix<double>& c, const SpMultiplyOptions& options) {
-  double t[3] = {0, 0, 0};
+  double t[4] = {0, 0, 0, 0};
   auto sum = [](const BlockSparseMatrix<double>& m, double per_block) {
     double s = 0;
     m.for_each_block([&](int, int, const double*, int nr, int nc) {
@@ -25,8 +25,9 @@ SpVolumeModel volume_model(Context& ctx, const BlockSparseMatrix<double>& a,
   t[0] = sum(a, detail::kMetaBytes);
   t[1] = sum(b, detail::kMetaBytes);
   t[2] = options.product_bytes_hint > 0 ? 0 : sum(c, 8);
-  ctx.comm().allreduce(t, 3, MPI_SUM);
-  SpVolumeModel m{t[0], t[1], t[2]};
+  t[3] = options.retain_sparsity ? 8.0 * static_cast<double>(c.local_nblocks()) : 0.0;
+  ctx.comm().allreduce(t, 4, MPI_SUM);
+  SpVolumeModel m{t[0], t[1], t[2], t[3], options.retain_sparsity};
   if (options.product_bytes_hint > 0) m.c = options.product_bytes_hint;
   else if (m.c == 0) m.c = std::max(m.a, m.b);
   return m;

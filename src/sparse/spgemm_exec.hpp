@@ -3,9 +3,9 @@
 // operands (conformed to the plan's image distribution) and calls one of them; each returns
 // this rank's product panel alpha-free (C_own += op(A) op(B) over all images), to be merged
 // into C by merge_into.
-#include <vector>
-
+#include <map>
 #include <optional>
+#include <vector>
 
 #include "spgemm_panels.hpp"
 #include "tessel/comm/window.hpp"
@@ -29,6 +29,12 @@ struct SpMultiplyCache::State {
   comm::Comm acomm{MPI_COMM_NULL, nullptr}, bcomm{MPI_COMM_NULL, nullptr};
   comm::Window<std::int64_t> a_meta, b_meta;
   comm::Window<double> a_data, b_data;
+  // rma25d, retain_sparsity: my C pattern as last sent to the other layers of my fibre, and
+  // the patterns last received from them (by context rank). A pattern equal to the one sent
+  // last goes as its 16-byte header only. Cleared when the grid, L or communicator changes.
+  bool pattern_sent_valid = false;
+  detail::CWire pattern_sent;
+  std::map<int, detail::CWire> pattern_from;
 };
 
 }  // namespace tessel::sparse

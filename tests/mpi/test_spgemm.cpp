@@ -174,6 +174,48 @@ TEST(Spgemm, RetainSparsity) {
       }
 }
 
+// retain_sparsity with a cache, as in a density-matrix iteration: C's pattern goes to the other
+// layers once (16 + 8 per block to each), later multiplies with the same pattern send its
+// 16-byte header only; a changed pattern is sent again. Results equal those without a cache.
+TEST(Spgemm, RetainPatternSentOnceWithCache) {
+  Context ctx(MPI_COMM_WORLD);
+  const int p = world_size();
+  unsigned seed = 700;
+  for (auto [pr, pc] : grids(p))
+    for (int L : layer_choices(SpAlgorithm::Rma25d, pr, pc)) {
+      std::mt19937 rng(seed++);
+      auto ms = random_sizes(rng, 7), ks = random_sizes(rng, 6);
+      auto da = Distribution::random(BlockSizes(ms), BlockSizes(ks), pr, pc, rng());
+      auto db = Distribution::random(BlockSizes(ks), BlockSizes(ms), pr, pc, rng());
+      auto dc = Distribution::random(BlockSizes(ms), BlockSizes(ms), pr, pc, rng());
+      BlockSparseMatrix<double> A(ctx, da, "A"), B(ctx, db, "B"), C0(ctx, dc, "C0"),
+          C1(ctx, dc, "C1");
+      fill_random(A, rng, 0.6, p);
+      fill_random(B, rng, 0.6, p);
+      fill_random(C0, rng, 0.4, p);
+      fill_random(C1, rng, 0.5, p);
+      SpMultiplyOptions o;
+      o.algorithm = SpAlgorithm::Rma25d;
+      o.layers = L;
+      o.retain_sparsity = true;
+      SpMultiplyCache cache;
+      const std::int64_t pat = 16 + 8 * C0.local_nblocks(), pat1 = 16 + 8 * C1.local_nblocks();
+      std::vector<double> ref;
+      const std::int64_t want[] = {pat, 16, 16, pat1, 16};
+      for (int call = 0; call < 5; ++call) {
+        BlockSparseMatrix<double> C = call < 3 ? C0 : C1;
+        auto rep = multiply(ctx, 1.0, SpOp::N, A, SpOp::N, B, 0.5, C, o, &cache);
+        std::string what = std::to_string(pr) + "x" + std::to_string(pc) + " L=" +
+                           std::to_string(L) + " call " + std::to_string(call);
+        EXPECT_EQ(rep.c_pattern.sent, (L - 1) * want[call]) << what;
+        BlockSparseMatrix<double> Cn = call < 3 ? C0 : C1;  // the same without a cache
+        multiply(ctx, 1.0, SpOp::N, A, SpOp::N, B, 0.5, Cn, o);
+        auto got = dense_of(ctx, C), exp = dense_of(ctx, Cn);
+        EXPECT_EQ(max_abs_diff(got, exp), 0.0) << what;
+      }
+    }
+}
+
 // comm_only does the symbolic product: the same blocks (the on-the-fly filter decides on the
 // norms alone) zero-filled, so every phase moves exactly the bytes, messages and gets of the
 // full run on the same inputs, the partial C panels included; and C is beta C plus zero blocks
@@ -528,16 +570,19 @@ TEST(Spgemm, PanelBytesMatchEq7) {
               int m = x * sr + ii, n = y * sc + jj;
               if (m == i && n == j) continue;
               ec += 16;
+              std::int64_t npat = 0;  // retain: the owner's pattern blocks (bitmap: 4 B per 32)
               for (int r = 0; r < static_cast<int>(ms.size()); ++r)
                 for (int c = 0; c < static_cast<int>(ns.size()); ++c) {
                   if (dc.row_owner(r) != m || dc.col_owner(c) != n) continue;
                   if (rc && !rc->has(r, c)) continue;  // outside the owner's pattern
+                  if (rc) ++npat;
                   bool any = false;
                   for (int k = 0; k < static_cast<int>(ks.size()) && !any; ++k)
                     any = ra.has(r, k) && rb.has(k, c) &&
                           std::find(mine.begin(), mine.end(), img[static_cast<std::size_t>(k)]) != mine.end();
-                  if (any) ec += 8 + 8 * bsz(ms[static_cast<std::size_t>(r)], ns[static_cast<std::size_t>(c)]);
+                  if (any) ec += (rc ? 0 : 8) + 8 * bsz(ms[static_cast<std::size_t>(r)], ns[static_cast<std::size_t>(c)]);
                 }
+              if (rc) ec += 4 * ((npat + 31) / 32);
             }
         }
         EXPECT_EQ(rep.a_panels.recv, ea) << to_string(alg) << " L=" << L << " " << pr << "x" << pc << " rank " << me;

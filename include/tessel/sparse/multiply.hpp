@@ -101,7 +101,8 @@ SpMultiplyReport multiply(Context& ctx, double alpha, SpOp opa,
 /// bytes of op(A) and op(B) as images, and of the product: options.product_bytes_hint when
 /// > 0, else C's current pattern when C has blocks (as in an iteration that reuses C), else the
 /// larger of A and B (a product of two such matrices is at least as full; an underestimate for
-/// products that fill in, which then favours larger L: pass the hint).
+/// products that fill in, which then favours larger L: pass the hint). With retain_sparsity
+/// also C's pattern (c_pattern: 8 bytes per block of C), which rma25d sends to the other layers.
 SpVolumeModel volume_model(Context& ctx, const BlockSparseMatrix<double>& a,
                            const BlockSparseMatrix<double>& b,
                            const BlockSparseMatrix<double>& c, const SpMultiplyOptions& options);

@@ -152,8 +152,12 @@ int run_spgemm(const SpgemmArgs& a) {
     so.retain_sparsity = retain;  // the product inside C's pattern
     BlockSparseMatrix<double> P = retain ? Cpat : BlockSparseMatrix<double>(ctx, dc, "P");
     sparse::SpMultiplyReport r0 = sparse::multiply(ctx, 1.0, opa, A, opb, B, 0.0, P, so);
+    // C wire: 8 per block + 8 per value; with --retain the partials carry a bitmap over the
+    // owner's pattern (1/8 byte per pattern block) instead of block indices
+    const double per_block = retain ? 0.0 : 8.0;
     opt.product_bytes_hint = ctx.comm().allreduce_value(
-        8.0 * static_cast<double>(r0.product_blocks + r0.product_values), MPI_SUM);
+        per_block * static_cast<double>(r0.product_blocks) + 8.0 * static_cast<double>(r0.product_values) +
+            (retain ? 0.125 * static_cast<double>(Cpat.local_nblocks()) : 0.0), MPI_SUM);
     // with --retain the model's C pattern is Cpat's (P's zero blocks fell to the final filter)
     const sparse::SpVolumeModel model = sparse::volume_model(ctx, A, B, retain ? Cpat : P, opt);
     pred = sparse::predict_layers(pr, pc, model);

@@ -24,7 +24,8 @@ SpVolumeModel volume_model(Context& ctx, const BlockSparseMatrix<double>& a,
   };
   t[0] = sum(a, detail::kMetaBytes);
   t[1] = sum(b, detail::kMetaBytes);
-  t[2] = options.product_bytes_hint > 0 ? 0 : sum(c, 8);
+  // C wire: 8 per block + 8 per value; retain: values + a bitmap over C's pattern (1/8 B per block)
+  t[2] = options.product_bytes_hint > 0 ? 0 : sum(c, options.retain_sparsity ? 0.125 : 8);
   t[3] = options.retain_sparsity ? 8.0 * static_cast<double>(c.local_nblocks()) : 0.0;
   ctx.comm().allreduce(t, 4, MPI_SUM);
   SpVolumeModel m{t[0], t[1], t[2], t[3], options.retain_sparsity};

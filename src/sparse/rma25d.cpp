@@ -9,6 +9,9 @@
 //           without the blocks whose norm bound is < eps / (L |alpha|) (the final filter would
 //           drop most of them; the error stays < eps per block); the owner adds the L - 1
 //           partials it receives into its own.
+// retain_sparsity (L > 1): each owner first sends its C pattern (index only; only when it changed
+//           since the cache last sent it) to the other layers, which then compute and send only
+//           partial blocks inside it, as a bitmap over the pattern plus values (no index).
 // comm_only: the block products are replaced by the symbolic product (same blocks, zero-filled),
 // so every panel, the C partials included, has the size of the full run's.
 // The schedule (which image, from whom) is SpgemmPlan's (spgemm_plan.hpp).

@@ -21,7 +21,8 @@ struct SpMultiplyOptions {
   int layers = 0;
   /// layers = auto: the bytes of the product op(A) op(B) before the final filter (8 per value
   /// + 8 per block, summed over ranks; e.g. from a previous multiply's report or a comm_only
-  /// pass). 0 = estimate it (volume_model).
+  /// pass; with retain_sparsity 8 per value + 1/8 per block of C's pattern, the bitmap format).
+  /// 0 = estimate it (volume_model).
   double product_bytes_hint = 0;
   /// On-the-fly filter: a block product is skipped when ||A_ik|| ||B_kj|| < eps / n_i, n_i the
   /// block products of C's block row i in that tick; rma25d with L > 1 sends no block of a

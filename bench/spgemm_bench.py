@@ -42,6 +42,16 @@ true size since the symbolic product, so it now matches the full run's bytes):
         --variants cannon,rma25d:1,rma25d:4,rma25d --comm-only --pairs 2 --repeat 3
 ("rma25d" alone = --layers auto: the L eq. 7 picks with the C term.) The issue's 8x2 case:
 --config nc:8x2 (16 ranks, 2 per node).
+
+Variants: dbcsr, cannon[:1[:RETAIN]], rma25d[:L[:RETAIN]], RETAIN = none | a | c (`tessel spgemm
+--retain`: C's pattern fixed to op(A)'s, or to the filtered product's, as in a density-matrix
+iteration; DBCSR's driver has no retain mode). The communication-bound study (where rma25d L = 4
+moves fewer bytes per rank than L = 1 and Cannon; docs/sparse.md), one command, idle machine:
+    python3 bench/spgemm_bench.py --preset comm-bound --pairs 2 --repeat 3
+(= --config nc:16x1,nc:8x2,nc:8x1 --cases water-ss:2000,water:2000,<CP2K 256-water H*S>
+ --variants cannon:1:a,rma25d:1:a,rma25d:2:a,rma25d:4:a,rma25d:4 --eps 1e-6; L = 2 runs only on
+ the 2x4 grid of nc:8x1 and is reported as invalid on 4x4). Add --comm-only for the network part
+alone.
 """
 import argparse
 import datetime
@@ -62,9 +72,27 @@ def parse_variant(v):
     f = v.split(":")
     if f[0] == "dbcsr":
         return {"name": v, "prog": "dbcsr"}
-    if f[0] not in ("cannon", "rma25d"):
-        raise SystemExit(f"spgemm_bench: variant '{v}': expected dbcsr, cannon or rma25d[:L]")
-    return {"name": v, "prog": "tessel", "alg": f[0], "layers": f[1] if len(f) > 1 else "auto"}
+    if f[0] not in ("cannon", "rma25d") or len(f) > 3 or (len(f) == 3 and f[2] not in ("none", "a", "c")):
+        raise SystemExit(f"spgemm_bench: variant '{v}': expected dbcsr, cannon[:1[:RETAIN]] or "
+                         "rma25d[:L[:RETAIN]] (RETAIN none, a or c)")
+    return {"name": v, "prog": "tessel", "alg": f[0], "layers": f[1] if len(f) > 1 else "auto",
+            "retain": f[2] if len(f) > 2 else "none"}
+
+
+# --preset comm-bound: the communication-bound cases found with the ledger (docs/sparse.md,
+# "Where L = 4 moves fewer bytes"): C's pattern fixed (--retain a: the pattern of S, or of H,
+# as in a density-matrix iteration), so the partial C panels hold no fill-in and go as values
+# plus a bitmap; 16 ranks as 16 nodes x 1 and 8 nodes x 2 (4x4 grid: L = 1, 4), and 8 nodes x 1
+# (2x4 grid: L = 1, 2). rma25d:4 without retain shows what the fill-in costs.
+PRESETS = {
+    "comm-bound": {
+        "config": "nc:16x1,nc:8x2,nc:8x1",
+        "cases": "water-ss:2000,water:2000,"
+                 "csr:{d}/KS.csr.gz:{d}/S.csr.gz:{d}/blocksizes.txt",
+        "variants": "cannon:1:a,rma25d:1:a,rma25d:2:a,rma25d:4:a,rma25d:4",
+        "eps": "1e-6",
+    },
+}
 
 
 def commcount_lib(build):
@@ -95,7 +123,14 @@ def main():
     ap.add_argument("--build", default=str(ROOT / "build"))
     ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
     ap.add_argument("--timeout", type=int, default=3600)
+    ap.add_argument("--preset", choices=sorted(PRESETS),
+                    help="set --config, --cases, --variants and --eps to a named study (comm-bound: "
+                         "the emulated-cluster cases where rma25d L = 4 moves fewer bytes than L = 1 and Cannon)")
     a = ap.parse_args()
+    if a.preset:
+        d = ROOT.parent / "shared" / "data" / "cp2k" / "h2o-256-szv"
+        for k, v in PRESETS[a.preset].items():
+            setattr(a, k, v.format(d=d))
     tessel = Path(a.build) / "apps" / "tessel" / "tessel"
     dbcsr = Path(a.build) / "bench" / "dbcsr_spgemm"
     variants = [parse_variant(v) for v in a.variants.split(",") if v]
@@ -132,7 +167,8 @@ def main():
                         if v["prog"] == "dbcsr":
                             prog = [str(dbcsr)] + common
                         else:
-                            prog = [str(tessel), "spgemm", "--algorithm", v["alg"], "--layers", v["layers"]] + common
+                            prog = [str(tessel), "spgemm", "--algorithm", v["alg"], "--layers", v["layers"],
+                                    "--retain", v["retain"]] + common
                             if a.comm_only:
                                 prog.append("--comm-only")
                         env = ["-x", "OMP_NUM_THREADS=1", "-x", "OPENBLAS_NUM_THREADS=1"]
@@ -196,7 +232,7 @@ def summarize(runs, variants, cases, configs):
                 stat = lambda ph, k: led.get(ph, {}).get("recv_bytes", {}).get(k, 0)
                 ab_max = stat("spgemm/A panels", "max") + stat("spgemm/B panels", "max")
                 ab_mean = stat("spgemm/A panels", "mean") + stat("spgemm/B panels", "mean")
-                c_mean = stat("spgemm/C panels", "mean")
+                c_mean = stat("spgemm/C panels", "mean") + stat("spgemm/C pattern", "mean")
                 all_mean = stat("all", "mean")
                 coll_mean = None
                 if v["prog"] == "dbcsr":
@@ -229,6 +265,14 @@ def summarize(runs, variants, cases, configs):
                       f"{('%.3f' % ab_ratio) if ab_ratio else '-':>7} {('%.3f' % model) if model else '-':>5} {c_mean / 1e6:9.2f} "
                       f"{(all_mean / 1e6 if all_mean is not None else float('nan')):11.2f} "
                       f"{(statistics.median(wire) / 1e6 if wire else float('nan')):8.1f}")
+                if res.get("retain", "none") != "none":
+                    pat_first = stat("spgemm/C pattern", "mean")
+                    pat_last = res.get("c_pattern_last_call_mean_bytes", 0)
+                    row["c_pattern_first_bytes"] = pat_first
+                    row["c_pattern_last_bytes"] = pat_last
+                    print(f"{'':>13}retain {res['retain']}: C pattern {pat_first / 1e6:.2f} MB/rank in the first call "
+                          f"(counted above), {pat_last:.0f} B in the last (cached); steady state A+B+C "
+                          f"{(ab_mean + c_mean - pat_first + pat_last) / 1e6:.2f} MB/rank")
                 if coll_mean is not None:
                     print(f"{'':>13}DBCSR collectives (commcount payload): {coll_mean / 1e6:.2f} MB mean per rank")
                 for x in res.get("eq7_prediction") or []:

@@ -29,7 +29,7 @@ using sparse::Distribution;
 
 struct SpgemmArgs {
   std::string a, b, blocks, generate = "water:200", algorithm = "cannon", layers = "auto", grid,
-                              transa = "N", transb = "N", out, json;
+                              transa = "N", transb = "N", out, json, retain = "none";
   double eps = 0;
   int repeat = 3;
   bool verify = false, explain = false, comm_only = false;
@@ -90,6 +90,10 @@ int run_spgemm(const SpgemmArgs& a) {
   TESSEL_CHECK(!(a.comm_only && a.verify), InputError,
                "--comm-only skips the block products: its C cannot pass --verify");
   const sparse::SpOp opa = parse_op("--transa", a.transa), opb = parse_op("--transb", a.transb);
+  TESSEL_CHECK(a.retain == "none" || a.retain == "a" || a.retain == "c", InputError, "--retain '",
+               a.retain, "': expected none, a or c");
+  const bool retain = a.retain != "none";
+  opt.retain_sparsity = retain;
   auto [pr, pc] = parse_grid(a.grid, p);
   SpgemmInputs in{a.generate, a.a, a.b, a.blocks, a.seed};
   check_spgemm_inputs(in);
@@ -115,6 +119,28 @@ int run_spgemm(const SpgemmArgs& a) {
   const Distribution& dc = cs.dc;
   const double occ_a = sparse::occupation(ctx, A), occ_b = sparse::occupation(ctx, B);
 
+  // --retain: C's fixed pattern (zero values; beta = 0), as in a density-matrix iteration:
+  // `a` = op(A)'s pattern (op(A) must be square like C), `c` = the pattern of the product after
+  // the final filter (one Cannon multiply first, not counted).
+  BlockSparseMatrix<double> Cpat(ctx, dc, "C pattern");
+  if (a.retain == "a") {
+    TESSEL_CHECK(A.distribution().row_blocks() == A.distribution().col_blocks(), InputError,
+                 "--retain a: op(A) is not square with C's block sizes (use --retain c)");
+    std::vector<double> zeros;
+    A.for_each_block([&](int r, int c, const double*, int nr, int nc) {
+      zeros.assign(static_cast<std::size_t>(nr) * nc, 0.0);
+      if (opa == sparse::SpOp::N) Cpat.put_block(r, c, zeros.data());
+      else Cpat.put_block(c, r, zeros.data());
+    });
+    Cpat.finalize();
+  } else if (a.retain == "c") {
+    sparse::SpMultiplyOptions o0;
+    o0.filter_eps = opt.filter_eps;
+    (void)sparse::multiply(ctx, 1.0, opa, A, opb, B, 0.0, Cpat, o0);
+    sparse::scale(Cpat, 0.0);
+  }
+  const double occ_pat = retain ? sparse::occupation(ctx, Cpat) : 0.0;
+
   // rma25d with auto or --explain: eq. 7 for every candidate L, with the product's size from
   // one symbolic (comm-only) Cannon multiply: the blocks the products and the on-the-fly filter
   // create, before the final filter (a partial C panel is at most its part of it).
@@ -123,11 +149,17 @@ int run_spgemm(const SpgemmArgs& a) {
     sparse::SpMultiplyOptions so;
     so.comm_only = true;
     so.filter_eps = opt.filter_eps;
-    BlockSparseMatrix<double> P(ctx, dc, "P");
+    so.retain_sparsity = retain;  // the product inside C's pattern
+    BlockSparseMatrix<double> P = retain ? Cpat : BlockSparseMatrix<double>(ctx, dc, "P");
     sparse::SpMultiplyReport r0 = sparse::multiply(ctx, 1.0, opa, A, opb, B, 0.0, P, so);
+    // C wire: 8 per block + 8 per value; with --retain the partials carry a bitmap over the
+    // owner's pattern (1/8 byte per pattern block) instead of block indices
+    const double per_block = retain ? 0.0 : 8.0;
     opt.product_bytes_hint = ctx.comm().allreduce_value(
-        8.0 * static_cast<double>(r0.product_blocks + r0.product_values), MPI_SUM);
-    const sparse::SpVolumeModel model = sparse::volume_model(ctx, A, B, P, opt);
+        per_block * static_cast<double>(r0.product_blocks) + 8.0 * static_cast<double>(r0.product_values) +
+            (retain ? 0.125 * static_cast<double>(Cpat.local_nblocks()) : 0.0), MPI_SUM);
+    // with --retain the model's C pattern is Cpat's (P's zero blocks fell to the final filter)
+    const sparse::SpVolumeModel model = sparse::volume_model(ctx, A, B, retain ? Cpat : P, opt);
     pred = sparse::predict_layers(pr, pc, model);
     if (auto_layers) plan = sparse::make_spgemm_plan(opt.algorithm, pr, pc, 0, &model);
   }
@@ -141,8 +173,10 @@ int run_spgemm(const SpgemmArgs& a) {
     std::cout << "eq. 7 predicted MB per rank (mean; A, B received, C partials sent; C from the "
                  "symbolic product):\n";
     for (const auto& x : pred)
-      std::cout << fmt::format("  L={}: A {:.2f}, B {:.2f}, C {:.2f}, total {:.2f}{}\n", x.layers,
-                               x.a * 1e-6, x.b * 1e-6, x.c * 1e-6, x.total() * 1e-6,
+      std::cout << fmt::format("  L={}: A {:.2f}, B {:.2f}, C {:.2f}{}, total {:.2f}{}\n", x.layers,
+                               x.a * 1e-6, x.b * 1e-6, x.c * 1e-6,
+                               retain ? fmt::format(", C pattern {:.2f}", x.pattern * 1e-6) : "",
+                               x.total() * 1e-6,
                                x.layers == plan.layers ? "  <- this run" : "");
     std::cout << std::flush;
   }
@@ -153,10 +187,11 @@ int run_spgemm(const SpgemmArgs& a) {
   sparse::SpMultiplyReport rep;
   BlockSparseMatrix<double> C(ctx, dc, "C");
   const std::vector<std::string> phases = {"spgemm/A panels", "spgemm/B panels", "spgemm/C panels",
-                                           "spgemm/setup", "spgemm/conform", ""};
+                                           "spgemm/C pattern", "spgemm/setup", "spgemm/conform", ""};
   std::vector<comm::PhaseStats> stats;
   for (int r = 0; r < a.repeat; ++r) {
-    C.clear();
+    if (retain) C = Cpat;
+    else C.clear();
     ctx.comm().barrier();
     if (r == 0) {
       ctx.ledger().reset();
@@ -179,6 +214,8 @@ int run_spgemm(const SpgemmArgs& a) {
   const auto prod_blocks = ctx.comm().allreduce_value(rep.product_blocks, MPI_SUM);
   const auto prod_values = ctx.comm().allreduce_value(rep.product_values, MPI_SUM);
   const auto partial_dropped = ctx.comm().allreduce_value(rep.partial_blocks_dropped, MPI_SUM);
+  // --retain: the pattern goes to the layers once per cache; the last call sends headers only
+  const double pattern_last = ctx.comm().allreduce_value(static_cast<double>(rep.c_pattern.sent), MPI_SUM) / p;
   std::int64_t c_blocks = C.local_nblocks(), c_values = 0;
   C.for_each_block([&](int, int, const double*, int nr, int nc) { c_values += static_cast<std::int64_t>(nr) * nc; });
   c_blocks = ctx.comm().allreduce_value(c_blocks, MPI_SUM);
@@ -199,6 +236,15 @@ int run_spgemm(const SpgemmArgs& a) {
     dense::DistMatrix<double> ref(ctx, lay(C.rows(), C.cols()));
     auto dop = [](sparse::SpOp o) { return o == sparse::SpOp::N ? dense::Op::N : dense::Op::T; };
     dense::multiply(ctx, 1.0, dop(opa), ad, dop(opb), bd, 0.0, ref);
+    if (retain) {  // --retain: the reference masked by C's fixed pattern
+      BlockSparseMatrix<double> mask = Cpat;
+      mask.for_each_block([](int, int, double* x, int nr, int nc) { std::fill(x, x + nr * nc, 1.0); });
+      auto md = sparse::to_dense(ctx, mask, lay(C.rows(), C.cols()));
+      std::vector<double> mv;
+      md.for_each_local([&](std::int64_t, std::int64_t, double& v) { mv.push_back(v); });
+      std::size_t x = 0;
+      ref.for_each_local([&](std::int64_t, std::int64_t, double& v) { v *= mv[x++]; });
+    }
     const double nref = std::sqrt(ctx.comm().allreduce_value(frob2_local(ref), MPI_SUM));
     double diff = 0;
     {
@@ -224,7 +270,10 @@ int run_spgemm(const SpgemmArgs& a) {
               << fmt::format("time: median {:.4f} s per multiply over {} runs (min {:.4f} s), {:.3f} GFLOP/s "
                              "(flops of the block products done / median time)\n",
                              med, a.repeat, *std::min_element(times.begin(), times.end()), gflops)
-              << fmt::format("occupancy: A {:.2f}%, B {:.2f}%, C {:.2f}%\n", 100 * occ_a, 100 * occ_b, 100 * occ_c)
+              << fmt::format("occupancy: A {:.2f}%, B {:.2f}%, C {:.2f}%{}\n", 100 * occ_a, 100 * occ_b, 100 * occ_c,
+                             retain ? fmt::format(" (retain_sparsity: C's fixed pattern {:.2f}%, from {})", 100 * occ_pat,
+                                                  a.retain == "a" ? "op(A)" : "the filtered product")
+                                    : "")
               << fmt::format("block products: {} done, {} skipped by the on-the-fly filter; {} blocks of C dropped "
                              "by the final filter\n", mult, skipped, dropped)
               << fmt::format("C before the final filter: {} blocks, {} values ({:.2f} MB as C wire: 8 B per block "
@@ -234,7 +283,12 @@ int run_spgemm(const SpgemmArgs& a) {
                              c_blocks, c_values, 8e-6 * static_cast<double>(c_blocks + c_values), partial_dropped)
               << "bytes per rank for ONE multiply (received: point-to-point + MPI_Rget; C panels are partial "
                  "sums sent to their owners):\n"
-              << ledger_table(stats, true) << "verify: " << verdict << "\n" << std::flush;
+              << ledger_table(stats, true)
+              << (retain && a.repeat > 1
+                      ? fmt::format("C pattern sent per rank in the last of the {} calls (cached: headers only): {} B\n",
+                                    a.repeat, pattern_last)
+                      : std::string())
+              << "verify: " << verdict << "\n" << std::flush;
   }
   if (!a.out.empty()) sparse::write_cp2k_csr(ctx, C, a.out);
   if (!a.json.empty()) {
@@ -265,10 +319,14 @@ int run_spgemm(const SpgemmArgs& a) {
     j["c_values"] = c_values;
     j["partial_blocks_dropped"] = partial_dropped;
     j["comm_only"] = a.comm_only;
+    j["retain"] = a.retain;
+    j["retain_pattern_occupancy"] = occ_pat;
+    j["c_pattern_last_call_mean_bytes"] = pattern_last;
     j["ledger_one_call"] = ledger_json(stats);
     nlohmann::json pj = nlohmann::json::array();
     for (const auto& x : pred)
-      pj.push_back({{"layers", x.layers}, {"a_bytes", x.a}, {"b_bytes", x.b}, {"c_bytes", x.c}});
+      pj.push_back({{"layers", x.layers}, {"a_bytes", x.a}, {"b_bytes", x.b}, {"c_bytes", x.c},
+                    {"c_pattern_bytes", x.pattern}});
     j["eq7_prediction"] = pj;  // mean bytes per rank; empty unless rma25d with auto or --explain
     j["product_bytes"] = opt.product_bytes_hint;
     j["plan"] = plan.describe();
@@ -309,6 +367,11 @@ std::function<int()> add_spgemm(CLI::App& app) {
   s->add_flag("--comm-only", a->comm_only,
               "Benchmarks: move every panel (C partials of their true size: symbolic product) but compute no "
               "block product");
+  s->add_option("--retain", a->retain,
+                "retain_sparsity with C's pattern fixed (zero values, beta = 0), as in a density-matrix "
+                "iteration: none, a (op(A)'s pattern) or c (the pattern of the filtered product, from one "
+                "multiply first); rma25d sends it to the other layers first")
+      ->capture_default_str();
   s->add_option("--out", a->out, "Write C as CP2K CSR text");
   s->add_option("--json", a->json, "Write the results as JSON (default: not written)");
   s->footer("Errors are printed once as 'tessel: error: ...' and the command exits with status 2; "

@@ -98,13 +98,61 @@ void CAccumulator::select(int r) const {
       spa_[static_cast<std::size_t>(e.first)] = e.second;
 }
 
-std::int64_t CAccumulator::find(int r, int c) const {
+std::int64_t CAccumulator::find_id(int r, int c) const {
   select(r);
-  std::int64_t id = spa_[static_cast<std::size_t>(c)];
+  return spa_[static_cast<std::size_t>(c)];
+}
+
+std::int64_t CAccumulator::find(int r, int c) const {
+  std::int64_t id = find_id(r, c);
   return id < 0 ? -1 : offsets_[static_cast<std::size_t>(id)];
 }
 
-std::int64_t CAccumulator::slot_id(int r, int c) {
+CWire CAccumulator::pack_masked(const CWire& pattern, double drop_below,
+                                std::int64_t* dropped) const {
+  const std::int64_t np = static_cast<std::int64_t>(pattern.idx.size() / 2);
+  CWire w;
+  w.idx.assign(static_cast<std::size_t>((np + 31) / 32), 0);
+  w.data.reserve(data_.size());
+  std::int64_t found = 0;
+  for (std::int64_t b = 0; b < np; ++b) {
+    const int r = pattern.idx[static_cast<std::size_t>(2 * b)],
+              c = pattern.idx[static_cast<std::size_t>(2 * b + 1)];
+    const std::int64_t id = find_id(r, c);
+    if (id < 0) continue;
+    ++found;
+    if (bounds_[static_cast<std::size_t>(id)] < drop_below) {  // ||block|| <= bound < drop_below
+      if (dropped) ++*dropped;
+      continue;
+    }
+    w.idx[static_cast<std::size_t>(b / 32)] |= static_cast<std::int32_t>(1u << (b % 32));
+    const std::int64_t off = offsets_[static_cast<std::size_t>(id)];
+    const std::int64_t n = static_cast<std::int64_t>(rows_->size(r)) * cols_->size(c);
+    w.data.insert(w.data.end(), data_.data() + off, data_.data() + off + n);
+  }
+  TESSEL_ASSERT(found == nblocks_);  // every block is inside the owner's pattern
+  return w;
+}
+
+void CAccumulator::add_masked(const CWire& w, const CWire& pattern) {
+  const std::int64_t np = static_cast<std::int64_t>(pattern.idx.size() / 2);
+  TESSEL_ASSERT(static_cast<std::int64_t>(w.idx.size()) == (np + 31) / 32);
+  std::int64_t at = 0;
+  for (std::int64_t b = 0; b < np; ++b) {
+    if (!((static_cast<std::uint32_t>(w.idx[static_cast<std::size_t>(b / 32)]) >> (b % 32)) & 1u))
+      continue;
+    const int r = pattern.idx[static_cast<std::size_t>(2 * b)],
+              c = pattern.idx[static_cast<std::size_t>(2 * b + 1)];
+    const std::int64_t n = static_cast<std::int64_t>(rows_->size(r)) * cols_->size(c);
+    TESSEL_ASSERT(at + n <= static_cast<std::int64_t>(w.data.size()));
+    const std::int64_t off = slot(r, c);
+    for (std::int64_t x = 0; x < n; ++x) data_[static_cast<std::size_t>(off + x)] += w.data[static_cast<std::size_t>(at + x)];
+    at += n;
+  }
+  TESSEL_ASSERT(at == static_cast<std::int64_t>(w.data.size()));
+}
+
+std::int64_t CAccumulator::slot_id(int r, int c, bool values) {
   select(r);
   std::int64_t& id = spa_[static_cast<std::size_t>(c)];
   if (id >= 0) return id;
@@ -118,8 +166,19 @@ std::int64_t CAccumulator::slot_id(int r, int c) {
   offsets_.push_back(static_cast<std::int64_t>(data_.size()));
   bounds_.push_back(0.0);
   entries_[static_cast<std::size_t>(rs)].emplace_back(c, id);
-  data_.resize(data_.size() + static_cast<std::size_t>(rows_->size(r)) * cols_->size(c), 0.0);
+  if (values)
+    data_.resize(data_.size() + static_cast<std::size_t>(rows_->size(r)) * cols_->size(c), 0.0);
   return id;
+}
+
+void CAccumulator::mark(int r, int c) { (void)slot_id(r, c, false); }
+
+void CAccumulator::mark(const CWire& pattern) {
+  for (std::size_t b = 0; b + 1 < pattern.idx.size(); b += 2) {
+    const int r = pattern.idx[b], c = pattern.idx[b + 1];
+    TESSEL_ASSERT(r >= 0 && r < rows_->count() && c >= 0 && c < cols_->count());
+    mark(r, c);
+  }
 }
 
 std::int64_t CAccumulator::slot(int r, int c) {
@@ -331,8 +390,18 @@ CAccumulator pattern_of(const BlockSparseMatrix<double>& c) {
   auto l = c.local();
   for (std::size_t i = 0; i < l.brows->size(); ++i)
     for (std::int64_t k = (*l.row_ptr)[i]; k < (*l.row_ptr)[i + 1]; ++k)
-      acc.slot((*l.brows)[i], (*l.col)[static_cast<std::size_t>(k)]);
+      acc.mark((*l.brows)[i], (*l.col)[static_cast<std::size_t>(k)]);
   return acc;
+}
+
+CWire pattern_wire(const BlockSparseMatrix<double>& c) {
+  CWire w;
+  auto l = c.local();
+  w.idx.reserve(static_cast<std::size_t>(2 * c.local_nblocks()));
+  for (std::size_t i = 0; i < l.brows->size(); ++i)  // CSR: rows increasing, columns sorted
+    for (std::int64_t k = (*l.row_ptr)[i]; k < (*l.row_ptr)[i + 1]; ++k)
+      w.idx.insert(w.idx.end(), {(*l.brows)[i], (*l.col)[static_cast<std::size_t>(k)]});
+  return w;
 }
 
 std::int64_t merge_into(BlockSparseMatrix<double>& c, double beta, double alpha,

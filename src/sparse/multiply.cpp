@@ -14,7 +14,7 @@ namespace tessel::sparse {
 SpVolumeModel volume_model(Context& ctx, const BlockSparseMatrix<double>& a,
                            const BlockSparseMatrix<double>& b,
                            const BlockSparseMatrix<double>& c, const SpMultiplyOptions& options) {
-  double t[3] = {0, 0, 0};
+  double t[4] = {0, 0, 0, 0};
   auto sum = [](const BlockSparseMatrix<double>& m, double per_block) {
     double s = 0;
     m.for_each_block([&](int, int, const double*, int nr, int nc) {
@@ -24,9 +24,11 @@ SpVolumeModel volume_model(Context& ctx, const BlockSparseMatrix<double>& a,
   };
   t[0] = sum(a, detail::kMetaBytes);
   t[1] = sum(b, detail::kMetaBytes);
-  t[2] = options.product_bytes_hint > 0 ? 0 : sum(c, 8);
-  ctx.comm().allreduce(t, 3, MPI_SUM);
-  SpVolumeModel m{t[0], t[1], t[2]};
+  // C wire: 8 per block + 8 per value; retain: values + a bitmap over C's pattern (1/8 B per block)
+  t[2] = options.product_bytes_hint > 0 ? 0 : sum(c, options.retain_sparsity ? 0.125 : 8);
+  t[3] = options.retain_sparsity ? 8.0 * static_cast<double>(c.local_nblocks()) : 0.0;
+  ctx.comm().allreduce(t, 4, MPI_SUM);
+  SpVolumeModel m{t[0], t[1], t[2], t[3], options.retain_sparsity};
   if (options.product_bytes_hint > 0) m.c = options.product_bytes_hint;
   else if (m.c == 0) m.c = std::max(m.a, m.b);
   return m;
@@ -148,6 +150,7 @@ void run_multiply(Context& ctx, const SpgemmPlan& plan, double alpha, SpOp opa,
   if (options.retain_sparsity) {
     allowed.emplace(detail::pattern_of(c));
     eo.allowed = &*allowed;
+    eo.retain_c = &c;
   }
   res = plan.algorithm == SpAlgorithm::Cannon
             ? detail::run_cannon(ctx, plan, ops, eo, cache ? &cache->state() : nullptr)
@@ -180,9 +183,10 @@ SpMultiplyReport multiply(Context& ctx, double alpha, SpOp opa, const BlockSpars
 
   CommLedger& ledger = ctx.ledger();
   const char* names[] = {detail::kPhaseA, detail::kPhaseB, detail::kPhaseC, detail::kPhaseSetup,
-                         detail::kPhaseConform};
-  SpPanelBytes before[5];
-  for (int x = 0; x < 5; ++x) before[x] = phase_bytes(ledger, names[x]);
+                         detail::kPhaseConform, detail::kPhaseCPattern};
+  constexpr int kPhases = 6;
+  SpPanelBytes before[kPhases];
+  for (int x = 0; x < kPhases; ++x) before[x] = phase_bytes(ledger, names[x]);
 
   detail::ExecResult res;
   if (alpha != 0.0) {  // alpha = 0 (the same on every rank): C = beta C, nothing moves
@@ -198,8 +202,9 @@ SpMultiplyReport multiply(Context& ctx, double alpha, SpOp opa, const BlockSpars
   rep.blocks_multiplied = res.stats.multiplied;
   rep.blocks_skipped = res.stats.skipped;
   rep.windows_created = res.windows_created;
-  SpPanelBytes* outs[] = {&rep.a_panels, &rep.b_panels, &rep.c_panels, &rep.setup, &rep.conform};
-  for (int x = 0; x < 5; ++x) *outs[x] = diff(phase_bytes(ledger, names[x]), before[x]);
+  SpPanelBytes* outs[] = {&rep.a_panels, &rep.b_panels, &rep.c_panels, &rep.setup, &rep.conform,
+                          &rep.c_pattern};
+  for (int x = 0; x < kPhases; ++x) *outs[x] = diff(phase_bytes(ledger, names[x]), before[x]);
   return rep;
 }
 

@@ -9,10 +9,14 @@
 //           without the blocks whose norm bound is < eps / (L |alpha|) (the final filter would
 //           drop most of them; the error stays < eps per block); the owner adds the L - 1
 //           partials it receives into its own.
+// retain_sparsity (L > 1): each owner first sends its C pattern (index only; only when it changed
+//           since the cache last sent it) to the other layers, which then compute and send only
+//           partial blocks inside it, as a bitmap over the pattern plus values (no index).
 // comm_only: the block products are replaced by the symbolic product (same blocks, zero-filled),
 // so every panel, the C partials included, has the size of the full run's.
 // The schedule (which image, from whom) is SpgemmPlan's (spgemm_plan.hpp).
 #include <algorithm>
+#include <optional>
 
 #include "spgemm_exec.hpp"
 #include "tessel/comm/nonblocking.hpp"
@@ -119,6 +123,9 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
     comm::RequestSet rs;
     comm::iallreduce_raw(ctx.comm(), &grow, &any_grow, 1, MPI_INT, sizeof(int), MPI_MAX, rs);
     if (!same) {  // the sub-communicators depend only on the grid and L (every rank agrees)
+      st.pattern_sent_valid = false;
+      st.pattern_sent = {};
+      st.pattern_from.clear();
       st.a_meta = {};  // windows over the old sub-communicators go first
       st.a_data = {};
       st.b_meta = {};
@@ -187,28 +194,97 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
               fb[buf][static_cast<std::size_t>(y)], rs_ab[buf]);
     }
   };
-  // C partials: the owner receives from the L - 1 other layers of its fibre: first the sizes
-  // (posted now), then the values (posted once the sizes arrived).
+  // The other layers of my fibre: they compute partials of my panel, I of theirs.
   comm::RequestSet rs_head, rs_c, rs_send;
   std::vector<int> srcs;
   std::vector<std::int64_t> heads;
-  if (L > 1) {
-    PhaseScope ph(ledger, kPhaseC);
+  if (L > 1)
     for (int x = 0; x < plan.lr; ++x)
       for (int y = 0; y < plan.lc; ++y) {
         int src = plan.rank_of(x * plan.side_r + ii, y * plan.side_c + jj);
         if (src != me) srcs.push_back(src);
       }
-    heads.resize(2 * srcs.size());
-    for (std::size_t q = 0; q < srcs.size(); ++q)
-      ctx.comm().irecv(&heads[2 * q], 2, srcs[q], kTagHead, rs_head);
-  }
   std::vector<CWire> outgoing(panels.size());
   std::vector<std::int64_t> out_heads(2 * panels.size());
   std::size_t own = 0;
   for (std::size_t p = 0; p < panels.size(); ++p)
     if (panels[p] == std::make_pair(i, j)) own = p;
-  post(0);
+  // retain_sparsity: every owner sends its C pattern (C wire idx, no values: a 16-byte header
+  // and 8 bytes per block) to the L - 1 other layers of its fibre first, as DBCSR does; each
+  // layer then creates (and sends) only the partial blocks inside the owner's pattern, in the
+  // pattern's order with a bitmap instead of block indices (pack_masked). A pattern equal to the
+  // one this cache sent last is not sent again: the header says so (bit 62 of its first word
+  // clear) and the layers use their copy. The pattern messages use the partials' tags: MPI's
+  // non-overtaking order keeps them apart (each pattern is received completely before any
+  // partial is posted).
+  constexpr std::int64_t kFollows = std::int64_t{1} << 62;
+  const bool masked = opt.retain_c && L > 1;
+  std::vector<std::optional<CAccumulator>> foreign_allowed(panels.size());
+  std::vector<std::size_t> pattern_of_panel(panels.size(), 0);  // index into pat_in
+  comm::RequestSet rs_pat_send;
+  CWire my_pattern;
+  std::vector<std::int64_t> pat_head_out(2), pat_heads;
+  std::vector<CWire> pat_in;
+  if (masked) {
+    comm::RequestSet rs_pat;
+    {
+      PhaseScope ph(ledger, kPhaseCPattern);
+      my_pattern = pattern_wire(*opt.retain_c);
+      const bool follows = !(st.pattern_sent_valid && st.pattern_sent.idx == my_pattern.idx);
+      pat_head_out[0] = static_cast<std::int64_t>(my_pattern.idx.size()) | (follows ? kFollows : 0);
+      pat_heads.resize(2 * srcs.size());
+      for (std::size_t q = 0; q < srcs.size(); ++q)
+        ctx.comm().irecv(&pat_heads[2 * q], 2, srcs[q], kTagHead, rs_pat);
+      for (int dest : srcs) {
+        ctx.comm().isend(pat_head_out.data(), 2, dest, kTagHead, rs_pat_send);
+        if (follows)
+          ctx.comm().isend(my_pattern.idx.data(), static_cast<std::int64_t>(my_pattern.idx.size()),
+                           dest, kTagIdx, rs_pat_send);
+      }
+      if (follows) {
+        st.pattern_sent = my_pattern;
+        st.pattern_sent_valid = true;
+      }
+      rs_pat.wait_all();
+      pat_in.resize(srcs.size());
+      for (std::size_t q = 0; q < srcs.size(); ++q) {
+        const std::int64_t n = pat_heads[2 * q] & (kFollows - 1);
+        if (pat_heads[2 * q] & kFollows) {
+          pat_in[q].idx.resize(static_cast<std::size_t>(n));
+          ctx.comm().irecv(pat_in[q].idx.data(), n, srcs[q], kTagIdx, rs_pat);
+        } else {
+          auto it = st.pattern_from.find(srcs[q]);
+          TESSEL_ASSERT(it != st.pattern_from.end() &&
+                        static_cast<std::int64_t>(it->second.idx.size()) == n);
+          pat_in[q] = it->second;
+        }
+      }
+    }
+    post(0);  // tick 0's reads overlap the pattern's arrival
+    {
+      PhaseScope ph(ledger, kPhaseCPattern);
+      rs_pat.wait_all();
+    }
+    for (std::size_t q = 0; q < srcs.size(); ++q) {
+      st.pattern_from[srcs[q]] = pat_in[q];
+      for (std::size_t p = 0; p < panels.size(); ++p)
+        if (plan.rank_of(panels[p].first, panels[p].second) == srcs[q]) {
+          foreign_allowed[p].emplace(ops.rows, ops.cols);
+          foreign_allowed[p]->mark(pat_in[q]);
+          pattern_of_panel[p] = q;
+        }
+    }
+  } else {
+    post(0);
+  }
+  // C partials: the owner receives from the L - 1 other layers of its fibre: first the sizes
+  // (posted now), then the values (posted once the sizes arrived).
+  if (L > 1) {
+    PhaseScope ph(ledger, kPhaseC);
+    heads.resize(2 * srcs.size());
+    for (std::size_t q = 0; q < srcs.size(); ++q)
+      ctx.comm().irecv(&heads[2 * q], 2, srcs[q], kTagHead, rs_head);
+  }
   for (int s = 0; s < plan.ticks; ++s) {
     int buf = s % 2;
     rs_ab[buf].wait_all();
@@ -217,11 +293,14 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
     for (std::size_t p = 0; p < panels.size(); ++p) {
       auto x = p / static_cast<std::size_t>(plan.lc), y = p % static_cast<std::size_t>(plan.lc);
       multiply_images(fa[buf][x].view, fb[buf][y].view, *ops.rows, *ops.inner, *ops.cols,
-                      opt.eps, p == own ? opt.allowed : nullptr, acc[p], res.stats, opt.comm_only);
+                      opt.eps, p == own ? opt.allowed : foreign_allowed[p] ? &*foreign_allowed[p] : nullptr,
+                      acc[p], res.stats, opt.comm_only);
       if (last && p != own) {  // this partial panel is complete: send it to its owner now
         PhaseScope ph(ledger, kPhaseC);
         auto& o = outgoing[p];
-        o = acc[p].pack_wire(opt.partial_drop, &res.partial_blocks_dropped);
+        o = masked ? acc[p].pack_masked(pat_in[pattern_of_panel[p]], opt.partial_drop,
+                                        &res.partial_blocks_dropped)
+                   : acc[p].pack_wire(opt.partial_drop, &res.partial_blocks_dropped);
         int dest = plan.rank_of(panels[p].first, panels[p].second);
         out_heads[2 * p] = static_cast<std::int64_t>(o.idx.size());
         out_heads[2 * p + 1] = static_cast<std::int64_t>(o.data.size());
@@ -242,8 +321,15 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
       ctx.comm().irecv(incoming[q].data.data(), heads[2 * q + 1], srcs[q], kTagData, rs_c);
     }
     rs_c.wait_all();
-    for (auto& in : incoming) acc[own].add(in);  // accumulate on the owner
+    for (auto& in : incoming) {  // accumulate on the owner
+      if (masked) acc[own].add_masked(in, my_pattern);
+      else acc[own].add(in);
+    }
     rs_send.wait_all();
+  }
+  if (!rs_pat_send.empty()) {
+    PhaseScope ph(ledger, kPhaseCPattern);
+    rs_pat_send.wait_all();
   }
   res.product = acc[own].pack();
   return res;

@@ -3,9 +3,9 @@
 // operands (conformed to the plan's image distribution) and calls one of them; each returns
 // this rank's product panel alpha-free (C_own += op(A) op(B) over all images), to be merged
 // into C by merge_into.
-#include <vector>
-
+#include <map>
 #include <optional>
+#include <vector>
 
 #include "spgemm_panels.hpp"
 #include "tessel/comm/window.hpp"
@@ -29,6 +29,12 @@ struct SpMultiplyCache::State {
   comm::Comm acomm{MPI_COMM_NULL, nullptr}, bcomm{MPI_COMM_NULL, nullptr};
   comm::Window<std::int64_t> a_meta, b_meta;
   comm::Window<double> a_data, b_data;
+  // rma25d, retain_sparsity: my C pattern as last sent to the other layers of my fibre, and
+  // the patterns last received from them (by context rank). A pattern equal to the one sent
+  // last goes as its 16-byte header only. Cleared when the grid, L or communicator changes.
+  bool pattern_sent_valid = false;
+  detail::CWire pattern_sent;
+  std::map<int, detail::CWire> pattern_from;
 };
 
 }  // namespace tessel::sparse
@@ -39,6 +45,8 @@ namespace tessel::sparse::detail {
 inline constexpr const char* kPhaseA = "spgemm/A panels";
 inline constexpr const char* kPhaseB = "spgemm/B panels";
 inline constexpr const char* kPhaseC = "spgemm/C panels";
+/// rma25d, retain_sparsity, L > 1: C's pattern sent by each owner to the other layers.
+inline constexpr const char* kPhaseCPattern = "spgemm/C pattern";
 inline constexpr const char* kPhaseSetup = "spgemm/setup";
 inline constexpr const char* kPhaseConform = "spgemm/conform";
 
@@ -60,6 +68,9 @@ struct ExecOptions {
   double partial_drop = 0;
   bool comm_only = false;
   const CAccumulator* allowed = nullptr;  // retain_sparsity: C's own pattern
+  /// retain_sparsity: C (rma25d with L > 1 sends its local pattern to the other layers first,
+  /// so they neither compute nor send partial blocks outside it).
+  const BlockSparseMatrix<double>* retain_c = nullptr;
 };
 
 struct ExecResult {

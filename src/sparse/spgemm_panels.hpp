@@ -91,6 +91,11 @@ class CAccumulator {
   std::int64_t slot_bound(int r, int c, double x);
   /// Offset or -1.
   std::int64_t find(int r, int c) const;
+  /// Pattern only (retain_sparsity's allowed blocks): block (r, c) is created without values,
+  /// so find() returns >= 0 for it; an accumulator built with mark() is only for find().
+  void mark(int r, int c);
+  /// mark() every block of a pattern in the C wire format (idx only; data ignored).
+  void mark(const CWire& pattern);
   double* data() { return data_.data(); }
   /// Adds a received panel (same block sizes).
   void add(const PanelView& p);
@@ -101,12 +106,21 @@ class CAccumulator {
   /// Packs into the C wire format, sorted by (row, column), leaving out the blocks whose norm
   /// bound is < drop_below (counted in *dropped when given).
   CWire pack_wire(double drop_below = 0, std::int64_t* dropped = nullptr) const;
+  /// Packs in the order of the owner's `pattern` (retain_sparsity: every block of this
+  /// accumulator is in it): idx = a bitmap over the pattern's blocks (bit b % 32 of word b / 32:
+  /// block b is sent), data = the values of the sent blocks in pattern order. 4 bytes per 32
+  /// pattern blocks instead of 8 per block. Blocks with norm bound < drop_below are not sent.
+  CWire pack_masked(const CWire& pattern, double drop_below = 0,
+                    std::int64_t* dropped = nullptr) const;
+  /// Adds a partial packed by pack_masked against the same pattern.
+  void add_masked(const CWire& w, const CWire& pattern);
   std::int64_t nvalues() const { return static_cast<std::int64_t>(data_.size()); }
   std::int64_t nblocks() const { return nblocks_; }
 
  private:
   void select(int r) const;
-  std::int64_t slot_id(int r, int c);
+  std::int64_t slot_id(int r, int c, bool values = true);
+  std::int64_t find_id(int r, int c) const;
   const BlockSizes* rows_;
   const BlockSizes* cols_;
   std::vector<int> row_slot_;  // global row -> index into entries_, or -1
@@ -138,7 +152,10 @@ void multiply_images(const PanelView& a, const PanelView& b, const BlockSizes& r
 std::int64_t merge_into(BlockSparseMatrix<double>& c, double beta, double alpha,
                         const PanelView& p, bool retain, double eps);
 
-/// The pattern of C's local blocks as an accumulator (for retain_sparsity; values unused).
+/// The pattern of C's local blocks as an accumulator (for retain_sparsity; mark()ed, no values).
 CAccumulator pattern_of(const BlockSparseMatrix<double>& c);
+/// The pattern of C's local blocks in the C wire format: idx only (two int32 per block, sorted
+/// by (row, column)), no values. rma25d sends it to the other layers under retain_sparsity.
+CWire pattern_wire(const BlockSparseMatrix<double>& c);
 
 }  // namespace tessel::sparse::detail

@@ -64,6 +64,7 @@ std::vector<SpLayerPrediction> predict_layers(int pr, int pc, const SpVolumeMode
     x.a /= n;
     x.b /= n;
     x.c /= n;
+    if (m.retain) x.pattern = (L - 1) * (16 + m.c_pattern / n);
     out.push_back(x);
   }
   return out;
@@ -84,7 +85,9 @@ int choose_layers(int pr, int pc, const SpVolumeModel& m, int max_layers, std::s
     os.precision(2);
     for (const auto& x : pred)
       os << " L=" << x.layers << ": " << x.a * 1e-6 << " + " << x.b * 1e-6 << " + "
-         << x.c * 1e-6 << " = " << x.total() * 1e-6 << ";";
+         << x.c * 1e-6 << (m.retain ? " + pattern " : "")
+         << (m.retain ? std::to_string(x.pattern * 1e-6) : std::string()) << " = "
+         << x.total() * 1e-6 << ";";
     *note = os.str();
   }
   return pred[best].layers;

@@ -1123,6 +1123,7 @@ def spgemm_error_cases(runner, tally, nranks, work):
         (["--generate", "band:0"], ["--generate 'band:0'"]),
         (["--comm-only", "--verify"], ["--comm-only", "--verify"]),
         (["--repeat", "0"], ["--repeat 0"]),
+        (["--retain", "b"], ["--retain 'b'", "none, a or c"]),
         (["--a", "A.csr"], ["--a/--b/--blocks", "all three"]),
         (["--a", "nothere.csr", "--b", "nothere.csr", "--blocks", "nothere.txt"], ["nothere.txt"]),
     ]
@@ -1148,10 +1149,15 @@ def spgemm_positive_cases(runner, tally, nranks, work):
         ("rma25d auto eps T", ["--algorithm", "rma25d", "--layers", "auto", "--eps", "1e-6", "--transa", "T",
                                "--verify"]),
         ("rma25d L=1", ["--algorithm", "rma25d", "--layers", "1", "--verify"]),
+        # retain: the last call uses the cached pattern; verify masks the dense reference
+        ("rma25d auto retain a eps", ["--algorithm", "rma25d", "--layers", "auto", "--retain", "a", "--eps",
+                                      "1e-6", "--repeat", "2", "--verify"]),
+        ("cannon retain c", ["--algorithm", "cannon", "--retain", "c", "--verify"]),
     ]
     for label, args in runs:
         problems = []
-        run = run_ok(runner, nranks, ["spgemm", "--generate", "band:40", "--repeat", "1"] + args, d, problems)
+        rep = [] if "--repeat" in args else ["--repeat", "1"]
+        run = run_ok(runner, nranks, ["spgemm", "--generate", "band:40"] + rep + args, d, problems)
         out = "\n".join(rank0_stdout(run))
         if "verify: PASSED" not in out:
             problems.append("no 'verify: PASSED' in the output")

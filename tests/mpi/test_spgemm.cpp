@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <numeric>
+#include <optional>
 #include <random>
 
 #include "sparse_test_util.hpp"
@@ -40,6 +41,7 @@ struct CaseRun {
   double scale = 1;               // max |reference|
   SpMultiplyReport rep;
   DenseRef c_ref;                 // C's pattern before the multiply
+  std::int64_t c_local_blocks = 0;  // this rank's blocks of C before the multiply
 };
 
 CaseRun run_case(Context& ctx, const Case& cs) {
@@ -77,6 +79,7 @@ CaseRun run_case(Context& ctx, const Case& cs) {
   o.layers = cs.layers;
   o.retain_sparsity = cs.retain;
   o.filter_eps = cs.eps;
+  r.c_local_blocks = C.local_nblocks();
   r.rep = multiply(ctx, cs.alpha, cs.opa, A, cs.opb, B, cs.beta, C, o);
   r.got = dense_of(ctx, C);
   return r;
@@ -140,22 +143,76 @@ TEST(Spgemm, NoTransposeAndAllTransposed) {
     }
 }
 
+// retain_sparsity at every grid and valid L: the dense product masked by C's old pattern (plus
+// beta C), exact; with L > 1 the partials of the other layers also stay inside the pattern
+// (C's owner sends it first: phase "spgemm/C pattern", 16 + 8 per block to each other layer).
 TEST(Spgemm, RetainSparsity) {
   Context ctx(MPI_COMM_WORLD);
-  auto [pr, pc] = Distribution::default_grid(world_size());
-  for (auto alg : {SpAlgorithm::Cannon, SpAlgorithm::Rma25d})
-    for (int L : layer_choices(alg, pr, pc)) {
-      Case cs;
-      cs.pr = pr;
-      cs.pc = pc;
-      cs.alg = alg;
-      cs.layers = L;
-      cs.retain = true;
-      cs.beta = 2.0;
-      cs.fill_c = 0.4;
-      cs.seed = 5;
-      CaseRun r = run_case(ctx, cs);
-      EXPECT_LE(max_abs_diff(r.got, r.want) / r.scale, 1e-12) << to_string(alg) << " L=" << L;
+  unsigned seed = 5;
+  for (auto [pr, pc] : grids(world_size()))
+    for (auto alg : {SpAlgorithm::Cannon, SpAlgorithm::Rma25d})
+      for (int L : layer_choices(alg, pr, pc)) {
+        Case cs;
+        cs.pr = pr;
+        cs.pc = pc;
+        cs.alg = alg;
+        cs.layers = L;
+        cs.retain = true;
+        cs.beta = 2.0;
+        cs.fill_c = 0.4;
+        cs.seed = seed++;
+        CaseRun r = run_case(ctx, cs);
+        std::string what = std::string(to_string(alg)) + " L=" + std::to_string(L) + " " +
+                           std::to_string(pr) + "x" + std::to_string(pc);
+        EXPECT_LE(max_abs_diff(r.got, r.want) / r.scale, 1e-12) << what;
+        const std::int64_t others = alg == SpAlgorithm::Rma25d ? L - 1 : 0;
+        EXPECT_EQ(r.rep.c_pattern.sent, others * (16 + 8 * r.c_local_blocks)) << what;
+        std::int64_t got_pat = r.rep.c_pattern.recv, sent_pat = r.rep.c_pattern.sent;
+        MPI_Allreduce(MPI_IN_PLACE, &got_pat, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+        MPI_Allreduce(MPI_IN_PLACE, &sent_pat, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+        EXPECT_EQ(got_pat, sent_pat) << what;
+      }
+}
+
+// retain_sparsity with a cache, as in a density-matrix iteration: C's pattern goes to the other
+// layers once (16 + 8 per block to each), later multiplies with the same pattern send its
+// 16-byte header only; a changed pattern is sent again. Results equal those without a cache.
+TEST(Spgemm, RetainPatternSentOnceWithCache) {
+  Context ctx(MPI_COMM_WORLD);
+  const int p = world_size();
+  unsigned seed = 700;
+  for (auto [pr, pc] : grids(p))
+    for (int L : layer_choices(SpAlgorithm::Rma25d, pr, pc)) {
+      std::mt19937 rng(seed++);
+      auto ms = random_sizes(rng, 7), ks = random_sizes(rng, 6);
+      auto da = Distribution::random(BlockSizes(ms), BlockSizes(ks), pr, pc, rng());
+      auto db = Distribution::random(BlockSizes(ks), BlockSizes(ms), pr, pc, rng());
+      auto dc = Distribution::random(BlockSizes(ms), BlockSizes(ms), pr, pc, rng());
+      BlockSparseMatrix<double> A(ctx, da, "A"), B(ctx, db, "B"), C0(ctx, dc, "C0"),
+          C1(ctx, dc, "C1");
+      fill_random(A, rng, 0.6, p);
+      fill_random(B, rng, 0.6, p);
+      fill_random(C0, rng, 0.4, p);
+      fill_random(C1, rng, 0.5, p);
+      SpMultiplyOptions o;
+      o.algorithm = SpAlgorithm::Rma25d;
+      o.layers = L;
+      o.retain_sparsity = true;
+      SpMultiplyCache cache;
+      const std::int64_t pat = 16 + 8 * C0.local_nblocks(), pat1 = 16 + 8 * C1.local_nblocks();
+      std::vector<double> ref;
+      const std::int64_t want[] = {pat, 16, 16, pat1, 16};
+      for (int call = 0; call < 5; ++call) {
+        BlockSparseMatrix<double> C = call < 3 ? C0 : C1;
+        auto rep = multiply(ctx, 1.0, SpOp::N, A, SpOp::N, B, 0.5, C, o, &cache);
+        std::string what = std::to_string(pr) + "x" + std::to_string(pc) + " L=" +
+                           std::to_string(L) + " call " + std::to_string(call);
+        EXPECT_EQ(rep.c_pattern.sent, (L - 1) * want[call]) << what;
+        BlockSparseMatrix<double> Cn = call < 3 ? C0 : C1;  // the same without a cache
+        multiply(ctx, 1.0, SpOp::N, A, SpOp::N, B, 0.5, Cn, o);
+        auto got = dense_of(ctx, C), exp = dense_of(ctx, Cn);
+        EXPECT_EQ(max_abs_diff(got, exp), 0.0) << what;
+      }
     }
 }
 
@@ -434,7 +491,8 @@ TEST(Spgemm, PanelBytesMatchEq7) {
   unsigned seed = 100;
   for (auto [pr, pc] : grids(p))
     for (auto alg : {SpAlgorithm::Cannon, SpAlgorithm::Rma25d})
-      for (int L : layer_choices(alg, pr, pc)) {
+      for (int L : layer_choices(alg, pr, pc))
+       for (bool retain : {false, true}) {
         std::mt19937 rng(seed++);
         int V = std::lcm(pr, pc);
         int lr = 1, lc = 1;
@@ -458,9 +516,13 @@ TEST(Spgemm, PanelBytesMatchEq7) {
         Distribution db(BlockSizes(ks), BlockSizes(ns), pr, pc, brow, dc.col_dist());
         BlockSparseMatrix<double> A(ctx, da, "A"), B(ctx, db, "B"), C(ctx, dc, "C");
         DenseRef ra = fill_random(A, rng, 0.5, p), rb = fill_random(B, rng, 0.5, p);
+        std::optional<DenseRef> rc;  // retain: C's fixed pattern
+        if (retain) rc = fill_random(C, rng, 0.4, p);
+        const std::int64_t c_mine = C.local_nblocks();
         SpMultiplyOptions o;
         o.algorithm = alg;
         o.layers = L;
+        o.retain_sparsity = retain;
         auto rep = multiply(ctx, 1.0, SpOp::N, A, SpOp::N, B, 0.0, C, o);
         EXPECT_EQ(rep.conform.recv + rep.conform.sent, 0);
 
@@ -508,20 +570,26 @@ TEST(Spgemm, PanelBytesMatchEq7) {
               int m = x * sr + ii, n = y * sc + jj;
               if (m == i && n == j) continue;
               ec += 16;
+              std::int64_t npat = 0;  // retain: the owner's pattern blocks (bitmap: 4 B per 32)
               for (int r = 0; r < static_cast<int>(ms.size()); ++r)
                 for (int c = 0; c < static_cast<int>(ns.size()); ++c) {
                   if (dc.row_owner(r) != m || dc.col_owner(c) != n) continue;
+                  if (rc && !rc->has(r, c)) continue;  // outside the owner's pattern
+                  if (rc) ++npat;
                   bool any = false;
                   for (int k = 0; k < static_cast<int>(ks.size()) && !any; ++k)
                     any = ra.has(r, k) && rb.has(k, c) &&
                           std::find(mine.begin(), mine.end(), img[static_cast<std::size_t>(k)]) != mine.end();
-                  if (any) ec += 8 + 8 * bsz(ms[static_cast<std::size_t>(r)], ns[static_cast<std::size_t>(c)]);
+                  if (any) ec += (rc ? 0 : 8) + 8 * bsz(ms[static_cast<std::size_t>(r)], ns[static_cast<std::size_t>(c)]);
                 }
+              if (rc) ec += 4 * ((npat + 31) / 32);
             }
         }
         EXPECT_EQ(rep.a_panels.recv, ea) << to_string(alg) << " L=" << L << " " << pr << "x" << pc << " rank " << me;
         EXPECT_EQ(rep.b_panels.recv, eb) << to_string(alg) << " L=" << L << " " << pr << "x" << pc << " rank " << me;
-        EXPECT_EQ(rep.c_panels.sent, ec) << to_string(alg) << " L=" << L << " " << pr << "x" << pc << " rank " << me;
+        EXPECT_EQ(rep.c_panels.sent, ec) << to_string(alg) << " L=" << L << " " << pr << "x" << pc << " rank " << me << " retain " << retain;
+        const std::int64_t others = alg == SpAlgorithm::Rma25d && retain ? L - 1 : 0;
+        EXPECT_EQ(rep.c_pattern.sent, others * (16 + 8 * c_mine)) << pr << "x" << pc << " L=" << L;
         std::int64_t moved = ea + eb + ec;  // the check is not vacuous
         MPI_Allreduce(MPI_IN_PLACE, &moved, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
         if (p > 1) EXPECT_GT(moved, 0);

@@ -190,3 +190,48 @@ TEST(SpgemmKernel, WireFormatPartialDropAndSymbolic) {
   }
   EXPECT_EQ(q, wd.idx.size() / 2);
 }
+
+// retain_sparsity's partials in the owner's pattern order: a pattern from a C (pattern_wire
+// order = CSR), mark()ed as the allowed set; the kernel's blocks all fall inside it; pack_masked
+// sends a bitmap (4 bytes per 32 pattern blocks) and the values, add_masked restores the same
+// panel; with a threshold the dropped blocks are those pack_wire drops.
+TEST(SpgemmKernel, MaskedPartialRoundTrip) {
+  std::mt19937 rng(9);
+  std::vector<int> s{4, 1, 1, 4, 1, 1, 4, 1, 1, 5, 4, 1, 1, 4, 1, 1, 4, 1, 1, 5, 4, 1, 1, 4, 1, 1, 4, 1, 1, 5,
+                     4, 1, 1, 4, 1, 1, 4, 1};
+  BlockSizes bs(s);
+  const int n = bs.count();
+  CWire pattern;  // about half of all blocks, row-major sorted
+  for (int r = 0; r < n; ++r)
+    for (int c = 0; c < n; ++c)
+      if (rng() % 2) pattern.idx.insert(pattern.idx.end(), {r, c});
+  const std::int64_t np = static_cast<std::int64_t>(pattern.idx.size() / 2);
+  ASSERT_GT(np, 64);  // more than two bitmap words
+  CAccumulator allowed(&bs, &bs);
+  allowed.mark(pattern);
+  Dense a(bs, bs), b(bs, bs);
+  PanelBuf pa = make_image(a, rng, 0.04, decay), pb = make_image(b, rng, 0.04, decay);
+  CAccumulator acc(&bs, &bs);
+  KernelStats st;
+  multiply_images(pa.view(), pb.view(), bs, bs, bs, 0.0, &allowed, acc, st);
+  ASSERT_GT(acc.nblocks(), 0);
+  ASSERT_LT(acc.nblocks(), np);  // some pattern blocks absent: the bitmap matters
+  CWire w = acc.pack_masked(pattern);
+  EXPECT_EQ(static_cast<std::int64_t>(w.idx.size()), (np + 31) / 32);
+  EXPECT_EQ(static_cast<std::int64_t>(w.data.size()), acc.nvalues());
+  CAccumulator back(&bs, &bs);
+  back.add_masked(w, pattern);
+  EXPECT_EQ(back.nblocks(), acc.nblocks());
+  EXPECT_EQ(dense_of(back, bs, bs), dense_of(acc, bs, bs));
+  const double thr = 1e-3;
+  std::int64_t d1 = 0, d2 = 0;
+  CWire wm = acc.pack_masked(pattern, thr, &d1);
+  CWire wp = acc.pack_wire(thr, &d2);
+  EXPECT_EQ(d1, d2);
+  EXPECT_GT(d1, 0);
+  EXPECT_EQ(wm.data, wp.data);  // same blocks, same (row-major) order
+  CAccumulator b1(&bs, &bs), b2(&bs, &bs);
+  b1.add_masked(wm, pattern);
+  b2.add(wp);
+  EXPECT_EQ(dense_of(b1, bs, bs), dense_of(b2, bs, bs));
+}

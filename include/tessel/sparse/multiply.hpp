@@ -21,14 +21,17 @@ struct SpMultiplyOptions {
   int layers = 0;
   /// layers = auto: the bytes of the product op(A) op(B) before the final filter (8 per value
   /// + 8 per block, summed over ranks; e.g. from a previous multiply's report or a comm_only
-  /// pass). 0 = estimate it (volume_model).
+  /// pass; with retain_sparsity 8 per value + 1/8 per block of C's pattern, the bitmap format).
+  /// 0 = estimate it (volume_model).
   double product_bytes_hint = 0;
   /// On-the-fly filter: a block product is skipped when ||A_ik|| ||B_kj|| < eps / n_i, n_i the
   /// block products of C's block row i in that tick; rma25d with L > 1 sends no block of a
   /// partial C panel whose norm bound is < eps / (L |alpha|); then blocks of C with norm < eps
   /// are dropped. 0 = exact.
   double filter_eps = 0.0;
-  /// Keep C's existing block pattern: products outside it are not stored.
+  /// Keep C's existing block pattern: products outside it are not stored. rma25d with L > 1
+  /// sends C's pattern (index only) to the other layers first, so they neither compute nor
+  /// send partial blocks outside it.
   bool retain_sparsity = false;
   /// Benchmarks: move every panel but do only the symbolic product (the blocks the products and
   /// the on-the-fly filter would create, zero-filled): every panel, the partial C panels
@@ -53,8 +56,9 @@ struct SpMultiplyReport {
   /// rma25d, eps > 0, L > 1: blocks of this rank's foreign partial C panels not sent because
   /// their norm bound (sum of ||A_ik|| ||B_kj|| over the products done) is < eps / (L |alpha|).
   std::int64_t partial_blocks_dropped = 0;
-  /// This rank's bytes of each phase of this call.
-  SpPanelBytes a_panels, b_panels, c_panels, setup, conform;
+  /// This rank's bytes of each phase of this call. c_pattern: rma25d with retain_sparsity and
+  /// L > 1, C's pattern sent by its owner to the L - 1 other layers (phase "spgemm/C pattern").
+  SpPanelBytes a_panels, b_panels, c_panels, setup, conform, c_pattern;
   /// rma25d: true when the windows were (re)created by this call.
   bool windows_created = false;
 };
@@ -98,7 +102,8 @@ SpMultiplyReport multiply(Context& ctx, double alpha, SpOp opa,
 /// bytes of op(A) and op(B) as images, and of the product: options.product_bytes_hint when
 /// > 0, else C's current pattern when C has blocks (as in an iteration that reuses C), else the
 /// larger of A and B (a product of two such matrices is at least as full; an underestimate for
-/// products that fill in, which then favours larger L: pass the hint).
+/// products that fill in, which then favours larger L: pass the hint). With retain_sparsity
+/// also C's pattern (c_pattern: 8 bytes per block of C), which rma25d sends to the other layers.
 SpVolumeModel volume_model(Context& ctx, const BlockSparseMatrix<double>& a,
                            const BlockSparseMatrix<double>& b,
                            const BlockSparseMatrix<double>& c, const SpMultiplyOptions& options);

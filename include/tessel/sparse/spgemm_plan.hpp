@@ -108,6 +108,10 @@ std::vector<int> valid_layers(int pr, int pc);
 /// product's panel, so c / (PR PC) is eq. 7's S_C as an upper bound of a partial.
 struct SpVolumeModel {
   double a = 0, b = 0, c = 0;
+  /// retain_sparsity: C's pattern as sent to the other layers (8 bytes per block of C, summed
+  /// over ranks); 0 without retain.
+  double c_pattern = 0;
+  bool retain = false;  // retain_sparsity: the pattern is sent (with a 16-byte header)
 };
 
 /// The predicted mean bytes per rank of one rma25d multiply with L layers: A and B received,
@@ -116,7 +120,9 @@ struct SpVolumeModel {
 struct SpLayerPrediction {
   int layers = 1;
   double a = 0, b = 0, c = 0;
-  double total() const { return a + b + c; }
+  /// retain_sparsity: C's pattern sent to the L - 1 other layers, (L - 1)(16 + c_pattern / (PR PC)).
+  double pattern = 0;
+  double total() const { return a + b + c + pattern; }
 };
 
 /// Pure. The prediction for every valid L <= max_layers (valid_layers), increasing L.

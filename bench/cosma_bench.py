@@ -211,6 +211,7 @@ def main():
     ap.add_argument("--markdown", default="")
     ap.add_argument("--check", action="store_true", help="functional check only (see above)")
     ap.add_argument("--check-size", type=int, default=256)
+    ap.add_argument("--force", action="store_true", help="use the emulated cluster even if node namespaces exist")
     a = ap.parse_args()
     tools = [t.strip() for t in a.tools.split(",") if t.strip()]
     if not tools or any(t not in TOOLS for t in tools):
@@ -234,6 +235,12 @@ def main():
     raw = Path(a.out).resolve() / stem
     raw.mkdir(parents=True, exist_ok=True)
     configs = [Config(c, "cosma_bench") for c in a.configs.split(",")]
+    if any(c.kind == "nc" for c in configs) and not a.force:
+        import subprocess
+        ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        if any(line.startswith("node") for line in ns.splitlines()):
+            raise SystemExit("cosma_bench: netcluster node namespaces exist already (another user's cluster?): "
+                             "rerun with --force to take it over")
     if a.check:
         place = configs[0]
         place.bring_up(a.rate, a.delay)

@@ -26,7 +26,7 @@ the ratios the issue asks for: tessel / cosma (own layouts), tessel-pdgemm / cos
 tessel-pdgemm / scalapack (from the caller's block-cyclic layout), for time and bytes.
 Results: <out>/cosma-<host>-<date>.json and the raw runs in the folder of the same name.
 
---check (no timing): C of 256^3 (--check-size) from tessel (own layout and --entry pdgemm),
+--check (no timing): C of 256^3 (--check-size N or MxNxK) from tessel (own layout and --entry pdgemm),
 cosma native (as is, and with COSMA_MIN_LOCAL_DIMENSION=32 so that all ranks take part at this
 small size) and cosma-pdgemm, each written with --out, compared with numpy against A B computed
 from tessel's generator: relative Frobenius error <= 1e-12 or exit status 1.
@@ -153,7 +153,7 @@ def table(results, tools):
 def check(a, bins, place, raw):
     """Functional: every program's C against A B from tessel's generator (numpy)."""
     import numpy as np
-    n = a.check_size
+    m, n, k = a.check_shape
     runs = [("tessel", "tessel", []), ("tessel-pdgemm", "tessel-pdgemm", []), ("cosma", "cosma", []),
             ("cosma-min32", "cosma", ["-x", "COSMA_MIN_LOCAL_DIMENSION=32"]), ("cosma-pdgemm", "cosma-pdgemm", [])]
     a.repeat, a.warmup = 1, 0
@@ -167,12 +167,13 @@ def check(a, bins, place, raw):
             x ^= x >> np.uint64(27); x *= np.uint64(0x94D049BB133111EB)  # noqa: E702
             x ^= x >> np.uint64(31)
         return (x >> np.uint64(11)).astype(np.float64) * (2.0 / 9007199254740992.0) - 1.0
-    i, j = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
-    ref = hashed(42, 1, i, j) @ hashed(42, 2, i, j)
+    ia, ja = np.meshgrid(np.arange(m), np.arange(k), indexing="ij")
+    ib, jb = np.meshgrid(np.arange(k), np.arange(n), indexing="ij")
+    ref = hashed(42, 1, ia, ja) @ hashed(42, 2, ib, jb)
     bad = 0
     for name, tool, env in runs:
         out = raw / f"check-{name}.npy"
-        prog = program(tool, bins, n, n, n, a, str(raw / f"check-{name}.json"), ["--out", str(out)])
+        prog = program(tool, bins, m, n, k, a, str(raw / f"check-{name}.json"), ["--out", str(out)])
         rec = run_one(place, tool, prog, raw, f"check-{name}", a, None, env)
         if not rec["ok"]:
             print(f"  {name}: FAILED {rec.get('error')}")
@@ -186,7 +187,7 @@ def check(a, bins, place, raw):
             extra = " (" + " ".join(l.strip() for l in strat.splitlines() if "processors" in l or "parallel" in l) + ")"
         print(f"  {name:14s} ||C||_F {np.linalg.norm(c):.12e}  ||C - A B||_F / ||A B||_F = {err:.1e}{extra}")
         bad += not (err <= 1e-12)
-    print(f"cosma_bench --check {n}^3 on {place.cfg}: {'ok' if not bad else f'{bad} FAILED'}")
+    print(f"cosma_bench --check {m}x{n}x{k} on {place.cfg}: {'ok' if not bad else f'{bad} FAILED'}")
     return 1 if bad else 0
 
 
@@ -210,7 +211,7 @@ def main():
     ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
     ap.add_argument("--markdown", default="")
     ap.add_argument("--check", action="store_true", help="functional check only (see above)")
-    ap.add_argument("--check-size", type=int, default=256)
+    ap.add_argument("--check-size", default="256", help="N (N^3) or MxNxK of --check")
     ap.add_argument("--force", action="store_true", help="use the emulated cluster even if node namespaces exist")
     a = ap.parse_args()
     tools = [t.strip() for t in a.tools.split(",") if t.strip()]
@@ -234,6 +235,12 @@ def main():
     stem = f"cosma-{host}-{datetime.datetime.now():%Y%m%d-%H%M%S}"
     raw = Path(a.out).resolve() / stem
     raw.mkdir(parents=True, exist_ok=True)
+    try:
+        dims = [int(x) for x in a.check_size.lower().split("x")]
+        a.check_shape = tuple(dims * 3 if len(dims) == 1 else dims)
+        assert len(a.check_shape) == 3 and min(a.check_shape) > 0
+    except (ValueError, AssertionError):
+        raise SystemExit(f"cosma_bench: --check-size '{a.check_size}': expected N or MxNxK")
     configs = [Config(c, "cosma_bench") for c in a.configs.split(",")]
     if any(c.kind == "nc" for c in configs) and not a.force:
         import subprocess

@@ -117,18 +117,25 @@ def main():
     ap.add_argument("--delay", default="50us")
     ap.add_argument("--out", default="")
     ap.add_argument("--markdown", default="")
-    ap.add_argument("--tools", default="tessel,dbcsr,ntpoly",
-                    help="tessel plus the peers to run: dbcsr (bench/dbcsr_sign), ntpoly (NTPoly driver)")
-    ap.add_argument("--ntpoly", default=str(ROOT / "build" / "peers" / "ntpoly-3.1.1" / "bin" / "ntpoly_density"),
-                    help="NTPoly driver (bench/peers/build_ntpoly.sh)")
+    ap.add_argument("--tools", default="",
+                    help="tessel plus the peers to run: dbcsr (bench/dbcsr_sign), ntpoly (NTPoly driver); "
+                         "default: tessel and every peer that is built")
+    ap.add_argument("--ntpoly", default="",
+                    help="NTPoly driver (default <build>/peers/ntpoly-3.1.1/bin/ntpoly_density, from "
+                         "bench/peers/build_ntpoly.sh)")
     ap.add_argument("--ntpoly-slices", type=int, default=1, help="NTPoly process grid slices")
     ap.add_argument("--work", default="", help="keep the logs, JSONs and converted inputs here")
     a = ap.parse_args()
+    tessel = str(Path(a.build) / "apps" / "tessel" / "tessel")
+    driver = str(Path(a.build) / "bench" / "dbcsr_sign")
+    a.ntpoly = a.ntpoly or str(Path(a.build) / "peers" / "ntpoly-3.1.1" / "bin" / "ntpoly_density")
+    if not a.tools:
+        a.tools = ",".join(["tessel"] + [t for t, exe in (("dbcsr", driver), ("ntpoly", a.ntpoly))
+                                         if os.access(exe, os.X_OK)])
+        print(f"density_peer_bench: --tools {a.tools}")
     tools = [t.strip() for t in a.tools.split(",") if t.strip()]
     if "tessel" not in tools or any(t not in ("tessel", "dbcsr", "ntpoly") for t in tools):
         raise SystemExit(f"density_peer_bench: --tools '{a.tools}': expected tessel plus any of dbcsr, ntpoly")
-    tessel = str(Path(a.build) / "apps" / "tessel" / "tessel")
-    driver = str(Path(a.build) / "bench" / "dbcsr_sign")
     need = {"tessel": (tessel, "build tessel"), "dbcsr": (driver, "dbcsr_sign needs Open MPI and libdbcsr-dev"),
             "ntpoly": (a.ntpoly, "run bench/peers/build_ntpoly.sh")}
     for t in tools:

@@ -86,3 +86,17 @@ class Config:
             s1 = nc_stats()
             wire = sum(s1[k] - s0.get(k, 0) for k in s1)
         return p, wall, wire
+
+
+def commcount_recv(path, repeat):
+    """Received bytes per rank per call from a commcount JSON (p2p received + one-sided get +
+    collective payload, the rule gemm_bench.py uses), divided by `repeat`: {"max", "mean"}, and
+    the messages per rank (max)."""
+    import json
+    per = json.loads(Path(path).read_text()).get("per_rank", [])
+    if not per:
+        raise ValueError(f"{path}: no per_rank entries")
+    rep = max(1, int(repeat))
+    recv = [r["p2p_recv_bytes"] + r["rma_get_bytes"] + r["coll_bytes"] for r in per]
+    msgs = [r["p2p_recv_msgs"] + r["p2p_sent_msgs"] + r["rma_ops"] for r in per]
+    return {"max": max(recv) / rep, "mean": sum(recv) / len(recv) / rep, "msgs_max": max(msgs) / rep}

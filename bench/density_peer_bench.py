@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""`tessel density --method sign` against the same Newton-Schulz sign iteration on DBCSR 2.5
-(bench/dbcsr_sign.cpp), alternating (issue 9).
+"""`tessel density` against its peers, alternating (issue 9): the same Newton-Schulz sign
+iteration on DBCSR 2.5 (bench/dbcsr_sign.cpp), and NTPoly 3.1.1's own TRS4 and sign function
+(bench/ntpoly_density.f90, built by bench/peers/build_ntpoly.sh).
 
   bench/density_peer_bench.py --config local:4 --cases cp2k:../shared/data/cp2k/h2o-256-szv,water:2000 \
-      [--eps 1e-6] [--pairs 3] [--build build] [--out results.json] [--markdown table.md]
+      [--eps 1e-6] [--pairs 3] [--tools tessel,dbcsr,ntpoly] [--build build] [--ntpoly EXE] \
+      [--out results.json] [--markdown table.md]
 
 Per case: one set-up run of tessel (its own mu search) gives mu, the Lanczos bounds of
 Ht = S^-1/2 H S^-1/2, the scale of S^-1/2's Y0 and the stage thresholds; then --pairs rounds of
@@ -13,7 +15,16 @@ iteration (symmetric form through S^-1/2, order 2, the same stopping rules) at t
 Reported: median total solve time, the ratio tessel/DBCSR, multiplications, iterations, band
 energies and their difference. tessel's time includes its idempotency check ||PSP - P||
 (2 products) that the driver does not do; its multiplications are listed, so the table says
-which products each side ran. Cases: cp2k:DIR (KS.csr[.gz], S.csr[.gz], blocksizes.txt,
+which products each side ran.
+
+NTPoly (--tools ...,ntpoly): H and S converted once per case to Matrix Market (CP2K CSR ->
+`coordinate real general`; water:N is first written by `tessel generate water --molecules N
+--out-dir`, seed and filter at their defaults, as `--generate water:N` uses them); per pair
+`ntpoly_density --method sign --mu MU` (NTPoly's InverseSquareRoot, then its SignFunction of
+S^-1/2 H S^-1/2 - MU I at tessel's MU: NTPoly has no mu search for the sign function) and
+`ntpoly_density --method trs4` next to `tessel density --method trs4`, same eps (NTPoly drops
+elements below eps, tessel and DBCSR drop blocks). NTPoly's time includes its S^-1/2
+(order 5), as tessel's includes its own. Cases: cp2k:DIR (KS.csr[.gz], S.csr[.gz], blocksizes.txt,
 meta.json for the electron count) or water:N (the generated box). Configs: local:NP or
 nc:NODESxPPN (benchlib.Config). Run timings on an idle machine only.
 """
@@ -44,6 +55,49 @@ def case_args(case):
     raise SystemExit(f"density_peer_bench: case '{case}': expected cp2k:DIR or water:N")
 
 
+def csr_to_mtx(src, dst):
+    """CP2K CSR text (`row col value`, 1-based, both triangles; plain or .gz) -> Matrix Market
+    `coordinate real general` (what NTPoly's ConstructMatrixFromMatrixMarket reads)."""
+    import gzip
+    opener = gzip.open if str(src).endswith(".gz") else open
+    rows = cols = 0
+    lines = []
+    with opener(src, "rt") as f:
+        for line in f:
+            t = line.split()
+            if len(t) != 3:
+                continue
+            r, c = int(t[0]), int(t[1])
+            rows, cols = max(rows, r), max(cols, c)
+            lines.append(f"{r} {c} {t[2]}\n")
+    with open(dst, "w") as f:
+        f.write("%%MatrixMarket matrix coordinate real general\n")
+        f.write(f"{rows} {cols} {len(lines)}\n")
+        f.writelines(lines)
+
+
+def ntpoly_inputs(place, case, inputs, tessel, work, timeout):
+    """(H.mtx, S.mtx, electrons) of a case for the NTPoly driver, converted into `work`."""
+    kind, _, spec = case.partition(":")
+    if kind == "water":
+        gen = os.path.join(work, f"water{spec}")
+        os.makedirs(gen, exist_ok=True)
+        p, _, _ = place.run(place.command([tessel, "generate", "water", "--molecules", spec, "--out-dir", gen]),
+                            timeout, os.path.join(work, f"generate{spec}.log"))
+        if p.returncode != 0:
+            raise SystemExit(f"density_peer_bench: tessel generate failed:\n{p.stdout[-1500:]}{p.stderr[-1500:]}")
+        import re
+        electrons = int(re.search(r"(\d+) electrons", p.stdout).group(1))
+        h, s = os.path.join(gen, "H.csr"), os.path.join(gen, "S.csr")
+    else:
+        h, s = inputs[inputs.index("--ks") + 1], inputs[inputs.index("--overlap") + 1]
+        electrons = int(inputs[inputs.index("--electrons") + 1])
+    hm, sm = os.path.join(work, f"{kind}{spec.replace('/', '_')}-H.mtx"), os.path.join(work, f"{kind}{spec.replace('/', '_')}-S.mtx")
+    csr_to_mtx(h, hm)
+    csr_to_mtx(s, sm)
+    return hm, sm, electrons
+
+
 def run_json(place, prog, js, timeout, log):
     p, wall, _ = place.run(place.command(prog, env=["-x", "OMP_NUM_THREADS=1"]), timeout, log)
     if p.returncode != 0:
@@ -63,19 +117,43 @@ def main():
     ap.add_argument("--delay", default="50us")
     ap.add_argument("--out", default="")
     ap.add_argument("--markdown", default="")
+    ap.add_argument("--tools", default="",
+                    help="tessel plus the peers to run: dbcsr (bench/dbcsr_sign), ntpoly (NTPoly driver); "
+                         "default: tessel and every peer that is built")
+    ap.add_argument("--ntpoly", default="",
+                    help="NTPoly driver (default <build>/peers/ntpoly-3.1.1/bin/ntpoly_density, from "
+                         "bench/peers/build_ntpoly.sh)")
+    ap.add_argument("--ntpoly-slices", type=int, default=1, help="NTPoly process grid slices")
+    ap.add_argument("--work", default="", help="keep the logs, JSONs and converted inputs here")
     a = ap.parse_args()
     tessel = str(Path(a.build) / "apps" / "tessel" / "tessel")
     driver = str(Path(a.build) / "bench" / "dbcsr_sign")
-    for exe in (tessel, driver):
-        if not os.access(exe, os.X_OK):
-            raise SystemExit(f"density_peer_bench: {exe} not built (dbcsr_sign needs Open MPI and libdbcsr-dev)")
+    a.ntpoly = a.ntpoly or str(Path(a.build) / "peers" / "ntpoly-3.1.1" / "bin" / "ntpoly_density")
+    if not a.tools:
+        a.tools = ",".join(["tessel"] + [t for t, exe in (("dbcsr", driver), ("ntpoly", a.ntpoly))
+                                         if os.access(exe, os.X_OK)])
+        print(f"density_peer_bench: --tools {a.tools}")
+    tools = [t.strip() for t in a.tools.split(",") if t.strip()]
+    if "tessel" not in tools or any(t not in ("tessel", "dbcsr", "ntpoly") for t in tools):
+        raise SystemExit(f"density_peer_bench: --tools '{a.tools}': expected tessel plus any of dbcsr, ntpoly")
+    need = {"tessel": (tessel, "build tessel"), "dbcsr": (driver, "dbcsr_sign needs Open MPI and libdbcsr-dev"),
+            "ntpoly": (a.ntpoly, "run bench/peers/build_ntpoly.sh")}
+    for t in tools:
+        if not os.access(need[t][0], os.X_OK):
+            raise SystemExit(f"density_peer_bench: {need[t][0]} not built ({need[t][1]}; or leave {t} out of --tools)")
     place = Config(a.config, "density_peer_bench")
     place.bring_up(a.rate, a.delay)
     rows = []
     try:
-        with tempfile.TemporaryDirectory() as work:
+        with tempfile.TemporaryDirectory() as tmp:
+            work = a.work or tmp
+            os.makedirs(work, exist_ok=True)
             for case in a.cases.split(","):
                 inputs, name = case_args(case)
+                if "ntpoly" in tools:
+                    hm, sm, nel = ntpoly_inputs(place, case, inputs, tessel, work, a.timeout)
+                    nt_in = [a.ntpoly, "--hamiltonian", hm, "--overlap", sm, "--electrons", str(nel),
+                             "--eps", str(a.eps), "--slices", str(a.ntpoly_slices)]
                 js = os.path.join(work, "setup.json")
                 setup, _ = run_json(place, [tessel, "density"] + inputs + ["--method", "sign", "--eps", str(a.eps),
                                                                           "--json", js],
@@ -83,41 +161,65 @@ def main():
                 mu, (lo, hi), s = setup["mu"], setup["bounds"], setup["inverse_scale"]
                 stage = ["--eps-inverse", repr(setup["eps_inverse"]), "--eps-transform", repr(setup["eps_transform"]),
                          "--eps-final", repr(setup["eps_final"]), "--final-steps", str(setup["final_steps"])]
-                t_runs, d_runs = [], []
+                # per method, per tool: the runs of the pairs (alternating within a pair)
+                runs = {("sign", t): [] for t in tools}
+                if "ntpoly" in tools:
+                    runs[("trs4", "tessel")], runs[("trs4", "ntpoly")] = [], []
                 for k in range(a.pairs):
-                    jt, jd = os.path.join(work, f"t{k}.json"), os.path.join(work, f"d{k}.json")
-                    rt, _ = run_json(place, [tessel, "density"] + inputs +
-                                     ["--method", "sign", "--eps", str(a.eps), "--mu", repr(mu), "--json", jt] + stage,
-                                     jt, a.timeout, os.path.join(work, f"t{k}.log"))
-                    rd, _ = run_json(place, [driver] + inputs +
-                                     ["--mu", repr(mu), "--bounds", f"{lo!r},{hi!r}", "--s-scale", repr(s),
-                                      "--eps", str(a.eps), "--json", jd] + stage,
-                                     jd, a.timeout, os.path.join(work, f"d{k}.log"))
-                    t_runs.append(rt)
-                    d_runs.append(rd)
-                tt = statistics.median(r["seconds"] for r in t_runs)
-                td = statistics.median(r["seconds"] for r in d_runs)
-                rows.append({"case": name, "config": a.config, "eps": a.eps, "mu": mu,
-                             "tessel_seconds": tt, "dbcsr_seconds": td, "ratio": tt / td if td > 0 else None,
-                             "tessel_multiplications": t_runs[0]["multiplications"],
-                             "dbcsr_multiplications": d_runs[0]["multiplications"],
-                             "tessel_iterations": t_runs[0]["iterations"],
-                             "dbcsr_iterations": d_runs[0]["iterations"],
-                             "tessel_band_energy": t_runs[0]["band_energy"],
-                             "dbcsr_band_energy": d_runs[0]["band_energy"],
-                             "band_energy_difference": t_runs[0]["band_energy"] - d_runs[0]["band_energy"],
-                             "tessel_runs": t_runs, "dbcsr_runs": d_runs})
+                    for (method, tool), acc in runs.items():
+                        js = os.path.join(work, f"{name}-{method}-{tool}-{k}.json")
+                        log = js[:-5] + ".log"
+                        if tool == "tessel" and method == "sign":
+                            prog = [tessel, "density"] + inputs + ["--method", "sign", "--eps", str(a.eps),
+                                                                  "--mu", repr(mu), "--json", js] + stage
+                        elif tool == "tessel":
+                            prog = [tessel, "density"] + inputs + ["--method", "trs4", "--eps", str(a.eps), "--json", js]
+                        elif tool == "dbcsr":
+                            prog = [driver] + inputs + ["--mu", repr(mu), "--bounds", f"{lo!r},{hi!r}", "--s-scale",
+                                                        repr(s), "--eps", str(a.eps), "--json", js] + stage
+                        elif method == "sign":
+                            prog = nt_in + ["--method", "sign", "--mu", repr(mu), "--json", js]
+                        else:
+                            prog = nt_in + ["--method", "trs4", "--json", js]
+                        acc.append(run_json(place, prog, js, a.timeout, log)[0])
+                for method in ("sign", "trs4"):
+                    got = {t: r for (m, t), r in runs.items() if m == method}
+                    if not got:
+                        continue
+                    row = {"case": name, "config": a.config, "eps": a.eps, "method": method, "mu": mu}
+                    for t, rs in got.items():
+                        row[t] = {"seconds": statistics.median(r["seconds"] for r in rs),
+                                  "multiplications": rs[0]["multiplications"], "iterations": rs[0]["iterations"],
+                                  "band_energy": rs[0]["band_energy"], "trace_ps": rs[0].get("trace_ps"),
+                                  "mu": rs[0].get("mu"), "runs": rs}
+                    for t in got:
+                        if t != "tessel":
+                            row[f"ratio_tessel_{t}"] = row["tessel"]["seconds"] / row[t]["seconds"] \
+                                if row[t]["seconds"] > 0 else None
+                            row[f"band_energy_difference_{t}"] = row["tessel"]["band_energy"] - row[t]["band_energy"]
+                    rows.append(row)
     finally:
         place.down()
-    lines = ["| case | config | eps | tessel s | DBCSR s | tessel/DBCSR | mult (t / D) | sign it (t / D) | "
-             "band energy tessel | band energy DBCSR | difference |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    peers = [t for t in ("dbcsr", "ntpoly") if t in tools]
+    label = {"tessel": "tessel", "dbcsr": "DBCSR", "ntpoly": "NTPoly"}
+    head = ["case", "config", "eps", "method", "tessel s"] + [f"{label[t]} s" for t in peers] + \
+        [f"tessel/{label[t]}" for t in peers] + ["mult (" + " / ".join(label[t] for t in ["tessel"] + peers) + ")",
+                                                  "it (" + " / ".join(label[t] for t in ["tessel"] + peers) + ")",
+                                                  "band energy tessel"] + \
+        [f"{label[t]} - tessel" for t in peers]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+
+    def cell(row, t, key, fmt):
+        return format(row[t][key], fmt) if t in row and row[t].get(key) is not None else "-"
     for r in rows:
-        lines.append(f"| {r['case']} | {r['config']} | {r['eps']:g} | {r['tessel_seconds']:.3f} | "
-                     f"{r['dbcsr_seconds']:.3f} | {r['ratio']:.2f} | {r['tessel_multiplications']} / "
-                     f"{r['dbcsr_multiplications']} | {r['tessel_iterations']} / {r['dbcsr_iterations']} | "
-                     f"{r['tessel_band_energy']:.8f} | {r['dbcsr_band_energy']:.8f} | "
-                     f"{r['band_energy_difference']:+.1e} |")
+        c = [r["case"], r["config"], f"{r['eps']:g}", r["method"], cell(r, "tessel", "seconds", ".3f")]
+        c += [cell(r, t, "seconds", ".3f") for t in peers]
+        c += [f"{r[f'ratio_tessel_{t}']:.2f}" if r.get(f"ratio_tessel_{t}") else "-" for t in peers]
+        c.append(" / ".join(cell(r, t, "multiplications", "d") for t in ["tessel"] + peers))
+        c.append(" / ".join(cell(r, t, "iterations", "d") for t in ["tessel"] + peers))
+        c.append(cell(r, "tessel", "band_energy", ".8f"))
+        c += [f"{-r[f'band_energy_difference_{t}']:+.1e}" if f"band_energy_difference_{t}" in r else "-" for t in peers]
+        lines.append("| " + " | ".join(c) + " |")
     table = "\n".join(lines) + "\n"
     print(table, end="")
     if a.markdown:

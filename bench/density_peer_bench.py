@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import ROOT, Config  # noqa: E402
+from benchlib import ROOT, Config, emit_table, markdown_table  # noqa: E402
 
 
 def case_args(case):
@@ -109,22 +109,13 @@ def main():
                              "tessel_runs": t_runs, "dbcsr_runs": d_runs})
     finally:
         place.down()
-    lines = ["| case | config | eps | tessel s | DBCSR s | tessel/DBCSR | mult (t / D) | sign it (t / D) | "
-             "band energy tessel | band energy DBCSR | difference |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        lines.append(f"| {r['case']} | {r['config']} | {r['eps']:g} | {r['tessel_seconds']:.3f} | "
-                     f"{r['dbcsr_seconds']:.3f} | {r['ratio']:.2f} | {r['tessel_multiplications']} / "
-                     f"{r['dbcsr_multiplications']} | {r['tessel_iterations']} / {r['dbcsr_iterations']} | "
-                     f"{r['tessel_band_energy']:.8f} | {r['dbcsr_band_energy']:.8f} | "
-                     f"{r['band_energy_difference']:+.1e} |")
-    table = "\n".join(lines) + "\n"
-    print(table, end="")
-    if a.markdown:
-        Path(a.markdown).write_text(table)
-    if a.out:
-        json.dump(rows, open(a.out, "w"), indent=1)
-
+    cells = [[r["case"], r["config"], f"{r['eps']:g}", f"{r['tessel_seconds']:.3f}", f"{r['dbcsr_seconds']:.3f}",
+              f"{r['ratio']:.2f}", f"{r['tessel_multiplications']} / {r['dbcsr_multiplications']}",
+              f"{r['tessel_iterations']} / {r['dbcsr_iterations']}", f"{r['tessel_band_energy']:.8f}",
+              f"{r['dbcsr_band_energy']:.8f}", f"{r['band_energy_difference']:+.1e}"] for r in rows]
+    emit_table(markdown_table(["case", "config", "eps", "tessel s", "DBCSR s", "tessel/DBCSR", "mult (t / D)",
+                               "sign it (t / D)", "band energy tessel", "band energy DBCSR", "difference"], cells),
+               rows, a.markdown, a.out)
 
 if __name__ == "__main__":
     main()

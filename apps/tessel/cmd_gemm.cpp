@@ -17,6 +17,7 @@
 #include "tessel/io/npy.hpp"
 #include "tessel/layout/redistribute.hpp"
 #include "tessel/scalapack/pgemm.hpp"
+#include "tessel/core/timer.hpp"
 
 namespace tessel::app {
 namespace {
@@ -236,9 +237,9 @@ int run_gemm_typed(const GemmArgs& g) {
   for (int r = 0; r < g.repeat; ++r) {
     std::copy(c0.begin(), c0.end(), C->data());
     ctx.comm().barrier();
-    double t0 = MPI_Wtime();
+    const Stopwatch t0;
     rep = run_once();
-    double t = MPI_Wtime() - t0;
+    double t = t0.seconds();
     times.push_back(ctx.comm().allreduce_value(t, MPI_MAX));
   }
   comm::pcontrol(0);

@@ -1,4 +1,5 @@
 #include "tessel/comm/comm.hpp"
+#include "tessel/core/timer.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -106,13 +107,13 @@ void RequestSet::abandon() noexcept {
     for (std::size_t i = 0; i < reqs_.size(); ++i)
       if (recv_[i] && reqs_[i] != MPI_REQUEST_NULL) MPI_Cancel(&reqs_[i]);
     // Cancelled receives and sends already matched complete quickly; give them a second.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    const Stopwatch waited;
     int flag = 0;
     while (!flag) {
       if (MPI_Testall(static_cast<int>(reqs_.size()), reqs_.data(), &flag,
                       MPI_STATUSES_IGNORE) != MPI_SUCCESS)
         break;
-      if (flag || std::chrono::steady_clock::now() > deadline) break;
+      if (flag || waited.seconds() > 1.0) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   }

@@ -15,7 +15,8 @@ bool summa_native_applies(Op opa, Op opb, const layout::Layout& a, const layout:
 std::int64_t summa_native_recv_elems(const layout::Layout& a, const layout::Layout& b,
                                      const layout::Layout& c, int rank);
 
-/// Collective. For each k segment (a column block of A meeting a row block of B): the A panel
+/// Collective over ctx (the process grid's two communicator splits, then the rings along its row
+/// and column communicators). For each k segment (a column block of A meeting a row block of B): the A panel
 /// goes around its process row and the B panel around its process column in a ring starting at
 /// the owner (the next segment's receives are posted before this segment's GEMM), and every
 /// rank accumulates its local C. Phases "gemm/summa A", "gemm/summa B".

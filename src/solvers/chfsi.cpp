@@ -153,13 +153,7 @@ EigenResult chfsi(Context& ctx, stencil::Hamiltonian& h, std::int64_t mesh_point
         const double rr = hx[p] - theta[static_cast<std::size_t>(j)] * x[p];
         r2[static_cast<std::size_t>(j)] += rr * rr;
       }
-    ctx.comm().allreduce(r2.data(), opt.states, MPI_SUM);
-    double worst = 0;
-    res.residuals.assign(static_cast<std::size_t>(opt.states), 0.0);
-    for (int j = 0; j < opt.states; ++j) {
-      res.residuals[static_cast<std::size_t>(j)] = std::sqrt(r2[static_cast<std::size_t>(j)]);
-      worst = std::max(worst, res.residuals[static_cast<std::size_t>(j)]);
-    }
+    const double worst = block::residual_norms(ctx, r2, res.residuals);
     res.iterations = it;
     if (opt.on_step) opt.on_step(EigenStep{it, worst, t0.seconds()});
     if (worst <= opt.tol) {

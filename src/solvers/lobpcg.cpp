@@ -53,13 +53,7 @@ EigenResult lobpcg(Context& ctx, stencil::Hamiltonian& h, std::int64_t mesh_poin
         const double v = w[static_cast<std::size_t>(i) * K + static_cast<std::size_t>(j)];
         r2[static_cast<std::size_t>(j)] += v * v;
       }
-    ctx.comm().allreduce(r2.data(), opt.states, MPI_SUM);
-    double worst = 0;
-    res.residuals.assign(static_cast<std::size_t>(opt.states), 0.0);
-    for (int j = 0; j < opt.states; ++j) {
-      res.residuals[static_cast<std::size_t>(j)] = std::sqrt(r2[static_cast<std::size_t>(j)]);
-      worst = std::max(worst, res.residuals[static_cast<std::size_t>(j)]);
-    }
+    const double worst = block::residual_norms(ctx, r2, res.residuals);
     res.iterations = it;
     if (worst <= opt.tol) {
       res.converged = true;

@@ -10,6 +10,7 @@
 
 #include "tessel/comm/shared_window.hpp"
 #include "tessel/dense/dist_matrix.hpp"
+#include "tessel/layout/grid2d.hpp"
 #include "tessel/layout/redistribute.hpp"
 #include "test_util.hpp"
 
@@ -313,4 +314,53 @@ TEST(Redistribute, NodeSizeIsAContextOptionWithPrecedence) {
   ContextOptions negative;
   negative.node_size = -1;
   EXPECT_THROW(Context c(MPI_COMM_WORLD, negative), InputError);
+}
+
+// layout::ProcessGrid2D with a placement (any rank order, ranks left out): each rank's row and
+// column communicators hold exactly the world ranks the placement puts in its process row and
+// column, ranked by process column and row (checked by allgathering world ranks over them).
+TEST(ProcessGrid2D, PlacementGivesRowAndColumnCommunicators) {
+  Context ctx(MPI_COMM_WORLD);
+  const int p = ctx.size();
+  std::mt19937 rng(3);  // same on all ranks
+  for (int trial = 0; trial < 4; ++trial) {
+    const int q = trial % 2 == 0 || p == 1 ? p : p - 1;
+    int pr = 1;
+    for (int d = 1; d * d <= q; ++d)
+      if (q % d == 0) pr = d;
+    if (trial % 2 == 1) pr = q / pr;
+    const std::pair<int, int> g{pr, q / pr};
+    std::vector<int> placement(static_cast<std::size_t>(p));
+    for (int i = 0; i < p; ++i) placement[static_cast<std::size_t>(i)] = i;
+    if (trial > 0) std::shuffle(placement.begin(), placement.end(), rng);
+    placement.resize(static_cast<std::size_t>(q));
+    const layout::ProcessGrid2D grid(ctx.comm(), g.first, g.second, placement);
+    int at = -1;
+    for (int k = 0; k < q; ++k)
+      if (placement[static_cast<std::size_t>(k)] == ctx.rank()) at = k;
+    ASSERT_EQ(grid.in_grid(), at >= 0) << "trial " << trial;
+    for (int i = 0; i < g.first; ++i)
+      for (int j = 0; j < g.second; ++j)
+        EXPECT_EQ(grid.rank_of(i, j), placement[static_cast<std::size_t>(i * g.second + j)]);
+    if (at < 0) {
+      EXPECT_EQ(grid.prow(), -1);
+      continue;
+    }
+    EXPECT_EQ(grid.prow(), at / g.second);
+    EXPECT_EQ(grid.pcol(), at % g.second);
+    std::vector<int> row(static_cast<std::size_t>(grid.row().size())), col(static_cast<std::size_t>(grid.col().size()));
+    const int me = ctx.rank();
+    grid.row().allgather(&me, 1, row.data());
+    grid.col().allgather(&me, 1, col.data());
+    ASSERT_EQ(static_cast<int>(row.size()), g.second);
+    ASSERT_EQ(static_cast<int>(col.size()), g.first);
+    for (int j = 0; j < g.second; ++j)
+      EXPECT_EQ(row[static_cast<std::size_t>(j)], placement[static_cast<std::size_t>(grid.prow() * g.second + j)]);
+    for (int i = 0; i < g.first; ++i)
+      EXPECT_EQ(col[static_cast<std::size_t>(i)], placement[static_cast<std::size_t>(i * g.second + grid.pcol())]);
+  }
+  // Bad placements: GridError on every rank, before any communication.
+  EXPECT_THROW(layout::ProcessGrid2D(ctx.comm(), 1, p, std::vector<int>(static_cast<std::size_t>(p + 1), 0)), GridError);
+  EXPECT_THROW(layout::ProcessGrid2D(ctx.comm(), 1, 1, std::vector<int>{p}), GridError);
+  if (p > 1) EXPECT_THROW(layout::ProcessGrid2D(ctx.comm(), 1, 2, std::vector<int>{0, 0}), GridError);
 }

@@ -2,7 +2,8 @@
 /// @file exchange.hpp
 /// One exchange plan and its executors. ExchangePlan is pure data — this rank's per-peer
 /// counts and offsets of items to send and to receive — computed without MPI (the stencil's
-/// halo plan builds one; dense and sparse redistributions can build the same type). An
+/// halo plan, the dense redistribution's plan layout::RedistPlan and the packed exchange of
+/// the block-sparse code build one). An
 /// Exchanger executes it over a communicator for a batch of `width` values per item, with one
 /// message per peer whatever the width, by one of five strategies behind one interface:
 ///   alltoallv   blocking for the caller (no overlap): MPI_Alltoallv semantics over all ranks

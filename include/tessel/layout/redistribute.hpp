@@ -57,8 +57,10 @@ struct RedistOptions {
 
 /// Collective over `c` (whose size equals both layouts' comm_size): copies the matrix held
 /// in `src` layout (local column-major storage `a`, leading dimension `lda`) into `dst`
-/// layout (`b`, `ldb`). Point-to-point messages, one per pair of ranks that share data;
-/// the local part is copied without a message. Recorded in c's ledger in the current phase.
+/// layout (`b`, `ldb`), executing make_redist_plan(src, dst, c.rank()). By default
+/// point-to-point messages, one per pair of ranks that share data (opt.alltoallv: one
+/// MPI_Ialltoallv instead); the local part is copied without a message. Recorded in c's
+/// ledger in the current phase.
 /// With opt.node_shared, same-node pairs use a shared-memory window instead (see
 /// RedistOptions): those transfers are no MPI messages and are recorded as shm_bytes /
 /// shm_msgs (one per pair) of the sender, not as p2p; the window's MPI calls are recorded as

@@ -1,7 +1,9 @@
-"""What the launching benchmarks share (ssc_bench, spgemm_bench, stencil_bench): where a run
-goes (local:NP on this machine, oversubscribed, or nc:NODESxPPN on the emulated cluster
-../shared/tools/netcluster), the launch command, and one measured run with the cluster's wire
-bytes. Not a benchmark by itself."""
+"""What the launching benchmarks share (ssc_bench, spgemm_bench, stencil_bench, density_bench,
+density_peer_bench): where a run goes (local:NP on this machine, oversubscribed, or
+nc:NODESxPPN on the emulated cluster ../shared/tools/netcluster), the launch command, one
+measured run with the cluster's wire bytes, and the Markdown table + JSON rows a benchmark ends
+with. Not a benchmark by itself."""
+import json
 import shlex
 import subprocess
 import time
@@ -100,3 +102,20 @@ def commcount_recv(path, repeat):
     recv = [r["p2p_recv_bytes"] + r["rma_get_bytes"] + r["coll_bytes"] for r in per]
     msgs = [r["p2p_recv_msgs"] + r["p2p_sent_msgs"] + r["rma_ops"] for r in per]
     return {"max": max(recv) / rep, "mean": sum(recv) / len(recv) / rep, "msgs_max": max(msgs) / rep}
+def markdown_table(header, cells):
+    """Lines of a Markdown table: `header` (column titles), the separator, then one line per
+    entry of `cells` (each a list of already formatted cells)."""
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + \
+        ["| " + " | ".join(str(c) for c in row) + " |" for row in cells]
+
+
+def emit_table(lines, rows, markdown=None, out=None):
+    """Prints `lines` (a table and any notes after it); writes the same text to `markdown` and
+    `rows` as JSON to `out`, each when given."""
+    table = "\n".join(lines) + "\n"
+    print(table, end="")
+    if markdown:
+        Path(markdown).write_text(table)
+    if out:
+        with open(out, "w") as f:
+            json.dump(rows, f, indent=1)

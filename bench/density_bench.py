@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import ROOT, Config  # noqa: E402
+from benchlib import ROOT, Config, emit_table, markdown_table  # noqa: E402
 
 
 def run(a, place, n, method, dense, work):
@@ -80,14 +80,15 @@ def main():
                         rows.append(run(a, place, n, method, True, work))
     finally:
         place.down()
-    lines = [f"| method | N | kind | seconds | mult | sign ev | P blocks/row | MB recv/rank | MB peak/rank | "
-             f"band energy |", "|---|---|---|---|---|---|---|---|---|---|"]
+    cells = []
     for r in rows:
         per_row = r["p_blocks"] / r["block_rows"] if not r["dense"] else float("nan")
-        lines.append(f"| {r['method']} | {r['n_molecules']} | {'dense' if r['dense'] else 'sparse'} | "
-                     f"{r['seconds']:.3f} | {r['multiplications']} | {r['sign_evaluations']} | {per_row:.1f} | "
-                     f"{r['bytes_per_rank_max'] / 1e6:.1f} | {r['maxrss_bytes_max'] / 1e6:.1f} | "
-                     f"{r['band_energy']:.8f} |")
+        cells.append([r["method"], r["n_molecules"], "dense" if r["dense"] else "sparse", f"{r['seconds']:.3f}",
+                      r["multiplications"], r["sign_evaluations"], f"{per_row:.1f}",
+                      f"{r['bytes_per_rank_max'] / 1e6:.1f}", f"{r['maxrss_bytes_max'] / 1e6:.1f}",
+                      f"{r['band_energy']:.8f}"])
+    lines = markdown_table(["method", "N", "kind", "seconds", "mult", "sign ev", "P blocks/row", "MB recv/rank",
+                            "MB peak/rank", "band energy"], cells)
     for method in a.methods.split(","):
         sp = [r for r in rows if r["method"] == method and not r["dense"] and r["n_molecules"] >= a.fit_from]
         de = [r for r in rows if r["method"] == method and r["dense"]]
@@ -112,12 +113,7 @@ def main():
                 if kd > ks:
                     lines.append(f"{method}: crossover at N ~ {math.exp((cs - cd) / (kd - ks)):.0f} molecules "
                                  f"(extrapolated: sparse N^{ks:.2f}, dense N^{kd:.2f})")
-    table = "\n".join(lines) + "\n"
-    print(table, end="")
-    if a.markdown:
-        Path(a.markdown).write_text(table)
-    if a.out:
-        json.dump(rows, open(a.out, "w"), indent=1)
+    emit_table(lines, rows, a.markdown, a.out)
 
 
 if __name__ == "__main__":

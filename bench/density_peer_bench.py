@@ -37,7 +37,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import ROOT, Config  # noqa: E402
+from benchlib import ROOT, Config, emit_table, markdown_table  # noqa: E402
 
 
 def case_args(case):
@@ -207,7 +207,7 @@ def main():
                                                   "it (" + " / ".join(label[t] for t in ["tessel"] + peers) + ")",
                                                   "band energy tessel"] + \
         [f"{label[t]} - tessel" for t in peers]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines = markdown_table(head, [])
 
     def cell(row, t, key, fmt):
         return format(row[t][key], fmt) if t in row and row[t].get(key) is not None else "-"
@@ -220,12 +220,7 @@ def main():
         c.append(cell(r, "tessel", "band_energy", ".8f"))
         c += [f"{-r[f'band_energy_difference_{t}']:+.1e}" if f"band_energy_difference_{t}" in r else "-" for t in peers]
         lines.append("| " + " | ".join(c) + " |")
-    table = "\n".join(lines) + "\n"
-    print(table, end="")
-    if a.markdown:
-        Path(a.markdown).write_text(table)
-    if a.out:
-        json.dump(rows, open(a.out, "w"), indent=1)
+    emit_table(lines, rows, a.markdown, a.out)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 #!/bin/bash
 # check_layers.sh — the include layering of the base of tessel (issue 11: "core <-> comm
 # include each other"). The layers, bottom first:
-#   1. core/error.hpp, core/ledger.hpp, core/trace.hpp   (no MPI communication)
+#   1. core/error.hpp, core/ledger.hpp, core/trace.hpp, core/timer.hpp (no MPI communication)
 #   2. comm/                                             (uses layer 1 only)
 #   3. core/context.hpp                                  (owns a comm::Comm)
 # So: no header or source of comm/ includes core/context.hpp, no file of core/ other than
@@ -21,7 +21,7 @@ while IFS= read -r hit; do
 done < <(grep -n '#include "tessel/comm/' include/tessel/core/* src/core/* || true)
 while IFS= read -r hit; do
   echo "check_layers: core/{error,ledger,trace} must not include core/context.hpp: $hit"; bad=1
-done < <(grep -n '#include "tessel/core/context.hpp"' include/tessel/core/{error,ledger,trace}.hpp \
+done < <(grep -n '#include "tessel/core/context.hpp"' include/tessel/core/{error,ledger,trace,timer}.hpp \
            src/core/{ledger,trace}.cpp 2>/dev/null || true)
 [ $bad = 0 ] && echo "check_layers: ok (core/{error,ledger,trace} <- comm <- core/context)"
 exit $bad

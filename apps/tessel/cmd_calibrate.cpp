@@ -17,6 +17,7 @@
 #include "report.hpp"
 #include "tessel/comm/comm.hpp"
 #include "tessel/dense/machine_model.hpp"
+#include "tessel/core/timer.hpp"
 
 extern "C" {
 void dgemm_(const char*, const char*, const int*, const int*, const int*, const double*, const double*,
@@ -62,12 +63,12 @@ std::vector<double> gemm_rates(const comm::Comm& c, int n, int repeat) {
   std::vector<double> mine;
   for (int r = 0; r <= repeat; ++r) {  // the first run warms up, not recorded
     c.barrier();
-    const double t0 = MPI_Wtime();
+    const Stopwatch t0;
     if constexpr (std::is_same_v<T, double>)
       dgemm_("N", "N", &n, &n, &n, &one, a.data(), &n, b.data(), &n, &zero, out.data(), &n);
     else
       zgemm_("N", "N", &n, &n, &n, &one, a.data(), &n, b.data(), &n, &zero, out.data(), &n);
-    const double t = std::max(MPI_Wtime() - t0, 1e-9);
+    const double t = std::max(t0.seconds(), 1e-9);
     if (r > 0) mine.push_back(flops / t * 1e-9);
   }
   std::vector<double> all(mine.size() * static_cast<std::size_t>(c.size()));
@@ -84,7 +85,7 @@ std::vector<double> pingpong(const comm::Comm& c, int a, int b, std::int64_t byt
   const int me = c.rank();
   for (int r = 0; r <= repeat; ++r) {  // the first sample warms up, not recorded
     c.barrier();
-    const double t0 = MPI_Wtime();
+    const Stopwatch t0;
     if (me == a || me == b) {
       const int peer = me == a ? b : a;
       for (int i = 0; i < iters; ++i) {
@@ -102,7 +103,7 @@ std::vector<double> pingpong(const comm::Comm& c, int a, int b, std::int64_t byt
         }
       }
     }
-    const double half = (MPI_Wtime() - t0) / (2.0 * iters);
+    const double half = t0.seconds() / (2.0 * iters);
     if (r > 0) samples.push_back(half);
   }
   // rank a's samples for everyone

@@ -23,6 +23,7 @@
 #include "tessel/sparse/convert.hpp"
 #include "tessel/sparse/generate.hpp"
 #include "tessel/sparse/io.hpp"
+#include "tessel/core/timer.hpp"
 
 namespace tessel::app {
 namespace {
@@ -143,9 +144,9 @@ int run_density(const DensityArgs& a) {
   opt.eps_transform = a.eps_transform.value_or(-1);
   opt.eps_final = a.eps_final.value_or(-1);
   opt.final_steps = a.final_steps.value_or(-1);
-  const auto t_in = MPI_Wtime();
+  const Stopwatch t_in;
   Input in = read_input(ctx, a);
-  const double read_seconds = MPI_Wtime() - t_in;
+  const double read_seconds = t_in.seconds();
   if (root)
     std::cout << fmt::format("tessel density: {}, {} electrons, method {}{}, {} ranks, {}, eps {:g}\n",
                              in.description, in.electrons, a.method,
@@ -166,7 +167,7 @@ int run_density(const DensityArgs& a) {
   ctx.comm().barrier();
   ctx.ledger().reset();
   comm::pcontrol(2);
-  const double t0 = MPI_Wtime();
+  const Stopwatch t0;
   double band = 0, band_orth = 0, mu = 0, trace_ps = 0, idem = 0, residual = 0, flops = 0;
   double eps_stage[4] = {0, 0, 0, 0};  // inverse, transform, iteration, final
   double bounds[2] = {0, 0}, inverse_scale = 0;
@@ -202,14 +203,14 @@ int run_density(const DensityArgs& a) {
     auto S = sparse::to_dense(ctx, in.S, lay);
     solvers::DenseAlgebra alg(ctx);
     auto r = solve(alg, H, S, in.electrons, opt);
-    seconds = MPI_Wtime() - t0;
+    seconds = t0.seconds();
     comm::pcontrol(0);
     take(r, alg);
     if (npy) io::write_npy(ctx, a.out, r.P);
   } else {
     solvers::SparseAlgebra alg(ctx, mo);
     auto r = solve(alg, in.H, in.S, in.electrons, opt);
-    seconds = MPI_Wtime() - t0;
+    seconds = t0.seconds();
     comm::pcontrol(0);
     take(r, alg);
     p_blocks = sparse::nblocks(ctx, r.P);

@@ -15,8 +15,10 @@
 #include "tessel/dense/multiply.hpp"
 #include "tessel/dense/plan_layouts.hpp"
 #include "tessel/io/npy.hpp"
+#include "tessel/layout/redist_plan.hpp"
 #include "tessel/layout/redistribute.hpp"
 #include "tessel/scalapack/pgemm.hpp"
+#include "tessel/core/timer.hpp"
 
 namespace tessel::app {
 namespace {
@@ -200,6 +202,16 @@ int run_gemm_typed(const GemmArgs& g) {
               << (pw.native >= 0 ? fmt::format("  2D SUMMA on the input layout (no redistribution): {} words per rank (max)\n", pw.native)
                                  : std::string("  2D SUMMA on the input layout: not applicable (layouts or ops differ)\n"));
   }
+  if (g.explain && root) {  // the redistribution plans (layout::RedistPlan) into and out of the plan layouts
+    auto show = [&](const char* what, const layout::Layout& from, const layout::Layout& to) {
+      std::cout << "  redistribution " << what
+                << (layout::same_storage(from, to) ? std::string(": none (same layout)\n")
+                                                   : ":\n" + layout::explain_redistribution(from, to, 4, "    "));
+    };
+    show("A -> plan layout", A->layout(), L.a);
+    show("B -> plan layout", B->layout(), L.b);
+    show("plan layout -> C", L.c, C->layout());
+  }
   if (g.explain) return trace.finish(0);
 
   if (in_plan) {  // files were read block-cyclic: move them (untimed) into the plan's layouts
@@ -239,9 +251,9 @@ int run_gemm_typed(const GemmArgs& g) {
   for (int r = 0; r < g.repeat; ++r) {
     std::copy(c0.begin(), c0.end(), C->data());
     ctx.comm().barrier();
-    double t0 = MPI_Wtime();
+    const Stopwatch t0;
     rep = run_once();
-    double t = MPI_Wtime() - t0;
+    double t = t0.seconds();
     times.push_back(ctx.comm().allreduce_value(t, MPI_MAX));
   }
   comm::pcontrol(0);

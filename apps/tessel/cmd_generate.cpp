@@ -13,6 +13,7 @@
 #include "tessel/core/error.hpp"
 #include "tessel/sparse/generate.hpp"
 #include "tessel/sparse/io.hpp"
+#include "tessel/core/timer.hpp"
 
 namespace tessel::app {
 
@@ -49,9 +50,9 @@ std::function<int()> add_generate(CLI::App& app) {
     opt.seed = a->seed;
     opt.eps = a->eps;
     opt.density = a->density;
-    const double t0 = MPI_Wtime();
+    const Stopwatch t0;
     auto w = sparse::generate_water(ctx, a->molecules, opt);
-    const double t = MPI_Wtime() - t0;
+    const double t = t0.seconds();
     const std::int64_t nb = sparse::nblocks(ctx, w.S);
     const double occ = sparse::occupation(ctx, w.S);
     if (ctx.rank() == 0)

@@ -17,6 +17,7 @@
 #include "tessel/io/checkpoint.hpp"
 #include "tessel/io/npy.hpp"
 #include "tessel/solvers/purify.hpp"
+#include "tessel/core/timer.hpp"
 
 namespace tessel::app {
 namespace {
@@ -241,7 +242,7 @@ int run_purify(const PurifyArgs& a) {
   ctx.ledger().reset();
   ctx.comm().barrier();
   comm::pcontrol(2);
-  const double t0 = MPI_Wtime();
+  const Stopwatch t0;
   solvers::PurifyResult r;
   try {
     r = S ? solvers::purify(ctx, *F, *S, nocc, opt) : solvers::purify(ctx, *F, nocc, opt);
@@ -249,7 +250,7 @@ int run_purify(const PurifyArgs& a) {
     if (model) throw;
     throw InputError(detail::concat("--fock ", a.fock, S ? " --overlap " + a.overlap : std::string(), ": ", e.what()));
   }
-  const double wall = ctx.comm().allreduce_value(MPI_Wtime() - t0, MPI_MAX);
+  const double wall = ctx.comm().allreduce_value(t0.seconds(), MPI_MAX);
   comm::pcontrol(0);
   if (r.stopped) {  // --stop-after: an unfinished run writes no --out/--json
     if (root)

@@ -19,6 +19,7 @@
 #include "tessel/sparse/convert.hpp"
 #include "tessel/sparse/io.hpp"
 #include "tessel/sparse/multiply.hpp"
+#include "tessel/core/timer.hpp"
 
 namespace tessel::app {
 namespace {
@@ -197,9 +198,9 @@ int run_spgemm(const SpgemmArgs& a) {
       ctx.ledger().reset();
       comm::pcontrol(2);
     }
-    const double t0 = MPI_Wtime();
+    const Stopwatch t0;
     rep = sparse::multiply(ctx, 1.0, opa, A, opb, B, 0.0, C, opt, &cache);
-    const double t = MPI_Wtime() - t0;
+    const double t = t0.seconds();
     if (r == 0) {
       comm::pcontrol(0);
       stats = comm::ledger_stats(ctx.comm(), ctx.ledger(), phases);

@@ -17,6 +17,7 @@
 #include "commands.hpp"
 #include "report.hpp"
 #include "tessel/io/npy.hpp"
+#include "tessel/core/timer.hpp"
 
 namespace tessel::app {
 namespace {
@@ -131,7 +132,7 @@ int run_ssc(const SscCmdArgs& a) {
       ctx.ledger().reset();
       comm::pcontrol(2);
     }
-    const double t0 = MPI_Wtime();
+    const Stopwatch t0;
     // ssc.run(), with an error of the active ranks held until every rank has passed
     // release(): the inactive ranks wait there and would otherwise never learn of it.
     std::exception_ptr failure;
@@ -141,7 +142,7 @@ int run_ssc(const SscCmdArgs& a) {
       failure = std::current_exception();
     }
     ssc.release();
-    const double t = MPI_Wtime() - t0;
+    const double t = t0.seconds();
     if (r == 0) {
       comm::pcontrol(0);
       stats = comm::ledger_stats(ctx.comm(), ctx.ledger(), phases);  // every rank gets here

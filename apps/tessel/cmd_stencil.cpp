@@ -18,6 +18,7 @@
 #include "tessel/stencil/fd.hpp"
 #include "tessel/stencil/hamiltonian.hpp"
 #include "tessel/stencil/partition.hpp"
+#include "tessel/core/timer.hpp"
 
 namespace tessel::app {
 namespace {
@@ -198,12 +199,12 @@ int run_stencil(const StencilArgs& a) {
   };
   ctx.ledger().reset();
   ctx.comm().barrier();
-  const double t0 = MPI_Wtime();
+  const Stopwatch t0;
   solvers::EigenResult res;
   if (!a.apply_only)
     res = a.solver == "lobpcg" ? solvers::lobpcg(ctx, h, mesh.size(), eo) : solvers::chfsi(ctx, h, mesh.size(), mesh.spacing(), eo);
   else res.block = a.batch > 0 ? a.batch : a.states;
-  const double solve_s = ctx.comm().allreduce_value(MPI_Wtime() - t0, MPI_MAX);
+  const double solve_s = ctx.comm().allreduce_value(t0.seconds(), MPI_MAX);
   const auto solve_times = h.times();
   const auto halo = ctx.ledger().total("stencil/halo");
   const auto total = ctx.ledger().total();
@@ -257,9 +258,9 @@ int run_stencil(const StencilArgs& a) {
     std::vector<double> psi(static_cast<std::size_t>(plan.local_size() * 2 * w), 0.0);
     for (std::int64_t i = 0; i < plan.local_size(); ++i)
       for (int j = 0; j < w; ++j) psi[static_cast<std::size_t>((i * w + j) * 2)] = res.vectors[static_cast<std::size_t>(i * w + j)];
-    const double tp = MPI_Wtime();
+    const Stopwatch tp;
     for (int s = 0; s < a.propagate; ++s) solvers::taylor_step(h, psi, w, a.dt);
-    prop_s = ctx.comm().allreduce_value(MPI_Wtime() - tp, MPI_MAX);
+    prop_s = ctx.comm().allreduce_value(tp.seconds(), MPI_MAX);
     auto n2 = solvers::column_norms2(ctx, psi, plan.local_size(), 2 * w);
     for (int j = 0; j < w; ++j) norm_dev = std::max(norm_dev, std::abs(n2[static_cast<std::size_t>(2 * j)] + n2[static_cast<std::size_t>(2 * j + 1)] - 1));
   }

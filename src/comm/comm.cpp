@@ -1,4 +1,5 @@
 #include "tessel/comm/comm.hpp"
+#include "tessel/core/timer.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -106,13 +107,13 @@ void RequestSet::abandon() noexcept {
     for (std::size_t i = 0; i < reqs_.size(); ++i)
       if (recv_[i] && reqs_[i] != MPI_REQUEST_NULL) MPI_Cancel(&reqs_[i]);
     // Cancelled receives and sends already matched complete quickly; give them a second.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    const Stopwatch waited;
     int flag = 0;
     while (!flag) {
       if (MPI_Testall(static_cast<int>(reqs_.size()), reqs_.data(), &flag,
                       MPI_STATUSES_IGNORE) != MPI_SUCCESS)
         break;
-      if (flag || std::chrono::steady_clock::now() > deadline) break;
+      if (flag || waited.seconds() > 1.0) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   }
@@ -393,6 +394,21 @@ void Comm::irecv_bytes(void* buf, std::int64_t count, MPI_Datatype t, std::size_
   }
 }
 
+namespace {
+// Waits for the `calls` requests of one blocking collective in `rs` (polled, as every tessel
+// wait), then records them: `bytes` of payload in `calls` calls in the ledger counts `k`, and
+// one "coll" transfer since `t0` on the tracer `tr` (either may be null).
+void complete_collective(RequestSet& rs, PhaseCounts* k, Tracer* tr, std::int64_t bytes, std::int64_t calls,
+                         double t0) {
+  rs.wait_all();
+  if (k) {
+    k->coll_bytes += bytes;
+    k->coll_calls += calls;
+  }
+  if (tr) tr->transfer_since("coll", -1, bytes, t0);
+}
+}  // namespace
+
 void Comm::allreduce_raw(void* buf, int count, MPI_Datatype t, std::size_t sz, MPI_Op op) const {
   const double t0 = trace::begin(tracer_of(ledger_));
   RequestSet rs;
@@ -403,13 +419,7 @@ void Comm::allreduce_raw(void* buf, int count, MPI_Datatype t, std::size_t sz, M
                              rs.add()),
               "MPI_Iallreduce");
   });
-  rs.wait_all();
-  if (auto* k = counts()) {
-    k->coll_bytes += static_cast<std::int64_t>(count) * sz;
-    k->coll_calls += pieces;
-  }
-  if (Tracer* tr = tracer_of(ledger_))
-    tr->transfer_since("coll", -1, static_cast<std::int64_t>(count) * sz, t0);
+  complete_collective(rs, counts(), tracer_of(ledger_), static_cast<std::int64_t>(count) * sz, pieces, t0);
 }
 
 void Comm::bcast_raw(void* buf, int count, MPI_Datatype t, std::size_t sz, int root) const {
@@ -421,13 +431,7 @@ void Comm::bcast_raw(void* buf, int count, MPI_Datatype t, std::size_t sz, int r
     check_mpi(MPI_Ibcast(p + at * static_cast<std::int64_t>(sz), n, t, root, comm_, rs.add()),
               "MPI_Ibcast");
   });
-  rs.wait_all();
-  if (auto* k = counts()) {
-    k->coll_bytes += static_cast<std::int64_t>(count) * sz;
-    k->coll_calls += pieces;
-  }
-  if (Tracer* tr = tracer_of(ledger_))
-    tr->transfer_since("coll", -1, static_cast<std::int64_t>(count) * sz, t0);
+  complete_collective(rs, counts(), tracer_of(ledger_), static_cast<std::int64_t>(count) * sz, pieces, t0);
 }
 
 void Comm::allgather_raw(const void* send, int count, void* recv, MPI_Datatype t,
@@ -436,13 +440,8 @@ void Comm::allgather_raw(const void* send, int count, void* recv, MPI_Datatype t
   RequestSet rs;
   rs.watch(comm_);
   check_mpi(MPI_Iallgather(send, count, t, recv, count, t, comm_, rs.add()), "MPI_Iallgather");
-  rs.wait_all();
-  if (auto* k = counts()) {
-    k->coll_bytes += static_cast<std::int64_t>(count) * sz * size_;  // own + (p-1) received
-    k->coll_calls += 1;
-  }
-  if (Tracer* tr = tracer_of(ledger_))
-    tr->transfer_since("coll", -1, static_cast<std::int64_t>(count) * sz * size_, t0);
+  // payload: own + (p-1) received
+  complete_collective(rs, counts(), tracer_of(ledger_), static_cast<std::int64_t>(count) * sz * size_, 1, t0);
 }
 
 void Comm::barrier() const {
@@ -450,9 +449,7 @@ void Comm::barrier() const {
   RequestSet rs;
   rs.watch(comm_);
   check_mpi(MPI_Ibarrier(comm_, rs.add()), "MPI_Ibarrier");
-  rs.wait_all();
-  if (auto* k = counts()) k->coll_calls += 1;
-  if (Tracer* tr = tracer_of(ledger_)) tr->transfer_since("coll", -1, 0, t0);
+  complete_collective(rs, counts(), tracer_of(ledger_), 0, 1, t0);
 }
 
 }  // namespace tessel::comm

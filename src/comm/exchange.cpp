@@ -6,6 +6,7 @@
 #include <climits>
 
 #include "exchange_impl.hpp"
+#include "trace_hooks.hpp"
 #include "tessel/comm/agree.hpp"
 
 namespace tessel::comm {
@@ -80,6 +81,40 @@ static void validate_side(const char* side, const std::vector<int>& peers, const
 void ExchangePlan::validate(int comm_size, int rank) const {
   validate_side("send", send_peers, send_counts, send_offsets, self_count, self_send, comm_size, rank);
   validate_side("recv", recv_peers, recv_counts, recv_offsets, self_count, self_recv, comm_size, rank);
+}
+
+AlltoallvCounts AlltoallvCounts::of(const ExchangePlan& plan, int comm_size, std::int64_t width) {
+  const std::size_t p = static_cast<std::size_t>(comm_size);
+  AlltoallvCounts k;
+  k.send_counts.assign(p, 0), k.send_displs.assign(p, 0), k.recv_counts.assign(p, 0), k.recv_displs.assign(p, 0);
+  auto put = [&](const std::vector<int>& peers, const std::vector<std::int64_t>& counts,
+                 const std::vector<std::int64_t>& offsets, std::vector<int>& c, std::vector<int>& d) {
+    for (std::size_t i = 0; i < peers.size(); ++i) {
+      const std::size_t q = static_cast<std::size_t>(peers[i]);
+      c[q] = detail::checked_int(counts[i] * width, "alltoallv count");
+      d[q] = detail::checked_int((offsets[i] + counts[i]) * width, "alltoallv displacement") - c[q];
+    }
+  };
+  put(plan.send_peers, plan.send_counts, plan.send_offsets, k.send_counts, k.send_displs);
+  put(plan.recv_peers, plan.recv_counts, plan.recv_offsets, k.recv_counts, k.recv_displs);
+  return k;
+}
+
+void post_alltoallv_bytes(const Comm& c, const AlltoallvCounts& k, const void* send, void* recv, MPI_Datatype t,
+                          std::size_t size, RequestSet& rs) {
+  std::int64_t items = 0;
+  for (int x : k.send_counts) items += x;
+  for (int x : k.recv_counts) items += x;
+  const std::int64_t bytes = items * static_cast<std::int64_t>(size);
+  rs.watch(c.raw());
+  if (auto* l = c.ledger()) {
+    auto& kk = l->now();
+    kk.coll_bytes += bytes;
+    kk.coll_calls += 1;
+  }
+  check_mpi(MPI_Ialltoallv(send, k.send_counts.data(), k.send_displs.data(), t, recv, k.recv_counts.data(),
+                           k.recv_displs.data(), t, c.raw(), trace::add(rs, tracer_of(c.ledger()), "coll", -1, bytes)),
+            "MPI_Ialltoallv");
 }
 
 ExchangeStrategy parse_exchange_strategy(const std::string& s) {

@@ -1,11 +1,15 @@
 #include "tessel/comm/file.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <memory>
 #include <new>
+#include <random>
 #include <utility>
 
 #include "tessel/comm/agree.hpp"
@@ -13,6 +17,20 @@
 #include "poll.hpp"
 
 namespace tessel::comm {
+
+std::string temp_file_name(const Comm& c, const std::string& path) {
+  std::int64_t token[2] = {0, 0};
+  if (c.rank() == 0) {
+    std::random_device rd;
+    token[0] = static_cast<std::int64_t>(::getpid());
+    token[1] = static_cast<std::int64_t>(rd());
+  }
+  c.bcast(token, 2, 0);
+  char suffix[48];
+  std::snprintf(suffix, sizeof suffix, "%lld.%08x", static_cast<long long>(token[0]),
+                static_cast<unsigned>(token[1]));
+  return path + ".tmp." + suffix;
+}
 
 namespace {
 

@@ -38,7 +38,7 @@ std::string num(double x) {
 
 }  // namespace
 
-Tracer::Tracer(int rank) : rank_(rank), t0_(Clock::now()) {}
+Tracer::Tracer(int rank) : rank_(rank) {}
 
 void Tracer::phase_begin(const std::string& full_name) { phases_.push_back({full_name, now()}); }
 

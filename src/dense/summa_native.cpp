@@ -1,7 +1,9 @@
-// 2D SUMMA on the caller's block-cyclic layouts. Reads as: scale C by beta -> for each k
-// segment: pass the A panel around the process row and the B panel around the process column
-// in a ring that starts at the owner (as BLACS's default broadcast; each link carries one copy,
-// and neighbours are often on the same node), receives posted one segment ahead -> local GEMM.
+// 2D SUMMA on the caller's block-cyclic layouts. Reads as: the layouts' process grid
+// (layout::ProcessGrid2D over C's owner table: row and column communicators) -> scale C by
+// beta -> for each k segment: pass the A panel around the process row and the B panel around
+// the process column in a ring that starts at the owner (as BLACS's default broadcast; each
+// link carries one copy, and neighbours are often on the same node), receives posted one
+// segment ahead -> local GEMM.
 #include "summa_native.hpp"
 
 #include <algorithm>
@@ -9,6 +11,7 @@
 
 #include "local_gemm.hpp"
 #include "tessel/core/trace.hpp"
+#include "tessel/layout/grid2d.hpp"
 
 namespace tessel::dense::detail {
 using layout::Layout;
@@ -96,10 +99,17 @@ void summa_native(Context& ctx, T alpha, const DistMatrix<T>& A, const DistMatri
                   DistMatrix<T>& C) {
   PhaseScope gemm_phase(ctx.ledger(), "gemm");
   const Layout& lc = C.layout();
-  auto g = lc.groups_of(ctx.rank());
-  if (!g) return;  // not in the grid
-  const int myr = g->first, myc = g->second;
   const int pr = lc.row_partition().groups(), pc = lc.col_partition().groups();
+  std::vector<int> placement(static_cast<std::size_t>(pr) * static_cast<std::size_t>(pc));
+  for (int r = 0; r < pr; ++r)
+    for (int q = 0; q < pc; ++q) placement[static_cast<std::size_t>(r) * pc + q] = lc.owner(r, q);
+  const layout::ProcessGrid2D grid(ctx.comm(), pr, pc, std::move(placement));  // collective
+  if (!grid.in_grid()) return;
+  // The A ring runs along grid.row() (ranked by process column), the B ring along grid.col()
+  // (ranked by process row).
+  const int myr = grid.prow(), myc = grid.pcol();
+  const comm::Comm& row = grid.row();
+  const comm::Comm& col = grid.col();
   const std::int64_t mr = owned(lc.row_partition(), myr), nc = owned(lc.col_partition(), myc);
   const std::vector<Segment> segs = summa_native_segments(A.layout(), B.layout());
 
@@ -133,13 +143,13 @@ void summa_native(Context& ctx, T alpha, const DistMatrix<T>& A, const DistMatri
             pa[x] = P.a.data();
             lda[x] = mr;
           }
-          ctx.comm().isend(pa[x], mr * sg.len, lc.owner(myr, (myc + 1) % pc), kTagA, P.sends);
+          row.isend(pa[x], mr * sg.len, (myc + 1) % pc, kTagA, P.sends);
         }
       } else {
         P.a.resize(static_cast<std::size_t>(mr * sg.len));
         pa[x] = P.a.data();
         lda[x] = std::max<std::int64_t>(1, mr);
-        if (mr * sg.len > 0) ctx.comm().irecv(P.a.data(), mr * sg.len, lc.owner(myr, (myc + pc - 1) % pc), kTagA, P.recv_a);
+        if (mr * sg.len > 0) row.irecv(P.a.data(), mr * sg.len, (myc + pc - 1) % pc, kTagA, P.recv_a);
       }
     }
     {
@@ -151,13 +161,13 @@ void summa_native(Context& ctx, T alpha, const DistMatrix<T>& A, const DistMatri
           P.b.resize(static_cast<std::size_t>(sg.len * nc));
           for (std::int64_t j = 0; j < nc; ++j)
             std::copy_n(B.data() + j * B.ld() + sg.b_local, sg.len, P.b.data() + j * sg.len);
-          ctx.comm().isend(P.b.data(), sg.len * nc, lc.owner((myr + 1) % pr, myc), kTagB, P.sends);
+          col.isend(P.b.data(), sg.len * nc, (myr + 1) % pr, kTagB, P.sends);
         }
       } else {
         P.b.resize(static_cast<std::size_t>(sg.len * nc));
         pb[x] = P.b.data();
         ldb[x] = std::max<std::int64_t>(1, sg.len);
-        if (sg.len * nc > 0) ctx.comm().irecv(P.b.data(), sg.len * nc, lc.owner((myr + pr - 1) % pr, myc), kTagB, P.recv_b);
+        if (sg.len * nc > 0) col.irecv(P.b.data(), sg.len * nc, (myr + pr - 1) % pr, kTagB, P.recv_b);
       }
     }
   };
@@ -173,7 +183,7 @@ void summa_native(Context& ctx, T alpha, const DistMatrix<T>& A, const DistMatri
     const int next_c = (myc + 1) % pc;
     if (sg.a_group != myc && next_c != sg.a_group && mr * sg.len > 0) {
       PhaseScope ph(ctx.ledger(), "summa A");
-      ctx.comm().isend(P.a.data(), mr * sg.len, lc.owner(myr, next_c), kTagA, P.sends);
+      row.isend(P.a.data(), mr * sg.len, next_c, kTagA, P.sends);
     }
   };
   auto forward_b = [&](std::size_t s) {
@@ -184,7 +194,7 @@ void summa_native(Context& ctx, T alpha, const DistMatrix<T>& A, const DistMatri
     const int next_r = (myr + 1) % pr;
     if (sg.b_group != myr && next_r != sg.b_group && sg.len * nc > 0) {
       PhaseScope ph(ctx.ledger(), "summa B");
-      ctx.comm().isend(P.b.data(), sg.len * nc, lc.owner(next_r, myc), kTagB, P.sends);
+      col.isend(P.b.data(), sg.len * nc, next_r, kTagB, P.sends);
     }
   };
 

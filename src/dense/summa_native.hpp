@@ -20,7 +20,8 @@ std::int64_t summa_native_recv_elems(const layout::Layout& a, const layout::Layo
 /// one rank: a single segment).
 std::vector<layout::Segment> summa_native_segments(const layout::Layout& a, const layout::Layout& b);
 
-/// Collective. For each k segment (a column block of A meeting a row block of B): the A panel
+/// Collective over ctx (the process grid's two communicator splits, then the rings along its row
+/// and column communicators). For each k segment (a column block of A meeting a row block of B): the A panel
 /// goes around its process row and the B panel around its process column in a ring starting at
 /// the owner (the next segment's receives are posted before this segment's GEMM), and every
 /// rank accumulates its local C. Phases "gemm/summa A", "gemm/summa B".

@@ -10,7 +10,6 @@
 #include <cstring>
 #include <exception>
 #include <limits>
-#include <random>
 #include <sstream>
 #include <sys/stat.h>
 
@@ -470,18 +469,7 @@ void write_npy(const Context& ctx, const std::string& path, const dense::DistMat
                  ctx.size());
     TESSEL_CHECK(!path.empty(), InputError, "write_npy: empty output path");
   });
-  // One temporary name for all ranks, from rank 0's pid and a random number.
-  std::int64_t token[2] = {0, 0};
-  if (ctx.rank() == 0) {
-    std::random_device rd;
-    token[0] = static_cast<std::int64_t>(::getpid());
-    token[1] = static_cast<std::int64_t>(rd());
-  }
-  ctx.comm().bcast(token, 2, 0);
-  char suffix[48];
-  std::snprintf(suffix, sizeof suffix, "%lld.%08x", static_cast<long long>(token[0]),
-                static_cast<unsigned>(token[1]));
-  const std::string tmp = path + ".tmp." + suffix;
+  const std::string tmp = comm::temp_file_name(ctx.comm(), path);  // one name for all ranks
 
   const std::string header = make_npy_header(npy_descr<T>(), true, x.rows(), x.cols());
   const comm::MatrixShare share = share_of(lay, ctx.rank(), x.ld(), false);

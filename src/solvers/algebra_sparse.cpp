@@ -5,6 +5,7 @@
 
 #include "tessel/core/error.hpp"
 #include "tessel/solvers/algebra.hpp"
+#include "gershgorin.hpp"
 
 namespace tessel::solvers {
 namespace {
@@ -85,13 +86,7 @@ std::pair<double, double> SparseAlgebra::gershgorin(const Matrix& a) const {
         else rs[static_cast<std::size_t>(i0 + i)] += std::abs(v);
       }
   });
-  ctx_.comm().allreduce(rs.data(), static_cast<int>(2 * n), MPI_SUM);
-  double lo = n > 0 ? INFINITY : 0, hi = n > 0 ? -INFINITY : 0;
-  for (std::int64_t r = 0; r < n; ++r) {
-    lo = std::min(lo, rs[static_cast<std::size_t>(n + r)] - rs[static_cast<std::size_t>(r)]);
-    hi = std::max(hi, rs[static_cast<std::size_t>(n + r)] + rs[static_cast<std::size_t>(r)]);
-  }
-  return {lo, hi};
+  return gershgorin_interval(ctx_.comm(), rs, n);
 }
 
 void SparseAlgebra::matvec(const Matrix& a, const std::vector<double>& x, std::vector<double>& y) const {

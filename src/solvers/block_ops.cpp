@@ -1,5 +1,6 @@
 #include "block_ops.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "small_lapack.hpp"
@@ -87,6 +88,17 @@ std::vector<double> syev(std::vector<double>& a, int k) {
   dsyev_("V", "U", &k, a.data(), &k, w.data(), work.data(), &lwork, &info);
   TESSEL_CHECK(info == 0, Error, "eigensolver: dsyev failed (info ", info, ")");
   return w;
+}
+
+double residual_norms(const Context& ctx, std::vector<double>& r2, std::vector<double>& norms) {
+  ctx.comm().allreduce(r2.data(), static_cast<int>(r2.size()), MPI_SUM);
+  double worst = 0;
+  norms.assign(r2.size(), 0.0);
+  for (std::size_t j = 0; j < r2.size(); ++j) {
+    norms[j] = std::sqrt(r2[j]);
+    worst = std::max(worst, norms[j]);
+  }
+  return worst;
 }
 
 }  // namespace tessel::solvers::block

@@ -20,6 +20,10 @@ void right_multiply(std::vector<double>& x, const std::vector<double>& m, int n,
 void multiply(const std::vector<double>& s, const std::vector<double>& c, int n, int m, int k, std::vector<double>& out);
 /// Collective: Cholesky QR twice with unit-column scaling (a tiny shift if S is singular).
 void orthonormalize(const Context& ctx, std::vector<double>& x, int n, int k);
+/// Collective over ctx (one allreduce): r2[j] holds this rank's part of the squared residual
+/// norm of state j (j < r2.size()); sums them over ranks, sets norms[j] to their square roots
+/// and returns the largest.
+double residual_norms(const Context& ctx, std::vector<double>& r2, std::vector<double>& norms);
 /// Not collective: eigenvalues (ascending) of the symmetrised k x k matrix a; a <- eigenvectors.
 std::vector<double> syev(std::vector<double>& a, int k);
 

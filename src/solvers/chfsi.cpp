@@ -3,6 +3,7 @@
 // allreduce per Gram matrix, one per residual check; every dense step is a local BLAS/LAPACK
 // call on this rank's rows or on the small k x k problem (identical on every rank).
 #include "tessel/solvers/chfsi.hpp"
+#include "tessel/core/timer.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -120,7 +121,7 @@ EigenResult chfsi(Context& ctx, stencil::Hamiltonian& h, std::int64_t mesh_point
   rayleigh_ritz(x);
 
   for (int it = 1; it <= opt.max_iter; ++it) {
-    const double t0 = MPI_Wtime();
+    const Stopwatch t0;
     // Filter: damp [a, b], a = the block's largest Ritz value, scaled at a0 = the lowest.
     const double a = theta.back(), b = bd.upper;
     if (a < b) {
@@ -152,15 +153,9 @@ EigenResult chfsi(Context& ctx, stencil::Hamiltonian& h, std::int64_t mesh_point
         const double rr = hx[p] - theta[static_cast<std::size_t>(j)] * x[p];
         r2[static_cast<std::size_t>(j)] += rr * rr;
       }
-    ctx.comm().allreduce(r2.data(), opt.states, MPI_SUM);
-    double worst = 0;
-    res.residuals.assign(static_cast<std::size_t>(opt.states), 0.0);
-    for (int j = 0; j < opt.states; ++j) {
-      res.residuals[static_cast<std::size_t>(j)] = std::sqrt(r2[static_cast<std::size_t>(j)]);
-      worst = std::max(worst, res.residuals[static_cast<std::size_t>(j)]);
-    }
+    const double worst = block::residual_norms(ctx, r2, res.residuals);
     res.iterations = it;
-    if (opt.on_step) opt.on_step(EigenStep{it, worst, MPI_Wtime() - t0});
+    if (opt.on_step) opt.on_step(EigenStep{it, worst, t0.seconds()});
     if (worst <= opt.tol) {
       res.converged = true;
       break;

@@ -5,11 +5,11 @@
 //   trs4 | canonical | trs2 | mcweeny: purify_generic(Ht), mu from the step polynomials
 //   -> P = Z Pt Z -> tr(PS), 2 tr(PH), occupation check -> W = P H P (option).
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 
 #include "tessel/core/error.hpp"
 #include "tessel/solvers/density.hpp"
+#include "tessel/core/timer.hpp"
 
 namespace tessel::solvers {
 
@@ -333,8 +333,7 @@ DensityResult<M> density(Algebra<M>& alg, const M& H, const M& S, std::int64_t e
       out.idempotency = alg.norm(d) / (np > 0 ? np : 1.0);
     }
     for (int k = 0; k < out.final_steps; ++k) {
-      using Clock = std::chrono::steady_clock;
-      const auto t = Clock::now();
+      const Stopwatch t;
       if (k > 0) {
         ps = alg.product(out.P, S);
         psp = alg.product(ps, out.P);
@@ -350,7 +349,7 @@ DensityResult<M> density(Algebra<M>& alg, const M& H, const M& S, std::int64_t e
         s.residual = out.idempotency;
         s.occupation = 2 * alg.dot(out.P, S);
         s.blocks = alg.blocks(out.P);
-        s.seconds = std::chrono::duration<double>(Clock::now() - t).count();
+        s.seconds = t.seconds();
         opt.on_step(s);
       }
     }

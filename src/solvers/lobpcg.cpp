@@ -6,6 +6,7 @@
 
 #include "block_ops.hpp"
 #include "tessel/solvers/chfsi.hpp"
+#include "tessel/core/timer.hpp"
 
 namespace tessel::solvers {
 
@@ -38,7 +39,7 @@ EigenResult lobpcg(Context& ctx, stencil::Hamiltonian& h, std::int64_t mesh_poin
   right_multiply(hx, g, n, k, tmp);
 
   for (int it = 1; it <= opt.max_iter; ++it) {
-    const double t0 = MPI_Wtime();
+    const Stopwatch t0;
     // Residuals R = HX - X Theta; the wanted ones decide convergence.
     std::vector<double> w(x.size());
     for (int i = 0; i < n; ++i)
@@ -52,17 +53,11 @@ EigenResult lobpcg(Context& ctx, stencil::Hamiltonian& h, std::int64_t mesh_poin
         const double v = w[static_cast<std::size_t>(i) * K + static_cast<std::size_t>(j)];
         r2[static_cast<std::size_t>(j)] += v * v;
       }
-    ctx.comm().allreduce(r2.data(), opt.states, MPI_SUM);
-    double worst = 0;
-    res.residuals.assign(static_cast<std::size_t>(opt.states), 0.0);
-    for (int j = 0; j < opt.states; ++j) {
-      res.residuals[static_cast<std::size_t>(j)] = std::sqrt(r2[static_cast<std::size_t>(j)]);
-      worst = std::max(worst, res.residuals[static_cast<std::size_t>(j)]);
-    }
+    const double worst = block::residual_norms(ctx, r2, res.residuals);
     res.iterations = it;
     if (worst <= opt.tol) {
       res.converged = true;
-      if (opt.on_step) opt.on_step(EigenStep{it, worst, MPI_Wtime() - t0});
+      if (opt.on_step) opt.on_step(EigenStep{it, worst, t0.seconds()});
       break;
     }
     // W orthogonal to X.
@@ -92,7 +87,7 @@ EigenResult lobpcg(Context& ctx, stencil::Hamiltonian& h, std::int64_t mesh_poin
       for (int i = 0; i < k; ++i) ck[static_cast<std::size_t>(j) * M + static_cast<std::size_t>(i)] = 0.0;  // drop the X rows
     multiply(s, ck, n, mm, k, p);
     theta.assign(all.begin(), all.begin() + k);
-    if (opt.on_step) opt.on_step(EigenStep{it, worst, MPI_Wtime() - t0});
+    if (opt.on_step) opt.on_step(EigenStep{it, worst, t0.seconds()});
   }
   res.values.assign(theta.begin(), theta.begin() + opt.states);
   res.vectors.resize(static_cast<std::size_t>(n) * static_cast<std::size_t>(opt.states));

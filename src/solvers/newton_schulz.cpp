@@ -2,18 +2,17 @@
 // Lanczos bounds of S; written once over Algebra<M>. The stopping rule and the failure
 // messages are shared by the three iterations (Monitor).
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <limits>
 #include <string>
 
 #include "tessel/core/error.hpp"
 #include "tessel/solvers/density.hpp"
+#include "tessel/core/timer.hpp"
 
 namespace tessel::solvers {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 
 void check_inverse_options(const Context& ctx, const InverseOptions& opt) {
   ctx.agree([&] {
@@ -91,16 +90,16 @@ double identity_residual(Algebra<M>& alg, const M& t) {  // ||I - T||_F / sqrt(n
 
 template <class M>
 void report(Algebra<M>& alg, const InverseOptions& opt, const char* stage, int k, double r,
-            const M& x, Clock::time_point& t) {
+            const M& x, Stopwatch& t) {
   if (!opt.on_step) return;
   IterationInfo s;
   s.stage = stage;
   s.iteration = k;
   s.residual = r;
   s.blocks = alg.blocks(x);
-  s.seconds = std::chrono::duration<double>(Clock::now() - t).count();
+  s.seconds = t.seconds();
   opt.on_step(s);
-  t = Clock::now();
+  t.restart();
 }
 
 }  // namespace
@@ -119,7 +118,7 @@ InverseResult<M> inverse_sqrt(Algebra<M>& alg, const M& S, const InverseOptions&
   alg.scale(y, 1 / s);
   M z = alg.identity(S);
   Monitor mon{"inverse sqrt", opt.tol, alg.filter_eps(), opt.max_iter, lo, hi, s, {}};
-  auto t = Clock::now();
+  Stopwatch t;
   int k = 0;
   double r = 0;
   for (;; ++k) {
@@ -166,7 +165,7 @@ InverseResult<M> inverse_hotelling(Algebra<M>& alg, const M& S, const InverseOpt
   const double a = 2 / (1.02 * (lo + hi));  // eigenvalues of S X0 in (0, 2)
   M x = alg.identity(S, a);
   Monitor mon{"hotelling", opt.tol, alg.filter_eps(), opt.max_iter, lo, hi, 1 / a, {}};
-  auto t = Clock::now();
+  Stopwatch t;
   int k = 0;
   double r = 0;
   for (;; ++k) {

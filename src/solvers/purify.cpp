@@ -4,7 +4,6 @@
 #include "tessel/solvers/purify.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -13,6 +12,7 @@
 #include "purify_steps.hpp"
 #include "ssc_algebra.hpp"
 #include "tessel/solvers/density.hpp"
+#include "tessel/core/timer.hpp"
 
 namespace tessel::solvers {
 namespace {
@@ -42,8 +42,6 @@ PurifyMethod parse_purify_method(const std::string& s, const std::string& what) 
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // The active ranks' part: purify_generic (the purification code shared with the dense and
 // block-sparse algebras, purify_generic.cpp) on the SymmSquareCube algebra of plane 0
@@ -171,7 +169,7 @@ PurifyResult purify(Context& ctx, const dense::DistMatrix<double>& F, std::int64
                    r.best.cols(), " (expected ", n, " x ", n, " over ", ctx.size(), " ranks, as F)");
     }
   });
-  const auto t0 = Clock::now();
+  const Stopwatch t0;
   dense::SymmSquareCube ssc(ctx, n, opt.ssc);
   layout::RedistOptions moves;  // node-shared moves to/from the active ranks (SscOptions)
   moves.node_shared = opt.ssc.shm_moves && ssc.mesh().inactive_ranks() > 0;
@@ -222,7 +220,7 @@ PurifyResult purify(Context& ctx, const dense::DistMatrix<double>& F, std::int64
     st.ssc_seconds = ctx.comm().allreduce_value(st.ssc_seconds, MPI_MAX);
   }
   PurifyResult out;
-  out.seconds = since(t0);
+  out.seconds = t0.seconds();
   {
     PhaseScope ph(ctx.ledger(), "purify/redistribute out");
     out.D = dense::redistribute(ctx, d, F.layout(), moves);

@@ -2,7 +2,6 @@
 // coefficient steps of purify_steps.cpp, the powers X^2, X^3, X^4 by alg.product (filtered),
 // the stopping rules of the dense driver (purify.cpp), and mu recovered afterwards from the
 // composed step polynomials: the energy e whose starting value a e + b the steps map to 1/2.
-#include <chrono>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -11,6 +10,7 @@
 #include "ssc_algebra.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/solvers/density.hpp"
+#include "tessel/core/timer.hpp"
 
 namespace tessel::solvers {
 namespace {
@@ -30,7 +30,6 @@ PurifyGenericResult<M> purify_generic(Algebra<M>& alg, const M& Ht, std::int64_t
                                       PurifyMethod method, std::optional<double> mu, double tol,
                                       int max_iter, const ProgressFn& on_step, int stall_window,
                                       const PurifyCheckpointing<M>& ck) {
-  using Clock = std::chrono::steady_clock;
   const std::int64_t n = alg.n(Ht);
   PurifyOptions popt;
   popt.method = method;
@@ -115,7 +114,7 @@ PurifyGenericResult<M> purify_generic(Algebra<M>& alg, const M& Ht, std::int64_t
   };
   bool stopped = false;
   double err = 0, t1 = 0, en = 0;
-  auto t = Clock::now();
+  Stopwatch t;
   for (;; ++it) {
     M x2, x3, x4;
     alg.powers(x, power, x2, x3, x4);
@@ -139,9 +138,9 @@ PurifyGenericResult<M> purify_generic(Algebra<M>& alg, const M& Ht, std::int64_t
       s.occupation = 2 * t1;
       s.band_energy = en;
       s.blocks = alg.blocks(x);
-      s.seconds = std::chrono::duration<double>(Clock::now() - t).count();
+      s.seconds = t.seconds();
       on_step(s);
-      t = Clock::now();
+      t.restart();
     }
     if (!std::isfinite(err))
       throw Error(detail::concat("purify: ", to_string(method), ": ||D - D^2||_F is not finite at step ", it));

@@ -2,7 +2,6 @@
 // of newton_schulz.cpp (the solver shared with the block-sparse path, on the dense algebra),
 // F' = Z F Z purified in the orthogonal basis, D = Z D' Z.
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -12,11 +11,11 @@
 #include "purify_steps.hpp"
 #include "tessel/solvers/density.hpp"
 #include "tessel/solvers/purify.hpp"
+#include "tessel/core/timer.hpp"
 
 namespace tessel::solvers {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using Matrix = dense::DistMatrix<double>;
 
 // Collective. X^T in X's layout (the shared algebra's transpose).
@@ -89,7 +88,7 @@ PurifyResult purify(Context& ctx, const dense::DistMatrix<double>& F,
                  " (expected >= 1)");
     steps::check_options(opt, F.rows(), nocc);
   });
-  auto t0 = Clock::now();
+  Stopwatch t0;
   Matrix fp;
   int ns = 0;
   Matrix z;
@@ -107,14 +106,14 @@ PurifyResult purify(Context& ctx, const dense::DistMatrix<double>& F,
     fp = product(ctx, product(ctx, z, F), z);
     symmetrize(ctx, fp);
   }
-  double ns_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  double ns_seconds = t0.seconds();
   PurifyResult out = purify(ctx, fp, nocc, opt);
-  t0 = Clock::now();
+  t0.restart();
   {
     PhaseScope ph(ctx.ledger(), "purify/basis change");
     out.D = product(ctx, product(ctx, z, out.D), z);
   }
-  out.ns_seconds = ns_seconds + std::chrono::duration<double>(Clock::now() - t0).count();
+  out.ns_seconds = ns_seconds + t0.seconds();
   out.ns_iterations = ns;
   return out;
 }

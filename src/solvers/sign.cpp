@@ -3,17 +3,16 @@
 //                    order 3: X <- X (15I - 10X^2 + 3X^4) / 8 (3 products per step)
 //   stop: ||I - X^2||_F < tol ||X^2||_F, or the residual stops falling once small (the
 //   filtering floor), or it grows / is not finite (error).
-#include <chrono>
 #include <cmath>
 
 #include "tessel/core/error.hpp"
 #include "tessel/solvers/density.hpp"
+#include "tessel/core/timer.hpp"
 
 namespace tessel::solvers {
 
 template <class M>
 SignResult<M> sign(Algebra<M>& alg, const M& A, double bound, const SignOptions& opt) {
-  using Clock = std::chrono::steady_clock;
   alg.ctx().agree([&] {
     TESSEL_CHECK(opt.order == 2 || opt.order == 3, InputError, "sign: order = ", opt.order,
                  " (expected 2 or 3)");
@@ -30,7 +29,7 @@ SignResult<M> sign(Algebra<M>& alg, const M& A, double bound, const SignOptions&
   alg.filter(x);
   SignResult<M> out;
   double prev = INFINITY;
-  auto t = Clock::now();
+  Stopwatch t;
   int k = 0;
   for (;; ++k) {
     M x2 = alg.product(x, x);
@@ -45,9 +44,9 @@ SignResult<M> sign(Algebra<M>& alg, const M& A, double bound, const SignOptions&
       s.residual = res;
       s.mu = opt.mu;
       s.blocks = alg.blocks(x);
-      s.seconds = std::chrono::duration<double>(Clock::now() - t).count();
+      s.seconds = t.seconds();
       opt.on_step(s);
-      t = Clock::now();
+      t.restart();
     }
     out.residual = res;
     if (res < opt.tol) break;

@@ -4,7 +4,6 @@
 // loops plus allreduces over the active ranks (mesh().global()). Called on the active ranks
 // only: the inactive ranks wait in SymmSquareCube::release(). It offers what purify_generic
 // uses, so purify() runs the same purification code as the dense and block-sparse algebras.
-#include <chrono>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -13,6 +12,7 @@
 
 #include "tessel/dense/symm_square_cube.hpp"
 #include "tessel/solvers/algebra.hpp"
+#include "tessel/core/timer.hpp"
 
 namespace tessel::solvers {
 
@@ -40,7 +40,7 @@ class Algebra<SscMatrix> {
   }
   /// X^2 .. X^k of a symmetric X by SymmSquareCube (k = 2: D^2 only; 3: D^2, D^3; 4: then (D^2)^2).
   void powers(const Matrix& x, int k, Matrix& x2, Matrix& x3, Matrix& x4) {
-    const auto t0 = std::chrono::steady_clock::now();
+    const ScopedSeconds timed(&ssc_seconds_);
     x2 = Matrix{dense::DistMatrix<double>(ctx_, ssc_.plane0())};
     if (k == 2) {
       ssc_.run_square_active(x.m.data(), x2.m.data());
@@ -53,7 +53,6 @@ class Algebra<SscMatrix> {
       }
     }
     stats_.multiplications += k - 1;
-    ssc_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   void add(Matrix& a, double alpha, const Matrix& b, double beta) const {
     double* x = a.m.data();

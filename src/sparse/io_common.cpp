@@ -8,7 +8,6 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
-#include <random>
 
 #include "tessel/comm/packed_exchange.hpp"
 #include "tessel/core/error.hpp"
@@ -194,19 +193,6 @@ std::string read_line_range(int fd, const std::string& path, std::int64_t file_s
   return buf;
 }
 
-std::string temp_name(const Context& ctx, const std::string& path) {
-  std::int64_t token[2] = {0, 0};
-  if (ctx.rank() == 0) {
-    std::random_device rd;
-    token[0] = static_cast<std::int64_t>(::getpid());
-    token[1] = static_cast<std::int64_t>(rd());
-  }
-  ctx.comm().bcast(token, 2, 0);
-  char suffix[48];
-  std::snprintf(suffix, sizeof suffix, "%lld.%08x", static_cast<long long>(token[0]),
-                static_cast<unsigned>(token[1]));
-  return path + ".tmp." + suffix;
-}
 
 void commit_file(const Context& ctx, const std::string& tmp, const std::string& path,
                  const std::string& failed) {

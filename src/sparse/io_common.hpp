@@ -86,8 +86,6 @@ std::string read_line_range(int fd, const std::string& path, std::int64_t file_s
                             std::int64_t begin, std::int64_t end, std::int64_t& base,
                             std::size_t& first);
 
-/// Collective. A temporary name beside `path`, the same on every rank.
-std::string temp_name(const Context& ctx, const std::string& path);
 /// Collective. After every rank wrote its part of `tmp` (ok or the error it met in `failed`),
 /// renames tmp to path on rank 0 when all succeeded; otherwise removes tmp and throws
 /// InputError "cannot write <path>: ..." on every rank.

@@ -69,7 +69,7 @@ void write_parts(const Context& ctx, const std::string& path, const std::string&
   ctx.comm().allgather(&mine, 1, sizes.data());
   std::int64_t offset = static_cast<std::int64_t>(header.size());
   for (int q = 0; q < ctx.rank(); ++q) offset += sizes[static_cast<std::size_t>(q)];
-  const std::string tmp = temp_name(ctx, path);
+  const std::string tmp = comm::temp_file_name(ctx.comm(), path);
   std::string failed;
   try {
     comm::File f = comm::File::create_new(ctx.comm(), tmp);

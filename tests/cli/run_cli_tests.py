@@ -703,6 +703,18 @@ def positive_cases(runner, tally, nranks, work):
         problems.append("a 'ran:' line although --explain must not multiply")
     if sum(1 for _, t in run.out_lines if "multiply plan:" in t) != 1:
         problems.append("the plan is not printed exactly once")
+    for what in ("A -> plan layout", "B -> plan layout", "plan layout -> C"):
+        if f"redistribution {what}" not in text:
+            problems.append(f"no redistribution plan for {what}")
+    # each printed rank's plan: the elements it sends are the sum of its per-peer counts
+    for t in (t for _, t in run.out_lines if t.strip().startswith("rank ") and "keeps" in t):
+        m_send = re.search(r"sends (\d+) messages, (\d+) elements(?: \(([^)]*)\))?", t)
+        if not m_send:
+            problems.append(f"unreadable redistribution line: {t}")
+            continue
+        peers = [int(x.split(":")[1]) for x in m_send.group(3).split(",")] if m_send.group(3) else []
+        if len(peers) != int(m_send.group(1)) or sum(peers) != int(m_send.group(2)):
+            problems.append(f"redistribution line disagrees with itself: {t}")
     tally.report(f"{tag} gemm --explain prints the plan and does not run", problems, run)
 
     # tessel info.

@@ -2,8 +2,10 @@
 // combination, alpha/beta cases, double and complex, both algorithms.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <random>
 
 #include "tessel/dense/gemm_cost.hpp"
 #include "tessel/dense/multiply.hpp"
@@ -132,6 +134,72 @@ TEST(Multiply, PlanLayoutVolumeMatchesFormula) {
     EXPECT_LE(maxb, 1.05 * pl.bound_words() * 8);
     // and never below what the busiest rank must receive
     EXPECT_GE(maxb, pl.recv_bound_words() * 8 * (1 - 1e-12));
+  }
+}
+
+// 2D SUMMA on the caller's layouts when the grid is in any rank order (a shuffled placement,
+// as layout::ProcessGrid2D takes it) and leaves a rank out (p > 2: q = p - 1 ranks): the
+// result matches serial BLAS, nothing is redistributed, and each rank receives exactly the A
+// elements of its process row and the B elements of its process column that other ranks
+// hold, counted element by element from the owner maps (the left-out rank: nothing).
+TEST(Multiply, SummaOnCallersLayoutAnyPlacement) {
+  Context ctx(MPI_COMM_WORLD);
+  const int p = ctx.size(), q = p > 2 ? p - 1 : p;
+  int pr = 1;
+  for (int d = 1; d * d <= q; ++d)
+    if (q % d == 0) pr = d;
+  const int pc = q / pr;
+  std::mt19937 rng(17);  // same on all ranks
+  std::vector<int> ranks(static_cast<std::size_t>(p));
+  for (int i = 0; i < p; ++i) ranks[static_cast<std::size_t>(i)] = i;
+  std::shuffle(ranks.begin(), ranks.end(), rng);
+  ranks.resize(static_cast<std::size_t>(q));
+  for (Case cs : {Case{41, 29, 35}, Case{3, 70, 9}}) {
+    auto la = layout::Layout::block_cyclic(cs.m, cs.k, 4, 5, pr, pc, pr - 1, 0, p, ranks);
+    auto lb = layout::Layout::block_cyclic(cs.k, cs.n, 5, 3, pr, pc, pr - 1, 0, p, ranks);
+    auto lc = layout::Layout::block_cyclic(cs.m, cs.n, 4, 3, pr, pc, pr - 1, 0, p, ranks);
+    std::vector<double> fa(cs.m * cs.k), fb(cs.k * cs.n), fc(cs.m * cs.n);
+    for (auto& x : fa) x = tessel::testing::random_value<double>(rng);
+    for (auto& x : fb) x = tessel::testing::random_value<double>(rng);
+    for (auto& x : fc) x = tessel::testing::random_value<double>(rng);
+    auto A = scatter(ctx, fa.data(), la);
+    auto B = scatter(ctx, fb.data(), lb);
+    auto C = scatter(ctx, fc.data(), lc);
+    MultiplyOptions opt;
+    opt.algorithm = Algorithm::Summa2D;
+    ctx.ledger().reset();
+    auto rep = multiply(ctx, 1.5, Op::N, A, Op::N, B, 0.5, C, opt);
+    const auto measured = ctx.ledger().total("gemm");  // before the owner maps' allreduces
+    EXPECT_EQ(rep.executed.rfind("summa2d on", 0), 0u) << rep.executed;
+    EXPECT_EQ(ctx.ledger().total("gemm/redistribute").p2p_recv_bytes, 0);
+    const auto oa = tessel::testing::owner_map(ctx, la), ob = tessel::testing::owner_map(ctx, lb),
+               oc = tessel::testing::owner_map(ctx, lc);
+    // My process row and column from the placement; C's rows and columns there by ScaLAPACK's
+    // INDXG2P (block 4 x 3, first process row pr - 1, first column 0). A rank whose process
+    // row holds no rows of C still gets the B panels of its column (and vice versa).
+    const auto at = std::find(ranks.begin(), ranks.end(), ctx.rank()) - ranks.begin();
+    const bool in = at < q;
+    std::vector<char> my_row(static_cast<std::size_t>(cs.m), 0), my_col(static_cast<std::size_t>(cs.n), 0);
+    for (std::int64_t i = 0; i < cs.m; ++i) my_row[i] = in && (i / 4 + pr - 1) % pr == at / pc;
+    for (std::int64_t j = 0; j < cs.n; ++j) my_col[j] = in && (j / 3) % pc == at % pc;
+    for (std::int64_t j = 0; j < cs.n; ++j)  // the owner map agrees with it
+      for (std::int64_t i = 0; i < cs.m; ++i)
+        EXPECT_EQ(oc[static_cast<std::size_t>(j * cs.m + i)] == ctx.rank(), my_row[i] && my_col[j]);
+    std::int64_t words = 0;
+    for (std::int64_t k = 0; k < cs.k; ++k) {
+      for (std::int64_t i = 0; i < cs.m; ++i)
+        if (my_row[i] && oa[static_cast<std::size_t>(k * cs.m + i)] != ctx.rank()) ++words;
+      for (std::int64_t j = 0; j < cs.n; ++j)
+        if (my_col[j] && ob[static_cast<std::size_t>(j * cs.k + k)] != ctx.rank()) ++words;
+    }
+    EXPECT_EQ(measured.p2p_recv_bytes, words * 8);
+    auto got = gather(ctx, C);
+    if (ctx.rank() == 0) {
+      std::vector<double> ref = fc;
+      tessel::testing::ref_gemm('N', 'N', cs.m, cs.n, cs.k, 1.5, fa.data(), cs.m, fb.data(), cs.k, 0.5,
+                                ref.data(), cs.m);
+      EXPECT_LE(frob_diff(got, ref), 1e-12 * std::max(1.0, frob(ref)));
+    }
   }
 }
 

@@ -10,6 +10,7 @@
 
 #include "tessel/comm/shared_window.hpp"
 #include "tessel/dense/dist_matrix.hpp"
+#include "tessel/layout/grid2d.hpp"
 #include "tessel/layout/redistribute.hpp"
 #include "test_util.hpp"
 
@@ -158,6 +159,58 @@ TEST(Redistribute, NodeSharedBitIdenticalOnRandomLayouts) {
   }
 }
 
+// The MPI_Alltoallv executor of the same plan: bit-identical to the point-to-point one and
+// to the element values; the ledger shows one collective call whose payload is the element
+// count of the moves (counted element by element from the two layouts' owners, not by the
+// library's plan) and no point-to-point traffic. Both together is an InputError on every rank.
+TEST(Redistribute, AlltoallvExecutorMovesThePlanInOneCollective) {
+  Context ctx(MPI_COMM_WORLD);
+  std::mt19937 rng(911);  // same on all ranks
+  const int p = ctx.size();
+  for (int trial = 0; trial < 8; ++trial) {
+    std::int64_t m = 1 + rng() % 41, n = 1 + rng() % 33;
+    auto l1 = random_layout(rng, m, n, p);
+    auto l2 = random_layout(rng, m, n, p);
+    dense::DistMatrix<std::complex<double>> a(ctx, l1), plain(ctx, l2), coll(ctx, l2);
+    a.for_each_local([&](std::int64_t i, std::int64_t j, std::complex<double>& v) {
+      v = value_at<std::complex<double>>(i, j, trial);
+    });
+    ctx.ledger().reset();
+    {
+      PhaseScope ph(ctx.ledger(), "p2p");
+      layout::redistribute(ctx.comm(), l1, a.data(), a.ld(), l2, plain.data(), plain.ld());
+    }
+    const auto agree = ctx.ledger().total();  // the p2p call's collectives: its agreed checks
+    layout::RedistOptions opt;
+    opt.alltoallv = true;
+    ctx.ledger().reset();
+    {
+      PhaseScope ph(ctx.ledger(), "a2av");
+      layout::redistribute(ctx.comm(), l1, a.data(), a.ld(), l2, coll.data(), coll.ld(), opt);
+    }
+    const auto t = ctx.ledger().total();
+    const std::size_t bytes = static_cast<std::size_t>(l2.local_rows(ctx.rank()) * l2.local_cols(ctx.rank())) *
+                              sizeof(std::complex<double>);
+    if (bytes > 0) EXPECT_EQ(std::memcmp(plain.data(), coll.data(), bytes), 0) << "trial " << trial;
+    int bad = 0;
+    coll.for_each_local([&](std::int64_t i, std::int64_t j, std::complex<double>& v) {
+      if (v != value_at<std::complex<double>>(i, j, trial)) ++bad;
+    });
+    EXPECT_EQ(bad, 0) << "trial " << trial;
+    const auto v = tessel::testing::brute_volume(tessel::testing::owner_map(ctx, l1),
+                                                 tessel::testing::owner_map(ctx, l2), ctx.rank(), p);
+    EXPECT_EQ(t.p2p_sent_bytes + t.p2p_recv_bytes + t.shm_bytes, 0) << "trial " << trial;
+    // the same agreed checks as the p2p call, and the alltoallv
+    EXPECT_EQ(t.coll_calls, agree.coll_calls + 1) << "trial " << trial;
+    EXPECT_EQ(t.coll_bytes - agree.coll_bytes, (v.send_elems + v.recv_elems) * 16) << "trial " << trial;
+  }
+  layout::RedistOptions both;
+  both.alltoallv = both.node_shared = true;
+  const auto l = layout::Layout::on_rank(3, 3, 0, p);
+  std::vector<double> x(9, 1.0), y(9, 0.0);
+  EXPECT_THROW(layout::redistribute(ctx.comm(), l, x.data(), 3, l, y.data(), 3, both), InputError);
+}
+
 TEST(Redistribute, NodeSharedOneNodeMovesNoP2pBytes) {
   // Every rank of this test run is on one machine: with the real node, every pair shares
   // memory, so the ledger shows no point-to-point bytes and shm bytes equal the plain volume.
@@ -261,4 +314,53 @@ TEST(Redistribute, NodeSizeIsAContextOptionWithPrecedence) {
   ContextOptions negative;
   negative.node_size = -1;
   EXPECT_THROW(Context c(MPI_COMM_WORLD, negative), InputError);
+}
+
+// layout::ProcessGrid2D with a placement (any rank order, ranks left out): each rank's row and
+// column communicators hold exactly the world ranks the placement puts in its process row and
+// column, ranked by process column and row (checked by allgathering world ranks over them).
+TEST(ProcessGrid2D, PlacementGivesRowAndColumnCommunicators) {
+  Context ctx(MPI_COMM_WORLD);
+  const int p = ctx.size();
+  std::mt19937 rng(3);  // same on all ranks
+  for (int trial = 0; trial < 4; ++trial) {
+    const int q = trial % 2 == 0 || p == 1 ? p : p - 1;
+    int pr = 1;
+    for (int d = 1; d * d <= q; ++d)
+      if (q % d == 0) pr = d;
+    if (trial % 2 == 1) pr = q / pr;
+    const std::pair<int, int> g{pr, q / pr};
+    std::vector<int> placement(static_cast<std::size_t>(p));
+    for (int i = 0; i < p; ++i) placement[static_cast<std::size_t>(i)] = i;
+    if (trial > 0) std::shuffle(placement.begin(), placement.end(), rng);
+    placement.resize(static_cast<std::size_t>(q));
+    const layout::ProcessGrid2D grid(ctx.comm(), g.first, g.second, placement);
+    int at = -1;
+    for (int k = 0; k < q; ++k)
+      if (placement[static_cast<std::size_t>(k)] == ctx.rank()) at = k;
+    ASSERT_EQ(grid.in_grid(), at >= 0) << "trial " << trial;
+    for (int i = 0; i < g.first; ++i)
+      for (int j = 0; j < g.second; ++j)
+        EXPECT_EQ(grid.rank_of(i, j), placement[static_cast<std::size_t>(i * g.second + j)]);
+    if (at < 0) {
+      EXPECT_EQ(grid.prow(), -1);
+      continue;
+    }
+    EXPECT_EQ(grid.prow(), at / g.second);
+    EXPECT_EQ(grid.pcol(), at % g.second);
+    std::vector<int> row(static_cast<std::size_t>(grid.row().size())), col(static_cast<std::size_t>(grid.col().size()));
+    const int me = ctx.rank();
+    grid.row().allgather(&me, 1, row.data());
+    grid.col().allgather(&me, 1, col.data());
+    ASSERT_EQ(static_cast<int>(row.size()), g.second);
+    ASSERT_EQ(static_cast<int>(col.size()), g.first);
+    for (int j = 0; j < g.second; ++j)
+      EXPECT_EQ(row[static_cast<std::size_t>(j)], placement[static_cast<std::size_t>(grid.prow() * g.second + j)]);
+    for (int i = 0; i < g.first; ++i)
+      EXPECT_EQ(col[static_cast<std::size_t>(i)], placement[static_cast<std::size_t>(i * g.second + grid.pcol())]);
+  }
+  // Bad placements: GridError on every rank, before any communication.
+  EXPECT_THROW(layout::ProcessGrid2D(ctx.comm(), 1, p, std::vector<int>(static_cast<std::size_t>(p + 1), 0)), GridError);
+  EXPECT_THROW(layout::ProcessGrid2D(ctx.comm(), 1, 1, std::vector<int>{p}), GridError);
+  if (p > 1) EXPECT_THROW(layout::ProcessGrid2D(ctx.comm(), 1, 2, std::vector<int>{0, 0}), GridError);
 }

@@ -2,7 +2,8 @@
 /// @file exchange.hpp
 /// One exchange plan and its executors. ExchangePlan is pure data — this rank's per-peer
 /// counts and offsets of items to send and to receive — computed without MPI (the stencil's
-/// halo plan builds one; dense and sparse redistributions can build the same type). An
+/// halo plan, the dense redistribution's plan layout::RedistPlan and the packed exchange of
+/// the block-sparse code build one). An
 /// Exchanger executes it over a communicator for a batch of `width` values per item, with one
 /// message per peer whatever the width, by one of five strategies behind one interface:
 ///   alltoallv   blocking for the caller (no overlap): MPI_Alltoallv semantics over all ranks
@@ -80,6 +81,27 @@ void post_plan_sends(const Comm& c, const ExchangePlan& plan, const T* send, T* 
   std::copy(send + plan.self_send * width, send + (plan.self_send + plan.self_count) * width,
             recv + plan.self_recv * width);
 }
+
+/// The MPI int counts and displacements of a plan for MPI_(I)alltoallv over `comm_size` ranks
+/// (size comm_size, zero for every rank that is not a peer; the self piece is not part of
+/// them), each scaled by `width`. Pure. Throws Error naming the value when one exceeds INT_MAX.
+struct AlltoallvCounts {
+  std::vector<int> send_counts, send_displs, recv_counts, recv_displs;
+  static AlltoallvCounts of(const ExchangePlan& plan, int comm_size, std::int64_t width = 1);
+};
+
+/// Collective over `c` (every rank calls it). Posts one MPI_Ialltoallv of the peers' pieces of
+/// `plan` (items of T at the plan's offsets in `send` and `recv`) into `rs`; the self piece is
+/// not moved (the caller copies it). `k` (AlltoallvCounts::of(plan, c.size())) and both
+/// buffers must stay valid until `rs` completes. Recorded as one collective call whose payload
+/// is (sum(send_counts) + sum(recv_counts)) x sizeof(T) bytes, shared/tools/commcount's rule.
+template <class T>
+void post_plan_alltoallv(const Comm& c, const AlltoallvCounts& k, const T* send, T* recv, RequestSet& rs) {
+  post_alltoallv_bytes(c, k, send, recv, mpi_type<T>(), sizeof(T), rs);
+}
+/// The untyped form of post_plan_alltoallv (type `t` of `size` bytes).
+void post_alltoallv_bytes(const Comm& c, const AlltoallvCounts& k, const void* send, void* recv, MPI_Datatype t,
+                          std::size_t size, RequestSet& rs);
 
 enum class ExchangeStrategy { Alltoallv, Ialltoallv, Neighbor, Persistent, P2P };
 /// Pure. "alltoallv", "ialltoallv", "neighbor", "persistent", "p2p"; InputError otherwise.

@@ -18,6 +18,11 @@
 
 namespace tessel::comm {
 
+/// Collective over `c` (one bcast from rank 0). A temporary file name beside `path`, the same
+/// on every rank: path + ".tmp." + rank 0's pid and a random number, so that concurrent jobs
+/// writing the same output do not share a temporary file.
+std::string temp_file_name(const Comm& c, const std::string& path);
+
 /// RAII owner of a committed MPI derived datatype (freed on destruction). Move-only.
 class Datatype {
  public:

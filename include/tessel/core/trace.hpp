@@ -15,13 +15,13 @@
 ///
 /// Zero cost when off: the CommLedger holds a null Tracer pointer, and every hook is one test
 /// of it. Not thread safe (like the ledger).
-#include <chrono>
 #include <cstdint>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "tessel/core/ledger.hpp"
+#include "tessel/core/timer.hpp"
 
 namespace tessel {
 
@@ -31,9 +31,7 @@ class Tracer {
   explicit Tracer(int rank);
 
   /// Microseconds since the start.
-  double now() const {
-    return std::chrono::duration<double, std::micro>(Clock::now() - t0_).count();
-  }
+  double now() const { return clock_.microseconds(); }
   int rank() const { return rank_; }
 
   /// Phase spans (called by CommLedger::push_phase / pop_phase).
@@ -60,7 +58,6 @@ class Tracer {
   std::size_t size() const { return events_.size(); }
 
  private:
-  using Clock = std::chrono::steady_clock;
   struct Event {
     char ph;                 // 'X', 'b', 'e'
     const char* cat;
@@ -74,7 +71,7 @@ class Tracer {
     double ts;
   };
   int rank_;
-  Clock::time_point t0_;
+  Stopwatch clock_;  // started at construction: time 0
   std::uint64_t next_id_ = 0;
   std::vector<Open> phases_;
   std::vector<Event> events_;

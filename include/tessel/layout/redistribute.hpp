@@ -1,11 +1,15 @@
 #pragma once
 /// @file redistribute.hpp
-/// The one any-to-any redistribution between two layouts of the same matrix.
+/// The one any-to-any redistribution between two layouts of the same matrix: a pure plan
+/// (layout/redist_plan.hpp: per peer counts and offsets, a comm::ExchangePlan, and the
+/// blocks to pack) executed by point-to-point messages, MPI_Alltoallv or a node-shared
+/// window. redist_volume() reads the same plan.
 #include <cstdint>
 #include <vector>
 
 #include "tessel/comm/comm.hpp"
 #include "tessel/layout/layout.hpp"
+#include "tessel/layout/redist_plan.hpp"
 
 namespace tessel::layout {
 
@@ -14,7 +18,9 @@ struct RedistVolume {
   std::int64_t send_elems = 0, recv_elems = 0, self_elems = 0;
   int send_msgs = 0, recv_msgs = 0;
 };
-/// Predicts the traffic of redistribute(src -> dst) on `rank`.
+/// Not collective, pure. The traffic of redistribute(src -> dst) on `rank`: the counts of
+/// make_redist_plan(src, dst, rank), the plan redistribute() executes (messages are those of
+/// the p2p executor: one per peer with elements).
 RedistVolume redist_volume(const Layout& src, const Layout& dst, int rank);
 /// Not collective, pure. The elements `rank` receives in redistribute(src -> dst) from each
 /// other rank (index = source rank; the rank's own entry is 0). Sums to
@@ -41,12 +47,20 @@ struct RedistOptions {
   /// 0 = the communicator's (Comm::node_size: the Context's ContextOptions::node_size, else
   /// TESSEL_NODE_SIZE as read when the Context was made), else the real node.
   int node_size = 0;
+  /// true: every pair moves through one MPI_Ialltoallv over the communicator (counts of size
+  /// p, zero for non-peers; waited for by polling), recorded as one collective call with the
+  /// payload of all pairs (shared/tools/commcount's rule) instead of p2p messages. Same bytes
+  /// and bit-identical results; not with node_shared (InputError). The counts must fit MPI's
+  /// int (Error on every rank otherwise, before any message).
+  bool alltoallv = false;
 };
 
 /// Collective over `c` (whose size equals both layouts' comm_size): copies the matrix held
 /// in `src` layout (local column-major storage `a`, leading dimension `lda`) into `dst`
-/// layout (`b`, `ldb`). Point-to-point messages, one per pair of ranks that share data;
-/// the local part is copied without a message. Recorded in c's ledger in the current phase.
+/// layout (`b`, `ldb`), executing make_redist_plan(src, dst, c.rank()). By default
+/// point-to-point messages, one per pair of ranks that share data (opt.alltoallv: one
+/// MPI_Ialltoallv instead); the local part is copied without a message. Recorded in c's
+/// ledger in the current phase.
 /// With opt.node_shared, same-node pairs use a shared-memory window instead (see
 /// RedistOptions): those transfers are no MPI messages and are recorded as shm_bytes /
 /// shm_msgs (one per pair) of the sender, not as p2p; the window's MPI calls are recorded as

@@ -287,6 +287,9 @@ std::int64_t File::size() const {
 }
 
 void File::set_size(std::int64_t bytes) {
+  // Arrival barrier (poll.hpp): MPI_File_set_size is collective (ROMIO: an allreduce of the
+  // sizes and a barrier inside) and busy-polls under MPICH while it waits for the last rank.
+  arrive(comm_);
   int rc = MPI_File_set_size(fh_, static_cast<MPI_Offset>(bytes));
   agree_on(Comm(comm_, ledger_), [&] {
     if (rc != MPI_SUCCESS)

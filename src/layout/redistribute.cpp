@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "tessel/comm/shared_window.hpp"
+#include "tessel/comm/comm_cache.hpp"
 #include "tessel/core/context.hpp"
 #include "tessel/core/error.hpp"
 
@@ -123,51 +123,63 @@ void redistribute(const comm::Comm& c, const Layout& src, const T* a, std::int64
   // Node-shared: the pairs (q, me) on this node move through `win`. Node rank order is the
   // order of c's ranks, so the destination's part holds its incoming segments by source rank
   // of c (the order of the p2p receive buffer). shm[q]: q's node rank when q is a same-node
-  // peer moving through the window, -1 otherwise (point-to-point).
+  // peer moving through the window, -1 otherwise (point-to-point). The node communicator and
+  // the window are c's cached ones (Comm::cache(): a Context's communicator; made once, the
+  // window grown when a part must grow), else made for this call.
   std::vector<int> shm(static_cast<std::size_t>(p), -1);
   std::vector<std::int64_t> shm_to(static_cast<std::size_t>(p), 0);    // my offset in q's part
   std::vector<std::int64_t> shm_from(static_cast<std::size_t>(p), 0);  // q's offset in my part
-  std::unique_ptr<comm::NodeComm> node;  // declared before win: freed after it
-  comm::SharedWindow<T> win;
+  std::unique_ptr<comm::NodeShared> own;  // without a cache: made for this call, freed at its end
+  const comm::NodeComm* node = nullptr;
+  comm::SharedWindow<unsigned char>* win = nullptr;  // null: no same-node pair uses shm
   if (opt.node_shared && p > 1) {
-    node = std::make_unique<comm::NodeComm>(c, redist_node_size(c, opt));
+    comm::NodeShared* ns = nullptr;
+    if (c.cache()) {
+      ns = &c.cache()->node_shared(c, redist_node_size(c, opt));
+    } else {
+      own = std::make_unique<comm::NodeShared>(c, redist_node_size(c, opt));
+      ns = own.get();
+    }
+    node = &ns->node();
     const comm::Comm& nc = node->comm();
     const int nn = nc.size();
     std::vector<int> crank(static_cast<std::size_t>(nn), -1);  // node rank -> rank of c
     for (int q = 0; q < p; ++q)
       if (node->node_rank_of(q) >= 0) crank[static_cast<std::size_t>(node->node_rank_of(q))] = q;
     // counts[u * nn + t]: elements node rank u sends to node rank t (known on every node rank).
+    // The allgather also orders the reuse of a cached window: every node rank has finished
+    // its loads of the previous call before any rank stores into the window for this one.
     std::vector<std::int64_t> mine(static_cast<std::size_t>(nn), 0),
         counts(static_cast<std::size_t>(nn) * static_cast<std::size_t>(nn), 0);
     for (int t = 0; t < nn; ++t)
       if (t != nc.rank()) mine[static_cast<std::size_t>(t)] = scount[static_cast<std::size_t>(crank[t])];
     if (nn > 1) nc.allgather(mine.data(), nn, counts.data());
-    std::int64_t node_total = 0, my_part = 0;
-    for (auto x : counts) node_total += x;
-    for (int u = 0; u < nn; ++u) my_part += counts[static_cast<std::size_t>(u * nn + nc.rank())];
-    if (node_total > 0) {  // the same decision on every node rank
-      bool ok = true;
-      try {
-        win = comm::SharedWindow<T>(nc, my_part);
-      } catch (const MpiError&) {
-        ok = false;  // thrown on every node rank alike: this node falls back to p2p
+    std::int64_t node_total = 0;
+    std::vector<std::int64_t> need(static_cast<std::size_t>(nn), 0);  // bytes of each part
+    for (int u = 0; u < nn; ++u)
+      for (int t = 0; t < nn; ++t) {
+        const std::int64_t x = counts[static_cast<std::size_t>(u * nn + t)];
+        node_total += x;
+        need[static_cast<std::size_t>(t)] += x * static_cast<std::int64_t>(sizeof(T));
       }
-      if (ok) {
-        win.lock_all();
-        for (int t = 0; t < nn; ++t) {
-          std::int64_t off = 0;  // where node rank u's segments start in t's part
-          for (int u = 0; u < nn; ++u) {
-            if (u == t) continue;
-            if (u == nc.rank()) shm_to[static_cast<std::size_t>(crank[t])] = off;
-            if (t == nc.rank()) shm_from[static_cast<std::size_t>(crank[u])] = off;
-            off += counts[static_cast<std::size_t>(u * nn + t)];
-          }
+    if (node_total > 0) win = ns->window(need);  // the same decision on every node rank
+    if (win) {  // null: MPI cannot make a shared window here, this node uses p2p
+      win->lock_all();
+      for (int t = 0; t < nn; ++t) {
+        std::int64_t off = 0;  // where node rank u's segments start in t's part
+        for (int u = 0; u < nn; ++u) {
+          if (u == t) continue;
+          if (u == nc.rank()) shm_to[static_cast<std::size_t>(crank[t])] = off;
+          if (t == nc.rank()) shm_from[static_cast<std::size_t>(crank[u])] = off;
+          off += counts[static_cast<std::size_t>(u * nn + t)];
         }
-        for (int t = 0; t < nn; ++t)
-          if (t != nc.rank()) shm[static_cast<std::size_t>(crank[t])] = t;
       }
+      for (int t = 0; t < nn; ++t)
+        if (t != nc.rank()) shm[static_cast<std::size_t>(crank[t])] = t;
     }
   }
+  // Node rank r's part of the window, as elements of T (each part starts 64-byte aligned).
+  auto part = [&](int r) { return reinterpret_cast<T*>(win->peer_data(r)); };
 
   std::vector<std::int64_t> soff(static_cast<std::size_t>(p) + 1, 0), roff(soff);
   for (int q = 0; q < p; ++q) {
@@ -183,7 +195,7 @@ void redistribute(const comm::Comm& c, const Layout& src, const T* a, std::int64
   // it; rs, abandoned while unwinding, does not wait for them either (comm::RequestSet).
   comm::ExchangeGuard guard(c.raw());
   comm::RequestSet rs;
-  if (!win.is_null()) {
+  if (win) {
     guard.add(node->comm().raw());
     rs.watch(node->comm().raw());
   }
@@ -199,7 +211,7 @@ void redistribute(const comm::Comm& c, const Layout& src, const T* a, std::int64
   std::vector<T*> dest(static_cast<std::size_t>(p), nullptr);
   for (int q = 0; q < p; ++q) {
     if (q == me) continue;
-    if (shm[q] >= 0) { dest[q] = win.peer_data(shm[q]) + shm_to[q]; cur[q] = 0; }
+    if (shm[q] >= 0) { dest[q] = part(shm[q]) + shm_to[q]; cur[q] = 0; }
     else dest[q] = sbuf.data();
   }
   for_each_block(srows, scols, [&](const Segment& r, const Segment& s) {
@@ -214,19 +226,19 @@ void redistribute(const comm::Comm& c, const Layout& src, const T* a, std::int64
   });
   for (int q = 0; q < p; ++q) {
     if (q == me || scount[q] == 0) continue;
-    if (shm[q] >= 0) win.record_transfer(scount[q]);
+    if (shm[q] >= 0) win->record_transfer(scount[q] * static_cast<std::int64_t>(sizeof(T)));
     else c.isend(sbuf.data() + soff[q], scount[q], q, tag, rs);
   }
   // Unified memory model (MPI-3.1 sec. 11.5.4 / example 11.10): Win_sync + node barrier +
   // Win_sync orders every peer's stores into my part before my loads below.
-  if (!win.is_null()) win.publish(node->comm());
+  if (win) win->publish(node->comm());
   rs.wait_all();
 
   std::vector<std::int64_t> rcur(roff.begin(), roff.end() - 1);
   std::vector<const T*> orig(static_cast<std::size_t>(p), nullptr);
   for (int q = 0; q < p; ++q) {
     if (q == me) continue;
-    if (shm[q] >= 0) { orig[q] = win.data() + shm_from[q]; rcur[q] = 0; }
+    if (shm[q] >= 0) { orig[q] = part(-1) + shm_from[q]; rcur[q] = 0; }
     else orig[q] = rbuf.data();
   }
   for_each_block(drows, dcols, [&](const Segment& r, const Segment& s) {
@@ -238,8 +250,9 @@ void redistribute(const comm::Comm& c, const Layout& src, const T* a, std::int64
       rcur[o] += r.len;
     }
   });
-  if (!win.is_null()) win.unlock_all();
-  // ~SharedWindow: MPI_Win_free (collective over the node) after every rank's loads.
+  if (win) win->unlock_all();
+  // A window made for this call only (no cache): ~NodeShared frees it (MPI_Win_free,
+  // collective over the node) after every rank's loads.
 }
 
 template void redistribute<double>(const comm::Comm&, const Layout&, const double*, std::int64_t,

@@ -381,7 +381,10 @@ void File::share_io(std::int64_t offset, const MatrixShare& s, void* local, MPI_
   if (rc == MPI_SUCCESS) rc = wait_polled(req, &st);
   MPI_Count done = 0;
   if (rc == MPI_SUCCESS) MPI_Get_elements_x(&st, mem.second, &done);
-  // Step 4: back to the default byte view, so read_at/write_at take byte offsets again.
+  // Step 4: back to the default byte view, so read_at/write_at take byte offsets again
+  // (after an arrival: ranks leave the transfer at different times, and the blocking
+  // MPI_File_set_view busy-polls under MPICH while it waits for the last one).
+  arrive(comm_);
   int rc_view = MPI_File_set_view(fh_, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL);
   agree_on(c, [&] {
     if (failed) std::rethrow_exception(failed);

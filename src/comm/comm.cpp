@@ -164,9 +164,10 @@ int wait_polled(MPI_Request& r, MPI_Status* st) noexcept {
   }
 }
 
-void arrive(MPI_Comm c) {
+void arrive(MPI_Comm c, bool watch) {
   if (c == MPI_COMM_NULL) return;
-  RequestSet rs;  // no watch(c): c may be the caller's own communicator (no probing on it)
+  RequestSet rs;  // by default no watch(c): c may be the caller's own communicator (no probing on it)
+  if (watch) rs.watch(c);
   check_mpi(PMPI_Ibarrier(c, rs.add()), "MPI_Ibarrier");
   rs.wait_all();
 }
@@ -265,9 +266,11 @@ Comm::Comm(Comm&& o) noexcept
       size_(o.size_),
       testing_(std::move(o.testing_)),
       node_size_(o.node_size_),
-      p2p_seq_(o.p2p_seq_) {
+      p2p_seq_(o.p2p_seq_),
+      cache_(o.cache_) {
   o.comm_ = MPI_COMM_NULL;
   o.owned_ = false;
+  o.cache_ = nullptr;
 }
 
 Comm& Comm::operator=(Comm&& o) noexcept {
@@ -281,8 +284,10 @@ Comm& Comm::operator=(Comm&& o) noexcept {
     testing_ = std::move(o.testing_);
     node_size_ = o.node_size_;
     p2p_seq_ = o.p2p_seq_;
+    cache_ = o.cache_;
     o.comm_ = MPI_COMM_NULL;
     o.owned_ = false;
+    o.cache_ = nullptr;
   }
   return *this;
 }
@@ -298,9 +303,12 @@ Comm::~Comm() {
 }
 
 Comm Comm::dup() const {
-  MPI_Comm c;
-  arrive(comm_);  // polled: MPICH busy-polls in communicator creation (poll.hpp)
-  check_mpi(MPI_Comm_dup(comm_, &c), "MPI_Comm_dup");
+  MPI_Comm c = MPI_COMM_NULL;
+  // MPI_Comm_idup waited for by polling (poll.hpp): the nonblocking form of MPI_Comm_dup,
+  // in which MPICH would busy-poll for the last rank (context id agreement).
+  MPI_Request r = MPI_REQUEST_NULL;
+  check_mpi(MPI_Comm_idup(comm_, &c, &r), "MPI_Comm_idup");
+  check_mpi(wait_polled(r, MPI_STATUS_IGNORE), "MPI_Comm_idup (wait)");
   Comm out(c, ledger_);
   out.owned_ = true;
   out.testing_ = testing_;

@@ -305,6 +305,9 @@ std::int64_t File::size() const {
 }
 
 void File::set_size(std::int64_t bytes) {
+  // Arrival barrier (poll.hpp): MPI_File_set_size is collective (ROMIO: an allreduce of the
+  // sizes and a barrier inside) and busy-polls under MPICH while it waits for the last rank.
+  arrive(comm_);
   int rc = MPI_File_set_size(fh_, static_cast<MPI_Offset>(bytes));
   agree_on(Comm(comm_, ledger_), [&] {
     if (rc != MPI_SUCCESS)
@@ -396,7 +399,10 @@ void File::share_io(std::int64_t offset, const MatrixShare& s, void* local, MPI_
   if (rc == MPI_SUCCESS) rc = wait_polled(req, &st);
   MPI_Count done = 0;
   if (rc == MPI_SUCCESS) MPI_Get_elements_x(&st, mem.second, &done);
-  // Step 4: back to the default byte view, so read_at/write_at take byte offsets again.
+  // Step 4: back to the default byte view, so read_at/write_at take byte offsets again
+  // (after an arrival: ranks leave the transfer at different times, and the blocking
+  // MPI_File_set_view busy-polls under MPICH while it waits for the last one).
+  arrive(comm_);
   int rc_view = MPI_File_set_view(fh_, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL);
   agree_on(c, [&] {
     if (failed) std::rethrow_exception(failed);

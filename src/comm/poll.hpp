@@ -25,7 +25,9 @@ int wait_polled(MPI_Request& r, MPI_Status* st) noexcept;
 /// window creation, MPI_File_open/close/set_view): under MPICH such a call busy-polls while it
 /// waits; once every rank has arrived it completes at once. Not recorded in the ledger and
 /// posted through PMPI_, so a profiler (commcount) does not count it either: it is
-/// synchronisation inside one call, like the MPI library's own.
-void arrive(MPI_Comm c);
+/// synchronisation inside one call, like the MPI library's own. `watch` = true checks `c` for
+/// failure notices while waiting (RequestSet::watch) and throws PeerFailure on one: for a
+/// communicator of tessel's own (free_window: a window's communicator).
+void arrive(MPI_Comm c, bool watch = false);
 
 }  // namespace tessel::comm

@@ -128,11 +128,18 @@ SharedWindowBase& SharedWindowBase::operator=(SharedWindowBase&& o) noexcept {
 
 SharedWindowBase::~SharedWindowBase() { release(); }
 
+void SharedWindowBase::abandon() noexcept {
+  win_ = MPI_WIN_NULL;
+  locked_ = false;
+  bases_.clear();
+  sizes_.clear();
+}
+
 void SharedWindowBase::release() noexcept {
   if (win_ == MPI_WIN_NULL) return;
   // Unwinding after a peer left: no collective free (leaked rather than hang).
   if (std::uncaught_exceptions() > uncaught_ && failure_pending(comm_)) win_ = MPI_WIN_NULL;
-  free_window(win_, locked_);
+  free_window(win_, locked_, comm_);
   bases_.clear();
   sizes_.clear();
 }

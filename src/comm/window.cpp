@@ -117,13 +117,21 @@ WindowBase& WindowBase::operator=(WindowBase&& o) noexcept {
   return *this;
 }
 
-void free_window(MPI_Win& win, bool& locked) noexcept {
+void free_window(MPI_Win& win, bool& locked, MPI_Comm c) noexcept {
   if (win == MPI_WIN_NULL) return;
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) {
     if (locked) MPI_Win_unlock_all(win);
-    MPI_Win_free(&win);
+    // Polled arrival (poll.hpp): MPI_Win_free synchronises the window's group and busy-polls
+    // under MPICH while it waits; a failure notice meanwhile leaks the window instead.
+    bool peer_left = false;
+    try {
+      arrive(c, true);
+    } catch (...) {
+      peer_left = true;
+    }
+    if (!peer_left) MPI_Win_free(&win);
   }
   win = MPI_WIN_NULL;
   locked = false;
@@ -136,7 +144,7 @@ void WindowBase::release() noexcept {
   // Unwinding after a peer left (a failure notice on the communicator): no collective free,
   // the window is leaked rather than hang. Checked only while unwinding.
   if (std::uncaught_exceptions() > uncaught_ && failure_pending(comm_)) win_ = MPI_WIN_NULL;
-  free_window(win_, locked_);
+  free_window(win_, locked_, comm_);
   base_ = nullptr;
   count_ = 0;
 }
@@ -182,6 +190,7 @@ void WindowBase::sync() {
 void WindowBase::fence(int assert_flags) {
   TESSEL_CHECK(!is_null(), Error, "Window::fence on a null window");
   TESSEL_CHECK(!locked_, Error, "Window::fence inside a lock_all epoch");
+  arrive(comm_);  // polled: MPI_Win_fence synchronises and busy-polls under MPICH (poll.hpp)
   check_mpi(MPI_Win_fence(assert_flags, win_), "MPI_Win_fence");
 }
 

@@ -37,21 +37,30 @@ int resolve_node_size(const ContextOptions& opt) {
 Context::Context(MPI_Comm user_comm, const ContextOptions& opt)
     : own_(std::make_unique<CommLedger>()),
       ledger_(own_.get()),
-      comm_(comm::Comm(user_comm, ledger_).dup()) {
+      comm_(comm::Comm(user_comm, ledger_).dup()),
+      cache_(std::make_unique<comm::CommCache>()) {
   comm_.set_node_size(resolve_node_size(opt));
+  comm_.set_cache(cache_.get());
 }
 
 Context::Context(MPI_Comm user_comm, CommLedger& ledger, const ContextOptions& opt)
-    : ledger_(&ledger), comm_(comm::Comm(user_comm, ledger_).dup()) {
+    : ledger_(&ledger),
+      comm_(comm::Comm(user_comm, ledger_).dup()),
+      cache_(std::make_unique<comm::CommCache>()) {
   comm_.set_node_size(resolve_node_size(opt));
+  comm_.set_cache(cache_.get());
 }
 
-void Context::set_testing(comm::TestSettings s) { comm_.set_testing(std::move(s)); }
+void Context::set_testing(comm::TestSettings s) {
+  cache_->clear();
+  comm_.set_testing(std::move(s));
+}
 
 void Context::agree(const std::function<void()>& check) const { agree_on(comm_, check); }
 
 // ---------------------------------------------------------------- Context's trace option
 Context::~Context() {
+  cache_.reset();  // the kept windows and communicators first (collective; see the header)
   if (tracer_ && ledger_->tracer() == tracer_.get()) ledger_->set_tracer(nullptr);
 }
 

@@ -110,18 +110,27 @@ SymmSquareCube::SymmSquareCube(Context& ctx, std::int64_t n, const SscOptions& o
       n_dup_ = static_cast<int>(std::min<std::int64_t>(n_dup_, std::max<std::int64_t>(1, rmin)));
     }
   });
-  mesh_ = is25d ? layout::Mesh3D::grid(ctx, shape.q, shape.c) : layout::Mesh3D(ctx, shape.q);
-  plane0_ = plane0_layout(n, mesh_.p(), ctx.size());
   // Algorithms 3 and 4 use blocking collectives: one communicator each.
   const bool blocking =
       opt.algorithm == SscAlgorithm::Baseline || opt.algorithm == SscAlgorithm::Original;
   if (blocking) n_dup_ = 1;
   // 2.5D: row and col carry only Cannon's point-to-point; global is not used.
   const int nd_rc = is25d ? 1 : n_dup_;
-  row_ = comm::DupSet(mesh_.row(), nd_rc);
-  col_ = comm::DupSet(mesh_.col(), nd_rc);
-  grd_ = comm::DupSet(mesh_.grd(), n_dup_);
-  glob_ = comm::DupSet(mesh_.global(), nd_rc);
+  // The same key on every rank (shape and n_dup are agreed above): a hit everywhere or a
+  // miss everywhere, where the communicators are made collectively.
+  const std::string key = detail::concat("dense/ssc q=", shape.q, " c=", shape.c,
+                                         is25d ? " grid" : " cube", " dup=", n_dup_,
+                                         " rc=", nd_rc);
+  comms_ = ctx.cache().get<SscComms>(key, [&] {
+    auto m = std::make_shared<SscComms>();
+    m->mesh = is25d ? layout::Mesh3D::grid(ctx, shape.q, shape.c) : layout::Mesh3D(ctx, shape.q);
+    m->row = comm::DupSet(m->mesh.row(), nd_rc);
+    m->col = comm::DupSet(m->mesh.col(), nd_rc);
+    m->grd = comm::DupSet(m->mesh.grd(), n_dup_);
+    m->glob = comm::DupSet(m->mesh.global(), nd_rc);
+    return m;
+  });
+  plane0_ = plane0_layout(n, p(), ctx.size());
 }
 
 SymmSquareCube::~SymmSquareCube() = default;
@@ -136,23 +145,23 @@ void SymmSquareCube::run_square(const double* d, double* d2) {
 }
 
 void SymmSquareCube::exec(const double* d, double* d2, double* d3, bool cube) {
-  if (!mesh_.active()) return;
+  if (!comms_->mesh.active()) return;
   PhaseScope ph(ctx_.ledger(), "ssc/compute");
   ssc::Exec e;
-  e.p = mesh_.p();
-  e.c = mesh_.c();
-  e.i = mesh_.i();
-  e.j = mesh_.j();
-  e.k = mesh_.k();
+  e.p = comms_->mesh.p();
+  e.c = comms_->mesh.c();
+  e.i = comms_->mesh.i();
+  e.j = comms_->mesh.j();
+  e.k = comms_->mesh.k();
   for (int b = 0; b < e.p; ++b) e.r.push_back(block(b));
   e.n_dup = n_dup_;
   e.cube = cube;
   e.coll = opt_.collectives;
   e.compute = opt_.compute_products;
-  e.row = &row_;
-  e.col = &col_;
-  e.grd = &grd_;
-  e.glob = &glob_;
+  e.row = &comms_->row;
+  e.col = &comms_->col;
+  e.grd = &comms_->grd;
+  e.glob = &comms_->glob;
   switch (opt_.algorithm) {
     case SscAlgorithm::Original: ssc::alg3(e, d, d2, d3); break;
     case SscAlgorithm::Baseline: ssc::alg4(e, d, d2, d3); break;
@@ -162,9 +171,9 @@ void SymmSquareCube::exec(const double* d, double* d2, double* d3, bool cube) {
 }
 
 void SymmSquareCube::release() {
-  if (mesh_.inactive_ranks() == 0) return;
+  if (comms_->mesh.inactive_ranks() == 0) return;
   PhaseScope ph(ctx_.ledger(), "ssc/release");
-  comm::sleep_barrier(ctx_.comm(), mesh_.active() ? std::chrono::microseconds(50) : opt_.poll);
+  comm::sleep_barrier(ctx_.comm(), comms_->mesh.active() ? std::chrono::microseconds(50) : opt_.poll);
 }
 
 void SymmSquareCube::run(const double* d, double* d2, double* d3) {
@@ -173,7 +182,7 @@ void SymmSquareCube::run(const double* d, double* d2, double* d3) {
 }
 
 std::vector<double> SymmSquareCube::partner_block(const double* d, int tag) const {
-  const auto& m = mesh_;
+  const auto& m = comms_->mesh;
   const std::int64_t ri = block(m.i()), rj = block(m.j());
   if (m.i() == m.j()) return std::vector<double>(d, d + ri * rj);
   std::vector<double> t(static_cast<std::size_t>(ri * rj));
@@ -186,7 +195,7 @@ std::vector<double> SymmSquareCube::partner_block(const double* d, int tag) cons
 }
 
 void SymmSquareCube::symmetrize(double* d) const {
-  const auto& m = mesh_;
+  const auto& m = comms_->mesh;
   if (!m.active() || m.k() != 0) return;
   const std::int64_t ri = block(m.i()), rj = block(m.j());
   // D_ji (rj x ri, column-major)
@@ -197,7 +206,7 @@ void SymmSquareCube::symmetrize(double* d) const {
 
 void SymmSquareCube::check_input(const double* d, double symmetry_tol, const std::string& who,
                                  const std::string& name) const {
-  const auto& m = mesh_;
+  const auto& m = comms_->mesh;
   const Context& ctx = ctx_;
   double amax = 0, dmax = 0;
   bool finite = true;

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <random>
 
+#include "tessel/comm/comm_cache.hpp"
 #include "tessel/comm/shared_window.hpp"
 #include "tessel/dense/dist_matrix.hpp"
 #include "tessel/layout/grid2d.hpp"
@@ -262,6 +263,66 @@ TEST(Redistribute, NodeSharedOneNodeMovesNoP2pBytes) {
     EXPECT_EQ(t.shm_msgs, v.send_msgs) << "trial " << trial;
     EXPECT_EQ(t.recv_bytes() + t.sent_bytes(), 0);
   }
+}
+
+// The node communicator and the shared window of the node-shared path are made once per
+// Context (Context::cache()) and reused: repeated calls make nothing new (CommCache::
+// creations), a larger matrix grows the window once, a smaller one reuses it; every result is
+// the gathered original, element by element (independent of the path). A communicator
+// without a cache (a duplicate of the Context's) makes its own for each call, with the same
+// results.
+TEST(Redistribute, NodeSharedReusesTheContextsNodeCommAndWindow) {
+  ContextOptions copt;
+  copt.node_size = 2;  // emulated nodes of 2: shared-window pairs and p2p pairs
+  Context ctx(MPI_COMM_WORLD, copt);
+  const int p = ctx.size(), me = ctx.rank();
+  layout::RedistOptions opt;
+  opt.node_shared = true;
+  auto run = [&](const comm::Comm& c, std::int64_t n, int trial) {
+    // row blocks -> column blocks: every rank sends to every other one
+    const auto src = layout::Layout::block_cyclic(n, n, 3, n, p, 1, 0, 0, p);
+    const auto dst = layout::Layout::block_cyclic(n, n, n, 2, 1, p, 0, 0, p);
+    dense::DistMatrix<double> a(ctx, src), b(ctx, dst);
+    a.for_each_local([&](std::int64_t i, std::int64_t j, double& v) { v = value_at<double>(i, j, trial); });
+    layout::redistribute(c, src, a.data(), a.ld(), dst, b.data(), b.ld(), opt);
+    int bad = 0;
+    b.for_each_local([&](std::int64_t i, std::int64_t j, double& v) {
+      if (v != value_at<double>(i, j, trial)) ++bad;
+    });
+    EXPECT_EQ(bad, 0) << "n " << n << " trial " << trial;
+  };
+  ASSERT_EQ(ctx.comm().cache(), &ctx.cache());
+  EXPECT_EQ(ctx.cache().creations(), 0);
+  run(ctx.comm(), 20, 0);
+  const int first = ctx.cache().creations();
+  // this rank has a node peer when its emulated node of 2 is complete
+  const bool peer = p > 1 && (me / 2 * 2 + 1) < p;
+  if (p > 1) EXPECT_GE(first, 1);  // the node communicator (and, with a peer, the window)
+  EXPECT_LE(first, peer ? 2 : 1);
+  for (int trial = 1; trial < 4; ++trial) run(ctx.comm(), 20, trial);
+  EXPECT_EQ(ctx.cache().creations(), first) << "same sizes: nothing made again";
+  run(ctx.comm(), 11, 4);
+  EXPECT_EQ(ctx.cache().creations(), first) << "smaller: the window is reused";
+  run(ctx.comm(), 41, 5);
+  const int grown = ctx.cache().creations();
+  // grown on the ranks that have a window (a node where MPI cannot make one: never made)
+  if (peer && first == 2) EXPECT_EQ(grown, first + 1);
+  else EXPECT_EQ(grown, first);
+  run(ctx.comm(), 41, 6);
+  run(ctx.comm(), 7, 7);
+  EXPECT_EQ(ctx.cache().creations(), grown);
+  // node_size 1 (every rank its own node) is another entry: a node communicator, no window
+  opt.node_size = 1;
+  run(ctx.comm(), 13, 8);
+  EXPECT_EQ(ctx.cache().creations(), grown + (p > 1 ? 1 : 0));
+  opt.node_size = 0;
+  // no cache: made and freed within each call
+  const comm::Comm dup = ctx.comm().dup();
+  EXPECT_EQ(dup.cache(), nullptr);
+  const int before = ctx.cache().creations();
+  run(dup, 20, 9);
+  run(dup, 33, 10);
+  EXPECT_EQ(ctx.cache().creations(), before);
 }
 
 // The emulated node size is a Context option (ContextOptions::node_size) with a documented

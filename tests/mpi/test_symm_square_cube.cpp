@@ -641,6 +641,45 @@ TEST(SymmSquareCube, ShmMovesOnOffBitIdentical) {
   }
 }
 
+// Repeated calls make no communicators: the mesh and its duplicated communicators are kept in
+// the Context's cache, keyed by the shape. D^2 and D^3 against serial BLAS on every call; a new shape (another n_dup, the
+// 2.5D mesh) makes one new entry, which a later call of that shape reuses.
+TEST(SymmSquareCube, RepeatedCallsReuseTheContextsCommunicators) {
+  Context ctx(MPI_COMM_WORLD);
+  std::mt19937 rng(5);
+  const std::int64_t n = 14;
+  Ref r = make_ref(n, 21);
+  auto D = dense::scatter(ctx, r.d.data(), tessel::testing::random_layout(rng, n, n, ctx.size()));
+  auto check = [&](const dense::SscOptions& o, const std::string& where) {
+    auto res = dense::symm_square_cube(ctx, D, o);
+    const auto g2 = tessel::testing::gather_all(ctx, res.d2);
+    const auto g3 = tessel::testing::gather_all(ctx, res.d3);
+    EXPECT_LE(rel_err(g2, r.d2), 1e-13) << where;
+    EXPECT_LE(rel_err(g3, r.d3), 1e-13) << where;
+  };
+  dense::SscOptions o;
+  o.n_dup = 2;
+  o.shm_moves = false;  // the mesh entries alone (the node-shared ones: test_redistribute)
+  check(o, "first");
+  const int first = ctx.cache().creations();
+  EXPECT_EQ(first, 1);
+  for (int k = 0; k < 3; ++k) check(o, "again " + std::to_string(k));
+  EXPECT_EQ(ctx.cache().creations(), first);
+  o.n_dup = 1;
+  check(o, "n_dup 1");
+  EXPECT_EQ(ctx.cache().creations(), first + 1);
+  o.algorithm = SscAlgorithm::TwoPointFiveD;
+  check(o, "2.5d");
+  EXPECT_EQ(ctx.cache().creations(), first + 2);
+  o.algorithm = SscAlgorithm::Optimized;
+  o.n_dup = 2;
+  check(o, "n_dup 2 again");
+  o.algorithm = SscAlgorithm::TwoPointFiveD;
+  o.n_dup = 1;
+  check(o, "2.5d again");
+  EXPECT_EQ(ctx.cache().creations(), first + 2);
+}
+
 // The collectives as tessel's point-to-point chains (SscOptions::collectives = P2P), every
 // algorithm: D^2 and D^3 against serial BLAS, and the chain's volume against the MPI run's
 // ledger. A collective of B bytes over m ranks is recorded by the payload rule as B on each

@@ -29,12 +29,17 @@ std::string mpi_error_string(int rc);
 /// Throws MpiError naming the call and mpi_error_string(rc) when rc is not MPI_SUCCESS.
 void check_mpi(int rc, const char* call);
 
-/// Collective over the window's group (the RAII release of Window and SharedWindow): closes an
-/// open lock_all epoch when `locked`, frees `win` (skipped after MPI_Finalize); afterwards
-/// win == MPI_WIN_NULL and locked == false. A null window is left alone.
-void free_window(MPI_Win& win, bool& locked) noexcept;
+/// Collective over `c`, the window's communicator (the RAII release of Window and
+/// SharedWindow): closes an open lock_all epoch when `locked`, waits for every rank of `c` in
+/// a polled arrival barrier (MPI_Win_free synchronises, and under MPICH busy-polls while it
+/// waits: docs/mpich.md), frees `win` (skipped after MPI_Finalize); afterwards win ==
+/// MPI_WIN_NULL and locked == false. A null window is left alone. Should a failure notice
+/// arrive on `c` during the arrival, the window is dropped without the collective free
+/// (leaked rather than hang on a rank that left).
+void free_window(MPI_Win& win, bool& locked, MPI_Comm c) noexcept;
 
 class RequestSet;
+class CommCache;
 
 /// Tag of failure notices (below the P2P collectives' range; no other tessel message uses it).
 inline constexpr int kFailureTag = tag::kFailure;
@@ -188,7 +193,7 @@ class Comm {
   ~Comm();
 
   /// Collective: an owned duplicate recording into the same ledger (and the same test
-  /// settings; so do split() and split_shared()).
+  /// settings; so do split() and split_shared()). MPI_Comm_idup, waited for by polling.
   Comm dup() const;
   /// Collective: MPI_Comm_split; color < 0 gives a null Comm (is_null()).
   Comm split(int color, int key) const;
@@ -213,6 +218,11 @@ class Comm {
   std::int64_t max_message_items() const {
     return testing_ ? testing_->max_message_items : std::int64_t{INT_MAX};
   }
+  /// The cache of communicators and windows derived from this communicator (comm_cache.hpp),
+  /// or null: a Context sets its own on its communicator; dup(), split() do not inherit it.
+  CommCache* cache() const { return cache_; }
+  /// Not collective. Borrows `c` (null: none) as cache(); it must outlive this Comm's use.
+  void set_cache(CommCache* c) { cache_ = c; }
   /// Calls TestSettings::at_point(point) when set (tests inject failures there).
   void test_point(const char* point) const {
     if (testing_ && testing_->at_point) testing_->at_point(point);
@@ -286,6 +296,7 @@ class Comm {
   std::shared_ptr<const TestSettings> testing_;  // null: production settings
   int node_size_ = 0;                            // 0: the real node
   mutable std::uint64_t p2p_seq_ = 0;            // P2P collectives posted on this Comm
+  CommCache* cache_ = nullptr;                   // borrowed (the owning Context's)
 };
 
 }  // namespace tessel::comm

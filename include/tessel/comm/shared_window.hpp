@@ -80,6 +80,9 @@ class SharedWindowBase {
   /// made by any rank before its publish() are visible to loads of every rank after its
   /// publish(). Records one collective call.
   void publish(const Comm& node, std::chrono::microseconds poll = std::chrono::microseconds(50));
+  /// Not collective. Drops the window without the collective MPI_Win_free (leaked), for an
+  /// owner that knows a node rank left (a failure notice); afterwards is_null().
+  void abandon() noexcept;
 
  protected:
   SharedWindowBase() = default;

@@ -74,7 +74,7 @@ class WindowBase {
   void sync();
   /// Collective over the window's communicator. Active-target synchronisation
   /// (MPI_Win_fence): completes every operation of the previous fence epoch, everywhere.
-  /// Not inside a lock_all epoch.
+  /// Not inside a lock_all epoch. A polled arrival barrier first (docs/mpich.md).
   void fence(int assert_flags = 0);
 
  protected:

@@ -8,6 +8,7 @@
 
 #include "tessel/comm/agree.hpp"
 #include "tessel/comm/comm.hpp"
+#include "tessel/comm/comm_cache.hpp"
 #include "tessel/core/ledger.hpp"
 #include "tessel/core/trace.hpp"
 
@@ -32,22 +33,33 @@ class Context {
  public:
   /// Collective over `user_comm`: duplicates it, so tessel's messages never mix with the
   /// caller's. The ledger lives in the Context (stable address, the Context is not movable).
+  /// Communicators and node-shared windows that tessel derives from it (the node
+  /// communicator and window of the node-shared redistribution, SymmSquareCube's mesh) are
+  /// made on first use and kept in cache() until the Context is destroyed.
   explicit Context(MPI_Comm user_comm, const ContextOptions& opt = {});
   /// Collective, as above, but records into `ledger` (owned by the caller, outliving this
   /// Context) instead of a ledger of its own: several Contexts can report into one ledger.
   Context(MPI_Comm user_comm, CommLedger& ledger, const ContextOptions& opt = {});
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
+  /// Collective over the communicator when cache() holds anything (it frees the kept windows:
+  /// a polled arrival, then MPI_Win_free; and the kept communicators): destroy a Context on
+  /// every rank at the same point, as it was made. After a rank left an exchange with an
+  /// error (a failure notice), the kept windows are leaked instead.
   ~Context();
 
   const comm::Comm& comm() const { return comm_; }
   int rank() const { return comm_.rank(); }
   int size() const { return comm_.size(); }
   CommLedger& ledger() { return *ledger_; }
-  /// Not collective, for tests only: test settings of this Context's communicator and of the
-  /// communicators made from it afterwards (comm::TestSettings). Set the same on every rank.
+  /// For tests only: test settings of this Context's communicator and of the communicators
+  /// made from it afterwards (comm::TestSettings). Set the same on every rank. Drops cache()
+  /// (so that kept communicators get the settings too): collective when it holds anything.
   void set_testing(comm::TestSettings s);
   const CommLedger& ledger() const { return *ledger_; }
+  /// The communicators and windows derived from comm() and kept across calls
+  /// (comm/comm_cache.hpp); also comm().cache(). Calls that make an entry are collective.
+  comm::CommCache& cache() const { return *cache_; }
   /// Ranks per emulated node (0 = the real node): ContextOptions::node_size, else
   /// TESSEL_NODE_SIZE as read when this Context was made, else 0. Also comm().node_size().
   int node_size() const { return comm_.node_size(); }
@@ -76,6 +88,7 @@ class Context {
   std::unique_ptr<CommLedger> own_;
   CommLedger* ledger_;
   comm::Comm comm_;
+  std::unique_ptr<comm::CommCache> cache_;  // after comm_: destroyed (freed) before it
 };
 
 }  // namespace tessel

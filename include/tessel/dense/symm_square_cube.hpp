@@ -103,28 +103,38 @@ struct SscResult {
 /// within symmetry_tol, bad n_dup), GridError (bad p). Ledger phases "ssc/...".
 SscResult symm_square_cube(Context& ctx, const DistMatrix<double>& D, const SscOptions& opt = {});
 
+/// The mesh and duplicated communicators of one SymmSquareCube shape (mesh, N_DUP of row and
+/// col and global, N_DUP of grd). Kept in the Context's cache (Context::cache(), key
+/// "dense/ssc ..." naming the shape) and shared by every SymmSquareCube of that shape, so
+/// that repeated symm_square_cube() calls make no communicators (docs/mpich.md).
+struct SscComms {
+  layout::Mesh3D mesh;
+  comm::DupSet row, col, grd, glob;
+};
+
 /// The mesh, duplicated communicators and plane-0 layout of SymmSquareCube for one n, kept
 /// across calls (purification calls it every iteration).
 class SymmSquareCube {
  public:
   /// Collective over ctx: builds the mesh and its duplicated communicators (N_DUP each of
   /// row, col, grd, global; Algorithms 3 and 4: one each; 2.5D: N_DUP of grd, one of the
-  /// others). Validates n >= 1, active_ranks, p, replication and n_dup on every rank
-  /// (GridError / InputError).
+  /// others), or takes them from ctx.cache() when a SymmSquareCube of the same shape made
+  /// them before (SscComms). Validates n >= 1, active_ranks, p, replication and n_dup on
+  /// every rank (GridError / InputError).
   SymmSquareCube(Context& ctx, std::int64_t n, const SscOptions& opt = {});
   ~SymmSquareCube();
 
   /// Plane-0 block layout over ctx's ranks: block (i, j) on P(i, j, 0).
   const layout::Layout& plane0() const { return plane0_; }
-  const layout::Mesh3D& mesh() const { return mesh_; }
+  const layout::Mesh3D& mesh() const { return comms_->mesh; }
   /// Mesh edge: p of the p x p x p mesh, q of 2.5D's q x q x c mesh.
-  int p() const { return mesh_.p(); }
+  int p() const { return comms_->mesh.p(); }
   /// Mesh depth: p for the 3D algorithms, the replication factor c for 2.5D.
-  int c() const { return mesh_.c(); }
+  int c() const { return comms_->mesh.c(); }
   int n_dup() const { return n_dup_; }
   std::int64_t n() const { return n_; }
   /// Pure. Rows of block i.
-  std::int64_t block(int i) const { return layout::split_begin(n_, mesh_.p(), i + 1) - layout::split_begin(n_, mesh_.p(), i); }
+  std::int64_t block(int i) const { return layout::split_begin(n_, p(), i + 1) - layout::split_begin(n_, p(), i); }
 
   /// Collective over the active ranks only (mesh().global()): d, d2, d3 are this rank's
   /// plane-0 blocks (column-major, ld = rows; ignored off plane 0). Phase "ssc/compute".
@@ -160,9 +170,8 @@ class SymmSquareCube {
   std::int64_t n_ = 0;
   SscOptions opt_;
   int n_dup_ = 1;
-  layout::Mesh3D mesh_;
+  std::shared_ptr<const SscComms> comms_;  // shared with ctx's cache
   layout::Layout plane0_;
-  comm::DupSet row_, col_, grd_, glob_;
 };
 
 }  // namespace tessel::dense

@@ -36,9 +36,12 @@ struct RedistOptions {
   /// packs straight into the destination's part (one copy across processes, instead of a pack
   /// into a send buffer plus the MPI transport's copies), the destination unpacks from it;
   /// pairs on different nodes keep the point-to-point messages. Bit-identical results.
-  /// Costs per call: the node split (MPI_Comm_split_type, and MPI_Comm_split with node_size),
-  /// one allgather of the node's pair counts, and, when some pair on the node shares data,
-  /// the window (one allgather + one allreduce) and one sleep-polled node MPI_Ibarrier.
+  /// Costs: the node split (MPI_Comm_split_type, and MPI_Comm_split with node_size) and the
+  /// window (MPI_Win_allocate_shared: one allgather + one allreduce) are made once per
+  /// communicator and node size when `c` is a Context's (Comm::cache(), kept until the Context
+  /// is destroyed; the window is remade only when a rank's part must grow), else on every
+  /// call. Per call: one allgather of the node's pair counts and, when some pair on the node
+  /// shares data, one sleep-polled node MPI_Ibarrier.
   /// If MPI cannot create a shared window on a node (e.g. Open MPI with OMPI_MCA_osc=ucx
   /// alone), that node's pairs fall back to point-to-point messages.
   bool node_shared = false;

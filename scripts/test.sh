@@ -2,7 +2,8 @@
 # test.sh — set up (scripts/setup.sh), build and run the whole test suite with ctest, under
 # Open MPI, MPICH or both.
 #
-#   scripts/test.sh [--mpi openmpi|mpich|both] [--build-dir DIR] [--sanitize] [--fuzz-total S] [-- <extra ctest args>]
+#   scripts/test.sh [--mpi openmpi|mpich|both] [--build-dir DIR] [--sanitize] [--sanitize-tests REGEX]
+#                   [--fuzz-total S] [-- <extra ctest args>]
 #
 # --mpi: which MPI to build against and run under (default both; env TESSEL_TEST_MPI).
 #   both: Open MPI in build/, then MPICH in build-mpich/ (each as scripts/setup.sh --mpi M),
@@ -10,6 +11,7 @@
 #   load average); the exit status is non-zero when either failed. --build-dir needs one MPI.
 #   MPICH: tessel's waits poll and sleep instead of spinning (docs/mpich.md); the Python tests
 #   are skipped there (Debian's mpi4py is built on Open MPI: docs/python.md).
+#   none: no suite run (only what --sanitize-tests / --fuzz-total add).
 #   TESSEL_TEST_MPICH_MAX_RANKS=N caps MPICH's rank counts at N (CI: 4; default: all).
 # --sanitize: build into build-asan (default) with AddressSanitizer + UndefinedBehaviorSanitizer
 # (RelWithDebInfo, -fno-sanitize-recover: any UB finding fails the test) and run there, MPI
@@ -17,6 +19,10 @@
 # its smallest count); LeakSanitizer suppressions for MPI's own allocations in
 # scripts/sanitize/lsan.supp (each explained there). Under one MPI only (default openmpi).
 # Exits with ctest's status. The MPI environment comes from scripts/mpi-env.sh.
+# --sanitize-tests REGEX (or env TESSEL_SANITIZE_TESTS=REGEX; empty: none): after the MPI
+# runs, also the tests whose ctest name matches REGEX under the sanitizers (as --sanitize, in
+# build-asan, Open MPI), building only the targets those tests run (the library, the test
+# binaries); its own summary line. .ci/run sets a subset of memory-heavy tests at 1-3 ranks.
 # --fuzz-total S (or env TESSEL_FUZZ_TOTAL=S): afterwards also build and run the libFuzzer
 # targets (scripts/fuzz.sh, build-fuzz) for S seconds in all, once; a crash fails the run.
 set -euo pipefail
@@ -27,6 +33,7 @@ BUILD_DIR=
 CTEST_ARGS=()
 SANITIZE=0
 FUZZ_TOTAL=${TESSEL_FUZZ_TOTAL:-0}
+SANITIZE_TESTS=${TESSEL_SANITIZE_TESTS:-}
 
 die() { echo "test.sh: $*" >&2; exit 2; }
 
@@ -37,10 +44,12 @@ while [ $# -gt 0 ]; do
     --build-dir) [ $# -ge 2 ] || die "--build-dir needs a value"; BUILD_DIR=$2; shift 2;;
     --build-dir=*) BUILD_DIR=${1#--build-dir=}; shift;;
     --sanitize) SANITIZE=1; shift;;
+    --sanitize-tests) [ $# -ge 2 ] || die "--sanitize-tests needs a value"; SANITIZE_TESTS=$2; shift 2;;
+    --sanitize-tests=*) SANITIZE_TESTS=${1#--sanitize-tests=}; shift;;
     --fuzz-total) [ $# -ge 2 ] || die "--fuzz-total needs a value"; FUZZ_TOTAL=$2; shift 2;;
     --fuzz-total=*) FUZZ_TOTAL=${1#--fuzz-total=}; shift;;
     --) shift; CTEST_ARGS=("$@"); break;;
-    -h|--help) sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0;;
+    -h|--help) sed -n '2,27p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0;;
     *) die "unknown argument '$1' (see --help)";;
   esac
 done
@@ -51,16 +60,53 @@ case $MPI in
   openmpi) MPIS=(openmpi);;
   mpich) MPIS=(mpich);;
   both) MPIS=(openmpi mpich);;
-  *) die "--mpi must be openmpi, mpich or both, not '$MPI'";;
+  none) MPIS=();;
+  *) die "--mpi must be openmpi, mpich, both or none, not '$MPI'";;
 esac
 [ ${#MPIS[@]} -eq 1 ] || [ -z "$BUILD_DIR" ] || die "--build-dir needs one MPI (--mpi openmpi or mpich)"
+[ "$MPI" != none ] || [ $SANITIZE = 0 ] || die "--sanitize needs an MPI"
 [ ${#MPIS[@]} -eq 1 ] || [ $SANITIZE = 0 ] || die "--sanitize runs under one MPI (--mpi openmpi or mpich)"
+[ $SANITIZE = 0 ] || [ -z "$SANITIZE_TESTS" ] || die "--sanitize-tests is for a normal run (with --sanitize: -- -R REGEX)"
 if ! [[ $FUZZ_TOTAL =~ ^[0-9]+$ ]]; then
   die "--fuzz-total / TESSEL_FUZZ_TOTAL must be a number of seconds, not '$FUZZ_TOTAL'"
 fi
 
+# configure_asan MPI DIR: the sanitizer build (ASan + UBSan, RelWithDebInfo, no benchmarks,
+# MPI tests at rank counts <= 4).
+configure_asan() {
+  local mpi=$1 dir=$2
+  bash "$ROOT/scripts/setup.sh" --mpi "$mpi" --no-build
+  local flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+  cmake -S "$ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DMPI_C_COMPILER=/usr/bin/mpicc.$mpi -DMPI_CXX_COMPILER=/usr/bin/mpicxx.$mpi \
+    -DMPIEXEC_EXECUTABLE=/usr/bin/mpirun.$mpi -DTESSEL_BUILD_BENCH=OFF \
+    "-DTESSEL_TEST_RANKS=1;2;3;4" -DTESSEL_TEST_MAX_RANKS=4 "-DCMAKE_CXX_FLAGS=$flags" "-DCMAKE_C_FLAGS=$flags" \
+    "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined" \
+    "-DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=address,undefined"
+}
+
+# subset_targets DIR: the build outputs (ninja targets, relative to DIR) named on the command
+# lines of the tests matching SANITIZE_TESTS; ninja builds each with what it links.
+subset_targets() {
+  local dir=$1
+  ninja -C "$dir" -t targets all | cut -d: -f1 >"$dir/test.sh-targets.txt"
+  ctest --test-dir "$dir" -N -R "$SANITIZE_TESTS" --show-only=json-v1 </dev/null | python3 -c '
+import json, os, sys
+dir, outputs = sys.argv[1], set(open(sys.argv[2]).read().split())
+found = []
+for test in json.load(sys.stdin).get("tests", []):
+    for arg in test.get("command", []):
+        for part in arg.split("="):
+            rel = os.path.relpath(part, dir) if part.startswith(dir + "/") else None
+            if rel in outputs and rel not in found:
+                found.append(rel)
+print(" ".join(found))' "$dir" "$dir/test.sh-targets.txt"
+}
+
 # Builds (setup.sh) and runs ctest for one MPI; sets RUN_STATUS and appends a summary line.
+# SUBSET=1: the --sanitize-tests run (SANITIZE=1, only the matching tests and their targets).
 SUMMARY=()
+SUBSET=0
 run_one() {
   local mpi=$1 dir=$BUILD_DIR
   if [ -z "$dir" ]; then
@@ -71,15 +117,18 @@ run_one() {
   local t0=$SECONDS status=0
   echo "test.sh: ==== $mpi: build $dir"
   if [ $SANITIZE = 1 ]; then
-    bash "$ROOT/scripts/setup.sh" --mpi "$mpi" --no-build
-    local flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
-    cmake -S "$ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-      -DMPI_C_COMPILER=/usr/bin/mpicc.$mpi -DMPI_CXX_COMPILER=/usr/bin/mpicxx.$mpi \
-      -DMPIEXEC_EXECUTABLE=/usr/bin/mpirun.$mpi -DTESSEL_BUILD_BENCH=OFF \
-      "-DTESSEL_TEST_RANKS=1;2;3;4" -DTESSEL_TEST_MAX_RANKS=4 "-DCMAKE_CXX_FLAGS=$flags" "-DCMAKE_C_FLAGS=$flags" \
-      "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined" \
-      "-DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=address,undefined" || status=$?
-    [ $status -ne 0 ] || cmake --build "$dir" --parallel "$(nproc)" || status=$?
+    configure_asan "$mpi" "$dir" || status=$?
+    if [ $status -eq 0 ]; then
+      if [ $SUBSET = 1 ]; then
+        local targets
+        targets=$(subset_targets "$dir") || status=$?
+        echo "test.sh: ==== $mpi: building for the subset: ${targets:-everything}"
+        # shellcheck disable=SC2086
+        [ $status -ne 0 ] || cmake --build "$dir" --parallel "$(nproc)" ${targets:+--target $targets} || status=$?
+      else
+        cmake --build "$dir" --parallel "$(nproc)" || status=$?
+      fi
+    fi
   else
     bash "$ROOT/scripts/setup.sh" --mpi "$mpi" --build-dir "$dir" || status=$?
     # TESSEL_TEST_MPICH_MAX_RANKS=N (.ci/run: 4) caps the MPICH run's rank counts (a test
@@ -110,7 +159,11 @@ run_one() {
       # shellcheck source=mpi-env.sh
       source "$ROOT/scripts/mpi-env.sh"
       cd "$dir"
-      ctest --output-on-failure "${CTEST_ARGS[@]}" </dev/null
+      if [ $SUBSET = 1 ]; then
+        ctest --output-on-failure -R "$SANITIZE_TESTS" </dev/null
+      else
+        ctest --output-on-failure "${CTEST_ARGS[@]}" </dev/null
+      fi
     ) 2>&1 | tee "$log"
     status=${PIPESTATUS[0]}
     set -e
@@ -120,17 +173,24 @@ run_one() {
   fi
   local result
   result=$(grep -E '^[0-9]+% tests passed' "$log" 2>/dev/null | tail -1 || true)
-  SUMMARY+=("$(printf '%-8s %-44s build %3d s, ctest %4d s, load %s' "$mpi" \
+  local label=$mpi
+  [ $SANITIZE = 0 ] || label=asan
+  SUMMARY+=("$(printf '%-8s %-44s build %3d s, ctest %4d s, load %s' "$label" \
     "${result:-no ctest result (status $status)}" $((t1 - t0)) $((SECONDS - t1)) \
     "$(cut -d' ' -f1-3 /proc/loadavg)")")
   RUN_STATUS=$status
 }
 
 status=0
-for mpi in "${MPIS[@]}"; do
+for mpi in ${MPIS[@]+"${MPIS[@]}"}; do
   run_one "$mpi"
   [ $status -ne 0 ] || status=$RUN_STATUS
 done
+if [ -n "$SANITIZE_TESTS" ]; then
+  SANITIZE=1 SUBSET=1 BUILD_DIR=
+  run_one openmpi
+  [ $status -ne 0 ] || status=$RUN_STATUS
+fi
 if [ "$FUZZ_TOTAL" -gt 0 ]; then
   fuzz_status=0
   t0=$SECONDS

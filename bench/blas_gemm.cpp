@@ -42,9 +42,11 @@ int main(int argc, char** argv) {
   app.add_option("--m", m, "rows of C and A")->required()->check(CLI::PositiveNumber);
   app.add_option("--n", n, "columns of C and B")->required()->check(CLI::PositiveNumber);
   app.add_option("--k", k, "inner dimension")->required()->check(CLI::PositiveNumber);
-  app.add_option("--repeat", repeat, "timed repetitions")->capture_default_str()
+  app.add_option("--repeat", repeat, "timed repetitions")
+      ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app.add_option("--warmup", warmup, "untimed repetitions first")->capture_default_str()
+  app.add_option("--warmup", warmup, "untimed repetitions first")
+      ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_option("--seed", seed, "seed of the random matrices")->capture_default_str();
   app.add_option("--json", json_path, "write the result as JSON");
@@ -78,16 +80,26 @@ int main(int argc, char** argv) {
   const std::string blas = cfg ? cfg() : "unknown (not OpenBLAS)";
   const int threads = thr ? thr() : 0;
 
-  std::printf("blas dgemm m=%d n=%d k=%d: median %.4f s (min %.4f, %d reps), %.2f GFLOP/s, "
-              "%d thread(s), %s\n",
-              m, n, k, med, *std::min_element(times.begin(), times.end()), repeat, gflops, threads,
-              blas.c_str());
+  std::printf(
+      "blas dgemm m=%d n=%d k=%d: median %.4f s (min %.4f, %d reps), %.2f GFLOP/s, "
+      "%d thread(s), %s\n",
+      m, n, k, med, *std::min_element(times.begin(), times.end()), repeat, gflops, threads,
+      blas.c_str());
   if (!json_path.empty()) {
-    nlohmann::json j = {{"tool", "blas"}, {"routine", "dgemm_"}, {"m", m}, {"n", n}, {"k", k},
-                        {"ranks", 1}, {"repeat", repeat}, {"warmup", warmup},
-                        {"times_s", times}, {"median_s", med},
+    nlohmann::json j = {{"tool", "blas"},
+                        {"routine", "dgemm_"},
+                        {"m", m},
+                        {"n", n},
+                        {"k", k},
+                        {"ranks", 1},
+                        {"repeat", repeat},
+                        {"warmup", warmup},
+                        {"times_s", times},
+                        {"median_s", med},
                         {"min_s", *std::min_element(times.begin(), times.end())},
-                        {"gflops", gflops}, {"blas", blas}, {"blas_threads", threads}};
+                        {"gflops", gflops},
+                        {"blas", blas},
+                        {"blas_threads", threads}};
     const std::string tmp = json_path + ".tmp." + std::to_string(getpid());
     std::ofstream f(tmp);
     f << j.dump(1) << "\n";

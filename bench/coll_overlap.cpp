@@ -64,12 +64,12 @@ struct Setup {
   // leaders: one rank per node (r % ppn == 0); column: ranks with the same r % ppn
   tc::Comm* leaders = nullptr;  // null on non-leaders
   tc::DupSet* leader_dups = nullptr;
-  tc::Comm* column = nullptr;   // null when ppn == 1
+  tc::Comm* column = nullptr;  // null when ppn == 1
 };
 
 // One timed operation of `mode` on this rank (call on every rank; returns the local time).
-double run_once(const Setup& s, const std::string& op, const std::string& mode,
-                std::int64_t count, std::vector<double>& a, std::vector<double>& b) {
+double run_once(const Setup& s, const std::string& op, const std::string& mode, std::int64_t count,
+                std::vector<double>& a, std::vector<double>& b) {
   const bool is_bcast = op == "bcast";
   const bool leader_mode = mode != "ppn";
   MPI_Barrier(s.world);
@@ -78,8 +78,10 @@ double run_once(const Setup& s, const std::string& op, const std::string& mode,
     const tc::Comm& c = *s.leaders;
     MPI_Comm raw = c.raw();
     if (mode == "blocking") {
-      if (is_bcast) MPI_Bcast(a.data(), static_cast<int>(count), MPI_DOUBLE, 0, raw);
-      else MPI_Reduce(a.data(), b.data(), static_cast<int>(count), MPI_DOUBLE, MPI_SUM, 0, raw);
+      if (is_bcast)
+        MPI_Bcast(a.data(), static_cast<int>(count), MPI_DOUBLE, 0, raw);
+      else
+        MPI_Reduce(a.data(), b.data(), static_cast<int>(count), MPI_DOUBLE, MPI_SUM, 0, raw);
     } else {
       const bool dup = mode == "mpi-ndup" || mode == "p2p-ndup";
       const tc::CollImpl impl = mode.rfind("p2p", 0) == 0 ? tc::CollImpl::P2P : tc::CollImpl::Mpi;
@@ -103,8 +105,8 @@ double run_once(const Setup& s, const std::string& op, const std::string& mode,
     if (is_bcast)
       MPI_Bcast(a.data() + pt.begin, static_cast<int>(pt.count), MPI_DOUBLE, 0, raw);
     else
-      MPI_Reduce(a.data() + pt.begin, b.data() + pt.begin, static_cast<int>(pt.count),
-                 MPI_DOUBLE, MPI_SUM, 0, raw);
+      MPI_Reduce(a.data() + pt.begin, b.data() + pt.begin, static_cast<int>(pt.count), MPI_DOUBLE,
+                 MPI_SUM, 0, raw);
   }
   const double t = MPI_Wtime() - t0;
   tc::sleep_barrier(*s.world_comm, std::chrono::microseconds(100));  // idle ranks yield
@@ -152,7 +154,8 @@ int main(int argc, char** argv) {
   s.ppn = s.size / s.nodes;
   const bool want_ppn = std::find(modes.begin(), modes.end(), "ppn") != modes.end();
   if (want_ppn && s.ppn < 2) {
-    if (s.rank == 0) std::fprintf(stderr, "coll_overlap: mode ppn needs ranks = nodes * ppn, ppn > 1\n");
+    if (s.rank == 0)
+      std::fprintf(stderr, "coll_overlap: mode ppn needs ranks = nodes * ppn, ppn > 1\n");
     MPI_Finalize();
     return 2;
   }
@@ -161,7 +164,10 @@ int main(int argc, char** argv) {
   s.world_comm = &world;
   tc::Comm leaders = world.split(s.rank % s.ppn == 0 ? 0 : -1, s.rank);
   tc::DupSet leader_dups(leaders, s.ndup);
-  if (!leaders.is_null()) { s.leaders = &leaders; s.leader_dups = &leader_dups; }
+  if (!leaders.is_null()) {
+    s.leaders = &leaders;
+    s.leader_dups = &leader_dups;
+  }
   tc::Comm column = world.split(s.ppn > 1 ? s.rank % s.ppn : -1, s.rank / s.ppn);
   if (!column.is_null()) s.column = &column;
 
@@ -199,7 +205,8 @@ int main(int argc, char** argv) {
             }
             // participants' world ranks: ppn -> (column c) c, c+ppn, ...; else 0, ppn, ...
             const int c0 = mode == "ppn" ? s.rank % s.ppn : 0;
-            for (std::int64_t i = lo; i < hi && !local_bad; i += std::max<std::int64_t>(1, (hi - lo) / 97)) {
+            for (std::int64_t i = lo; i < hi && !local_bad;
+                 i += std::max<std::int64_t>(1, (hi - lo) / 97)) {
               if (op == "bcast") {
                 local_bad = a[i] != static_cast<double>(c0 + (i % 7));
               } else if ((mode == "ppn" ? s.column->rank() : s.leaders->rank()) == 0) {
@@ -223,8 +230,11 @@ int main(int argc, char** argv) {
         if (s.rank == 0)
           std::printf("%-7s %-9s %10lld B  median %10.6f s  bandwidth %8.2f MB/s\n", op.c_str(),
                       mode.c_str(), static_cast<long long>(bytes), med, bw / 1e6);
-        results.push_back({{"op", op}, {"mode", mode}, {"bytes", bytes},
-                           {"times_s", times[mode]}, {"median_s", med},
+        results.push_back({{"op", op},
+                           {"mode", mode},
+                           {"bytes", bytes},
+                           {"times_s", times[mode]},
+                           {"median_s", med},
                            {"bandwidth_Bps", bw}});
       }
       if (s.rank == 0) std::fflush(stdout);
@@ -236,11 +246,19 @@ int main(int argc, char** argv) {
     MPI_Get_library_version(ver, &len);
     std::string v(ver, static_cast<std::size_t>(len));
     if (auto nl = v.find('\n'); nl != std::string::npos) v.resize(nl);
-    nlohmann::json j = {{"tool", "coll_overlap"}, {"ranks", s.size}, {"nodes", s.nodes},
-                        {"ppn", s.ppn}, {"ndup", s.ndup}, {"segment_bytes", s.segment},
-                        {"repeat", repeat}, {"warmup", warmup}, {"mpi", v}, {"label", label},
+    nlohmann::json j = {{"tool", "coll_overlap"},
+                        {"ranks", s.size},
+                        {"nodes", s.nodes},
+                        {"ppn", s.ppn},
+                        {"ndup", s.ndup},
+                        {"segment_bytes", s.segment},
+                        {"repeat", repeat},
+                        {"warmup", warmup},
+                        {"mpi", v},
+                        {"label", label},
                         {"bandwidth_formula", "2*(p-1)*n/p/t, p = nodes"},
-                        {"check", bad ? "failed" : "ok"}, {"results", results}};
+                        {"check", bad ? "failed" : "ok"},
+                        {"results", results}};
     std::ofstream(json_path) << j.dump(1) << "\n";
   }
   MPI_Finalize();

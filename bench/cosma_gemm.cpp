@@ -65,10 +65,13 @@ namespace {
 
 // Equal to tessel's apps/tessel/cli_util.cpp hashed(): the inputs of `tessel gemm --seed`.
 double hashed(std::uint64_t seed, int which, std::int64_t i, std::int64_t j) {
-  std::uint64_t x = seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(which) * 0xBF58476D1CE4E5B9ull +
-                    static_cast<std::uint64_t>(i) * 0x94D049BB133111EBull + static_cast<std::uint64_t>(j);
-  x ^= x >> 30; x *= 0xBF58476D1CE4E5B9ull;
-  x ^= x >> 27; x *= 0x94D049BB133111EBull;
+  std::uint64_t x =
+      seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(which) * 0xBF58476D1CE4E5B9ull +
+      static_cast<std::uint64_t>(i) * 0x94D049BB133111EBull + static_cast<std::uint64_t>(j);
+  x ^= x >> 30;
+  x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 27;
+  x *= 0x94D049BB133111EBull;
   x ^= x >> 31;
   return static_cast<double>(x >> 11) * (2.0 / 9007199254740992.0) - 1.0;
 }
@@ -90,7 +93,8 @@ void write_text_atomically(const std::string& path, const std::string& text) {
     f << text;
     if (!f.flush()) throw std::runtime_error("cannot write '" + path + "'");
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw std::runtime_error("cannot rename to '" + path + "'");
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    throw std::runtime_error("cannot rename to '" + path + "'");
 }
 
 // float64 Fortran-order .npy of an m x n column-major array.
@@ -108,7 +112,8 @@ std::string npy_bytes(const std::vector<double>& c, int m, int n) {
 }
 
 // The local entries of C as (global column-major index, value); rank 0 assembles C.
-std::vector<double> gather_c(const std::vector<long>& idx, const std::vector<double>& val, int m, int n) {
+std::vector<double> gather_c(const std::vector<long>& idx, const std::vector<double>& val, int m,
+                             int n) {
   int rank = 0, p = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &p);
@@ -119,8 +124,10 @@ std::vector<double> gather_c(const std::vector<long>& idx, const std::vector<dou
   const long total = rank == 0 ? displs[p - 1] + counts[p - 1] : 0;
   std::vector<long> all_idx(std::max(1L, total));
   std::vector<double> all_val(std::max(1L, total));
-  MPI_Gatherv(idx.data(), cnt, MPI_LONG, all_idx.data(), counts.data(), displs.data(), MPI_LONG, 0, MPI_COMM_WORLD);
-  MPI_Gatherv(val.data(), cnt, MPI_DOUBLE, all_val.data(), counts.data(), displs.data(), MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  MPI_Gatherv(idx.data(), cnt, MPI_LONG, all_idx.data(), counts.data(), displs.data(), MPI_LONG, 0,
+              MPI_COMM_WORLD);
+  MPI_Gatherv(val.data(), cnt, MPI_DOUBLE, all_val.data(), counts.data(), displs.data(), MPI_DOUBLE,
+              0, MPI_COMM_WORLD);
   std::vector<double> c;
   if (rank == 0) {
     c.assign(static_cast<size_t>(m) * n, std::numeric_limits<double>::quiet_NaN());
@@ -143,15 +150,21 @@ int main(int argc, char** argv) {
   std::string mode = "native", grid_s, json_path, out_path;
   bool no_check = false;
   app.add_option("--mode", mode, "native (COSMA's layout) or pdgemm (COSMA's pdgemm_ wrapper)")
-      ->capture_default_str()->check(CLI::IsMember({"native", "pdgemm"}));
+      ->capture_default_str()
+      ->check(CLI::IsMember({"native", "pdgemm"}));
   app.add_option("--m", m, "rows of C and A")->required()->check(CLI::PositiveNumber);
   app.add_option("--n", n, "columns of C and B")->required()->check(CLI::PositiveNumber);
   app.add_option("--k", k, "inner dimension")->required()->check(CLI::PositiveNumber);
-  app.add_option("--nb", nb, "pdgemm: block size of the block-cyclic layout")->capture_default_str()
+  app.add_option("--nb", nb, "pdgemm: block size of the block-cyclic layout")
+      ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app.add_option("--grid", grid_s, "pdgemm: BLACS grid PRxPC (default: most square PR<=PC, PR*PC=ranks)");
-  app.add_option("--repeat", repeat, "timed repetitions")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--warmup", warmup, "untimed repetitions first")->capture_default_str()
+  app.add_option("--grid", grid_s,
+                 "pdgemm: BLACS grid PRxPC (default: most square PR<=PC, PR*PC=ranks)");
+  app.add_option("--repeat", repeat, "timed repetitions")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--warmup", warmup, "untimed repetitions first")
+      ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_option("--seed", seed, "seed of tessel's generator")->capture_default_str();
   app.add_option("--json", json_path, "write the result as JSON (rank 0)");
@@ -194,7 +207,8 @@ int main(int argc, char** argv) {
     std::ostringstream os;
     os << strategy;
     strategy_text = os.str();
-    cosma::CosmaMatrix<double> A('A', strategy, rank), B('B', strategy, rank), C('C', strategy, rank);
+    cosma::CosmaMatrix<double> A('A', strategy, rank), B('B', strategy, rank),
+        C('C', strategy, rank);
     for (auto [X, id] : {std::pair{&A, 1}, std::pair{&B, 2}}) {
       double* x = X->matrix_pointer();
       for (size_t l = 0; l < X->matrix_size(); ++l) {
@@ -218,8 +232,8 @@ int main(int argc, char** argv) {
       pc = nranks / pr;
     } else {
       char x = 0, extra = 0;
-      if (std::sscanf(grid_s.c_str(), "%d%c%d%c", &pr, &x, &pc, &extra) != 3 || (x != 'x' && x != 'X') ||
-          pr < 1 || pc < 1 || static_cast<long>(pr) * pc > nranks) {
+      if (std::sscanf(grid_s.c_str(), "%d%c%d%c", &pr, &x, &pc, &extra) != 3 ||
+          (x != 'x' && x != 'X') || pr < 1 || pc < 1 || static_cast<long>(pr) * pc > nranks) {
         if (rank == 0)
           std::fprintf(stderr, "cosma_gemm: --grid '%s': expected PRxPC with PR*PC <= %d ranks\n",
                        grid_s.c_str(), nranks);
@@ -239,7 +253,8 @@ int main(int argc, char** argv) {
     int desca[9] = {0}, descb[9] = {0}, descc[9] = {0}, info_bad = 0, cr = 0, cc = 0;
     std::vector<double> A, B, C;
     if (in_grid) {
-      auto setup = [&](int id, int rows, int cols, int* desc, std::vector<double>& X, int& lr, int& lc) {
+      auto setup = [&](int id, int rows, int cols, int* desc, std::vector<double>& X, int& lr,
+                       int& lc) {
         lr = numroc_(&rows, &nb, &myrow, &izero, &nprow);
         lc = numroc_(&cols, &nb, &mycol, &izero, &npcol);
         int lld = std::max(1, lr), info = 0;
@@ -249,8 +264,8 @@ int main(int argc, char** argv) {
         if (id == 0) return;
         for (int lj = 0; lj < lc; ++lj)
           for (int li = 0; li < lr; ++li)
-            X[static_cast<size_t>(lj) * lld + li] =
-                hashed(seed, id, global_index(li, nb, myrow, nprow), global_index(lj, nb, mycol, npcol));
+            X[static_cast<size_t>(lj) * lld + li] = hashed(
+                seed, id, global_index(li, nb, myrow, nprow), global_index(lj, nb, mycol, npcol));
       };
       int lr = 0, lc = 0;
       setup(1, m, k, desca, A, lr, lc);
@@ -265,13 +280,14 @@ int main(int argc, char** argv) {
     }
     timed([&] {
       if (in_grid)
-        pdgemm_("N", "N", &m, &n, &k, &alpha, A.data(), &ione, &ione, desca, B.data(), &ione, &ione, descb,
-                &beta, C.data(), &ione, &ione, descc);
+        pdgemm_("N", "N", &m, &n, &k, &alpha, A.data(), &ione, &ione, desca, B.data(), &ione, &ione,
+                descb, &beta, C.data(), &ione, &ione, descc);
     });
     const int lld = std::max(1, cr);
     for (int lj = 0; lj < cc; ++lj)
       for (int li = 0; li < cr; ++li) {
-        c_idx.push_back(global_index(lj, nb, mycol, npcol) * m + global_index(li, nb, myrow, nprow));
+        c_idx.push_back(global_index(lj, nb, mycol, npcol) * m +
+                        global_index(li, nb, myrow, nprow));
         c_val.push_back(C[static_cast<size_t>(lj) * lld + li]);
       }
     if (in_grid) Cblacs_gridexit(ctxt);
@@ -323,11 +339,13 @@ int main(int argc, char** argv) {
     const double med = median(times);
     const double gflops = 2.0 * m * static_cast<double>(n) * k / med * 1e-9;
     const std::string tool = native ? "cosma" : "cosma-pdgemm";
-    std::printf("%s m=%d n=%d k=%d ranks=%d%s: median %.4f s (min %.4f, %d reps), %.2f GFLOP/s, "
-                "||C||_F %.12e, check %s (max rel err %.1e, %d samples)\n",
-                tool.c_str(), m, n, k, nranks, native ? "" : (" grid=" + grid_text + " nb=" + std::to_string(nb)).c_str(),
-                med, *std::min_element(times.begin(), times.end()), repeat, gflops, std::sqrt(fro2),
-                no_check ? "skipped" : (check_ok ? "ok" : "FAILED"), max_err, samples);
+    std::printf(
+        "%s m=%d n=%d k=%d ranks=%d%s: median %.4f s (min %.4f, %d reps), %.2f GFLOP/s, "
+        "||C||_F %.12e, check %s (max rel err %.1e, %d samples)\n",
+        tool.c_str(), m, n, k, nranks,
+        native ? "" : (" grid=" + grid_text + " nb=" + std::to_string(nb)).c_str(), med,
+        *std::min_element(times.begin(), times.end()), repeat, gflops, std::sqrt(fro2),
+        no_check ? "skipped" : (check_ok ? "ok" : "FAILED"), max_err, samples);
     if (native) std::printf("strategy: %s\n", strategy_text.c_str());
     std::fflush(stdout);
     if (!json_path.empty()) {
@@ -337,16 +355,34 @@ int main(int argc, char** argv) {
       std::string mpi_ver(ver, static_cast<size_t>(vl));
       mpi_ver = mpi_ver.substr(0, mpi_ver.find_first_of(",\n"));
       nlohmann::json j = {
-          {"tool", tool}, {"library", "COSMA 2.8.4 + COSTA 2.3.2"}, {"m", m}, {"n", n}, {"k", k},
-          {"ranks", nranks}, {"repeat", repeat}, {"warmup", warmup}, {"seed", seed},
-          {"times_s", times}, {"median_s", med}, {"min_s", *std::min_element(times.begin(), times.end())},
-          {"gflops", gflops}, {"c_frobenius", std::sqrt(fro2)},
-          {"check", {{"ok", check_ok}, {"samples", samples}, {"max_rel_err", max_err}, {"tol", tol},
-                     {"skipped", no_check}}},
+          {"tool", tool},
+          {"library", "COSMA 2.8.4 + COSTA 2.3.2"},
+          {"m", m},
+          {"n", n},
+          {"k", k},
+          {"ranks", nranks},
+          {"repeat", repeat},
+          {"warmup", warmup},
+          {"seed", seed},
+          {"times_s", times},
+          {"median_s", med},
+          {"min_s", *std::min_element(times.begin(), times.end())},
+          {"gflops", gflops},
+          {"c_frobenius", std::sqrt(fro2)},
+          {"check",
+           {{"ok", check_ok},
+            {"samples", samples},
+            {"max_rel_err", max_err},
+            {"tol", tol},
+            {"skipped", no_check}}},
           {"commcount_region", "timed repetitions only (MPI_Pcontrol 2 .. 0): divide by repeat"},
           {"mpi", mpi_ver}};
-      if (native) j["strategy"] = strategy_text;
-      else { j["grid"] = grid_text; j["nb"] = nb; }
+      if (native)
+        j["strategy"] = strategy_text;
+      else {
+        j["grid"] = grid_text;
+        j["nb"] = nb;
+      }
       try {
         write_text_atomically(json_path, j.dump(1) + "\n");
       } catch (const std::exception& e) {
@@ -355,7 +391,8 @@ int main(int argc, char** argv) {
       }
     }
     if (!check_ok)
-      std::fprintf(stderr, "cosma_gemm: check FAILED: max relative error %.3e > %.3e\n", max_err, tol);
+      std::fprintf(stderr, "cosma_gemm: check FAILED: max relative error %.3e > %.3e\n", max_err,
+                   tol);
   }
   MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
   MPI_Finalize();

@@ -53,8 +53,8 @@ struct Dbcsr {
   dbcsr_matrix like(dbcsr_matrix t, const char* name) const {
     dbcsr_matrix m = nullptr;
     const char type = dbcsr_type_no_symmetry;
-    c_dbcsr_create_template(&m, name, t, nullptr, &type, nullptr, 0, nullptr, 0, nullptr, nullptr, nullptr,
-                            nullptr, nullptr);
+    c_dbcsr_create_template(&m, name, t, nullptr, &type, nullptr, 0, nullptr, 0, nullptr, nullptr,
+                            nullptr, nullptr, nullptr);
     return m;
   }
   dbcsr_matrix copy(dbcsr_matrix a, const char* name) const {
@@ -68,12 +68,13 @@ struct Dbcsr {
     return m;
   }
   // C = alpha A B filtered at eps (a new matrix)
-  dbcsr_matrix product(dbcsr_matrix a, dbcsr_matrix b, double eps, const char* name, double alpha = 1.0) {
+  dbcsr_matrix product(dbcsr_matrix a, dbcsr_matrix b, double eps, const char* name,
+                       double alpha = 1.0) {
     dbcsr_matrix c = like(a, name);
     long long f = 0;
     bool retain = false;
-    c_dbcsr_multiply_d('N', 'N', alpha, a, b, 0.0, c, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
-                       &retain, eps > 0 ? &eps : nullptr, &f);
+    c_dbcsr_multiply_d('N', 'N', alpha, a, b, 0.0, c, nullptr, nullptr, nullptr, nullptr, nullptr,
+                       nullptr, &retain, eps > 0 ? &eps : nullptr, &f);
     ++mults;
     flops += f;
     return c;
@@ -107,7 +108,9 @@ struct Dbcsr {
 };
 
 // tessel's filtering-floor rule: stop when the residual falls by less than 0.8x once below it.
-double floor_of(double eps, double unfiltered) { return eps > 0 ? std::max(1e-3, 1e3 * eps) : unfiltered; }
+double floor_of(double eps, double unfiltered) {
+  return eps > 0 ? std::max(1e-3, 1e3 * eps) : unfiltered;
+}
 
 }  // namespace
 
@@ -116,10 +119,12 @@ int main(int argc, char** argv) {
   int rank = 0, p = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &p);
-  CLI::App app{"The Newton-Schulz sign density of `tessel density --method sign --mu X` on DBCSR 2.5"};
+  CLI::App app{
+      "The Newton-Schulz sign density of `tessel density --method sign --mu X` on DBCSR 2.5"};
   std::string ks, overlap, blocks, generate, bounds_s, json;
   long long electrons = 0;
-  double mu = NAN, s_scale = 0, eps = 1e-6, eps_inverse = -1, eps_transform = -1, eps_final = -1, tol = 1e-12;
+  double mu = NAN, s_scale = 0, eps = 1e-6, eps_inverse = -1, eps_transform = -1, eps_final = -1,
+         tol = 1e-12;
   int final_steps = 0, max_iter = 200;
   app.add_option("--ks", ks, "Kohn-Sham matrix H (CP2K CSR, plain or gzip)");
   app.add_option("--overlap", overlap, "Overlap S (CP2K CSR)");
@@ -127,14 +132,21 @@ int main(int argc, char** argv) {
   app.add_option("--generate", generate, "water:N (tessel's generated box) instead of files");
   app.add_option("--electrons", electrons, "Electron count (reported against tr(PS))");
   app.add_option("--mu", mu, "Chemical potential (tessel's JSON \"mu\")")->required();
-  app.add_option("--bounds", bounds_s, "lo,hi: Lanczos bounds of Ht (tessel's JSON \"bounds\")")->required();
-  app.add_option("--s-scale", s_scale, "Scale s of S^-1/2's Y0 = S/s (tessel's JSON \"inverse_scale\")")->required();
+  app.add_option("--bounds", bounds_s, "lo,hi: Lanczos bounds of Ht (tessel's JSON \"bounds\")")
+      ->required();
+  app.add_option("--s-scale", s_scale,
+                 "Scale s of S^-1/2's Y0 = S/s (tessel's JSON \"inverse_scale\")")
+      ->required();
   app.add_option("--eps", eps, "Filter threshold of the sign iteration")->capture_default_str();
   app.add_option("--eps-inverse", eps_inverse, "Filter threshold of S^-1/2 (default --eps)");
-  app.add_option("--eps-transform", eps_transform, "Filter threshold of Z H Z and Z Pt Z (default --eps)");
-  app.add_option("--eps-final", eps_final, "Filter threshold of the final McWeeny steps (default --eps)");
-  app.add_option("--final-steps", final_steps, "McWeeny steps after the sign iteration")->capture_default_str();
-  app.add_option("--tol", tol, "Sign: stop at ||I - X^2||_F < tol ||X^2||_F")->capture_default_str();
+  app.add_option("--eps-transform", eps_transform,
+                 "Filter threshold of Z H Z and Z Pt Z (default --eps)");
+  app.add_option("--eps-final", eps_final,
+                 "Filter threshold of the final McWeeny steps (default --eps)");
+  app.add_option("--final-steps", final_steps, "McWeeny steps after the sign iteration")
+      ->capture_default_str();
+  app.add_option("--tol", tol, "Sign: stop at ||I - X^2||_F < tol ||X^2||_F")
+      ->capture_default_str();
   app.add_option("--max-iter", max_iter, "Cap on the iterations")->capture_default_str();
   app.add_option("--json", json, "Write the results as JSON");
   int rc = 0;
@@ -150,8 +162,8 @@ int main(int argc, char** argv) {
   if (eps_final < 0) eps_final = eps;
   try {
     double lo = 0, hi = 0;
-    TESSEL_CHECK(std::sscanf(bounds_s.c_str(), "%lf,%lf", &lo, &hi) == 2 && hi > lo, InputError, "--bounds '",
-                 bounds_s, "': expected lo,hi with lo < hi");
+    TESSEL_CHECK(std::sscanf(bounds_s.c_str(), "%lf,%lf", &lo, &hi) == 2 && hi > lo, InputError,
+                 "--bounds '", bounds_s, "': expected lo,hi with lo < hi");
     TESSEL_CHECK(mu > lo && mu < hi, InputError, "--mu ", mu, ": expected inside --bounds");
     TESSEL_CHECK(s_scale > 0, InputError, "--s-scale ", s_scale, ": expected > 0");
     TESSEL_CHECK(eps >= 0, InputError, "--eps ", eps, ": expected >= 0");
@@ -159,7 +171,8 @@ int main(int argc, char** argv) {
     sparse::BlockSparseMatrix<double> Ht_, St_;
     std::string description;
     if (!generate.empty()) {
-      TESSEL_CHECK(generate.rfind("water:", 0) == 0, InputError, "--generate '", generate, "': expected water:N");
+      TESSEL_CHECK(generate.rfind("water:", 0) == 0, InputError, "--generate '", generate,
+                   "': expected water:N");
       auto w = sparse::generate_water(ctx, std::stoi(generate.substr(6)));
       Ht_ = std::move(w.H);
       St_ = std::move(w.S);
@@ -201,7 +214,8 @@ int main(int argc, char** argv) {
     for (;; ++inv_it) {
       dbcsr_matrix t = db.product(z, y, eps_inverse, "T");
       r = db.identity_distance(t) / sqrt_n;
-      if (r < 1e-11 || (inv_it > 0 && r > 0.8 * prev && r < floor_of(eps_inverse, 1e-7)) || inv_it >= max_iter) {
+      if (r < 1e-11 || (inv_it > 0 && r > 0.8 * prev && r < floor_of(eps_inverse, 1e-7)) ||
+          inv_it >= max_iter) {
         Dbcsr::release(t);
         break;
       }
@@ -239,7 +253,8 @@ int main(int argc, char** argv) {
       dbcsr_matrix x2 = db.product(x, x, eps, "X2");
       const double n2 = Dbcsr::norm(x2);
       res = db.identity_distance(x2) / (n2 > 0 ? n2 : 1.0);
-      const bool stop = res < tol || (res > 0.8 * prev && res < floor_of(eps, 1e-6)) || it >= max_iter;
+      const bool stop =
+          res < tol || (res > 0.8 * prev && res < floor_of(eps, 1e-6)) || it >= max_iter;
       TESSEL_CHECK(std::isfinite(res) && !(res > prev && res > floor_of(eps, 1e-6)), Error,
                    "sign diverged: residual ", res, " at step ", it);
       if (stop) {
@@ -277,25 +292,41 @@ int main(int argc, char** argv) {
     long long flops = db.flops;
     MPI_Allreduce(MPI_IN_PLACE, &flops, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0) {
-      std::printf("dbcsr_sign: DBCSR 2.5, %s, %d ranks (%dx%d), mu %.6f, eps %g (S^-1/2 %g, basis changes %g, "
-                  "%d final McWeeny steps %g)\n",
-                  description.c_str(), p, d.pr(), d.pc(), mu, eps, eps_inverse, eps_transform, final_steps,
-                  eps_final);
-      std::printf("S^-1/2: %d steps, residual %.3e, %.3f s; sign: %d steps, residual %.3e, %.3f s\n", inv_it, r,
-                  t_inv, it, res, t_sign);
+      std::printf(
+          "dbcsr_sign: DBCSR 2.5, %s, %d ranks (%dx%d), mu %.6f, eps %g (S^-1/2 %g, basis changes %g, "
+          "%d final McWeeny steps %g)\n",
+          description.c_str(), p, d.pr(), d.pc(), mu, eps, eps_inverse, eps_transform, final_steps,
+          eps_final);
+      std::printf(
+          "S^-1/2: %d steps, residual %.3e, %.3f s; sign: %d steps, residual %.3e, %.3f s\n",
+          inv_it, r, t_inv, it, res, t_sign);
       std::printf("band energy 2 tr(PH): %.10f Eh (orthogonal basis %.10f)\n", band, band_orth);
-      std::printf("tr(PS): %.10f (2 tr(PS) = %.10f, electrons %lld)\n", trace_ps, 2 * trace_ps, electrons);
-      std::printf("multiplications: %lld (%.3g GFLOP), P occupancy %.2f%%, time %.3f s\n", db.mults, flops * 1e-9,
-                  100 * occ_p, seconds);
+      std::printf("tr(PS): %.10f (2 tr(PS) = %.10f, electrons %lld)\n", trace_ps, 2 * trace_ps,
+                  electrons);
+      std::printf("multiplications: %lld (%.3g GFLOP), P occupancy %.2f%%, time %.3f s\n", db.mults,
+                  flops * 1e-9, 100 * occ_p, seconds);
     }
     if (!json.empty() && rank == 0) {
-      nlohmann::json j{{"command", "dbcsr_sign"}, {"input", description}, {"ranks", p}, {"mu", mu},
-                       {"eps", eps}, {"eps_inverse", eps_inverse}, {"eps_transform", eps_transform},
-                       {"eps_final", eps_final}, {"final_steps", final_steps},
-                       {"inverse_sqrt_iterations", inv_it}, {"iterations", it}, {"residual", res},
-                       {"multiplications", db.mults}, {"flops", flops}, {"band_energy", band},
-                       {"band_energy_orthogonal", band_orth}, {"trace_ps", trace_ps},
-                       {"electrons", electrons}, {"p_occupation", occ_p}, {"seconds", seconds}};
+      nlohmann::json j{{"command", "dbcsr_sign"},
+                       {"input", description},
+                       {"ranks", p},
+                       {"mu", mu},
+                       {"eps", eps},
+                       {"eps_inverse", eps_inverse},
+                       {"eps_transform", eps_transform},
+                       {"eps_final", eps_final},
+                       {"final_steps", final_steps},
+                       {"inverse_sqrt_iterations", inv_it},
+                       {"iterations", it},
+                       {"residual", res},
+                       {"multiplications", db.mults},
+                       {"flops", flops},
+                       {"band_energy", band},
+                       {"band_energy_orthogonal", band_orth},
+                       {"trace_ps", trace_ps},
+                       {"electrons", electrons},
+                       {"p_occupation", occ_p},
+                       {"seconds", seconds}};
       std::ofstream(json) << j.dump(2) << "\n";
     }
     for (dbcsr_matrix* m : {&H, &S, &z, &ht, &x, &zp, &P, &db.eye}) Dbcsr::release(*m);

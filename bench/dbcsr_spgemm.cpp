@@ -30,7 +30,9 @@ namespace {
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  return v.empty()      ? 0
+         : v.size() % 2 ? v[v.size() / 2]
+                        : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
 }  // namespace
@@ -116,17 +118,24 @@ int main(int argc, char** argv) {
       std::printf("time: median %.4f s per multiply over %d runs (min %.4f s), %.3f GFLOP/s\n", med,
                   repeat, *std::min_element(times.begin(), times.end()),
                   med > 0 ? static_cast<double>(flops) / med * 1e-9 : 0.0);
-      std::printf("occupancy: A %.2f%%, B %.2f%%, C %.2f%%\n", 100 * occ_a, 100 * occ_b, 100 * occ_c);
-      std::printf("check: ||C||_F DBCSR %.12e, tessel %.12e (relative difference %.1e)\n", norm_dbcsr,
-                  norm_tessel, rel);
+      std::printf("occupancy: A %.2f%%, B %.2f%%, C %.2f%%\n", 100 * occ_a, 100 * occ_b,
+                  100 * occ_c);
+      std::printf("check: ||C||_F DBCSR %.12e, tessel %.12e (relative difference %.1e)\n",
+                  norm_dbcsr, norm_tessel, rel);
     }
     if (!json.empty() && rank == 0) {
-      nlohmann::json j{{"command", "dbcsr_spgemm"}, {"generate", in.generate}, {"ranks", p},
-                       {"grid", std::to_string(pr) + "x" + std::to_string(pc)}, {"eps", eps},
-                       {"times_s", times}, {"median_s", med}, {"flops", flops},
+      nlohmann::json j{{"command", "dbcsr_spgemm"},
+                       {"generate", in.generate},
+                       {"ranks", p},
+                       {"grid", std::to_string(pr) + "x" + std::to_string(pc)},
+                       {"eps", eps},
+                       {"times_s", times},
+                       {"median_s", med},
+                       {"flops", flops},
                        {"gflops", med > 0 ? static_cast<double>(flops) / med * 1e-9 : 0.0},
                        {"occupancy", {{"a", occ_a}, {"b", occ_b}, {"c", occ_c}}},
-                       {"norm_c", norm_dbcsr}, {"norm_c_tessel", norm_tessel},
+                       {"norm_c", norm_dbcsr},
+                       {"norm_c_tessel", norm_tessel},
                        {"commcount_counts", "the first multiply only (MPI_Pcontrol)"}};
       std::ofstream(json) << j.dump(2) << "\n";
     }

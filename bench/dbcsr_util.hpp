@@ -10,8 +10,8 @@
 namespace tessel::bench {
 
 /// Collective over `cart`. Creates `dist` (release it after the matrix) and the matrix.
-inline dbcsr_matrix to_dbcsr(MPI_Comm cart, const sparse::BlockSparseMatrix<double>& m, const char* name,
-                             dbcsr_distribution& dist) {
+inline dbcsr_matrix to_dbcsr(MPI_Comm cart, const sparse::BlockSparseMatrix<double>& m,
+                             const char* name, dbcsr_distribution& dist) {
   const auto& d = m.distribution();
   std::vector<int> rd = d.row_dist(), cd = d.col_dist();
   std::vector<int> rs = d.row_blocks().sizes(), cs = d.col_blocks().sizes();

@@ -108,16 +108,21 @@ int main(int argc, char** argv) {
   app.add_option("--m", m, "rows of C and op(A)")->required()->check(CLI::PositiveNumber);
   app.add_option("--n", n, "columns of C and op(B)")->required()->check(CLI::PositiveNumber);
   app.add_option("--k", k, "inner dimension")->required()->check(CLI::PositiveNumber);
-  app.add_option("--nb", nb, "block size of the block-cyclic layout")->capture_default_str()
+  app.add_option("--nb", nb, "block size of the block-cyclic layout")
+      ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--grid", grid_s, "process grid PRxPC (default: most square PR<=PC, PR*PC=ranks)");
-  app.add_option("--transa", transa, "op(A): N or T")->capture_default_str()
+  app.add_option("--transa", transa, "op(A): N or T")
+      ->capture_default_str()
       ->check(CLI::IsMember({"N", "T"}, CLI::ignore_case));
-  app.add_option("--transb", transb, "op(B): N or T")->capture_default_str()
+  app.add_option("--transb", transb, "op(B): N or T")
+      ->capture_default_str()
       ->check(CLI::IsMember({"N", "T"}, CLI::ignore_case));
-  app.add_option("--repeat", repeat, "timed repetitions")->capture_default_str()
+  app.add_option("--repeat", repeat, "timed repetitions")
+      ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app.add_option("--warmup", warmup, "untimed repetitions first")->capture_default_str()
+  app.add_option("--warmup", warmup, "untimed repetitions first")
+      ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_option("--seed", seed, "seed of the random matrices")->capture_default_str();
   app.add_option("--json", json_path, "write the result as JSON (rank 0)");
@@ -126,8 +131,10 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int code = 0;
-    if (rank == 0) code = app.exit(e);
-    else code = e.get_exit_code();
+    if (rank == 0)
+      code = app.exit(e);
+    else
+      code = e.get_exit_code();
     MPI_Finalize();
     return code;
   }
@@ -169,7 +176,8 @@ int main(int argc, char** argv) {
   int cr_loc = 0, cc_loc = 0;
   int info_bad = 0;
   if (in_grid) {
-    auto setup = [&](int id, int rows, int cols, int* desc, std::vector<double>& X, int& lr, int& lc) {
+    auto setup = [&](int id, int rows, int cols, int* desc, std::vector<double>& X, int& lr,
+                     int& lc) {
       lr = numroc_(&rows, &nb, &myrow, &izero, &nprow);
       lc = numroc_(&cols, &nb, &mycol, &izero, &npcol);
       int lld = std::max(1, lr), info = 0;
@@ -180,7 +188,8 @@ int main(int argc, char** argv) {
       for (int lj = 0; lj < lc; ++lj) {
         const long gj = global_index(lj, nb, mycol, npcol);
         for (int li = 0; li < lr; ++li)
-          X[static_cast<size_t>(lj) * lld + li] = entry(seed, id, global_index(li, nb, myrow, nprow), gj);
+          X[static_cast<size_t>(lj) * lld + li] =
+              entry(seed, id, global_index(li, nb, myrow, nprow), gj);
       }
     };
     int lr = 0, lc = 0;
@@ -250,11 +259,12 @@ int main(int argc, char** argv) {
     const double med = median(times);
     const double flops = 2.0 * m * static_cast<double>(n) * k;
     const double gflops = flops / med * 1e-9;
-    std::printf("scalapack pdgemm %c%c m=%d n=%d k=%d ranks=%d grid=%dx%d nb=%d: median %.4f s "
-                "(min %.4f, %d reps), %.2f GFLOP/s, check %s (max rel err %.1e, %d samples)\n",
-                transa[0], transb[0], m, n, k, nranks, pr, pc, nb, med,
-                *std::min_element(times.begin(), times.end()), repeat, gflops,
-                no_check ? "skipped" : (check_ok ? "ok" : "FAILED"), max_err, samples);
+    std::printf(
+        "scalapack pdgemm %c%c m=%d n=%d k=%d ranks=%d grid=%dx%d nb=%d: median %.4f s "
+        "(min %.4f, %d reps), %.2f GFLOP/s, check %s (max rel err %.1e, %d samples)\n",
+        transa[0], transb[0], m, n, k, nranks, pr, pc, nb, med,
+        *std::min_element(times.begin(), times.end()), repeat, gflops,
+        no_check ? "skipped" : (check_ok ? "ok" : "FAILED"), max_err, samples);
     std::fflush(stdout);
     if (!json_path.empty()) {
       char ver[MPI_MAX_LIBRARY_VERSION_STRING];
@@ -263,15 +273,33 @@ int main(int argc, char** argv) {
       std::string mpi_ver(ver, static_cast<size_t>(vl));
       mpi_ver = mpi_ver.substr(0, mpi_ver.find_first_of(",\n"));
       nlohmann::json j = {
-          {"tool", "scalapack"}, {"routine", "pdgemm_"}, {"m", m}, {"n", n}, {"k", k},
-          {"ranks", nranks}, {"grid", {pr, pc}}, {"idle_ranks", nranks - pr * pc}, {"nb", nb},
-          {"transa", transa}, {"transb", transb}, {"repeat", repeat}, {"warmup", warmup},
-          {"seed", seed}, {"times_s", times}, {"median_s", med},
-          {"min_s", *std::min_element(times.begin(), times.end())}, {"gflops", gflops},
-          {"check", {{"ok", check_ok}, {"samples", samples}, {"max_rel_err", max_err},
-                     {"tol", tol}, {"skipped", no_check}}},
+          {"tool", "scalapack"},
+          {"routine", "pdgemm_"},
+          {"m", m},
+          {"n", n},
+          {"k", k},
+          {"ranks", nranks},
+          {"grid", {pr, pc}},
+          {"idle_ranks", nranks - pr * pc},
+          {"nb", nb},
+          {"transa", transa},
+          {"transb", transb},
+          {"repeat", repeat},
+          {"warmup", warmup},
+          {"seed", seed},
+          {"times_s", times},
+          {"median_s", med},
+          {"min_s", *std::min_element(times.begin(), times.end())},
+          {"gflops", gflops},
+          {"check",
+           {{"ok", check_ok},
+            {"samples", samples},
+            {"max_rel_err", max_err},
+            {"tol", tol},
+            {"skipped", no_check}}},
           {"commcount_region", "timed repetitions only (MPI_Pcontrol 2 .. 0): divide by repeat"},
-          {"mpi", mpi_ver}, {"blas", blas_config()}};
+          {"mpi", mpi_ver},
+          {"blas", blas_config()}};
       try {
         write_json_atomically(json_path, j);
       } catch (const std::exception& e) {

@@ -17,10 +17,13 @@
 namespace tessel::app {
 
 double hashed(std::uint64_t seed, int which, std::int64_t i, std::int64_t j) {
-  std::uint64_t x = seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(which) * 0xBF58476D1CE4E5B9ull +
-                    static_cast<std::uint64_t>(i) * 0x94D049BB133111EBull + static_cast<std::uint64_t>(j);
-  x ^= x >> 30; x *= 0xBF58476D1CE4E5B9ull;
-  x ^= x >> 27; x *= 0x94D049BB133111EBull;
+  std::uint64_t x =
+      seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(which) * 0xBF58476D1CE4E5B9ull +
+      static_cast<std::uint64_t>(i) * 0x94D049BB133111EBull + static_cast<std::uint64_t>(j);
+  x ^= x >> 30;
+  x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 27;
+  x *= 0x94D049BB133111EBull;
   x ^= x >> 31;
   return static_cast<double>(x >> 11) * (2.0 / 9007199254740992.0) - 1.0;
 }
@@ -38,8 +41,8 @@ void check_writable(const Context& ctx, const std::string& option, const std::st
     if (ctx.rank() != 0) return;
     auto slash = path.find_last_of('/');
     std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-    TESSEL_CHECK(::access(dir.c_str(), W_OK) == 0, InputError, option, " ", path,
-                 ": directory '", dir, "' does not exist or is not writable");
+    TESSEL_CHECK(::access(dir.c_str(), W_OK) == 0, InputError, option, " ", path, ": directory '",
+                 dir, "' does not exist or is not writable");
     struct stat st {};
     TESSEL_CHECK(::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode), InputError, option, " ",
                  path, ": is a directory");
@@ -85,8 +88,9 @@ int parse_n_dup(const std::string& value) {
 
 dense::SscOptions SscArgs::options(int ranks) const {
   dense::SscOptions o;
-  o.algorithm = parse_named("--algorithm", algorithm, "3, 4, 5 or 2.5d (the seed's Algorithms 3, 4, 5, 6)",
-                            [](const std::string& v) { return dense::parse_ssc_algorithm(v); });
+  o.algorithm =
+      parse_named("--algorithm", algorithm, "3, 4, 5 or 2.5d (the seed's Algorithms 3, 4, 5, 6)",
+                  [](const std::string& v) { return dense::parse_ssc_algorithm(v); });
   o.n_dup = parse_n_dup(n_dup);
   if (n_t) {
     TESSEL_CHECK(*n_t >= 1, InputError, "--n-t ", *n_t, ": expected a message size in bytes >= 1");
@@ -95,8 +99,9 @@ dense::SscOptions SscArgs::options(int ranks) const {
     const dense::MachineModel mm = dense::resolve_machine_model(machine);
     o.n_t = mm.source == "defaults" ? 64 * 1024 : mm.p2p_segment_bytes;
   }
-  TESSEL_CHECK(active_ranks >= 0 && active_ranks <= ranks, GridError, "--active-ranks ", active_ranks,
-               ": the run has ", ranks, " ranks (expected 1 .. ", ranks, ", or 0 for all)");
+  TESSEL_CHECK(active_ranks >= 0 && active_ranks <= ranks, GridError, "--active-ranks ",
+               active_ranks, ": the run has ", ranks, " ranks (expected 1 .. ", ranks,
+               ", or 0 for all)");
   o.active_ranks = active_ranks;
   TESSEL_CHECK(replication >= 0, InputError, "--replication ", replication,
                ": expected a replication factor >= 1 (or 0 for automatic)");
@@ -110,17 +115,20 @@ dense::SscOptions SscArgs::options(int ranks) const {
 }
 
 void SscArgs::add_to(CLI::App* s) {
-  s->add_option("--algorithm", algorithm,
-                "SymmSquareCube algorithm of seed 000: 3 (GTFock original), 4 (blocking collectives), "
-                "5 (N_DUP pipelined nonblocking collectives), 2.5d (Algorithm 6)")
+  s->add_option(
+       "--algorithm", algorithm,
+       "SymmSquareCube algorithm of seed 000: 3 (GTFock original), 4 (blocking collectives), "
+       "5 (N_DUP pipelined nonblocking collectives), 2.5d (Algorithm 6)")
       ->capture_default_str();
-  s->add_option("--n-dup", n_dup,
-                "Parts per collective on duplicated communicators (N_DUP): an integer >= 1, or auto "
-                "(the largest N <= 4 whose parts of the smallest block are >= --n-t bytes)")
+  s->add_option(
+       "--n-dup", n_dup,
+       "Parts per collective on duplicated communicators (N_DUP): an integer >= 1, or auto "
+       "(the largest N <= 4 whose parts of the smallest block are >= --n-t bytes)")
       ->capture_default_str();
-  s->add_option("--n-t", n_t,
-                "Message size threshold in bytes for --n-dup auto (default: p2p_segment_bytes of the "
-                "machine file, else 65536)");
+  s->add_option(
+      "--n-t", n_t,
+      "Message size threshold in bytes for --n-dup auto (default: p2p_segment_bytes of the "
+      "machine file, else 65536)");
   s->add_option("--machine", machine,
                 "Machine file (tessel calibrate) whose p2p_segment_bytes is the default --n-t; "
                 "default: $TESSEL_MACHINE");
@@ -128,7 +136,8 @@ void SscArgs::add_to(CLI::App* s) {
                 "Ranks the kernel may use (the seed's active subset); 0 = all ranks of the run")
       ->capture_default_str();
   s->add_option("--replication", replication,
-                "Replication factor c of --algorithm 2.5d (0 = automatic)")->capture_default_str();
+                "Replication factor c of --algorithm 2.5d (0 = automatic)")
+      ->capture_default_str();
   s->add_option("--collectives", collectives,
                 "Collectives of the kernel: mpi (the MPI library's Bcast/Ibcast, Reduce/Ireduce, "
                 "Iallreduce) or p2p (tessel's pipelined point-to-point chains in 32 KiB segments; "
@@ -146,13 +155,17 @@ const char* const kRingModelHelp =
     "communication).";
 
 void RingModel::add_to(CLI::App* s) {
-  s->add_option("--n", n, "Ring model: number of sites (even; the matrix size)")->capture_default_str();
-  s->add_option("--gap", gap, "Ring model: on-site energy difference g in Eh (> 0)")->capture_default_str();
-  s->add_option("--hopping", hopping, "Ring model: hopping t between neighbours in Eh")->capture_default_str();
+  s->add_option("--n", n, "Ring model: number of sites (even; the matrix size)")
+      ->capture_default_str();
+  s->add_option("--gap", gap, "Ring model: on-site energy difference g in Eh (> 0)")
+      ->capture_default_str();
+  s->add_option("--hopping", hopping, "Ring model: hopping t between neighbours in Eh")
+      ->capture_default_str();
 }
 
 std::string RingModel::describe() const {
-  return fmt::format("ring model: n = {} sites, on-site -+g/2 with g = {} Eh, hopping t = {} Eh", n, gap, hopping);
+  return fmt::format("ring model: n = {} sites, on-site -+g/2 with g = {} Eh, hopping t = {} Eh", n,
+                     gap, hopping);
 }
 
 double RingModel::element(std::int64_t i, std::int64_t j) const {

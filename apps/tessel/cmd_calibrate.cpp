@@ -20,11 +20,13 @@
 #include "tessel/core/timer.hpp"
 
 extern "C" {
-void dgemm_(const char*, const char*, const int*, const int*, const int*, const double*, const double*,
-            const int*, const double*, const int*, const double*, double*, const int*);
-void zgemm_(const char*, const char*, const int*, const int*, const int*, const std::complex<double>*,
-            const std::complex<double>*, const int*, const std::complex<double>*, const int*,
-            const std::complex<double>*, std::complex<double>*, const int*);
+void dgemm_(const char*, const char*, const int*, const int*, const int*, const double*,
+            const double*, const int*, const double*, const int*, const double*, double*,
+            const int*);
+void zgemm_(const char*, const char*, const int*, const int*, const int*,
+            const std::complex<double>*, const std::complex<double>*, const int*,
+            const std::complex<double>*, const int*, const std::complex<double>*,
+            std::complex<double>*, const int*);
 }
 
 namespace tessel::app {
@@ -79,7 +81,8 @@ std::vector<double> gemm_rates(const comm::Comm& c, int n, int repeat) {
 // Half round trips (seconds) of `bytes`-byte messages between ranks a and b of c, `iters`
 // ping-pongs per sample, `repeat` samples; the other ranks only join the barriers. Spins on
 // test_all (no sleeping) so that the wait does not add to the latency.
-std::vector<double> pingpong(const comm::Comm& c, int a, int b, std::int64_t bytes, int iters, int repeat) {
+std::vector<double> pingpong(const comm::Comm& c, int a, int b, std::int64_t bytes, int iters,
+                             int repeat) {
   std::vector<char> buf(static_cast<std::size_t>(std::max<std::int64_t>(bytes, 1)));
   std::vector<double> samples;
   const int me = c.rank();
@@ -126,7 +129,8 @@ LinkResult measure_link(const comm::Comm& c, int a, int b, const CalibrateArgs& 
   std::vector<double> lat = pingpong(c, a, b, 0, g.pingpong, g.repeat);
   for (double& x : lat) x *= 1e6;
   L.latency_us = spread(lat);
-  for (std::int64_t bytes = std::min<std::int64_t>(4096, g.bw_bytes); ; bytes = std::min(bytes * 4, g.bw_bytes)) {
+  for (std::int64_t bytes = std::min<std::int64_t>(4096, g.bw_bytes);;
+       bytes = std::min(bytes * 4, g.bw_bytes)) {
     const int iters = std::max(2, g.pingpong / 4);
     std::vector<double> t = pingpong(c, a, b, bytes, iters, g.repeat);
     std::vector<double> bw;
@@ -144,8 +148,10 @@ nlohmann::json link_json(const LinkResult& L) {
   if (!L.measured) return nullptr;
   nlohmann::json curve = nlohmann::json::array();
   for (auto& [b, v] : L.curve) curve.push_back({{"bytes", b}, {"gbs", v}});
-  return {{"ranks", {L.a, L.b}}, {"latency_us", L.latency_us.to_json()},
-          {"bandwidth_gbs", L.bandwidth_gbs.to_json()}, {"curve", curve}};
+  return {{"ranks", {L.a, L.b}},
+          {"latency_us", L.latency_us.to_json()},
+          {"bandwidth_gbs", L.bandwidth_gbs.to_json()},
+          {"curve", curve}};
 }
 
 int run_calibrate(const CalibrateArgs& g) {
@@ -174,7 +180,8 @@ int run_calibrate(const CalibrateArgs& g) {
   }
   std::vector<int> sizes;  // ranks per node, by node
   for (int r = 0; r < p; ++r)
-    if (leaders[r] == r) sizes.push_back(static_cast<int>(std::count(leaders.begin(), leaders.end(), r)));
+    if (leaders[r] == r)
+      sizes.push_back(static_cast<int>(std::count(leaders.begin(), leaders.end(), r)));
   bool consecutive = true;  // nodes hold consecutive ranks of equal count
   for (int r = 0; r < p; ++r)
     if (leaders[r] != (r / sizes[0]) * sizes[0]) consecutive = false;
@@ -193,43 +200,58 @@ int run_calibrate(const CalibrateArgs& g) {
     l.bandwidth_bps = r.bandwidth_gbs.median * 1e9;
   };
   if (intra.measured) set(mm.intra, intra);
-  if (inter.measured) set(mm.inter, inter);
-  else if (intra.measured) mm.inter = mm.intra;  // one node: no other link to price
+  if (inter.measured)
+    set(mm.inter, inter);
+  else if (intra.measured)
+    mm.inter = mm.intra;  // one node: no other link to price
   mm.node_size = consecutive ? sizes[0] : 0;
   // Segment: the smallest message that reaches 90% of the largest message's bandwidth.
   const LinkResult& seg_link = inter.measured ? inter : intra;
   if (seg_link.measured && !seg_link.curve.empty()) {
     const double top = seg_link.curve.back().second;
     for (auto& [bytes, bw] : seg_link.curve)
-      if (bw >= 0.9 * top) { mm.p2p_segment_bytes = bytes; break; }
+      if (bw >= 0.9 * top) {
+        mm.p2p_segment_bytes = bytes;
+        break;
+      }
   }
   mm.source = "tessel calibrate";
 
-  nlohmann::json measured = {
-      {"ranks", p}, {"nodes", sizes.size()}, {"ranks_per_node", sizes},
-      {"gemm_size", g.gemm_size}, {"repeat", g.repeat},
-      {"dgemm_gflops", dgemm.to_json()}, {"zgemm_gflops", zgemm.to_json()},
-      {"intra_node", link_json(intra)}, {"inter_node", link_json(inter)}};
+  nlohmann::json measured = {{"ranks", p},
+                             {"nodes", sizes.size()},
+                             {"ranks_per_node", sizes},
+                             {"gemm_size", g.gemm_size},
+                             {"repeat", g.repeat},
+                             {"dgemm_gflops", dgemm.to_json()},
+                             {"zgemm_gflops", zgemm.to_json()},
+                             {"intra_node", link_json(intra)},
+                             {"inter_node", link_json(inter)}};
   if (rank == 0) {
     auto line = [](const char* what, const Spread& s, const char* unit) {
-      return fmt::format("  {:<26} median {:.4g} {} (min {:.4g}, max {:.4g})\n", what, s.median, unit, s.min, s.max);
+      return fmt::format("  {:<26} median {:.4g} {} (min {:.4g}, max {:.4g})\n", what, s.median,
+                         unit, s.min, s.max);
     };
-    std::cout << fmt::format("tessel calibrate: {} ranks on {} node(s), {} repeats\n", p, sizes.size(), g.repeat)
+    std::cout << fmt::format("tessel calibrate: {} ranks on {} node(s), {} repeats\n", p,
+                             sizes.size(), g.repeat)
               << line(fmt::format("dgemm {}^3 per rank", g.gemm_size).c_str(), dgemm, "GFLOP/s")
               << line(fmt::format("zgemm {}^3 per rank", g.gemm_size).c_str(), zgemm, "GFLOP/s");
     for (const auto* L : {&intra, &inter}) {
       const char* name = L == &intra ? "intra-node" : "inter-node";
       if (!L->measured) {
         std::cout << "  " << name << ": "
-                  << (L == &intra ? "no intra-node pair (one rank per node)" : "no inter-node pair (one node)")
+                  << (L == &intra ? "no intra-node pair (one rank per node)"
+                                  : "no inter-node pair (one node)")
                   << "\n";
         continue;
       }
-      std::cout << line(fmt::format("{} latency {}-{}", name, L->a, L->b).c_str(), L->latency_us, "us")
-                << line(fmt::format("{} bandwidth {} B", name, g.bw_bytes).c_str(), L->bandwidth_gbs, "GB/s");
+      std::cout << line(fmt::format("{} latency {}-{}", name, L->a, L->b).c_str(), L->latency_us,
+                        "us")
+                << line(fmt::format("{} bandwidth {} B", name, g.bw_bytes).c_str(),
+                        L->bandwidth_gbs, "GB/s");
     }
     if (!consecutive)
-      std::cout << "  nodes do not hold consecutive ranks of equal count: node_size written as 0 (unknown)\n";
+      std::cout
+          << "  nodes do not hold consecutive ranks of equal count: node_size written as 0 (unknown)\n";
     std::cout << "  p2p segment: " << mm.p2p_segment_bytes << " bytes\n"
               << "wrote " << g.out << " (" << dense::describe(mm) << ")\n";
   }
@@ -257,10 +279,13 @@ std::function<int()> add_calibrate(CLI::App& app) {
       "machine file the planner reads (--machine / TESSEL_MACHINE) (collective)");
   s->add_option("--out", g->out, "Machine file to write (JSON)")->capture_default_str();
   s->add_option("--json", g->json, "Also write the run and the machine file as a JSON result");
-  s->add_option("--gemm-size", g->gemm_size, "n of the local n x n x n dgemm/zgemm")->capture_default_str();
-  s->add_option("--repeat", g->repeat, "Samples per figure (min / median / max reported)")->capture_default_str();
+  s->add_option("--gemm-size", g->gemm_size, "n of the local n x n x n dgemm/zgemm")
+      ->capture_default_str();
+  s->add_option("--repeat", g->repeat, "Samples per figure (min / median / max reported)")
+      ->capture_default_str();
   s->add_option("--pingpong", g->pingpong, "Ping-pongs per latency sample")->capture_default_str();
-  s->add_option("--bw-bytes", g->bw_bytes, "Largest message of the bandwidth curve (bytes)")->capture_default_str();
+  s->add_option("--bw-bytes", g->bw_bytes, "Largest message of the bandwidth curve (bytes)")
+      ->capture_default_str();
   return [g]() -> int { return run_calibrate(*g); };
 }
 

@@ -32,12 +32,13 @@ using sparse::BlockSparseMatrix;
 
 struct DensityArgs {
   std::string ks, overlap, blocks, generate, method = "sign", algorithm = "cannon", layers = "auto",
-      out, json;
+                                             out, json;
   std::optional<std::int64_t> electrons;
   std::optional<double> mu;
   int sign_order = 2, max_iter = 200;
   double eps = 1e-6, tol = 1e-12;
-  std::optional<double> eps_inverse, eps_transform, eps_final;  // unset: the defaults of DensityOptions
+  std::optional<double> eps_inverse, eps_transform,
+      eps_final;  // unset: the defaults of DensityOptions
   std::optional<int> final_steps;
   bool dense = false, nonsymmetric = false, energy_weighted = false;
 };
@@ -60,11 +61,10 @@ Input read_input(Context& ctx, const DensityArgs& a) {
         std::size_t used = 0;
         n = std::stoll(a.generate.substr(colon + 1), &used);
         ok = used == a.generate.size() - colon - 1 && n >= 1;
-      } catch (const std::exception&) {
-        ok = false;
-      }
+      } catch (const std::exception&) { ok = false; }
     }
-    TESSEL_CHECK(ok, InputError, "--generate '", a.generate, "': expected water:N (N >= 1 molecules)");
+    TESSEL_CHECK(ok, InputError, "--generate '", a.generate,
+                 "': expected water:N (N >= 1 molecules)");
     auto w = sparse::generate_water(ctx, static_cast<int>(n));
     in.H = std::move(w.H);
     in.S = std::move(w.S);
@@ -91,8 +91,8 @@ Input read_input(Context& ctx, const DensityArgs& a) {
 }
 
 template <class M>
-solvers::DensityResult<M> solve(solvers::Algebra<M>& alg, const M& H, const M& S, std::int64_t electrons,
-                                const solvers::DensityOptions& o) {
+solvers::DensityResult<M> solve(solvers::Algebra<M>& alg, const M& H, const M& S,
+                                std::int64_t electrons, const solvers::DensityOptions& o) {
   return solvers::density(alg, H, S, electrons, o);
 }
 
@@ -111,21 +111,25 @@ int run_density(const DensityArgs& a) {
   sparse::SpMultiplyOptions mo;
   mo.algorithm = parse_named("--algorithm", a.algorithm, "cannon or rma25d",
                              [](const std::string& v) { return sparse::parse_sp_algorithm(v); });
-  mo.layers = a.layers == "auto" ? 0 : parse_named("--layers", a.layers, "auto or an integer >= 1", [](const std::string& v) {
-    std::size_t used = 0;
-    int l = 0;
-    try {
-      l = std::stoi(v, &used);
-    } catch (const std::exception&) {
-      throw InputError("bad");
-    }
-    if (used != v.size() || l < 1) throw InputError("bad");
-    return l;
-  });
+  mo.layers = a.layers == "auto" ? 0
+                                 : parse_named("--layers", a.layers, "auto or an integer >= 1",
+                                               [](const std::string& v) {
+                                                 std::size_t used = 0;
+                                                 int l = 0;
+                                                 try {
+                                                   l = std::stoi(v, &used);
+                                                 } catch (const std::exception&) {
+                                                   throw InputError("bad");
+                                                 }
+                                                 if (used != v.size() || l < 1)
+                                                   throw InputError("bad");
+                                                 return l;
+                                               });
   mo.filter_eps = a.eps;
   const bool npy = a.out.size() > 4 && a.out.substr(a.out.size() - 4) == ".npy";
   const bool csr = a.out.size() > 4 && a.out.substr(a.out.size() - 4) == ".csr";
-  TESSEL_CHECK(a.out.empty() || npy || csr, InputError, "--out '", a.out, "': expected a .npy or .csr file name");
+  TESSEL_CHECK(a.out.empty() || npy || csr, InputError, "--out '", a.out,
+               "': expected a .npy or .csr file name");
   TESSEL_CHECK(!(csr && a.dense), InputError, "--out '", a.out, "': --dense writes .npy only");
   check_writable(ctx, "--out", a.out);
   check_writable(ctx, "--json", a.json);
@@ -135,9 +139,12 @@ int run_density(const DensityArgs& a) {
   opt.tol = a.tol;
   opt.max_iter = a.max_iter;
   opt.energy_weighted = a.energy_weighted;
-  for (const auto& [name, v] : {std::pair<const char*, std::optional<double>>{"--eps-inverse", a.eps_inverse},
-                                 {"--eps-transform", a.eps_transform}, {"--eps-final", a.eps_final}})
-    TESSEL_CHECK(!v || (*v >= 0 && std::isfinite(*v)), InputError, name, " ", *v, ": expected >= 0 (0 = no filtering)");
+  for (const auto& [name, v] :
+       {std::pair<const char*, std::optional<double>>{"--eps-inverse", a.eps_inverse},
+        {"--eps-transform", a.eps_transform},
+        {"--eps-final", a.eps_final}})
+    TESSEL_CHECK(!v || (*v >= 0 && std::isfinite(*v)), InputError, name, " ", *v,
+                 ": expected >= 0 (0 = no filtering)");
   TESSEL_CHECK(!a.final_steps || *a.final_steps >= 0, InputError, "--final-steps ", *a.final_steps,
                ": expected >= 0");
   opt.eps_inverse = a.eps_inverse.value_or(-1);
@@ -148,19 +155,23 @@ int run_density(const DensityArgs& a) {
   Input in = read_input(ctx, a);
   const double read_seconds = t_in.seconds();
   if (root)
-    std::cout << fmt::format("tessel density: {}, {} electrons, method {}{}, {} ranks, {}, eps {:g}\n",
-                             in.description, in.electrons, a.method,
-                             opt.method == solvers::DensityMethod::Sign ? fmt::format(" (order {})", a.sign_order) : "",
-                             ctx.size(), a.dense ? "dense" : a.algorithm, a.dense ? 0.0 : a.eps)
-              << fmt::format("{:>14} {:>5} {:>12} {:>14} {:>12} {:>10} {:>9}\n", "stage", "iter", "residual",
-                             "occupation", "mu", "blocks", "seconds")
+    std::cout << fmt::format(
+                     "tessel density: {}, {} electrons, method {}{}, {} ranks, {}, eps {:g}\n",
+                     in.description, in.electrons, a.method,
+                     opt.method == solvers::DensityMethod::Sign
+                         ? fmt::format(" (order {})", a.sign_order)
+                         : "",
+                     ctx.size(), a.dense ? "dense" : a.algorithm, a.dense ? 0.0 : a.eps)
+              << fmt::format("{:>14} {:>5} {:>12} {:>14} {:>12} {:>10} {:>9}\n", "stage", "iter",
+                             "residual", "occupation", "mu", "blocks", "seconds")
               << std::flush;
   opt.on_step = [&](const solvers::IterationInfo& s) {
     if (!root) return;
-    std::cout << fmt::format("{:>14} {:>5} {:>12.3e} {:>14} {:>12} {:>10} {:>9.3f}\n", s.stage, s.iteration,
-                             s.residual, s.occupation != 0 ? fmt::format("{:.8f}", s.occupation) : "-",
-                             s.stage == "sign" || s.stage == "mu" ? fmt::format("{:.6f}", s.mu) : "-",
-                             s.blocks > 0 ? std::to_string(s.blocks) : "-", s.seconds)
+    std::cout << fmt::format(
+                     "{:>14} {:>5} {:>12.3e} {:>14} {:>12} {:>10} {:>9.3f}\n", s.stage, s.iteration,
+                     s.residual, s.occupation != 0 ? fmt::format("{:.8f}", s.occupation) : "-",
+                     s.stage == "sign" || s.stage == "mu" ? fmt::format("{:.6f}", s.mu) : "-",
+                     s.blocks > 0 ? std::to_string(s.blocks) : "-", s.seconds)
               << std::flush;
   };
   nlohmann::json j = run_header(ctx);
@@ -198,7 +209,8 @@ int run_density(const DensityArgs& a) {
   double seconds = 0;
   if (a.dense) {
     auto g = most_square_grid(ctx.size());
-    auto lay = layout::Layout::block_cyclic(in.H.rows(), in.H.cols(), 64, 64, g.first, g.second, 0, 0, ctx.size());
+    auto lay = layout::Layout::block_cyclic(in.H.rows(), in.H.cols(), 64, 64, g.first, g.second, 0,
+                                            0, ctx.size());
     auto H = sparse::to_dense(ctx, in.H, lay);
     auto S = sparse::to_dense(ctx, in.S, lay);
     solvers::DenseAlgebra alg(ctx);
@@ -225,27 +237,36 @@ int run_density(const DensityArgs& a) {
   const double rss_max = ctx.comm().allreduce_value(rss, MPI_MAX);
   const double rss_mean = ctx.comm().allreduce_value(rss, MPI_SUM) / ctx.size();
   auto stats = comm::ledger_stats(ctx.comm(), ctx.ledger(), {""});
-  const double bytes_max = stats.empty() ? 0 : stats[0].recv_bytes.max + stats[0].coll_bytes.max + stats[0].rma_bytes.max;
+  const double bytes_max =
+      stats.empty() ? 0
+                    : stats[0].recv_bytes.max + stats[0].coll_bytes.max + stats[0].rma_bytes.max;
   if (root) {
-    std::cout << fmt::format("band energy 2 tr(PH): {:.10f} Eh (orthogonal basis 2 tr(Pt Ht): {:.10f})\n", band,
-                             band_orth)
-              << fmt::format("filter eps by stage: S^-1/2 {:g}, basis changes {:g}, iteration {:g}, "
-                             "{} final McWeeny steps {:g}\n",
-                             eps_stage[0], eps_stage[1], eps_stage[2], final_steps, eps_stage[3])
+    std::cout << fmt::format(
+                     "band energy 2 tr(PH): {:.10f} Eh (orthogonal basis 2 tr(Pt Ht): {:.10f})\n",
+                     band, band_orth)
+              << fmt::format(
+                     "filter eps by stage: S^-1/2 {:g}, basis changes {:g}, iteration {:g}, "
+                     "{} final McWeeny steps {:g}\n",
+                     eps_stage[0], eps_stage[1], eps_stage[2], final_steps, eps_stage[3])
               << fmt::format("mu: {:.6f} Eh{}\n", mu, opt.mu ? " (given)" : "")
-              << fmt::format("tr(PS): {:.10f} (electrons 2 tr(PS) = {:.10f}, expected {})\n", trace_ps,
-                             2 * trace_ps, in.electrons)
+              << fmt::format("tr(PS): {:.10f} (electrons 2 tr(PS) = {:.10f}, expected {})\n",
+                             trace_ps, 2 * trace_ps, in.electrons)
               << fmt::format("idempotency ||PSP - P||_F / ||P||_F: {:.3e}\n", idem)
-              << fmt::format("iterations: {} ({}), S^-1/2: {} Newton-Schulz steps; sign evaluations: {}\n", iters,
-                             a.method, inv_iters, sign_ev)
-              << fmt::format("multiplications: {} ({:.3g} GFLOP), residual {:.3e}\n", mults, flops / 1e9, residual)
+              << fmt::format(
+                     "iterations: {} ({}), S^-1/2: {} Newton-Schulz steps; sign evaluations: {}\n",
+                     iters, a.method, inv_iters, sign_ev)
+              << fmt::format("multiplications: {} ({:.3g} GFLOP), residual {:.3e}\n", mults,
+                             flops / 1e9, residual)
               << (a.dense ? std::string()
-                          : fmt::format("P: {} blocks stored ({:.2f}% of all)\n", p_blocks, 100 * p_occupation))
+                          : fmt::format("P: {} blocks stored ({:.2f}% of all)\n", p_blocks,
+                                        100 * p_occupation))
               << fmt::format("time: {:.3f} s (input {:.3f} s)\n", seconds, read_seconds)
               << fmt::format("bytes received per rank (max): {}\n", human_bytes(bytes_max))
-              << fmt::format("peak memory per rank (ru_maxrss): max {}, mean {}\n", human_bytes(rss_max),
-                             human_bytes(rss_mean))
-              << ledger_table(comm::ledger_stats(ctx.comm(), ctx.ledger(), {"spgemm", "gemm", "sparse", ""}), true)
+              << fmt::format("peak memory per rank (ru_maxrss): max {}, mean {}\n",
+                             human_bytes(rss_max), human_bytes(rss_mean))
+              << ledger_table(
+                     comm::ledger_stats(ctx.comm(), ctx.ledger(), {"spgemm", "gemm", "sparse", ""}),
+                     true)
               << std::flush;
   } else {
     (void)comm::ledger_stats(ctx.comm(), ctx.ledger(), {"spgemm", "gemm", "sparse", ""});
@@ -291,30 +312,46 @@ int run_density(const DensityArgs& a) {
 
 std::function<int()> add_density(CLI::App& app) {
   auto a = std::make_shared<DensityArgs>();
-  auto* s = app.add_subcommand("density",
-                               "Density matrix P of (H, S) and an electron count by linear-scaling solvers "
-                               "(sign function with a mu search, TRS4, canonical, TRS2, McWeeny) on block-sparse "
-                               "matrices; collective. docs/density.md.");
+  auto* s = app.add_subcommand(
+      "density",
+      "Density matrix P of (H, S) and an electron count by linear-scaling solvers "
+      "(sign function with a mu search, TRS4, canonical, TRS2, McWeeny) on block-sparse "
+      "matrices; collective. docs/density.md.");
   s->add_option("--ks", a->ks, "Kohn-Sham matrix H as CP2K CSR text (plain or gzip)");
   s->add_option("--overlap", a->overlap, "Overlap S as CP2K CSR text");
   s->add_option("--blocks", a->blocks, "Block sizes file (blocksizes.txt)");
-  s->add_option("--generate", a->generate, "water:N — the generated water box of N molecules instead of files");
-  s->add_option("--electrons", a->electrons, "Electron count N (even; default with --generate: 8 per molecule)");
-  s->add_option("--method", a->method, "sign | trs4 | canonical | trs2 | mcweeny")->capture_default_str();
-  s->add_option("--sign-order", a->sign_order, "Newton-Schulz order of the sign iteration: 2 or 3")->capture_default_str();
-  s->add_option("--eps", a->eps, "Filter threshold of every product (0 = no filtering)")->capture_default_str();
-  s->add_option("--eps-inverse", a->eps_inverse, "Filter threshold of S^-1/2 (default: from --eps, docs/density.md)");
+  s->add_option("--generate", a->generate,
+                "water:N — the generated water box of N molecules instead of files");
+  s->add_option("--electrons", a->electrons,
+                "Electron count N (even; default with --generate: 8 per molecule)");
+  s->add_option("--method", a->method, "sign | trs4 | canonical | trs2 | mcweeny")
+      ->capture_default_str();
+  s->add_option("--sign-order", a->sign_order, "Newton-Schulz order of the sign iteration: 2 or 3")
+      ->capture_default_str();
+  s->add_option("--eps", a->eps, "Filter threshold of every product (0 = no filtering)")
+      ->capture_default_str();
+  s->add_option("--eps-inverse", a->eps_inverse,
+                "Filter threshold of S^-1/2 (default: from --eps, docs/density.md)");
   s->add_option("--eps-transform", a->eps_transform,
                 "Filter threshold of Ht = Z H Z and P = Z Pt Z (default: from --eps)");
-  s->add_option("--eps-final", a->eps_final, "Filter threshold of the final McWeeny steps (default: from --eps)");
-  s->add_option("--final-steps", a->final_steps, "McWeeny steps after the iteration (default: docs/density.md)");
+  s->add_option("--eps-final", a->eps_final,
+                "Filter threshold of the final McWeeny steps (default: from --eps)");
+  s->add_option("--final-steps", a->final_steps,
+                "McWeeny steps after the iteration (default: docs/density.md)");
   s->add_option("--mu", a->mu, "Chemical potential (Eh): no search (sign), required for mcweeny");
-  s->add_option("--tol", a->tol, "Stop: sign relative residual / ||X - X^2||_F")->capture_default_str();
-  s->add_option("--max-iter", a->max_iter, "Iteration cap per sign evaluation / purification")->capture_default_str();
-  s->add_option("--algorithm", a->algorithm, "Block-sparse multiply: cannon | rma25d")->capture_default_str();
-  s->add_option("--layers", a->layers, "rma25d layers L (auto: the valid L <= 4 with the smallest eq. 7 volume, C from the output matrix's current pattern or an estimate; docs/sparse.md)")->capture_default_str();
+  s->add_option("--tol", a->tol, "Stop: sign relative residual / ||X - X^2||_F")
+      ->capture_default_str();
+  s->add_option("--max-iter", a->max_iter, "Iteration cap per sign evaluation / purification")
+      ->capture_default_str();
+  s->add_option("--algorithm", a->algorithm, "Block-sparse multiply: cannon | rma25d")
+      ->capture_default_str();
+  s->add_option(
+       "--layers", a->layers,
+       "rma25d layers L (auto: the valid L <= 4 with the smallest eq. 7 volume, C from the output matrix's current pattern or an estimate; docs/sparse.md)")
+      ->capture_default_str();
   s->add_flag("--dense", a->dense, "Run the same solver on dense matrices (dense::multiply)");
-  s->add_flag("--nonsymmetric", a->nonsymmetric, "Sign: P = (I - sign(S^-1 H - mu I)) S^-1 / 2 instead of the S^-1/2 form");
+  s->add_flag("--nonsymmetric", a->nonsymmetric,
+              "Sign: P = (I - sign(S^-1 H - mu I)) S^-1 / 2 instead of the S^-1/2 form");
   s->add_flag("--energy-weighted", a->energy_weighted, "Also compute W = P H P");
   s->add_option("--out", a->out, "Write P (.npy dense, or .csr CP2K text)");
   s->add_option("--json", a->json, "Write the results as JSON");

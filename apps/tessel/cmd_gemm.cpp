@@ -40,8 +40,10 @@ struct GemmArgs {
 template <class T>
 void fill_random(DistMatrix<T>& x, std::uint64_t seed, int which) {
   x.for_each_local([&](std::int64_t i, std::int64_t j, T& v) {
-    if constexpr (std::is_same_v<T, double>) v = hashed(seed, which, i, j);
-    else v = T(hashed(seed, which, i, j), hashed(seed, which + 10, i, j));
+    if constexpr (std::is_same_v<T, double>)
+      v = hashed(seed, which, i, j);
+    else
+      v = T(hashed(seed, which, i, j), hashed(seed, which + 10, i, j));
   });
 }
 
@@ -52,8 +54,8 @@ std::pair<int, int> parse_grid(const std::string& g, int p) {
   TESSEL_CHECK(std::sscanf(g.c_str(), "%d%c%d", &pr, &x, &pc) == 3 && (x == 'x' || x == 'X'),
                InputError, "--grid '", g, "': expected PRxPC, e.g. 2x4");
   TESSEL_CHECK(pr >= 1 && pc >= 1, InputError, "--grid ", g, ": expected PR >= 1 and PC >= 1");
-  TESSEL_CHECK(pr * pc <= p, GridError, "--grid ", g, " needs ", pr * pc,
-               " ranks, the run has ", p);
+  TESSEL_CHECK(pr * pc <= p, GridError, "--grid ", g, " needs ", pr * pc, " ranks, the run has ",
+               p);
   return {pr, pc};
 }
 
@@ -84,8 +86,8 @@ struct Descriptor {
   int d[9];
   template <class M>
   Descriptor(int ctxt, const M& x, int nb)
-      : d{1, ctxt, static_cast<int>(x.rows()), static_cast<int>(x.cols()), nb, nb, 0, 0,
-          static_cast<int>(x.ld())} {}
+      : d{1, ctxt, static_cast<int>(x.rows()), static_cast<int>(x.cols()), nb, nb,
+          0, 0,    static_cast<int>(x.ld())} {}
 };
 
 template <class T>
@@ -95,14 +97,16 @@ int run_gemm_typed(const GemmArgs& g) {
   const Op opa = parse_named("--transa", g.transa, "N, T or C", dense::parse_op);
   const Op opb = parse_named("--transb", g.transb, "N, T or C", dense::parse_op);
   dense::MultiplyOptions opt;
-  opt.algorithm = parse_named("--algorithm", g.algorithm, "auto, optimal or summa2d", dense::parse_algorithm);
+  opt.algorithm =
+      parse_named("--algorithm", g.algorithm, "auto, optimal or summa2d", dense::parse_algorithm);
   TESSEL_CHECK(g.memory_mib >= 0 && std::isfinite(g.memory_mib), InputError, "--memory ",
                g.memory_mib, ": expected MiB per rank >= 0 (0 = unlimited)");
   opt.memory_words = g.memory_mib * 1048576.0 / sizeof(T);
   TESSEL_CHECK(g.delta >= 0 && g.delta < 1, InputError, "--delta ", g.delta,
                ": expected a fraction in [0, 1)");
   TESSEL_CHECK(g.rounds >= 0, InputError, "--rounds ", g.rounds, ": expected >= 0 (0 = automatic)");
-  TESSEL_CHECK(std::isfinite(g.alpha), InputError, "--alpha ", g.alpha, ": expected a finite number");
+  TESSEL_CHECK(std::isfinite(g.alpha), InputError, "--alpha ", g.alpha,
+               ": expected a finite number");
   TESSEL_CHECK(std::isfinite(g.beta), InputError, "--beta ", g.beta, ": expected a finite number");
   opt.delta = g.delta;
   opt.rounds = g.rounds;
@@ -125,7 +129,10 @@ int run_gemm_typed(const GemmArgs& g) {
   if (!g.c.empty()) C = io::read_npy<T>(ctx, g.c, bc);
   // Each of m, n, k comes from the first file that holds it, else from the option; `from`
   // records where, for the messages ("--a A.npy").
-  struct Dim { std::int64_t value; std::string from; };
+  struct Dim {
+    std::int64_t value;
+    std::string from;
+  };
   auto pick = [](const std::optional<std::int64_t>& given, std::optional<std::int64_t> file,
                  const std::string& file_name, const char* name) -> Dim {
     if (given)
@@ -137,14 +144,18 @@ int run_gemm_typed(const GemmArgs& g) {
     if (given) return {*given, std::string("--") + name};
     return {1024, std::string("the default of --") + name};
   };
-  auto dim_of = [&](const std::optional<DistMatrix<T>>& x, bool rows) -> std::optional<std::int64_t> {
+  auto dim_of = [&](const std::optional<DistMatrix<T>>& x,
+                    bool rows) -> std::optional<std::int64_t> {
     if (!x) return std::nullopt;
     return rows ? x->rows() : x->cols();
   };
   const std::string fa = "--a " + g.a, fb = "--b " + g.b, fc = "--c " + g.c;
-  const Dim dm = A ? pick(g.m, dim_of(A, opa == Op::N), fa, "m") : pick(g.m, dim_of(C, true), fc, "m");
-  const Dim dn = B ? pick(g.n, dim_of(B, opb != Op::N), fb, "n") : pick(g.n, dim_of(C, false), fc, "n");
-  const Dim dk = A ? pick(g.k, dim_of(A, opa != Op::N), fa, "k") : pick(g.k, dim_of(B, opb == Op::N), fb, "k");
+  const Dim dm =
+      A ? pick(g.m, dim_of(A, opa == Op::N), fa, "m") : pick(g.m, dim_of(C, true), fc, "m");
+  const Dim dn =
+      B ? pick(g.n, dim_of(B, opb != Op::N), fb, "n") : pick(g.n, dim_of(C, false), fc, "n");
+  const Dim dk =
+      A ? pick(g.k, dim_of(A, opa != Op::N), fa, "k") : pick(g.k, dim_of(B, opb == Op::N), fb, "k");
   const std::int64_t m = dm.value, n = dn.value, k = dk.value;
   const std::int64_t ar = opa == Op::N ? m : k, ac = opa == Op::N ? k : m;
   const std::int64_t br = opb == Op::N ? k : n, bcn = opb == Op::N ? n : k;
@@ -169,18 +180,28 @@ int run_gemm_typed(const GemmArgs& g) {
   }();
   // Generated inputs are made directly in the layout they start in (values do not depend on it).
   const auto L = dense::make_plan_layouts(plan, opa != Op::N, opb != Op::N, p);
-  if (!A) { A.emplace(ctx, in_plan ? L.a : bc(ar, ac)); fill_random(*A, g.seed, 1); }
-  if (!B) { B.emplace(ctx, in_plan ? L.b : bc(br, bcn)); fill_random(*B, g.seed, 2); }
-  if (!C) { C.emplace(ctx, in_plan ? L.c : bc(m, n)); if (g.beta != 0.0) fill_random(*C, g.seed, 3); }
+  if (!A) {
+    A.emplace(ctx, in_plan ? L.a : bc(ar, ac));
+    fill_random(*A, g.seed, 1);
+  }
+  if (!B) {
+    B.emplace(ctx, in_plan ? L.b : bc(br, bcn));
+    fill_random(*B, g.seed, 2);
+  }
+  if (!C) {
+    C.emplace(ctx, in_plan ? L.c : bc(m, n));
+    if (g.beta != 0.0) fill_random(*C, g.seed, 3);
+  }
   // Only a file can disagree here (generated matrices get the shapes asked for).
   auto where = [&](const char* what) {
-    return fmt::format("(m = {} from {}, n = {} from {}, k = {} from {}; {})", m, dm.from, n, dn.from,
-                       k, dk.from, what);
+    return fmt::format("(m = {} from {}, n = {} from {}, k = {} from {}; {})", m, dm.from, n,
+                       dn.from, k, dk.from, what);
   };
   TESSEL_CHECK(A->rows() == ar && A->cols() == ac, DimensionMismatch, fa, " is ", A->rows(), " x ",
                A->cols(), ", expected ", ar, " x ", ac, " ", where(("transa=" + g.transa).c_str()));
   TESSEL_CHECK(B->rows() == br && B->cols() == bcn, DimensionMismatch, fb, " is ", B->rows(), " x ",
-               B->cols(), ", expected ", br, " x ", bcn, " ", where(("transb=" + g.transb).c_str()));
+               B->cols(), ", expected ", br, " x ", bcn, " ",
+               where(("transb=" + g.transb).c_str()));
   TESSEL_CHECK(C->rows() == m && C->cols() == n, DimensionMismatch, fc, " is ", C->rows(), " x ",
                C->cols(), ", expected ", m, " x ", n, " ", where("C is m x n"));
 
@@ -188,25 +209,37 @@ int run_gemm_typed(const GemmArgs& g) {
   // Predicted words per rank: redistribution + plan, against 2D SUMMA on the input layouts.
   const auto pw = dense::predict_words(p, plan, opa, opb, A->layout(), B->layout(), C->layout());
   if (root) {
-    std::cout << fmt::format("tessel gemm: C({} x {}) = {} op_{}(A) op_{}(B) + {} C, {} ranks, {}\n", m, n,
-                             g.alpha, g.transa, g.transb, g.beta, p, g.dtype)
-              << (in_plan ? std::string("inputs: in the plan's own layouts (--layout plan)\n")
-                          : fmt::format("inputs: block-cyclic {} x {} blocks on a {} x {} grid\n", g.nb, g.nb, pr, pc))
-              << "plan ("
-              << (plan.kind == dense::PlanKind::CallerGrid
-                      ? std::string("summa2d on the caller's layout")
-                      : dense::to_string(opt.algorithm == dense::Algorithm::Auto ? dense::Algorithm::Optimal : opt.algorithm))
-              << "):\n" << plan.to_string()
-              << fmt::format("  redistribution to/from the plan layouts: {} words per rank (max); plan + redistribution {} words\n",
-                             pw.redistribution, pw.optimal)
-              << (pw.native >= 0 ? fmt::format("  2D SUMMA on the input layout (no redistribution): {} words per rank (max)\n", pw.native)
-                                 : std::string("  2D SUMMA on the input layout: not applicable (layouts or ops differ)\n"));
+    std::cout
+        << fmt::format("tessel gemm: C({} x {}) = {} op_{}(A) op_{}(B) + {} C, {} ranks, {}\n", m,
+                       n, g.alpha, g.transa, g.transb, g.beta, p, g.dtype)
+        << (in_plan ? std::string("inputs: in the plan's own layouts (--layout plan)\n")
+                    : fmt::format("inputs: block-cyclic {} x {} blocks on a {} x {} grid\n", g.nb,
+                                  g.nb, pr, pc))
+        << "plan ("
+        << (plan.kind == dense::PlanKind::CallerGrid
+                ? std::string("summa2d on the caller's layout")
+                : dense::to_string(opt.algorithm == dense::Algorithm::Auto
+                                       ? dense::Algorithm::Optimal
+                                       : opt.algorithm))
+        << "):\n"
+        << plan.to_string()
+        << fmt::format(
+               "  redistribution to/from the plan layouts: {} words per rank (max); plan + redistribution {} words\n",
+               pw.redistribution, pw.optimal)
+        << (pw.native >= 0
+                ? fmt::format(
+                      "  2D SUMMA on the input layout (no redistribution): {} words per rank (max)\n",
+                      pw.native)
+                : std::string(
+                      "  2D SUMMA on the input layout: not applicable (layouts or ops differ)\n"));
   }
-  if (g.explain && root) {  // the redistribution plans (layout::RedistPlan) into and out of the plan layouts
+  if (g.explain &&
+      root) {  // the redistribution plans (layout::RedistPlan) into and out of the plan layouts
     auto show = [&](const char* what, const layout::Layout& from, const layout::Layout& to) {
       std::cout << "  redistribution " << what
-                << (layout::same_storage(from, to) ? std::string(": none (same layout)\n")
-                                                   : ":\n" + layout::explain_redistribution(from, to, 4, "    "));
+                << (layout::same_storage(from, to)
+                        ? std::string(": none (same layout)\n")
+                        : ":\n" + layout::explain_redistribution(from, to, 4, "    "));
     };
     show("A -> plan layout", A->layout(), L.a);
     show("B -> plan layout", B->layout(), L.b);
@@ -226,17 +259,19 @@ int run_gemm_typed(const GemmArgs& g) {
   // grid matching the block-cyclic layout.
   BlacsGrid blacs(g.entry == "pdgemm" ? pr : 0, pc);
   auto run_once = [&]() -> dense::MultiplyReport {
-    if (g.entry != "pdgemm") return dense::multiply(ctx, T(g.alpha), opa, *A, opb, *B, T(g.beta), *C, opt);
+    if (g.entry != "pdgemm")
+      return dense::multiply(ctx, T(g.alpha), opa, *A, opb, *B, T(g.beta), *C, opt);
     dense::MultiplyReport r;
     if (blacs.ctxt < 0) return r;  // not in the BLACS grid
     Descriptor da(blacs.ctxt, *A, g.nb), db(blacs.ctxt, *B, g.nb), dc(blacs.ctxt, *C, g.nb);
     const int one = 1, im = static_cast<int>(m), in = static_cast<int>(n), ik = static_cast<int>(k);
     const T al = T(g.alpha), be = T(g.beta);
     const std::string ta = g.transa.substr(0, 1), tb = g.transb.substr(0, 1);
-    int rc = scalapack::pgemm<T>("tessel gemm --entry pdgemm", ta.c_str(), tb.c_str(), &im, &in, &ik, &al,
-                                 A->data(), &one, &one, da.d, B->data(), &one, &one, db.d, &be, C->data(),
-                                 &one, &one, dc.d, opt, &ctx.ledger(), &r);
-    TESSEL_CHECK(rc == 0, InputError, "--entry pdgemm: the ScaLAPACK-compatible entry point refused the call");
+    int rc = scalapack::pgemm<T>("tessel gemm --entry pdgemm", ta.c_str(), tb.c_str(), &im, &in,
+                                 &ik, &al, A->data(), &one, &one, da.d, B->data(), &one, &one, db.d,
+                                 &be, C->data(), &one, &one, dc.d, opt, &ctx.ledger(), &r);
+    TESSEL_CHECK(rc == 0, InputError,
+                 "--entry pdgemm: the ScaLAPACK-compatible entry point refused the call");
     return r;
   };
 
@@ -259,9 +294,11 @@ int run_gemm_typed(const GemmArgs& g) {
   comm::pcontrol(0);
   const double med = median(times);
   const double flops = (std::is_same_v<T, double> ? 2.0 : 8.0) * m * n * k;
-  const auto stats = comm::ledger_stats(ctx.comm(), ctx.ledger(),
+  const auto stats = comm::ledger_stats(
+      ctx.comm(), ctx.ledger(),
       {"gemm/redistribute A", "gemm/redistribute B", "gemm/rounds", "gemm/reduce C",
-       "gemm/redistribute C", "gemm/summa", "gemm/redistribute", "gemm"}, g.repeat);
+       "gemm/redistribute C", "gemm/summa", "gemm/redistribute", "gemm"},
+      g.repeat);
   const double plan_recv_max = [&] {
     // rounds + reduce on the same rank: take the per-rank sum's max
     PhaseCounts t = ctx.ledger().total("gemm/rounds");
@@ -280,7 +317,8 @@ int run_gemm_typed(const GemmArgs& g) {
   if (g.verify) {
     auto fa = dense::gather(ctx, *A), fb = dense::gather(ctx, *B), fc = dense::gather(ctx, *C);
     // the input C, kept in c0 with C's layout
-    auto cview = DistMatrix<T>::view(C->layout(), ctx.rank(), c0.empty() ? nullptr : c0.data(), C->ld());
+    auto cview =
+        DistMatrix<T>::view(C->layout(), ctx.rank(), c0.empty() ? nullptr : c0.data(), C->ld());
     auto fc0 = dense::gather(ctx, cview);
     if (root) {
       double worst = 0;
@@ -288,10 +326,12 @@ int run_gemm_typed(const GemmArgs& g) {
         std::vector<T> x(static_cast<std::size_t>(n)), bx(static_cast<std::size_t>(k), T(0)),
             abx(static_cast<std::size_t>(m), T(0)), cx(static_cast<std::size_t>(m), T(0));
         for (std::int64_t j = 0; j < n; ++j) x[j] = T(hashed(g.seed + 7, probe, j, 0));
-        auto at = [&](const std::vector<T>& f, std::int64_t ld, std::int64_t i, std::int64_t j, Op op) {
+        auto at = [&](const std::vector<T>& f, std::int64_t ld, std::int64_t i, std::int64_t j,
+                      Op op) {
           if (op == Op::N) return f[j * ld + i];
           T v = f[i * ld + j];
-          if constexpr (!std::is_same_v<T, double>) if (op == Op::C) v = std::conj(v);
+          if constexpr (!std::is_same_v<T, double>)
+            if (op == Op::C) v = std::conj(v);
           return v;
         };
         for (std::int64_t j = 0; j < n; ++j)
@@ -300,7 +340,8 @@ int run_gemm_typed(const GemmArgs& g) {
           for (std::int64_t i = 0; i < m; ++i) abx[i] += at(fa, ar, i, l, opa) * bx[l];
         double num = 0, den = 0;
         for (std::int64_t j = 0; j < n; ++j)
-          for (std::int64_t i = 0; i < m; ++i) cx[i] += fc[j * m + i] * x[j] - (g.beta != 0.0 ? beta * fc0[j * m + i] * x[j] : T(0));
+          for (std::int64_t i = 0; i < m; ++i)
+            cx[i] += fc[j * m + i] * x[j] - (g.beta != 0.0 ? beta * fc0[j * m + i] * x[j] : T(0));
         for (std::int64_t i = 0; i < m; ++i) {
           num += std::norm(cx[i] - alpha * abx[i]);
           den += std::norm(alpha * abx[i]);
@@ -318,17 +359,20 @@ int run_gemm_typed(const GemmArgs& g) {
   }
 
   if (root) {
-    std::cout << "ran: " << rep.executed << "\n"
-              << fmt::format("time: median {:.4f} s over {} runs (min {:.4f} s), {:.2f} GFLOP/s\n", med,
-                             g.repeat, *std::min_element(times.begin(), times.end()), flops / med * 1e-9)
-              << "bytes moved per rank, per multiply (received):\n" << ledger_table(stats)
-              << fmt::format("received per rank (max): multiply phases (rounds + reduce, or SUMMA) {}, "
-                             "with the redistribution {}; lower bound on what the busiest rank must receive "
-                             "{} -> ratios {:.3f} and {:.3f}\n",
-                             human_bytes(plan_recv_max), human_bytes(total_recv_max), human_bytes(bound_bytes),
-                             bound_bytes > 0 ? plan_recv_max / bound_bytes : 0.0,
-                             bound_bytes > 0 ? total_recv_max / bound_bytes : 0.0)
-              << "verify: " << verdict << "\n";
+    std::cout
+        << "ran: " << rep.executed << "\n"
+        << fmt::format("time: median {:.4f} s over {} runs (min {:.4f} s), {:.2f} GFLOP/s\n", med,
+                       g.repeat, *std::min_element(times.begin(), times.end()), flops / med * 1e-9)
+        << "bytes moved per rank, per multiply (received):\n"
+        << ledger_table(stats)
+        << fmt::format(
+               "received per rank (max): multiply phases (rounds + reduce, or SUMMA) {}, "
+               "with the redistribution {}; lower bound on what the busiest rank must receive "
+               "{} -> ratios {:.3f} and {:.3f}\n",
+               human_bytes(plan_recv_max), human_bytes(total_recv_max), human_bytes(bound_bytes),
+               bound_bytes > 0 ? plan_recv_max / bound_bytes : 0.0,
+               bound_bytes > 0 ? total_recv_max / bound_bytes : 0.0)
+        << "verify: " << verdict << "\n";
   }
   const bool failed = g.verify && verdict.rfind("PASSED", 0) != 0;
   if (!g.out.empty() && failed && root)
@@ -337,33 +381,48 @@ int run_gemm_typed(const GemmArgs& g) {
   if (!g.json.empty()) {
     nlohmann::json j = run_header(ctx);
     j["command"] = "gemm";
-    j["m"] = m; j["n"] = n; j["k"] = k;
-    j["transa"] = g.transa; j["transb"] = g.transb; j["dtype"] = g.dtype;
+    j["m"] = m;
+    j["n"] = n;
+    j["k"] = k;
+    j["transa"] = g.transa;
+    j["transb"] = g.transb;
+    j["dtype"] = g.dtype;
     j["algorithm"] = dense::to_string(opt.algorithm);
     j["executed"] = rep.executed;
-    j["predicted_words"] = {{"redistribution", pw.redistribution}, {"optimal", pw.optimal}, {"native_summa", pw.native}};
-    j["plan"] = {{"grid", {plan.pm, plan.pn, plan.pk}}, {"used", plan.used()}, {"rounds", plan.rounds},
+    j["predicted_words"] = {{"redistribution", pw.redistribution},
+                            {"optimal", pw.optimal},
+                            {"native_summa", pw.native}};
+    j["plan"] = {{"grid", {plan.pm, plan.pn, plan.pk}},
+                 {"used", plan.used()},
+                 {"rounds", plan.rounds},
                  {"kind", plan.kind == dense::PlanKind::CallerGrid ? "caller_grid" : "grid"},
                  {"aligned", plan.kind == dense::PlanKind::Grid && plan.aligned()},
                  {"predicted_words", plan.cost.words()},
-                 {"recv_words", plan.recv_words()}, {"memory_words_needed", plan.memory_words_needed()},
+                 {"recv_words", plan.recv_words()},
+                 {"memory_words_needed", plan.memory_words_needed()},
                  {"text", plan.to_string()}};
     j["bound_words"] = plan.bound_words();  // Theorem 2's words (inputs a rank holds included)
     j["recv_bound_words"] = plan.recv_bound_words();
     j["machine"] = nlohmann::json::parse(dense::machine_model_to_json(opt.machine));
     j["machine"]["source"] = opt.machine.source;
-    j["predicted_time_s"] = {{"total", plan.cost.total_s()}, {"compute", plan.cost.compute_s},
-                             {"rounds_transfer", plan.cost.rounds_bw_s}, {"rounds_latency", plan.cost.rounds_lat_s},
-                             {"overlap", plan.cost.overlap_s}, {"reduce_transfer", plan.cost.reduce_bw_s},
-                             {"reduce_latency", plan.cost.reduce_lat_s}, {"redistribution_transfer", plan.cost.redist_bw_s},
+    j["predicted_time_s"] = {{"total", plan.cost.total_s()},
+                             {"compute", plan.cost.compute_s},
+                             {"rounds_transfer", plan.cost.rounds_bw_s},
+                             {"rounds_latency", plan.cost.rounds_lat_s},
+                             {"overlap", plan.cost.overlap_s},
+                             {"reduce_transfer", plan.cost.reduce_bw_s},
+                             {"reduce_latency", plan.cost.reduce_lat_s},
+                             {"redistribution_transfer", plan.cost.redist_bw_s},
                              {"redistribution_latency", plan.cost.redist_lat_s}};
     j["times_s"] = times;
     j["median_s"] = med;
     j["gflops"] = flops / med * 1e-9;
     j["ledger"] = ledger_json(stats);
     j["ledger"]["plan_recv_bytes"] = {{"max", plan_recv_max}};
-    j["ledger"]["redistribution_recv_bytes"] = {{"max", stats[6].recv_bytes.max}, {"mean", stats[6].recv_bytes.mean}};
-    j["ledger"]["total_recv_bytes"] = {{"max", stats[7].recv_bytes.max}, {"mean", stats[7].recv_bytes.mean}};
+    j["ledger"]["redistribution_recv_bytes"] = {{"max", stats[6].recv_bytes.max},
+                                                {"mean", stats[6].recv_bytes.mean}};
+    j["ledger"]["total_recv_bytes"] = {{"max", stats[7].recv_bytes.max},
+                                       {"mean", stats[7].recv_bytes.mean}};
     j["ratio_to_bound"] = bound_bytes > 0 ? plan_recv_max / bound_bytes : 0.0;
     j["verify"] = {{"done", g.verify}, {"residual", residual}, {"text", verdict}};
     write_json(ctx, g.json, j);
@@ -375,7 +434,8 @@ int run_gemm_typed(const GemmArgs& g) {
 
 std::function<int()> add_gemm(CLI::App& app) {
   auto g = std::make_shared<GemmArgs>();
-  CLI::App* s = app.add_subcommand("gemm", "Distributed C = alpha op(A) op(B) + beta C (collective)");
+  CLI::App* s =
+      app.add_subcommand("gemm", "Distributed C = alpha op(A) op(B) + beta C (collective)");
   s->add_option("--m", g->m, "Rows of C (default 1024, or from the files)");
   s->add_option("--n", g->n, "Columns of C (default 1024, or from the files)");
   s->add_option("--k", g->k, "Inner dimension (default 1024, or from the files)");
@@ -384,14 +444,21 @@ std::function<int()> add_gemm(CLI::App& app) {
   s->add_option("--alpha", g->alpha, "alpha")->capture_default_str();
   s->add_option("--beta", g->beta, "beta (0: C is not read)")->capture_default_str();
   s->add_option("--algorithm", g->algorithm, "auto | optimal | summa2d")->capture_default_str();
-  s->add_option("--memory", g->memory_mib, "Memory budget per rank in MiB for the plan (0 = unlimited)")->capture_default_str();
-  s->add_option("--delta", g->delta, "Most ranks that may idle (fraction), when that lowers the predicted time")->capture_default_str();
+  s->add_option("--memory", g->memory_mib,
+                "Memory budget per rank in MiB for the plan (0 = unlimited)")
+      ->capture_default_str();
+  s->add_option("--delta", g->delta,
+                "Most ranks that may idle (fraction), when that lowers the predicted time")
+      ->capture_default_str();
   s->add_option("--machine", g->machine,
                 "Machine file (JSON, see `tessel calibrate`) that prices the plans; default: "
                 "$TESSEL_MACHINE, else built-in defaults");
-  s->add_option("--rounds", g->rounds, "Sequential rounds over k (0 = automatic)")->capture_default_str();
-  s->add_option("--nb", g->nb, "Block size of the block-cyclic input/output layout")->capture_default_str();
-  s->add_option("--grid", g->grid, "Process grid PRxPC of the input/output layout (default: most square)");
+  s->add_option("--rounds", g->rounds, "Sequential rounds over k (0 = automatic)")
+      ->capture_default_str();
+  s->add_option("--nb", g->nb, "Block size of the block-cyclic input/output layout")
+      ->capture_default_str();
+  s->add_option("--grid", g->grid,
+                "Process grid PRxPC of the input/output layout (default: most square)");
   s->add_option("--dtype", g->dtype, "double | complex")->capture_default_str();
   s->add_option("--a", g->a, "A from a .npy file (float64 or complex128)");
   s->add_option("--b", g->b, "B from a .npy file");
@@ -402,7 +469,7 @@ std::function<int()> add_gemm(CLI::App& app) {
   s->add_option("--repeat", g->repeat, "Timed repetitions")->capture_default_str();
   s->add_option("--seed", g->seed, "Seed of the generated inputs")->capture_default_str();
   s->add_option("--layout", g->layout,
-                 "block-cyclic (the --nb/--grid layout) | plan (start from the plan's own layouts)")
+                "block-cyclic (the --nb/--grid layout) | plan (start from the plan's own layouts)")
       ->capture_default_str();
   s->add_option("--entry", g->entry,
                 "library (tessel::dense::multiply) | pdgemm (the ScaLAPACK-compatible entry point)")

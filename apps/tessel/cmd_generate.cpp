@@ -29,7 +29,8 @@ std::function<int()> add_generate(CLI::App& app) {
   g->add_option("system", a->system, "the system: water")->capture_default_str();
   g->add_option("--molecules", a->molecules, "number of molecules")->capture_default_str();
   g->add_option("--seed", a->seed, "geometry seed")->capture_default_str();
-  g->add_option("--eps", a->eps, "blocks with ||S_ij||_F < eps are not stored")->capture_default_str();
+  g->add_option("--eps", a->eps, "blocks with ||S_ij||_F < eps are not stored")
+      ->capture_default_str();
   g->add_option("--density", a->density, "molecules per cubic Angstrom")->capture_default_str();
   g->add_option("--out-dir", a->out_dir,
                 "write H.csr, S.csr (CP2K CSR text) and blocksizes.txt into this directory");
@@ -56,11 +57,12 @@ std::function<int()> add_generate(CLI::App& app) {
     const std::int64_t nb = sparse::nblocks(ctx, w.S);
     const double occ = sparse::occupation(ctx, w.S);
     if (ctx.rank() == 0)
-      std::printf("water: %d molecules, box %.3f A, n = %lld (%d blocks a side), %lld electrons\n"
-                  "stored blocks %lld, occupancy %.4f%% (eps %g), generated in %.3f s on %d ranks\n",
-                  a->molecules, w.box_angstrom, static_cast<long long>(w.S.rows()),
-                  w.blocks.count(), static_cast<long long>(w.nelectrons),
-                  static_cast<long long>(nb), 100 * occ, a->eps, t, ctx.size());
+      std::printf(
+          "water: %d molecules, box %.3f A, n = %lld (%d blocks a side), %lld electrons\n"
+          "stored blocks %lld, occupancy %.4f%% (eps %g), generated in %.3f s on %d ranks\n",
+          a->molecules, w.box_angstrom, static_cast<long long>(w.S.rows()), w.blocks.count(),
+          static_cast<long long>(w.nelectrons), static_cast<long long>(nb), 100 * occ, a->eps, t,
+          ctx.size());
     if (!a->out_dir.empty()) {
       const std::string d = a->out_dir + "/";
       sparse::write_cp2k_csr(ctx, w.H, d + "H.csr");
@@ -68,7 +70,8 @@ std::function<int()> add_generate(CLI::App& app) {
       ctx.agree([&] {
         if (ctx.rank() == 0) sparse::write_block_sizes(w.blocks, d + "blocksizes.txt");
       });
-      if (ctx.rank() == 0) std::printf("wrote %sH.csr, %sS.csr, %sblocksizes.txt\n", d.c_str(), d.c_str(), d.c_str());
+      if (ctx.rank() == 0)
+        std::printf("wrote %sH.csr, %sS.csr, %sblocksizes.txt\n", d.c_str(), d.c_str(), d.c_str());
     }
     return trace.finish(0);
   };

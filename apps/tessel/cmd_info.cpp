@@ -29,11 +29,13 @@ std::function<int()> add_info(CLI::App& app) {
     std::string l(lib, static_cast<std::size_t>(len));
     l = l.substr(0, l.find('\n'));
     if (rank == 0) {
-      std::cout << "tessel " << TESSEL_VERSION << " (" << TESSEL_BUILD_TYPE << ", " << TESSEL_CXX_COMPILER << ")\n"
+      std::cout << "tessel " << TESSEL_VERSION << " (" << TESSEL_BUILD_TYPE << ", "
+                << TESSEL_CXX_COMPILER << ")\n"
                 << "MPI standard " << major << "." << minor << ": " << l << "\n"
                 << "built for MPI flavour: " << TESSEL_MPI_FLAVOUR << "\n"
                 << "ranks in this run: " << size << "\n"
-                << "BLAS: " << (openblas_get_config ? openblas_get_config() : "(not OpenBLAS)") << "\n"
+                << "BLAS: " << (openblas_get_config ? openblas_get_config() : "(not OpenBLAS)")
+                << "\n"
                 << "BLAS libraries at build time: " << TESSEL_BLAS_LIBRARIES << "\n";
     }
     return trace.finish(0);

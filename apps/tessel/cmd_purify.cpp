@@ -53,12 +53,12 @@ Analytic analytic(const RingModel& m, std::int64_t nocc) {
   return a;
 }
 
-
 // The options that determine the result, as a checkpoint records them (keys are the option
 // names a user sees in the mismatch error). F and S by the hash of their values (F-hash: of
 // the --fock file or of the ring model --n/--gap/--hopping; S-hash: of --overlap, or none).
-io::CheckpointRecord::Pairs result_options(const PurifyArgs& a, const solvers::PurifyOptions& opt, int p,
-                                           std::int64_t n, std::int64_t nocc, std::uint64_t f_hash,
+io::CheckpointRecord::Pairs result_options(const PurifyArgs& a, const solvers::PurifyOptions& opt,
+                                           int p, std::int64_t n, std::int64_t nocc,
+                                           std::uint64_t f_hash,
                                            std::optional<std::uint64_t> s_hash) {
   return {{"--method", solvers::to_string(opt.method)},
           {"n", std::to_string(n)},
@@ -92,9 +92,9 @@ std::shared_ptr<const solvers::PurifyResume> load_restart(
     io::check_checkpoint_options(path, ck.record, given);
     r->state = io::get_purify_state(ck.record, path);
     const std::size_t want = r->state.has_best ? 2 : 1;
-    TESSEL_CHECK(ck.matrices.size() == want, InputError, "--restart ", path, " is malformed: ",
-                 ck.matrices.size(), " matrices, expected ", want, " (state.has_best = ",
-                 r->state.has_best, ")");
+    TESSEL_CHECK(ck.matrices.size() == want, InputError, "--restart ", path,
+                 " is malformed: ", ck.matrices.size(), " matrices, expected ", want,
+                 " (state.has_best = ", r->state.has_best, ")");
   });
   r->X = std::move(ck.matrices[0]);
   if (r->state.has_best) r->best = std::move(ck.matrices[1]);
@@ -117,7 +117,8 @@ int run_purify(const PurifyArgs& a) {
   opt.tol = a.tol;
   opt.max_iter = a.max_iter;
   if (a.mu) {
-    TESSEL_CHECK(std::isfinite(*a.mu), InputError, "--mu ", *a.mu, ": expected a finite energy (Eh)");
+    TESSEL_CHECK(std::isfinite(*a.mu), InputError, "--mu ", *a.mu,
+                 ": expected a finite energy (Eh)");
     opt.mu = *a.mu;
   }
   const bool model = a.fock.empty();
@@ -127,14 +128,16 @@ int run_purify(const PurifyArgs& a) {
                  ": needs --fock (the built-in ring model is orthogonal)");
   } else {
     for (const char* o : {"--n", "--gap", "--hopping"})
-      TESSEL_CHECK(a.app->count(o) == 0, InputError, o, " ", a.app->get_option(o)->as<std::string>(),
+      TESSEL_CHECK(a.app->count(o) == 0, InputError, o, " ",
+                   a.app->get_option(o)->as<std::string>(),
                    ": describes the built-in ring model, which --fock ", a.fock, " replaces");
   }
   TESSEL_CHECK(a.checkpoint_every >= 1, InputError, "--checkpoint-every ", a.checkpoint_every,
                ": expected >= 1 (steps between checkpoints)");
   TESSEL_CHECK(!a.checkpoint.empty() || a.app->count("--checkpoint-every") == 0, InputError,
                "--checkpoint-every ", a.checkpoint_every, ": needs --checkpoint FILE");
-  TESSEL_CHECK(a.stop_after >= 0, InputError, "--stop-after ", a.stop_after, ": expected >= 0 (0 = never)");
+  TESSEL_CHECK(a.stop_after >= 0, InputError, "--stop-after ", a.stop_after,
+               ": expected >= 0 (0 = never)");
   if (!a.checkpoint.empty()) opt.checkpoint_every = a.checkpoint_every;
   opt.stop_after = a.stop_after;
   check_writable(ctx, "--checkpoint", a.checkpoint);
@@ -157,9 +160,9 @@ int run_purify(const PurifyArgs& a) {
                  " x ", F->cols(), ": expected a square Fock matrix");
     if (!a.overlap.empty()) {
       S = read_npy_option(ctx, "--overlap", a.overlap, bc);
-      TESSEL_CHECK(S->rows() == F->rows() && S->cols() == F->cols(), DimensionMismatch, "--overlap ",
-                   a.overlap, " is ", S->rows(), " x ", S->cols(), " but --fock ", a.fock, " is ",
-                   F->rows(), " x ", F->cols(), ": expected the same shape");
+      TESSEL_CHECK(S->rows() == F->rows() && S->cols() == F->cols(), DimensionMismatch,
+                   "--overlap ", a.overlap, " is ", S->rows(), " x ", S->cols(), " but --fock ",
+                   a.fock, " is ", F->rows(), " x ", F->cols(), ": expected the same shape");
     }
   }
   const std::int64_t n = F->rows();
@@ -173,28 +176,32 @@ int run_purify(const PurifyArgs& a) {
   if (model) {
     exact = analytic(a.model, nocc);
     const double width = std::max(std::abs(exact->homo), std::abs(exact->lumo));
-    TESSEL_CHECK(exact->lumo - exact->homo > 1e-9 * std::max(1.0, width), InputError, "--nocc ", nocc,
-                 ": states ", nocc, " and ", nocc + 1, " of the ring model are degenerate (E = ",
-                 exact->homo, " Eh): no HOMO-LUMO gap, no clear occupation (n/2 = ", n / 2, " has a gap)");
+    TESSEL_CHECK(exact->lumo - exact->homo > 1e-9 * std::max(1.0, width), InputError, "--nocc ",
+                 nocc, ": states ", nocc, " and ", nocc + 1,
+                 " of the ring model are degenerate (E = ", exact->homo,
+                 " Eh): no HOMO-LUMO gap, no clear occupation (n/2 = ", n / 2, " has a gap)");
   }
 
   if (root) {
-    std::cout << fmt::format("tessel purify: n = {}, nocc = {}, method {}, {} ranks\n", n, nocc,
-                             solvers::to_string(opt.method), p)
-              << "input: "
-              << (model ? a.model.describe() + " (generated in place on every rank)"
-                        : "--fock " + a.fock + (S ? ", --overlap " + a.overlap : std::string(" (orthogonal basis)")))
-              << fmt::format(", block-cyclic {} x {} blocks on a {} x {} grid\n", a.nb, a.nb, pr, pc)
-              << fmt::format("SymmSquareCube: algorithm {}, N_DUP {}, n_t {} B, collectives {}, active ranks {}{}\n",
-                             dense::to_string(opt.ssc.algorithm), a.ssc.n_dup, opt.ssc.n_t,
-                             comm::to_string(opt.ssc.collectives),
-                             a.ssc.active_ranks == 0 ? std::string("all") : std::to_string(a.ssc.active_ranks),
-                             opt.ssc.algorithm == dense::SscAlgorithm::TwoPointFiveD
-                                 ? (a.ssc.replication ? fmt::format(", replication {}", a.ssc.replication)
-                                                      : std::string(", replication auto"))
-                                 : std::string())
-              << fmt::format("stop: ||D - D^2||_F < {:g}, at most {} iterations\n", a.tol, a.max_iter)
-              << std::flush;
+    std::cout
+        << fmt::format("tessel purify: n = {}, nocc = {}, method {}, {} ranks\n", n, nocc,
+                       solvers::to_string(opt.method), p)
+        << "input: "
+        << (model ? a.model.describe() + " (generated in place on every rank)"
+                  : "--fock " + a.fock +
+                        (S ? ", --overlap " + a.overlap : std::string(" (orthogonal basis)")))
+        << fmt::format(", block-cyclic {} x {} blocks on a {} x {} grid\n", a.nb, a.nb, pr, pc)
+        << fmt::format(
+               "SymmSquareCube: algorithm {}, N_DUP {}, n_t {} B, collectives {}, active ranks {}{}\n",
+               dense::to_string(opt.ssc.algorithm), a.ssc.n_dup, opt.ssc.n_t,
+               comm::to_string(opt.ssc.collectives),
+               a.ssc.active_ranks == 0 ? std::string("all") : std::to_string(a.ssc.active_ranks),
+               opt.ssc.algorithm == dense::SscAlgorithm::TwoPointFiveD
+                   ? (a.ssc.replication ? fmt::format(", replication {}", a.ssc.replication)
+                                        : std::string(", replication auto"))
+                   : std::string())
+        << fmt::format("stop: ||D - D^2||_F < {:g}, at most {} iterations\n", a.tol, a.max_iter)
+        << std::flush;
   }
   // Checkpoint and restart: the options that fix the result, checked on --restart and
   // recorded in every --checkpoint.
@@ -208,7 +215,8 @@ int run_purify(const PurifyArgs& a) {
   if (!a.restart.empty()) {
     opt.resume = load_restart(ctx, a.restart, given, bc);
     if (root)
-      std::cout << fmt::format("restart: from {} at step {}\n", a.restart, opt.resume->state.iteration)
+      std::cout << fmt::format("restart: from {} at step {}\n", a.restart,
+                               opt.resume->state.iteration)
                 << std::flush;
   }
   if (!a.checkpoint.empty()) {
@@ -217,21 +225,25 @@ int run_purify(const PurifyArgs& a) {
       io::CheckpointRecord rec;
       rec.kind = "purify";
       rec.options = given;
-      rec.options.emplace_back("input", model ? a.model.describe() : "--fock " + a.fock +
-                                                    (S ? " --overlap " + a.overlap : std::string()));
+      rec.options.emplace_back(
+          "input", model ? a.model.describe()
+                         : "--fock " + a.fock + (S ? " --overlap " + a.overlap : std::string()));
       io::put_purify_state(rec, st);
       std::vector<const DistMatrix<double>*> mats{&X};
       if (best) mats.push_back(best);
       io::write_checkpoint(active, a.checkpoint, rec, mats);
-      if (root) std::cout << fmt::format("checkpoint: {} written, resumes at step {}\n", a.checkpoint, st.iteration) << std::flush;
+      if (root)
+        std::cout << fmt::format("checkpoint: {} written, resumes at step {}\n", a.checkpoint,
+                                 st.iteration)
+                  << std::flush;
     };
   }
   std::vector<solvers::PurifyStep> steps;
   opt.on_step = [&](const solvers::PurifyStep& s) {
     if (!root) return;
     if (steps.empty())
-      std::cout << fmt::format("{:>5} {:>14} {:>18} {:>22} {:>10}\n", "iter", "||D-D^2||_F", "trace",
-                               "band energy (Eh)", "seconds");
+      std::cout << fmt::format("{:>5} {:>14} {:>18} {:>22} {:>10}\n", "iter", "||D-D^2||_F",
+                               "trace", "band energy (Eh)", "seconds");
     steps.push_back(s);
     std::cout << fmt::format("{:>5} {:>14.6e} {:>18.10f} {:>22.12f} {:>10.4f}\n", s.iteration,
                              s.idempotency_error, s.trace, s.band_energy, s.seconds)
@@ -248,20 +260,22 @@ int run_purify(const PurifyArgs& a) {
     r = S ? solvers::purify(ctx, *F, *S, nocc, opt) : solvers::purify(ctx, *F, nocc, opt);
   } catch (const InputError& e) {  // agreed on every rank: name the file the input came from
     if (model) throw;
-    throw InputError(detail::concat("--fock ", a.fock, S ? " --overlap " + a.overlap : std::string(), ": ", e.what()));
+    throw InputError(detail::concat("--fock ", a.fock,
+                                    S ? " --overlap " + a.overlap : std::string(), ": ", e.what()));
   }
   const double wall = ctx.comm().allreduce_value(t0.seconds(), MPI_MAX);
   comm::pcontrol(0);
   if (r.stopped) {  // --stop-after: an unfinished run writes no --out/--json
     if (root)
-      std::cout << fmt::format("stopped after {} steps (--stop-after {}), not converged: {}\n", r.iterations,
-                               a.stop_after,
+      std::cout << fmt::format("stopped after {} steps (--stop-after {}), not converged: {}\n",
+                               r.iterations, a.stop_after,
                                a.checkpoint.empty() ? std::string("no --checkpoint written")
                                                     : "resume with --restart " + a.checkpoint)
                 << std::flush;
     return trace.finish(kExitStopped);
   }
-  const auto stats = comm::ledger_stats(ctx.comm(), ctx.ledger(),
+  const auto stats = comm::ledger_stats(
+      ctx.comm(), ctx.ledger(),
       {"ssc/setup", "purify/redistribute in", "purify/validate", "purify/iterate/ssc/compute",
        "purify/iterate", "ssc/release", "purify/result", "purify/redistribute out", ""});
 
@@ -272,26 +286,32 @@ int run_purify(const PurifyArgs& a) {
   const std::string rate_note =
       fmt::format("{:.3g} flops in SymmSquareCube over {:.4f} s", flops, flop_seconds);
   if (root) {
-    std::cout << fmt::format("mesh: {} (p = {}), N_DUP = {}, algorithm {}\n", r.mesh, r.p, r.n_dup,
-                             dense::to_string(opt.ssc.algorithm))
-              << fmt::format("converged: {} iterations in {:.4f} s{}\n", r.iterations, seconds,
-                             r.ssc_seconds > 0 ? fmt::format(" (SymmSquareCube {:.4f} s)", r.ssc_seconds)
-                                               : std::string())
-              << fmt::format("rate: {:.4f} TFLOP/s = flops / ssc_seconds, flops = 2 n^3 per dense product ({})\n",
-                             tflops, rate_note)
-              << fmt::format("trace error |tr(D) - nocc|: {:.3e}\n", r.trace_error)
-              << fmt::format("idempotency error ||D - D^2||_F: {:.3e}\n", r.idempotency_error)
-              << fmt::format("band energy 2 tr(D F): {:.12f} Eh\n", r.band_energy);
-    if (S) std::cout << fmt::format("Newton-Schulz S^-1/2: {} iterations, {:.4f} s\n", r.ns_iterations, r.ns_seconds);
+    std::cout
+        << fmt::format("mesh: {} (p = {}), N_DUP = {}, algorithm {}\n", r.mesh, r.p, r.n_dup,
+                       dense::to_string(opt.ssc.algorithm))
+        << fmt::format("converged: {} iterations in {:.4f} s{}\n", r.iterations, seconds,
+                       r.ssc_seconds > 0 ? fmt::format(" (SymmSquareCube {:.4f} s)", r.ssc_seconds)
+                                         : std::string())
+        << fmt::format(
+               "rate: {:.4f} TFLOP/s = flops / ssc_seconds, flops = 2 n^3 per dense product ({})\n",
+               tflops, rate_note)
+        << fmt::format("trace error |tr(D) - nocc|: {:.3e}\n", r.trace_error)
+        << fmt::format("idempotency error ||D - D^2||_F: {:.3e}\n", r.idempotency_error)
+        << fmt::format("band energy 2 tr(D F): {:.12f} Eh\n", r.band_energy);
+    if (S)
+      std::cout << fmt::format("Newton-Schulz S^-1/2: {} iterations, {:.4f} s\n", r.ns_iterations,
+                               r.ns_seconds);
     if (exact) {
       const double diff = r.band_energy - exact->band_energy;
-      std::cout << fmt::format("exact (analytic ring model): band energy {:.12f} Eh, difference {:.3e} Eh "
-                               "(relative {:.3e}); HOMO {:.6f} Eh, LUMO {:.6f} Eh, gap {:.6f} Eh\n",
-                               exact->band_energy, diff, std::abs(diff) / std::abs(exact->band_energy),
-                               exact->homo, exact->lumo, exact->lumo - exact->homo);
+      std::cout << fmt::format(
+          "exact (analytic ring model): band energy {:.12f} Eh, difference {:.3e} Eh "
+          "(relative {:.3e}); HOMO {:.6f} Eh, LUMO {:.6f} Eh, gap {:.6f} Eh\n",
+          exact->band_energy, diff, std::abs(diff) / std::abs(exact->band_energy), exact->homo,
+          exact->lumo, exact->lumo - exact->homo);
     }
-    std::cout << "bytes moved per rank over the whole purification (point-to-point received, collective payload):\n"
-              << ledger_table(stats, true) << std::flush;
+    std::cout
+        << "bytes moved per rank over the whole purification (point-to-point received, collective payload):\n"
+        << ledger_table(stats, true) << std::flush;
   }
   if (!a.out.empty()) io::write_npy(ctx, a.out, r.D);
   if (!a.json.empty()) {
@@ -301,12 +321,19 @@ int run_purify(const PurifyArgs& a) {
     j["nocc"] = nocc;
     j["method"] = solvers::to_string(opt.method);
     if (opt.mu) j["mu"] = *opt.mu;
-    j["input"] = model ? nlohmann::json{{"model", "ring"}, {"n", a.model.n}, {"gap", a.model.gap},
+    j["input"] = model ? nlohmann::json{{"model", "ring"},
+                                        {"n", a.model.n},
+                                        {"gap", a.model.gap},
                                         {"hopping", a.model.hopping}}
                        : nlohmann::json{{"fock", a.fock}, {"overlap", a.overlap}};
-    j["ssc"] = {{"algorithm", dense::to_string(opt.ssc.algorithm)}, {"n_dup_requested", a.ssc.n_dup},
-                {"n_dup", r.n_dup}, {"n_t", opt.ssc.n_t}, {"active_ranks", a.ssc.active_ranks},
-                {"replication", a.ssc.replication}, {"mesh", r.mesh}, {"p", r.p}};
+    j["ssc"] = {{"algorithm", dense::to_string(opt.ssc.algorithm)},
+                {"n_dup_requested", a.ssc.n_dup},
+                {"n_dup", r.n_dup},
+                {"n_t", opt.ssc.n_t},
+                {"active_ranks", a.ssc.active_ranks},
+                {"replication", a.ssc.replication},
+                {"mesh", r.mesh},
+                {"p", r.p}};
     j["tol"] = a.tol;
     j["max_iter"] = a.max_iter;
     j["iterations"] = r.iterations;
@@ -321,13 +348,18 @@ int run_purify(const PurifyArgs& a) {
     j["ns_iterations"] = r.ns_iterations;
     j["ns_seconds"] = r.ns_seconds;
     if (exact)
-      j["analytic"] = {{"band_energy", exact->band_energy}, {"homo", exact->homo}, {"lumo", exact->lumo},
+      j["analytic"] = {{"band_energy", exact->band_energy},
+                       {"homo", exact->homo},
+                       {"lumo", exact->lumo},
                        {"homo_lumo_gap", exact->lumo - exact->homo},
                        {"difference", r.band_energy - exact->band_energy}};
     nlohmann::json js = nlohmann::json::array();
     for (const auto& s : steps)
-      js.push_back({{"iteration", s.iteration}, {"idempotency_error", s.idempotency_error},
-                    {"trace", s.trace}, {"band_energy", s.band_energy}, {"seconds", s.seconds}});
+      js.push_back({{"iteration", s.iteration},
+                    {"idempotency_error", s.idempotency_error},
+                    {"trace", s.trace},
+                    {"band_energy", s.band_energy},
+                    {"seconds", s.seconds}});
     j["steps"] = js;
     j["ledger"] = ledger_json(stats);
     write_json(ctx, a.json, j);
@@ -345,39 +377,52 @@ std::function<int()> add_purify(CLI::App& app) {
       "Prints one line per iteration and the rate of the products: TFLOP/s = flops / ssc_seconds "
       "with flops = 2 n^3 per dense product (canonical and McWeeny: D^2 and D^3 per step).");
   a->app = s;
-  s->add_option("--fock", a->fock, "Fock matrix F from a .npy file (float64, square, symmetric); "
-                                   "default: the built-in ring model (below)");
-  s->add_option("--overlap", a->overlap, "Overlap matrix S from a .npy file (non-orthogonal basis; "
-                                         "same shape as F); default: orthogonal basis");
-  s->add_option("--nocc", a->nocc, "Occupied states, 1 .. n-1 (default n/2 for the ring model; "
-                                   "required with --fock)");
+  s->add_option("--fock", a->fock,
+                "Fock matrix F from a .npy file (float64, square, symmetric); "
+                "default: the built-in ring model (below)");
+  s->add_option("--overlap", a->overlap,
+                "Overlap matrix S from a .npy file (non-orthogonal basis; "
+                "same shape as F); default: orthogonal basis");
+  s->add_option("--nocc", a->nocc,
+                "Occupied states, 1 .. n-1 (default n/2 for the ring model; "
+                "required with --fock)");
   s->add_option("--method", a->method, "canonical | mcweeny | trs2 | trs4")->capture_default_str();
-  s->add_option("--mu", a->mu, "Chemical potential in Eh, inside the HOMO-LUMO gap (McWeeny; default: unset)");
+  s->add_option("--mu", a->mu,
+                "Chemical potential in Eh, inside the HOMO-LUMO gap (McWeeny; default: unset)");
   a->ssc.add_to(s);
   s->add_option("--tol", a->tol, "Stop when ||D - D^2||_F < tol")->capture_default_str();
   s->add_option("--max-iter", a->max_iter, "Iteration cap")->capture_default_str();
-  s->add_option("--nb", a->nb, "Block size of the block-cyclic layout of F, S and D (most square grid)")
+  s->add_option("--nb", a->nb,
+                "Block size of the block-cyclic layout of F, S and D (most square grid)")
       ->capture_default_str();
   a->model.add_to(s);
-  s->add_option("--out", a->out, "Write D to this .npy file (only on success; default: not written)");
-  s->add_option("--json", a->json, "Write the results and the per-iteration records as JSON (default: not written)");
+  s->add_option("--out", a->out,
+                "Write D to this .npy file (only on success; default: not written)");
+  s->add_option("--json", a->json,
+                "Write the results and the per-iteration records as JSON (default: not written)");
   add_trace_option(s, a->trace);
-  s->add_option("--checkpoint", a->checkpoint,
-                "Write the iteration's state to this file every --checkpoint-every steps (collective "
-                "MPI-IO to FILE.tmp, then renamed; a .npy of the iterate plus a text record; "
-                "docs/purify.md)");
-  s->add_option("--checkpoint-every", a->checkpoint_every, "Steps between checkpoints")->capture_default_str();
-  s->add_option("--restart", a->restart,
-                "Continue from this checkpoint (same options, ranks and input; checked): the run ends "
-                "bitwise as the uninterrupted one");
-  s->add_option("--stop-after", a->stop_after,
-                "Stop after this many steps (after writing the checkpoint), not converged: exit status 3, "
-                "no --out/--json (0 = never)")->capture_default_str();
-  s->footer(std::string(kRingModelHelp) +
-            "\n\nErrors (bad option values, --nocc out of range, F/S shape mismatch, unreadable or "
-            "malformed files, unwritable --out/--json, a --restart checkpoint that is truncated or was "
-            "written with other options) are printed once as 'tessel: error: ...' and the command "
-            "exits with status 2, leaving no output file. --stop-after exits with status 3.");
+  s->add_option(
+      "--checkpoint", a->checkpoint,
+      "Write the iteration's state to this file every --checkpoint-every steps (collective "
+      "MPI-IO to FILE.tmp, then renamed; a .npy of the iterate plus a text record; "
+      "docs/purify.md)");
+  s->add_option("--checkpoint-every", a->checkpoint_every, "Steps between checkpoints")
+      ->capture_default_str();
+  s->add_option(
+      "--restart", a->restart,
+      "Continue from this checkpoint (same options, ranks and input; checked): the run ends "
+      "bitwise as the uninterrupted one");
+  s->add_option(
+       "--stop-after", a->stop_after,
+       "Stop after this many steps (after writing the checkpoint), not converged: exit status 3, "
+       "no --out/--json (0 = never)")
+      ->capture_default_str();
+  s->footer(
+      std::string(kRingModelHelp) +
+      "\n\nErrors (bad option values, --nocc out of range, F/S shape mismatch, unreadable or "
+      "malformed files, unwritable --out/--json, a --restart checkpoint that is truncated or was "
+      "written with other options) are printed once as 'tessel: error: ...' and the command "
+      "exits with status 2, leaving no output file. --stop-after exits with status 3.");
   return [a]() { return run_purify(*a); };
 }
 

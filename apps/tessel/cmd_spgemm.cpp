@@ -30,7 +30,7 @@ using sparse::Distribution;
 
 struct SpgemmArgs {
   std::string a, b, blocks, generate = "water:200", algorithm = "cannon", layers = "auto", grid,
-                              transa = "N", transb = "N", out, json, retain = "none";
+                            transa = "N", transb = "N", out, json, retain = "none";
   double eps = 0;
   int repeat = 3;
   bool verify = false, explain = false, comm_only = false;
@@ -72,7 +72,8 @@ int run_spgemm(const SpgemmArgs& a) {
   const int p = ctx.size();
   const bool root = ctx.rank() == 0;
   sparse::SpMultiplyOptions opt;
-  opt.algorithm = parse_named("--algorithm", a.algorithm, "cannon or rma25d", sparse::parse_sp_algorithm);
+  opt.algorithm =
+      parse_named("--algorithm", a.algorithm, "cannon or rma25d", sparse::parse_sp_algorithm);
   if (a.layers == "auto") {
     opt.layers = 0;
   } else {
@@ -130,8 +131,10 @@ int run_spgemm(const SpgemmArgs& a) {
     std::vector<double> zeros;
     A.for_each_block([&](int r, int c, const double*, int nr, int nc) {
       zeros.assign(static_cast<std::size_t>(nr) * nc, 0.0);
-      if (opa == sparse::SpOp::N) Cpat.put_block(r, c, zeros.data());
-      else Cpat.put_block(c, r, zeros.data());
+      if (opa == sparse::SpOp::N)
+        Cpat.put_block(r, c, zeros.data());
+      else
+        Cpat.put_block(c, r, zeros.data());
     });
     Cpat.finalize();
   } else if (a.retain == "c") {
@@ -157,8 +160,10 @@ int run_spgemm(const SpgemmArgs& a) {
     // owner's pattern (1/8 byte per pattern block) instead of block indices
     const double per_block = retain ? 0.0 : 8.0;
     opt.product_bytes_hint = ctx.comm().allreduce_value(
-        per_block * static_cast<double>(r0.product_blocks) + 8.0 * static_cast<double>(r0.product_values) +
-            (retain ? 0.125 * static_cast<double>(Cpat.local_nblocks()) : 0.0), MPI_SUM);
+        per_block * static_cast<double>(r0.product_blocks) +
+            8.0 * static_cast<double>(r0.product_values) +
+            (retain ? 0.125 * static_cast<double>(Cpat.local_nblocks()) : 0.0),
+        MPI_SUM);
     // with --retain the model's C pattern is Cpat's (P's zero blocks fell to the final filter)
     const sparse::SpVolumeModel model = sparse::volume_model(ctx, A, B, retain ? Cpat : P, opt);
     pred = sparse::predict_layers(pr, pc, model);
@@ -177,8 +182,7 @@ int run_spgemm(const SpgemmArgs& a) {
       std::cout << fmt::format("  L={}: A {:.2f}, B {:.2f}, C {:.2f}{}, total {:.2f}{}\n", x.layers,
                                x.a * 1e-6, x.b * 1e-6, x.c * 1e-6,
                                retain ? fmt::format(", C pattern {:.2f}", x.pattern * 1e-6) : "",
-                               x.total() * 1e-6,
-                               x.layers == plan.layers ? "  <- this run" : "");
+                               x.total() * 1e-6, x.layers == plan.layers ? "  <- this run" : "");
     std::cout << std::flush;
   }
   if (a.explain) return 0;
@@ -187,12 +191,19 @@ int run_spgemm(const SpgemmArgs& a) {
   std::vector<double> times;
   sparse::SpMultiplyReport rep;
   BlockSparseMatrix<double> C(ctx, dc, "C");
-  const std::vector<std::string> phases = {"spgemm/A panels", "spgemm/B panels", "spgemm/C panels",
-                                           "spgemm/C pattern", "spgemm/setup", "spgemm/conform", ""};
+  const std::vector<std::string> phases = {"spgemm/A panels",
+                                           "spgemm/B panels",
+                                           "spgemm/C panels",
+                                           "spgemm/C pattern",
+                                           "spgemm/setup",
+                                           "spgemm/conform",
+                                           ""};
   std::vector<comm::PhaseStats> stats;
   for (int r = 0; r < a.repeat; ++r) {
-    if (retain) C = Cpat;
-    else C.clear();
+    if (retain)
+      C = Cpat;
+    else
+      C.clear();
     ctx.comm().barrier();
     if (r == 0) {
       ctx.ledger().reset();
@@ -216,9 +227,12 @@ int run_spgemm(const SpgemmArgs& a) {
   const auto prod_values = ctx.comm().allreduce_value(rep.product_values, MPI_SUM);
   const auto partial_dropped = ctx.comm().allreduce_value(rep.partial_blocks_dropped, MPI_SUM);
   // --retain: the pattern goes to the layers once per cache; the last call sends headers only
-  const double pattern_last = ctx.comm().allreduce_value(static_cast<double>(rep.c_pattern.sent), MPI_SUM) / p;
+  const double pattern_last =
+      ctx.comm().allreduce_value(static_cast<double>(rep.c_pattern.sent), MPI_SUM) / p;
   std::int64_t c_blocks = C.local_nblocks(), c_values = 0;
-  C.for_each_block([&](int, int, const double*, int nr, int nc) { c_values += static_cast<std::int64_t>(nr) * nc; });
+  C.for_each_block([&](int, int, const double*, int nr, int nc) {
+    c_values += static_cast<std::int64_t>(nr) * nc;
+  });
   c_blocks = ctx.comm().allreduce_value(c_blocks, MPI_SUM);
   c_values = ctx.comm().allreduce_value(c_values, MPI_SUM);
   const double occ_c = sparse::occupation(ctx, C);
@@ -239,7 +253,8 @@ int run_spgemm(const SpgemmArgs& a) {
     dense::multiply(ctx, 1.0, dop(opa), ad, dop(opb), bd, 0.0, ref);
     if (retain) {  // --retain: the reference masked by C's fixed pattern
       BlockSparseMatrix<double> mask = Cpat;
-      mask.for_each_block([](int, int, double* x, int nr, int nc) { std::fill(x, x + nr * nc, 1.0); });
+      mask.for_each_block(
+          [](int, int, double* x, int nr, int nc) { std::fill(x, x + nr * nc, 1.0); });
       auto md = sparse::to_dense(ctx, mask, lay(C.rows(), C.cols()));
       std::vector<double> mv;
       md.for_each_local([&](std::int64_t, std::int64_t, double& v) { mv.push_back(v); });
@@ -252,7 +267,10 @@ int run_spgemm(const SpgemmArgs& a) {
       std::vector<double> rv;
       ref.for_each_local([&](std::int64_t, std::int64_t, double& v) { rv.push_back(v); });
       std::size_t x = 0;
-      cd.for_each_local([&](std::int64_t, std::int64_t, double& v) { diff += (v - rv[x]) * (v - rv[x]); ++x; });
+      cd.for_each_local([&](std::int64_t, std::int64_t, double& v) {
+        diff += (v - rv[x]) * (v - rv[x]);
+        ++x;
+      });
     }
     diff = std::sqrt(ctx.comm().allreduce_value(diff, MPI_SUM));
     rel = diff / std::max(nref, 1e-300);
@@ -260,36 +278,49 @@ int run_spgemm(const SpgemmArgs& a) {
     const double V = plan.v;
     // on-the-fly + final filter, + the partial C blocks not sent when L > 1
     const double nbr = dc.row_blocks().count();
-    tol = 1e-12 + a.eps * (V * std::sqrt(nbr) + nbr * (plan.layers > 1 ? 2 : 1)) / std::max(nref, 1e-300);
-    verdict = fmt::format("{} (against the dense multiply: relative Frobenius error {:.2e}, tolerance {:.2e})",
-                          rel <= tol ? "PASSED" : "FAILED", rel, tol);
+    tol = 1e-12 +
+          a.eps * (V * std::sqrt(nbr) + nbr * (plan.layers > 1 ? 2 : 1)) / std::max(nref, 1e-300);
+    verdict = fmt::format(
+        "{} (against the dense multiply: relative Frobenius error {:.2e}, tolerance {:.2e})",
+        rel <= tol ? "PASSED" : "FAILED", rel, tol);
   }
   if (root) {
     std::string reps;
-    for (std::size_t i = 0; i < times.size(); ++i) reps += fmt::format("{}{:.4f}", i ? ", " : "", times[i]);
-    std::cout << "times (s): " << reps << "\n"
-              << fmt::format("time: median {:.4f} s per multiply over {} runs (min {:.4f} s), {:.3f} GFLOP/s "
-                             "(flops of the block products done / median time)\n",
-                             med, a.repeat, *std::min_element(times.begin(), times.end()), gflops)
-              << fmt::format("occupancy: A {:.2f}%, B {:.2f}%, C {:.2f}%{}\n", 100 * occ_a, 100 * occ_b, 100 * occ_c,
-                             retain ? fmt::format(" (retain_sparsity: C's fixed pattern {:.2f}%, from {})", 100 * occ_pat,
-                                                  a.retain == "a" ? "op(A)" : "the filtered product")
-                                    : "")
-              << fmt::format("block products: {} done, {} skipped by the on-the-fly filter; {} blocks of C dropped "
-                             "by the final filter\n", mult, skipped, dropped)
-              << fmt::format("C before the final filter: {} blocks, {} values ({:.2f} MB as C wire: 8 B per block "
-                             "+ 8 per value); after: {} blocks, {} values ({:.2f} MB); partial C blocks not sent "
-                             "(norm bound < eps / L): {}\n",
-                             prod_blocks, prod_values, 8e-6 * static_cast<double>(prod_blocks + prod_values),
-                             c_blocks, c_values, 8e-6 * static_cast<double>(c_blocks + c_values), partial_dropped)
-              << "bytes per rank for ONE multiply (received: point-to-point + MPI_Rget; C panels are partial "
-                 "sums sent to their owners):\n"
-              << ledger_table(stats, true)
-              << (retain && a.repeat > 1
-                      ? fmt::format("C pattern sent per rank in the last of the {} calls (cached: headers only): {} B\n",
-                                    a.repeat, pattern_last)
-                      : std::string())
-              << "verify: " << verdict << "\n" << std::flush;
+    for (std::size_t i = 0; i < times.size(); ++i)
+      reps += fmt::format("{}{:.4f}", i ? ", " : "", times[i]);
+    std::cout
+        << "times (s): " << reps << "\n"
+        << fmt::format(
+               "time: median {:.4f} s per multiply over {} runs (min {:.4f} s), {:.3f} GFLOP/s "
+               "(flops of the block products done / median time)\n",
+               med, a.repeat, *std::min_element(times.begin(), times.end()), gflops)
+        << fmt::format(
+               "occupancy: A {:.2f}%, B {:.2f}%, C {:.2f}%{}\n", 100 * occ_a, 100 * occ_b,
+               100 * occ_c,
+               retain
+                   ? fmt::format(" (retain_sparsity: C's fixed pattern {:.2f}%, from {})",
+                                 100 * occ_pat, a.retain == "a" ? "op(A)" : "the filtered product")
+                   : "")
+        << fmt::format(
+               "block products: {} done, {} skipped by the on-the-fly filter; {} blocks of C dropped "
+               "by the final filter\n",
+               mult, skipped, dropped)
+        << fmt::format(
+               "C before the final filter: {} blocks, {} values ({:.2f} MB as C wire: 8 B per block "
+               "+ 8 per value); after: {} blocks, {} values ({:.2f} MB); partial C blocks not sent "
+               "(norm bound < eps / L): {}\n",
+               prod_blocks, prod_values, 8e-6 * static_cast<double>(prod_blocks + prod_values),
+               c_blocks, c_values, 8e-6 * static_cast<double>(c_blocks + c_values), partial_dropped)
+        << "bytes per rank for ONE multiply (received: point-to-point + MPI_Rget; C panels are partial "
+           "sums sent to their owners):\n"
+        << ledger_table(stats, true)
+        << (retain && a.repeat > 1
+                ? fmt::format(
+                      "C pattern sent per rank in the last of the {} calls (cached: headers only): {} B\n",
+                      a.repeat, pattern_last)
+                : std::string())
+        << "verify: " << verdict << "\n"
+        << std::flush;
   }
   if (!a.out.empty()) sparse::write_cp2k_csr(ctx, C, a.out);
   if (!a.json.empty()) {
@@ -326,12 +357,16 @@ int run_spgemm(const SpgemmArgs& a) {
     j["ledger_one_call"] = ledger_json(stats);
     nlohmann::json pj = nlohmann::json::array();
     for (const auto& x : pred)
-      pj.push_back({{"layers", x.layers}, {"a_bytes", x.a}, {"b_bytes", x.b}, {"c_bytes", x.c},
+      pj.push_back({{"layers", x.layers},
+                    {"a_bytes", x.a},
+                    {"b_bytes", x.b},
+                    {"c_bytes", x.c},
                     {"c_pattern_bytes", x.pattern}});
     j["eq7_prediction"] = pj;  // mean bytes per rank; empty unless rma25d with auto or --explain
     j["product_bytes"] = opt.product_bytes_hint;
     j["plan"] = plan.describe();
-    j["verify"] = {{"done", a.verify}, {"relative_error", rel}, {"tolerance", tol}, {"text", verdict}};
+    j["verify"] = {
+        {"done", a.verify}, {"relative_error", rel}, {"tolerance", tol}, {"text", verdict}};
     write_json(ctx, a.json, j);
   }
   return (a.verify && verdict.rfind("PASSED", 0) != 0) ? 1 : 0;
@@ -342,41 +377,52 @@ int run_spgemm(const SpgemmArgs& a) {
 std::function<int()> add_spgemm(CLI::App& app) {
   auto a = std::make_shared<SpgemmArgs>();
   CLI::App* s = app.add_subcommand(
-      "spgemm", "Block-sparse multiply C = op(A) op(B) (DBCSR's algorithms, seed 001; collective). "
-                "GFLOP/s = flops of the block products done / median time.");
+      "spgemm",
+      "Block-sparse multiply C = op(A) op(B) (DBCSR's algorithms, seed 001; collective). "
+      "GFLOP/s = flops of the block products done / median time.");
   s->add_option("--a", a->a, "A as CP2K CSR text (plain or gzip; with --b and --blocks)");
   s->add_option("--b", a->b, "B as CP2K CSR text (plain or gzip)");
   s->add_option("--blocks", a->blocks, "Block sizes file (blocksizes.txt) of --a/--b");
-  s->add_option("--generate", a->generate,
-                "Generated A and B: water:N (H S of N water molecules, sparse/generate.hpp), water-ss:N (S S), "
-                "or band:N (N molecules of blocks 4,1,1 on a ring, neighbours within 6)")
+  s->add_option(
+       "--generate", a->generate,
+       "Generated A and B: water:N (H S of N water molecules, sparse/generate.hpp), water-ss:N (S S), "
+       "or band:N (N molecules of blocks 4,1,1 on a ring, neighbours within 6)")
       ->capture_default_str();
-  s->add_option("--algorithm", a->algorithm, "cannon (Algorithm 1) | rma25d (Algorithm 2)")->capture_default_str();
-  s->add_option("--layers", a->layers,
-                "rma25d layers L or auto (the valid L <= 4 with the smallest eq. 7 volume A+B+C, C from a "
-                "symbolic multiply first)")->capture_default_str();
+  s->add_option("--algorithm", a->algorithm, "cannon (Algorithm 1) | rma25d (Algorithm 2)")
+      ->capture_default_str();
+  s->add_option(
+       "--layers", a->layers,
+       "rma25d layers L or auto (the valid L <= 4 with the smallest eq. 7 volume A+B+C, C from a "
+       "symbolic multiply first)")
+      ->capture_default_str();
   s->add_option("--grid", a->grid, "Process grid PRxPC (default: the most square, PR <= PC)");
-  s->add_option("--eps", a->eps, "Filter threshold (on-the-fly and final; 0 = exact)")->capture_default_str();
+  s->add_option("--eps", a->eps, "Filter threshold (on-the-fly and final; 0 = exact)")
+      ->capture_default_str();
   s->add_option("--transa", a->transa, "op(A): N or T")->capture_default_str();
   s->add_option("--transb", a->transb, "op(B): N or T")->capture_default_str();
-  s->add_option("--repeat", a->repeat, "Timed multiplies (median reported; the ledger counts the first)")
+  s->add_option("--repeat", a->repeat,
+                "Timed multiplies (median reported; the ledger counts the first)")
       ->capture_default_str();
   s->add_option("--seed", a->seed, "Seed of the values and distributions")->capture_default_str();
   s->add_flag("--verify", a->verify, "Check C against the dense multiply of the same matrices");
-  s->add_flag("--explain", a->explain,
-              "Print the plan (with rank 0's reads; rma25d: eq. 7's A, B, C bytes per candidate L) and exit");
-  s->add_flag("--comm-only", a->comm_only,
-              "Benchmarks: move every panel (C partials of their true size: symbolic product) but compute no "
-              "block product");
-  s->add_option("--retain", a->retain,
-                "retain_sparsity with C's pattern fixed (zero values, beta = 0), as in a density-matrix "
-                "iteration: none, a (op(A)'s pattern) or c (the pattern of the filtered product, from one "
-                "multiply first); rma25d sends it to the other layers first")
+  s->add_flag(
+      "--explain", a->explain,
+      "Print the plan (with rank 0's reads; rma25d: eq. 7's A, B, C bytes per candidate L) and exit");
+  s->add_flag(
+      "--comm-only", a->comm_only,
+      "Benchmarks: move every panel (C partials of their true size: symbolic product) but compute no "
+      "block product");
+  s->add_option(
+       "--retain", a->retain,
+       "retain_sparsity with C's pattern fixed (zero values, beta = 0), as in a density-matrix "
+       "iteration: none, a (op(A)'s pattern) or c (the pattern of the filtered product, from one "
+       "multiply first); rma25d sends it to the other layers first")
       ->capture_default_str();
   s->add_option("--out", a->out, "Write C as CP2K CSR text");
   s->add_option("--json", a->json, "Write the results as JSON (default: not written)");
-  s->footer("Errors are printed once as 'tessel: error: ...' and the command exits with status 2; "
-            "a failed --verify exits with status 1. docs/sparse.md.");
+  s->footer(
+      "Errors are printed once as 'tessel: error: ...' and the command exits with status 2; "
+      "a failed --verify exits with status 1. docs/sparse.md.");
   return [a]() { return run_spgemm(*a); };
 }
 

@@ -37,10 +37,12 @@ struct SscCmdArgs {
 
 // y = M x for a distributed M (any layout): each rank multiplies its own entries, one
 // allreduce sums the parts. Independent of SymmSquareCube (no collective of the kernel).
-std::vector<double> matvec(const Context& ctx, const DistMatrix<double>& m, const std::vector<double>& x) {
+std::vector<double> matvec(const Context& ctx, const DistMatrix<double>& m,
+                           const std::vector<double>& x) {
   std::vector<double> y(x.size(), 0.0);
-  const_cast<DistMatrix<double>&>(m).for_each_local(
-      [&](std::int64_t i, std::int64_t j, double& v) { y[static_cast<std::size_t>(i)] += v * x[static_cast<std::size_t>(j)]; });
+  const_cast<DistMatrix<double>&>(m).for_each_local([&](std::int64_t i, std::int64_t j, double& v) {
+    y[static_cast<std::size_t>(i)] += v * x[static_cast<std::size_t>(j)];
+  });
   ctx.comm().allreduce(y.data(), static_cast<int>(y.size()), MPI_SUM);
   return y;
 }
@@ -70,7 +72,8 @@ int run_ssc(const SscCmdArgs& a) {
   const bool file = !a.in.empty();
   if (file) {
     for (const char* o : {"--n", "--matrix", "--gap", "--hopping"})
-      TESSEL_CHECK(a.app->count(o) == 0, InputError, o, " ", a.app->get_option(o)->as<std::string>(),
+      TESSEL_CHECK(a.app->count(o) == 0, InputError, o, " ",
+                   a.app->get_option(o)->as<std::string>(),
                    ": describes a generated D, which --in ", a.in, " replaces");
   } else {
     TESSEL_CHECK(a.n >= 1, InputError, "--n ", a.n, ": expected a matrix size >= 1");
@@ -113,14 +116,18 @@ int run_ssc(const SscCmdArgs& a) {
   DistMatrix<double> d2(ctx, ssc.plane0()), d3(ctx, ssc.plane0());
 
   if (root)
-    std::cout << fmt::format("tessel ssc: D^2 and D^3 of a symmetric {} x {} D, {} ranks\n", n, n, p)
-              << "input: " << input << "\n"
-              << fmt::format("SymmSquareCube: algorithm {}, mesh {} (p = {}), N_DUP = {} (requested {}), active ranks {}, "
-                             "collectives {}{}\n",
-                             dense::to_string(opt.algorithm), ssc.mesh().describe(), ssc.p(), ssc.n_dup(),
-                             a.ssc.n_dup, opt.active_ranks == 0 ? std::string("all") : std::to_string(opt.active_ranks),
-                             comm::to_string(opt.collectives), a.comm_only ? ", COMMUNICATION ONLY (--comm-only)" : "")
-              << std::flush;
+    std::cout
+        << fmt::format("tessel ssc: D^2 and D^3 of a symmetric {} x {} D, {} ranks\n", n, n, p)
+        << "input: " << input << "\n"
+        << fmt::format(
+               "SymmSquareCube: algorithm {}, mesh {} (p = {}), N_DUP = {} (requested {}), active ranks {}, "
+               "collectives {}{}\n",
+               dense::to_string(opt.algorithm), ssc.mesh().describe(), ssc.p(), ssc.n_dup(),
+               a.ssc.n_dup,
+               opt.active_ranks == 0 ? std::string("all") : std::to_string(opt.active_ranks),
+               comm::to_string(opt.collectives),
+               a.comm_only ? ", COMMUNICATION ONLY (--comm-only)" : "")
+        << std::flush;
 
   // Repetitions; the ledger and a preloaded traffic counter see exactly the first call.
   const std::vector<std::string> phases = {"ssc/compute", "ssc/release", ""};
@@ -138,9 +145,7 @@ int run_ssc(const SscCmdArgs& a) {
     std::exception_ptr failure;
     try {
       ssc.run_active(d.data(), d2.data(), d3.data());
-    } catch (const Error&) {
-      failure = std::current_exception();
-    }
+    } catch (const Error&) { failure = std::current_exception(); }
     ssc.release();
     const double t = t0.seconds();
     if (r == 0) {
@@ -164,25 +169,32 @@ int run_ssc(const SscCmdArgs& a) {
     res2 = res3 = 0;
     for (int probe = 0; probe < 3; ++probe) {
       std::vector<double> x(static_cast<std::size_t>(n));
-      for (std::int64_t i = 0; i < n; ++i) x[static_cast<std::size_t>(i)] = hashed(a.seed + 7, probe, i, 0);
+      for (std::int64_t i = 0; i < n; ++i)
+        x[static_cast<std::size_t>(i)] = hashed(a.seed + 7, probe, i, 0);
       const auto dx = matvec(ctx, d, x), ddx = matvec(ctx, d, dx), dddx = matvec(ctx, d, ddx);
       res2 = std::max(res2, rel_diff(matvec(ctx, d2, x), ddx));
       res3 = std::max(res3, rel_diff(matvec(ctx, d3, x), dddx));
     }
     const double tol = 1e-13 * std::max(1.0, std::sqrt(nn));
     const bool ok = res2 <= tol && res3 <= tol;
-    verdict = fmt::format("{} (Freivalds, 3 probes, distributed D x products: relative residual D^2 {:.2e}, "
-                          "D^3 {:.2e}, tolerance {:.1e})", ok ? "PASSED" : "FAILED", res2, res3, tol);
+    verdict = fmt::format(
+        "{} (Freivalds, 3 probes, distributed D x products: relative residual D^2 {:.2e}, "
+        "D^3 {:.2e}, tolerance {:.1e})",
+        ok ? "PASSED" : "FAILED", res2, res3, tol);
   }
 
   if (root) {
     std::string reps;
-    for (std::size_t i = 0; i < times.size(); ++i) reps += fmt::format("{}{:.4f}", i ? ", " : "", times[i]);
-    std::cout << "times (s): " << reps << "\n"
-              << fmt::format("time: median {:.4f} s over {} runs (min {:.4f} s), {:.4f} TFLOP/s (4 n^3 / t)\n",
-                             med, a.repeat, *std::min_element(times.begin(), times.end()), tflops)
-              << "bytes moved per rank for ONE call (point-to-point received, collective payload):\n"
-              << ledger_table(stats, true) << "verify: " << verdict << "\n" << std::flush;
+    for (std::size_t i = 0; i < times.size(); ++i)
+      reps += fmt::format("{}{:.4f}", i ? ", " : "", times[i]);
+    std::cout
+        << "times (s): " << reps << "\n"
+        << fmt::format(
+               "time: median {:.4f} s over {} runs (min {:.4f} s), {:.4f} TFLOP/s (4 n^3 / t)\n",
+               med, a.repeat, *std::min_element(times.begin(), times.end()), tflops)
+        << "bytes moved per rank for ONE call (point-to-point received, collective payload):\n"
+        << ledger_table(stats, true) << "verify: " << verdict << "\n"
+        << std::flush;
   }
   if (!a.json.empty()) {
     nlohmann::json j = run_header(ctx);
@@ -205,7 +217,8 @@ int run_ssc(const SscCmdArgs& a) {
     j["ledger_one_call"] = ledger_json(stats);
     j["comm_only"] = a.comm_only;
     j["collectives"] = comm::to_string(opt.collectives);
-    j["verify"] = {{"done", a.verify}, {"residual_d2", res2}, {"residual_d3", res3}, {"text", verdict}};
+    j["verify"] = {
+        {"done", a.verify}, {"residual_d2", res2}, {"residual_d3", res3}, {"text", verdict}};
     write_json(ctx, a.json, j);
   }
   return trace.finish((a.verify && verdict.rfind("PASSED", 0) != 0) ? 1 : 0);
@@ -216,30 +229,39 @@ int run_ssc(const SscCmdArgs& a) {
 std::function<int()> add_ssc(CLI::App& app) {
   auto a = std::make_shared<SscCmdArgs>();
   CLI::App* s = app.add_subcommand(
-      "ssc", "Time SymmSquareCube (D^2 and D^3 of a symmetric D, seed 000) alone (collective). "
-             "TFLOP/s = 4 n^3 / median time (two dense products of 2 n^3 flops).");
+      "ssc",
+      "Time SymmSquareCube (D^2 and D^3 of a symmetric D, seed 000) alone (collective). "
+      "TFLOP/s = 4 n^3 / median time (two dense products of 2 n^3 flops).");
   a->app = s;
   s->add_option("--n", a->n, "Size of the generated D")->capture_default_str();
-  s->add_option("--in", a->in, "D from a .npy file (float64, square, symmetric); default: generated");
-  s->add_option("--matrix", a->matrix, "Generated D: random (hashed, symmetric, layout independent) | ring "
-                                       "(the ring model of `tessel purify`)")->capture_default_str();
-  s->add_option("--gap", a->gap, "--matrix ring: on-site energy difference g (Eh)")->capture_default_str();
+  s->add_option("--in", a->in,
+                "D from a .npy file (float64, square, symmetric); default: generated");
+  s->add_option("--matrix", a->matrix,
+                "Generated D: random (hashed, symmetric, layout independent) | ring "
+                "(the ring model of `tessel purify`)")
+      ->capture_default_str();
+  s->add_option("--gap", a->gap, "--matrix ring: on-site energy difference g (Eh)")
+      ->capture_default_str();
   s->add_option("--hopping", a->hopping, "--matrix ring: hopping t (Eh)")->capture_default_str();
   a->ssc.add_to(s);
   s->add_option("--repeat", a->repeat, "Timed calls (median reported; the ledger counts the first)")
       ->capture_default_str();
-  s->add_option("--nb", a->nb, "Block size of the block-cyclic layout D starts in (most square grid)")
+  s->add_option("--nb", a->nb,
+                "Block size of the block-cyclic layout D starts in (most square grid)")
       ->capture_default_str();
-  s->add_option("--seed", a->seed, "Seed of the random D and of the check's vectors")->capture_default_str();
-  s->add_flag("--verify", a->verify, "Check D^2 and D^3 with Freivalds' test (distributed D x products)");
+  s->add_option("--seed", a->seed, "Seed of the random D and of the check's vectors")
+      ->capture_default_str();
+  s->add_flag("--verify", a->verify,
+              "Check D^2 and D^3 with Freivalds' test (distributed D x products)");
   s->add_flag("--comm-only", a->comm_only,
               "Benchmarks: skip the local multiplies and time the communication schedule alone "
               "(D^2 and D^3 are then not computed; the TFLOP/s line is meaningless)");
   s->add_option("--json", a->json, "Write the results as JSON (default: not written)");
   add_trace_option(s, a->trace);
-  s->footer(std::string(kRingModelHelp) +
-            "\n\nErrors are printed once as 'tessel: error: ...' and the command exits with status 2; "
-            "a failed --verify exits with status 1.");
+  s->footer(
+      std::string(kRingModelHelp) +
+      "\n\nErrors are printed once as 'tessel: error: ...' and the command exits with status 2; "
+      "a failed --verify exits with status 1.");
   return [a]() { return run_ssc(*a); };
 }
 

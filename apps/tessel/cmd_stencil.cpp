@@ -29,7 +29,8 @@ struct StencilArgs {
   std::string xyz, xyz_units = "angstrom", potential, exchange = "neighbor", overlap = "on",
                    partitioner = "metis", solver = "chfsi", json, trace;
   double radius = 0, box = 0, spacing = 0.5, omega = 1.0, softening = 1.0, tol = 1e-6, dt = 0.02;
-  int order = 4, states = 10, max_iter = 300, degree = 0, propagate = 0, repeat = 5, batch = 0, test_every = 0;
+  int order = 4, states = 10, max_iter = 300, degree = 0, propagate = 0, repeat = 5, batch = 0,
+      test_every = 0;
   bool apply_only = false;
   CLI::App* app = nullptr;
 };
@@ -37,7 +38,8 @@ struct StencilArgs {
 // The built-in default: four pseudo-atoms of a bent chain; spheres of 4.5 bohr around them make
 // an irregular mesh that holds the oscillator's lowest shells.
 std::vector<stencil::Atom> builtin_atoms() {
-  return {{"X", -2.0, -0.8, 0.0}, {"X", 0.0, 0.6, 0.3}, {"X", 2.0, -0.6, 0.0}, {"X", 0.3, 0.4, 1.8}};
+  return {
+      {"X", -2.0, -0.8, 0.0}, {"X", 0.0, 0.6, 0.3}, {"X", 2.0, -0.6, 0.0}, {"X", 0.3, 0.4, 1.8}};
 }
 
 // Analytic spectra: the oscillator (omega (n + 3/2), degeneracy (n+1)(n+2)/2) and the box.
@@ -73,9 +75,12 @@ Stat over_ranks(const Context& ctx, double v) {
   return s;
 }
 std::string fmt_stat(const Stat& s, const char* f = "{:.0f}") {
-  return fmt::format(fmt::runtime(std::string("min ") + f + ", mean " + f + ", max " + f), s.min, s.mean, s.max);
+  return fmt::format(fmt::runtime(std::string("min ") + f + ", mean " + f + ", max " + f), s.min,
+                     s.mean, s.max);
 }
-nlohmann::json json_stat(const Stat& s) { return {{"min", s.min}, {"mean", s.mean}, {"max", s.max}}; }
+nlohmann::json json_stat(const Stat& s) {
+  return {{"min", s.min}, {"mean", s.mean}, {"max", s.max}};
+}
 
 int run_stencil(const StencilArgs& a) {
   Context ctx(MPI_COMM_WORLD);
@@ -85,10 +90,10 @@ int run_stencil(const StencilArgs& a) {
   const bool have_xyz = !a.xyz.empty(), have_box = a.app->count("--box") > 0;
   TESSEL_CHECK(!(have_xyz && have_box), InputError, "--xyz ", a.xyz, " and --box ", a.box,
                ": choose one mesh (spheres around atoms, or a box)");
-  TESSEL_CHECK(have_xyz || a.app->count("--radius") == 0 || !have_box, InputError,
-               "--radius ", a.radius, ": only with --xyz (the box has no spheres)");
-  TESSEL_CHECK(a.xyz_units == "angstrom" || a.xyz_units == "bohr", InputError, "--xyz-units '", a.xyz_units,
-               "': expected angstrom or bohr");
+  TESSEL_CHECK(have_xyz || a.app->count("--radius") == 0 || !have_box, InputError, "--radius ",
+               a.radius, ": only with --xyz (the box has no spheres)");
+  TESSEL_CHECK(a.xyz_units == "angstrom" || a.xyz_units == "bohr", InputError, "--xyz-units '",
+               a.xyz_units, "': expected angstrom or bohr");
   TESSEL_CHECK(a.spacing > 0 && std::isfinite(a.spacing), InputError, "--spacing ", a.spacing,
                ": expected a grid spacing > 0 (bohr)");
   try {
@@ -96,12 +101,17 @@ int run_stencil(const StencilArgs& a) {
   } catch (const InputError&) {
     throw InputError(fmt::format("--order {}: expected 2, 4, 6, 8 or 12", a.order));
   }
-  const auto strategy = parse_named("--exchange", a.exchange, "alltoallv, ialltoallv, neighbor, persistent or p2p",
-                                    [](const std::string& v) { return comm::parse_exchange_strategy(v); });
-  TESSEL_CHECK(a.overlap == "on" || a.overlap == "off", InputError, "--overlap '", a.overlap, "': expected on or off");
+  const auto strategy =
+      parse_named("--exchange", a.exchange, "alltoallv, ialltoallv, neighbor, persistent or p2p",
+                  [](const std::string& v) { return comm::parse_exchange_strategy(v); });
+  TESSEL_CHECK(a.overlap == "on" || a.overlap == "off", InputError, "--overlap '", a.overlap,
+               "': expected on or off");
   const auto part = parse_named("--partitioner", a.partitioner, "metis or geometric",
                                 [](const std::string& v) { return stencil::parse_partitioner(v); });
-  const std::string pot_name = a.potential.empty() ? (have_xyz ? "softcoulomb" : have_box ? "box" : "harmonic") : a.potential;
+  const std::string pot_name = a.potential.empty() ? (have_xyz   ? "softcoulomb"
+                                                      : have_box ? "box"
+                                                                 : "harmonic")
+                                                   : a.potential;
   const auto pot = parse_named("--potential", pot_name, "harmonic, box or softcoulomb",
                                [](const std::string& v) { return stencil::parse_potential(v); });
   TESSEL_CHECK(a.states >= 1, InputError, "--states ", a.states, ": expected >= 1");
@@ -109,19 +119,24 @@ int run_stencil(const StencilArgs& a) {
                "': expected chfsi or lobpcg");
   TESSEL_CHECK(a.tol > 0 && std::isfinite(a.tol), InputError, "--tol ", a.tol, ": expected > 0");
   TESSEL_CHECK(a.max_iter >= 1, InputError, "--max-iter ", a.max_iter, ": expected >= 1");
-  TESSEL_CHECK(a.degree >= 0, InputError, "--degree ", a.degree, ": expected 0 (automatic) or >= 1");
+  TESSEL_CHECK(a.degree >= 0, InputError, "--degree ", a.degree,
+               ": expected 0 (automatic) or >= 1");
   TESSEL_CHECK(a.propagate >= 0, InputError, "--propagate ", a.propagate, ": expected >= 0 steps");
   TESSEL_CHECK(a.dt > 0 && std::isfinite(a.dt), InputError, "--dt ", a.dt, ": expected > 0");
   TESSEL_CHECK(a.repeat >= 1, InputError, "--repeat ", a.repeat, ": expected >= 1");
-  TESSEL_CHECK(a.batch >= 0, InputError, "--batch ", a.batch, ": expected >= 1 vectors (0: the solver's block)");
+  TESSEL_CHECK(a.batch >= 0, InputError, "--batch ", a.batch,
+               ": expected >= 1 vectors (0: the solver's block)");
   TESSEL_CHECK(a.test_every >= 0, InputError, "--test-every ", a.test_every,
                ": expected >= 1 points, or 0 for the default");
   TESSEL_CHECK(!a.apply_only || a.propagate == 0, InputError, "--propagate ", a.propagate,
                ": needs the eigenstates, which --apply-only skips");
-  TESSEL_CHECK(a.omega > 0 && std::isfinite(a.omega), InputError, "--omega ", a.omega, ": expected > 0");
-  TESSEL_CHECK(strategy != comm::ExchangeStrategy::Persistent || comm::have_persistent_neighbor(), InputError,
-               "--exchange persistent: this MPI has no MPI_Neighbor_alltoallv_init (MPI-4; Open MPI 4.1 is "
-               "MPI-3): use --exchange neighbor, or build tessel against MPICH 4 (scripts/setup.sh --mpi mpich)");
+  TESSEL_CHECK(a.omega > 0 && std::isfinite(a.omega), InputError, "--omega ", a.omega,
+               ": expected > 0");
+  TESSEL_CHECK(
+      strategy != comm::ExchangeStrategy::Persistent || comm::have_persistent_neighbor(),
+      InputError,
+      "--exchange persistent: this MPI has no MPI_Neighbor_alltoallv_init (MPI-4; Open MPI 4.1 is "
+      "MPI-3): use --exchange neighbor, or build tessel against MPICH 4 (scripts/setup.sh --mpi mpich)");
   check_writable(ctx, "--json", a.json);
   TraceRun trace(ctx, a.trace);
 
@@ -140,7 +155,8 @@ int run_stencil(const StencilArgs& a) {
     });
     TESSEL_CHECK(!atoms.empty(), InputError, "--xyz ", a.xyz, ": no atoms (an empty mesh)");
     if (a.xyz_units == "angstrom")
-      for (auto& at : atoms) at.x *= kBohrPerAngstrom, at.y *= kBohrPerAngstrom, at.z *= kBohrPerAngstrom;
+      for (auto& at : atoms)
+        at.x *= kBohrPerAngstrom, at.y *= kBohrPerAngstrom, at.z *= kBohrPerAngstrom;
     source = fmt::format("{} ({} atoms)", a.xyz, atoms.size());
   } else if (!have_box) {
     atoms = builtin_atoms();
@@ -149,10 +165,13 @@ int run_stencil(const StencilArgs& a) {
   const double radius = have_xyz ? a.radius : (a.app->count("--radius") ? a.radius : 4.5);
   auto mesh = [&] {
     try {
-      return have_box ? stencil::Mesh::box(a.box, a.spacing) : stencil::Mesh::spheres(atoms, radius, a.spacing);
+      return have_box ? stencil::Mesh::box(a.box, a.spacing)
+                      : stencil::Mesh::spheres(atoms, radius, a.spacing);
     } catch (const InputError& e) {
-      throw InputError(fmt::format("--spacing {} {}: {}", a.spacing,
-                                   have_box ? fmt::format("--box {}", a.box) : fmt::format("--radius {}", radius), e.what()));
+      throw InputError(fmt::format(
+          "--spacing {} {}: {}", a.spacing,
+          have_box ? fmt::format("--box {}", a.box) : fmt::format("--radius {}", radius),
+          e.what()));
     }
   }();
   if (have_box) source = "box";
@@ -167,24 +186,31 @@ int run_stencil(const StencilArgs& a) {
   peers.insert(peers.end(), plan.exchange.recv_peers.begin(), plan.exchange.recv_peers.end());
   std::sort(peers.begin(), peers.end());
   const double nbrs = static_cast<double>(std::unique(peers.begin(), peers.end()) - peers.begin());
-  std::int64_t cut_local = 0;  // stencil edges from my points to other ranks' (each cut edge twice overall)
+  std::int64_t cut_local =
+      0;  // stencil edges from my points to other ranks' (each cut edge twice overall)
   for (std::size_t i = 0; i < plan.points.size(); ++i)
     for (int s = 0; s < plan.neighbors_per_point(); ++s)
-      cut_local += plan.neighbors[i * static_cast<std::size_t>(plan.neighbors_per_point()) + static_cast<std::size_t>(s)] >= plan.local_size();
+      cut_local += plan.neighbors[i * static_cast<std::size_t>(plan.neighbors_per_point()) +
+                                  static_cast<std::size_t>(s)] >= plan.local_size();
   const std::int64_t edge_cut = ctx.comm().allreduce_value(cut_local, MPI_SUM) / 2;
   const Stat st_points = over_ranks(ctx, static_cast<double>(plan.local_size()));
   const Stat st_nbrs = over_ranks(ctx, nbrs);
   const Stat st_sent = over_ranks(ctx, static_cast<double>(plan.exchange.send_items()));
   const Stat st_msgs = over_ranks(ctx, static_cast<double>(plan.exchange.send_peers.size()));
   if (root)
-    std::cout << fmt::format("tessel stencil: {} potential on {}\n", stencil::to_string(pot), mesh.describe())
-              << fmt::format("input: {}\n", source)
-              << fmt::format("order {} (stencil radius {}), {} ranks, partitioner {}, exchange {}, overlap {}\n",
-                             a.order, plan.radius, P, stencil::to_string(part), comm::to_string(strategy), a.overlap)
-              << fmt::format("partition: points per rank {}; neighbours per rank {}; points sent per rank {} "
-                             "(one vector); edge cut {}\n",
-                             fmt_stat(st_points), fmt_stat(st_nbrs, "{:.1f}"), fmt_stat(st_sent), edge_cut)
-              << std::flush;
+    std::cout
+        << fmt::format("tessel stencil: {} potential on {}\n", stencil::to_string(pot),
+                       mesh.describe())
+        << fmt::format("input: {}\n", source)
+        << fmt::format(
+               "order {} (stencil radius {}), {} ranks, partitioner {}, exchange {}, overlap {}\n",
+               a.order, plan.radius, P, stencil::to_string(part), comm::to_string(strategy),
+               a.overlap)
+        << fmt::format(
+               "partition: points per rank {}; neighbours per rank {}; points sent per rank {} "
+               "(one vector); edge cut {}\n",
+               fmt_stat(st_points), fmt_stat(st_nbrs, "{:.1f}"), fmt_stat(st_sent), edge_cut)
+        << std::flush;
 
   // ---- eigensolver
   solvers::EigenOptions eo;
@@ -194,22 +220,30 @@ int run_stencil(const StencilArgs& a) {
   eo.degree = a.degree;
   std::vector<nlohmann::json> steps;
   eo.on_step = [&](const solvers::EigenStep& s) {
-    steps.push_back({{"iteration", s.iteration}, {"max_residual", s.max_residual}, {"seconds", s.seconds}});
-    if (root) std::cout << fmt::format("iter {:4d}  max residual {:.3e}  {:.3f} s\n", s.iteration, s.max_residual, s.seconds) << std::flush;
+    steps.push_back(
+        {{"iteration", s.iteration}, {"max_residual", s.max_residual}, {"seconds", s.seconds}});
+    if (root)
+      std::cout << fmt::format("iter {:4d}  max residual {:.3e}  {:.3f} s\n", s.iteration,
+                               s.max_residual, s.seconds)
+                << std::flush;
   };
   ctx.ledger().reset();
   ctx.comm().barrier();
   const Stopwatch t0;
   solvers::EigenResult res;
   if (!a.apply_only)
-    res = a.solver == "lobpcg" ? solvers::lobpcg(ctx, h, mesh.size(), eo) : solvers::chfsi(ctx, h, mesh.size(), mesh.spacing(), eo);
-  else res.block = a.batch > 0 ? a.batch : a.states;
+    res = a.solver == "lobpcg" ? solvers::lobpcg(ctx, h, mesh.size(), eo)
+                               : solvers::chfsi(ctx, h, mesh.size(), mesh.spacing(), eo);
+  else
+    res.block = a.batch > 0 ? a.batch : a.states;
   const double solve_s = ctx.comm().allreduce_value(t0.seconds(), MPI_MAX);
   const auto solve_times = h.times();
   const auto halo = ctx.ledger().total("stencil/halo");
   const auto total = ctx.ledger().total();
-  const Stat st_halo_bytes = over_ranks(ctx, static_cast<double>(halo.coll_bytes + halo.p2p_sent_bytes + halo.p2p_recv_bytes));
-  const Stat st_other_bytes = over_ranks(ctx, static_cast<double>(total.coll_bytes - halo.coll_bytes));
+  const Stat st_halo_bytes = over_ranks(
+      ctx, static_cast<double>(halo.coll_bytes + halo.p2p_sent_bytes + halo.p2p_recv_bytes));
+  const Stat st_other_bytes =
+      over_ranks(ctx, static_cast<double>(total.coll_bytes - halo.coll_bytes));
   const Stat st_ex = over_ranks(ctx, solve_times.exchange);
 
   // ---- hidden exchange: the same batch applied in the plain and the overlapped order,
@@ -237,13 +271,15 @@ int run_stencil(const StencilArgs& a) {
       (on ? tot_over : tot_plain).push_back(t);
       if (on) {
         work_over.push_back(ctx.comm().allreduce_value(h.times().overlapped, MPI_MIN));
-        tests_over.push_back(ctx.comm().allreduce_value(static_cast<double>(h.times().tests), MPI_MAX));
+        tests_over.push_back(
+            ctx.comm().allreduce_value(static_cast<double>(h.times().tests), MPI_MAX));
       }
     }
   h.set_overlap(a.overlap == "on");
   const auto per_apply = ctx.ledger().total("stencil/halo");
   const Stat st_apply_bytes =
-      over_ranks(ctx, static_cast<double>(per_apply.coll_bytes + per_apply.p2p_sent_bytes + per_apply.p2p_recv_bytes) /
+      over_ranks(ctx, static_cast<double>(per_apply.coll_bytes + per_apply.p2p_sent_bytes +
+                                          per_apply.p2p_recv_bytes) /
                           (2.0 * a.repeat));
   const double m_plain = median(ex_plain), m_over = median(ex_over);
   const double hidden = m_plain > 0 ? std::max(0.0, 1 - m_over / m_plain) : 0.0;
@@ -257,54 +293,68 @@ int run_stencil(const StencilArgs& a) {
     const int w = a.states;
     std::vector<double> psi(static_cast<std::size_t>(plan.local_size() * 2 * w), 0.0);
     for (std::int64_t i = 0; i < plan.local_size(); ++i)
-      for (int j = 0; j < w; ++j) psi[static_cast<std::size_t>((i * w + j) * 2)] = res.vectors[static_cast<std::size_t>(i * w + j)];
+      for (int j = 0; j < w; ++j)
+        psi[static_cast<std::size_t>((i * w + j) * 2)] =
+            res.vectors[static_cast<std::size_t>(i * w + j)];
     const Stopwatch tp;
     for (int s = 0; s < a.propagate; ++s) solvers::taylor_step(h, psi, w, a.dt);
     prop_s = ctx.comm().allreduce_value(tp.seconds(), MPI_MAX);
     auto n2 = solvers::column_norms2(ctx, psi, plan.local_size(), 2 * w);
-    for (int j = 0; j < w; ++j) norm_dev = std::max(norm_dev, std::abs(n2[static_cast<std::size_t>(2 * j)] + n2[static_cast<std::size_t>(2 * j + 1)] - 1));
+    for (int j = 0; j < w; ++j)
+      norm_dev = std::max(norm_dev, std::abs(n2[static_cast<std::size_t>(2 * j)] +
+                                             n2[static_cast<std::size_t>(2 * j + 1)] - 1));
   }
 
   const auto ref = analytic(pot, a.omega, have_box ? a.box : 0, a.states);
   if (root && !a.apply_only) {
-    const std::string how = a.solver == "lobpcg"
-                                ? std::string("LOBPCG")
-                                : fmt::format("Chebyshev degree {}, spectrum bounds [{:.4g}, {:.4g}] Eh by Lanczos", res.degree,
-                                              res.lower, res.upper);
-    std::cout << fmt::format("{} after {} iterations (block {}, {}), {:.3f} s, {} vector applications of H\n",
-                             res.converged ? "converged" : "NOT converged (--max-iter reached)", res.iterations, res.block,
-                             how, solve_s, res.applies);
+    const std::string how =
+        a.solver == "lobpcg"
+            ? std::string("LOBPCG")
+            : fmt::format("Chebyshev degree {}, spectrum bounds [{:.4g}, {:.4g}] Eh by Lanczos",
+                          res.degree, res.lower, res.upper);
+    std::cout << fmt::format(
+        "{} after {} iterations (block {}, {}), {:.3f} s, {} vector applications of H\n",
+        res.converged ? "converged" : "NOT converged (--max-iter reached)", res.iterations,
+        res.block, how, solve_s, res.applies);
     std::cout << "state  eigenvalue (Eh)    residual   analytic (Eh)  difference\n";
     for (int i = 0; i < a.states; ++i) {
       const std::size_t I = static_cast<std::size_t>(i);
       std::cout << fmt::format("{:5d}  {:15.8f}  {:9.2e}", i, res.values[I], res.residuals[I]);
-      if (I < ref.size()) std::cout << fmt::format("  {:13.8f}  {:+.3e}", ref[I], res.values[I] - ref[I]);
+      if (I < ref.size())
+        std::cout << fmt::format("  {:13.8f}  {:+.3e}", ref[I], res.values[I] - ref[I]);
       std::cout << "\n";
     }
   }
   if (root) {
     if (!a.apply_only)
-      std::cout << fmt::format("exchange during the solve: {:.3f} s exposed per rank (max; {:.1f}% of the solve), {} "
-                             "applies\n",
-                             st_ex.max, 100 * st_ex.max / std::max(solve_s, 1e-300), solve_times.applies);
-    std::cout << fmt::format("overlap: exchange of a batch of {} vectors {:.3f} ms in the plain order, {:.3f} ms exposed in "
-                             "the overlapped order: {:.0f}% hidden (median of {}; apply {:.3f} / {:.3f} ms)\n",
-                             k, 1e3 * m_plain, 1e3 * m_over, 100 * hidden, a.repeat, 1e3 * median(tot_plain),
-                             1e3 * median(tot_over))
-              << fmt::format("overlap check: at most {:.0f}% hideable (V + inner points {:.3f} ms, least over the "
-                             "ranks); the apply saves {:.0f}% of the plain exchange; {} tests of the exchange per "
-                             "apply (every {} points)\n",
-                             100 * hideable, 1e3 * median(work_over), 100 * saved, median(tests_over), per_test)
-              << fmt::format("halo bytes per rank per apply of the batch (sent + received): {}; during the solve: {}; halo "
-                             "messages per rank per apply: {}; neighbours per rank: {}\n",
-                             fmt_stat(st_apply_bytes, "{:.4g}"), fmt_stat(st_halo_bytes, "{:.3g}"), fmt_stat(st_msgs, "{:.1f}"), fmt_stat(st_nbrs, "{:.1f}"))
-              ;
+      std::cout << fmt::format(
+          "exchange during the solve: {:.3f} s exposed per rank (max; {:.1f}% of the solve), {} "
+          "applies\n",
+          st_ex.max, 100 * st_ex.max / std::max(solve_s, 1e-300), solve_times.applies);
+    std::cout
+        << fmt::format(
+               "overlap: exchange of a batch of {} vectors {:.3f} ms in the plain order, {:.3f} ms exposed in "
+               "the overlapped order: {:.0f}% hidden (median of {}; apply {:.3f} / {:.3f} ms)\n",
+               k, 1e3 * m_plain, 1e3 * m_over, 100 * hidden, a.repeat, 1e3 * median(tot_plain),
+               1e3 * median(tot_over))
+        << fmt::format(
+               "overlap check: at most {:.0f}% hideable (V + inner points {:.3f} ms, least over the "
+               "ranks); the apply saves {:.0f}% of the plain exchange; {} tests of the exchange per "
+               "apply (every {} points)\n",
+               100 * hideable, 1e3 * median(work_over), 100 * saved, median(tests_over), per_test)
+        << fmt::format(
+               "halo bytes per rank per apply of the batch (sent + received): {}; during the solve: {}; halo "
+               "messages per rank per apply: {}; neighbours per rank: {}\n",
+               fmt_stat(st_apply_bytes, "{:.4g}"), fmt_stat(st_halo_bytes, "{:.3g}"),
+               fmt_stat(st_msgs, "{:.1f}"), fmt_stat(st_nbrs, "{:.1f}"));
     if (!a.apply_only)
-      std::cout << fmt::format("other collective bytes per rank in the solve (allreduce of Gram matrices, norms): {}\n",
-                               fmt_stat(st_other_bytes, "{:.3g}"));
+      std::cout << fmt::format(
+          "other collective bytes per rank in the solve (allreduce of Gram matrices, norms): {}\n",
+          fmt_stat(st_other_bytes, "{:.3g}"));
     if (a.propagate > 0)
-      std::cout << fmt::format("propagation: {} steps of dt = {} (4th-order Taylor), {:.3f} s; max |norm - 1| = {:.2e}\n",
-                               a.propagate, a.dt, prop_s, norm_dev);
+      std::cout << fmt::format(
+          "propagation: {} steps of dt = {} (4th-order Taylor), {:.3f} s; max |norm - 1| = {:.2e}\n",
+          a.propagate, a.dt, prop_s, norm_dev);
     std::cout << std::flush;
   }
   if (!a.json.empty()) {
@@ -318,8 +368,10 @@ int run_stencil(const StencilArgs& a) {
     j["exchange"] = comm::to_string(strategy);
     j["overlap"] = a.overlap;
     j["partitioner"] = stencil::to_string(part);
-    j["partition"] = {{"points_per_rank", json_stat(st_points)}, {"neighbors_per_rank", json_stat(st_nbrs)},
-                      {"points_sent_per_rank", json_stat(st_sent)}, {"edge_cut", edge_cut}};
+    j["partition"] = {{"points_per_rank", json_stat(st_points)},
+                      {"neighbors_per_rank", json_stat(st_nbrs)},
+                      {"points_sent_per_rank", json_stat(st_sent)},
+                      {"edge_cut", edge_cut}};
     j["solver"] = a.solver;
     j["converged"] = res.converged;
     j["iterations"] = res.iterations;
@@ -348,7 +400,11 @@ int run_stencil(const StencilArgs& a) {
                      {"halo_bytes_per_rank_per_apply", json_stat(st_apply_bytes)},
                      {"messages_per_rank", json_stat(st_msgs)},
                      {"neighbors_per_rank", json_stat(st_nbrs)}};
-    if (a.propagate > 0) j["propagation"] = {{"steps", a.propagate}, {"dt", a.dt}, {"seconds", prop_s}, {"max_norm_deviation", norm_dev}};
+    if (a.propagate > 0)
+      j["propagation"] = {{"steps", a.propagate},
+                          {"dt", a.dt},
+                          {"seconds", prop_s},
+                          {"max_norm_deviation", norm_dev}};
     write_json(ctx, a.json, j);
   }
   return trace.finish((a.apply_only || res.converged) ? 0 : 1);
@@ -365,41 +421,61 @@ std::function<int()> add_stencil(CLI::App& app) {
       "With no options: a harmonic oscillator on an irregular mesh (spheres around 4 built-in pseudo-atoms).");
   a->app = s;
   s->add_option("--xyz", a->xyz, "Mesh: spheres of --radius around the atoms of this .xyz file");
-  s->add_option("--xyz-units", a->xyz_units, "Units of the .xyz coordinates: angstrom | bohr")->capture_default_str();
-  s->add_option("--radius", a->radius, "Sphere radius in bohr (with --xyz; default 4.5 for the built-in atoms)");
-  s->add_option("--box", a->box, "Mesh: the cube [-L/2, L/2]^3 (bohr), Dirichlet walls; L/h must be an integer");
+  s->add_option("--xyz-units", a->xyz_units, "Units of the .xyz coordinates: angstrom | bohr")
+      ->capture_default_str();
+  s->add_option("--radius", a->radius,
+                "Sphere radius in bohr (with --xyz; default 4.5 for the built-in atoms)");
+  s->add_option("--box", a->box,
+                "Mesh: the cube [-L/2, L/2]^3 (bohr), Dirichlet walls; L/h must be an integer");
   s->add_option("--spacing", a->spacing, "Grid spacing h in bohr")->capture_default_str();
-  s->add_option("--order", a->order, "Finite-difference order of the Laplacian: 2, 4, 6, 8, 12")->capture_default_str();
-  s->add_option("--potential", a->potential,
-                "harmonic (1/2 omega^2 r^2) | box (0) | softcoulomb (-sum 1/sqrt(|r-R|^2 + a^2)); default: softcoulomb "
-                "with --xyz, box with --box, else harmonic");
+  s->add_option("--order", a->order, "Finite-difference order of the Laplacian: 2, 4, 6, 8, 12")
+      ->capture_default_str();
+  s->add_option(
+      "--potential", a->potential,
+      "harmonic (1/2 omega^2 r^2) | box (0) | softcoulomb (-sum 1/sqrt(|r-R|^2 + a^2)); default: softcoulomb "
+      "with --xyz, box with --box, else harmonic");
   s->add_option("--omega", a->omega, "Oscillator frequency (Eh)")->capture_default_str();
-  s->add_option("--softening", a->softening, "Soft-Coulomb softening a (bohr)")->capture_default_str();
+  s->add_option("--softening", a->softening, "Soft-Coulomb softening a (bohr)")
+      ->capture_default_str();
   s->add_option("--states", a->states, "Eigenstates wanted")->capture_default_str();
-  s->add_option("--solver", a->solver, "chfsi (Chebyshev-filtered subspace iteration) | lobpcg (for comparison)")
+  s->add_option("--solver", a->solver,
+                "chfsi (Chebyshev-filtered subspace iteration) | lobpcg (for comparison)")
       ->capture_default_str();
   s->add_option("--tol", a->tol, "Residual norm per state")->capture_default_str();
   s->add_option("--max-iter", a->max_iter, "Solver iteration cap")->capture_default_str();
-  s->add_option("--degree", a->degree, "Chebyshev filter degree (0: from h, clamp(ceil(6/h), 8, 40))")->capture_default_str();
-  s->add_option("--exchange", a->exchange, "Halo exchange: alltoallv | ialltoallv | neighbor | persistent | p2p")
+  s->add_option("--degree", a->degree,
+                "Chebyshev filter degree (0: from h, clamp(ceil(6/h), 8, 40))")
       ->capture_default_str();
-  s->add_option("--overlap", a->overlap, "Overlap the exchange with V and the inner points: on | off")->capture_default_str();
-  s->add_option("--partitioner", a->partitioner, "metis | geometric (recursive coordinate bisection)")->capture_default_str();
-  s->add_option("--propagate", a->propagate, "Afterwards, propagate the states this many 4th-order Taylor steps")
+  s->add_option("--exchange", a->exchange,
+                "Halo exchange: alltoallv | ialltoallv | neighbor | persistent | p2p")
+      ->capture_default_str();
+  s->add_option("--overlap", a->overlap,
+                "Overlap the exchange with V and the inner points: on | off")
+      ->capture_default_str();
+  s->add_option("--partitioner", a->partitioner,
+                "metis | geometric (recursive coordinate bisection)")
+      ->capture_default_str();
+  s->add_option("--propagate", a->propagate,
+                "Afterwards, propagate the states this many 4th-order Taylor steps")
       ->capture_default_str();
   s->add_option("--dt", a->dt, "Time step of --propagate (atomic units)")->capture_default_str();
-  s->add_option("--repeat", a->repeat, "Timed applies per order for the hidden-exchange measurement")->capture_default_str();
-  s->add_option("--batch", a->batch, "Vectors per H apply in the hidden-exchange measurement (0: the solver's block)")
+  s->add_option("--repeat", a->repeat,
+                "Timed applies per order for the hidden-exchange measurement")
+      ->capture_default_str();
+  s->add_option("--batch", a->batch,
+                "Vectors per H apply in the hidden-exchange measurement (0: the solver's block)")
       ->capture_default_str();
   s->add_option("--test-every", a->test_every,
-                 "Overlapped order: inner points between two tests of the exchange (0: about 65536 "
-                 "multiply-adds of stencil work per test, from the batch and the order)")
+                "Overlapped order: inner points between two tests of the exchange (0: about 65536 "
+                "multiply-adds of stencil work per test, from the batch and the order)")
       ->capture_default_str();
-  s->add_flag("--apply-only", a->apply_only, "Skip the eigensolver: only the partition and the timed H applies (benchmarks)");
+  s->add_flag("--apply-only", a->apply_only,
+              "Skip the eigensolver: only the partition and the timed H applies (benchmarks)");
   s->add_option("--json", a->json, "Write the results as JSON");
   add_trace_option(s, a->trace);
-  s->footer("Exit status 0 when the solver converged, 1 when --max-iter was reached first, 2 on bad input "
-            "(printed once as 'tessel: error: ...'; no --json file is left behind). docs/stencil.md has the details.");
+  s->footer(
+      "Exit status 0 when the solver converged, 1 when --max-iter was reached first, 2 on bad input "
+      "(printed once as 'tessel: error: ...'; no --json file is left behind). docs/stencil.md has the details.");
   return [a]() { return run_stencil(*a); };
 }
 

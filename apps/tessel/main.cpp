@@ -30,19 +30,30 @@ int main(int argc, char** argv) {
     auto run_info = tessel::app::add_info(app);
     try {
       app.parse(argc, argv);
-      if (app.got_subcommand("gemm")) rc = run_gemm();
-      else if (app.got_subcommand("purify")) rc = run_purify();
-      else if (app.got_subcommand("ssc")) rc = run_ssc();
-      else if (app.got_subcommand("stencil")) rc = run_stencil();
-      else if (app.got_subcommand("spgemm")) rc = run_spgemm();
-      else if (app.got_subcommand("density")) rc = run_density();
-      else if (app.got_subcommand("generate")) rc = run_generate();
-      else if (app.got_subcommand("calibrate")) rc = run_calibrate();
-      else if (app.got_subcommand("info")) rc = run_info();
+      if (app.got_subcommand("gemm"))
+        rc = run_gemm();
+      else if (app.got_subcommand("purify"))
+        rc = run_purify();
+      else if (app.got_subcommand("ssc"))
+        rc = run_ssc();
+      else if (app.got_subcommand("stencil"))
+        rc = run_stencil();
+      else if (app.got_subcommand("spgemm"))
+        rc = run_spgemm();
+      else if (app.got_subcommand("density"))
+        rc = run_density();
+      else if (app.got_subcommand("generate"))
+        rc = run_generate();
+      else if (app.got_subcommand("calibrate"))
+        rc = run_calibrate();
+      else if (app.got_subcommand("info"))
+        rc = run_info();
     } catch (const CLI::ParseError& e) {
       // Every rank parses the same arguments; only rank 0 speaks.
-      if (rank == 0) rc = app.exit(e);
-      else rc = e.get_exit_code();
+      if (rank == 0)
+        rc = app.exit(e);
+      else
+        rc = e.get_exit_code();
     } catch (const tessel::Error& e) {
       // tessel errors are agreed on all ranks; print once.
       if (rank == 0) std::fprintf(stderr, "tessel: error: %s\n", e.what());

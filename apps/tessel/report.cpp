@@ -20,7 +20,10 @@ double median(std::vector<double> v) {
 std::string human_bytes(double b) {
   const char* unit[] = {"B", "kB", "MB", "GB", "TB"};
   int u = 0;
-  while (b >= 1000 && u < 4) { b /= 1000; ++u; }
+  while (b >= 1000 && u < 4) {
+    b /= 1000;
+    ++u;
+  }
   return fmt::format("{:.3g} {}", b, unit[u]);
 }
 
@@ -30,11 +33,12 @@ std::string ledger_table(const std::vector<comm::PhaseStats>& s, bool collective
   if (collectives) out += fmt::format(" {:>12} {:>12}", "coll max", "coll mean");
   out += "\n";
   for (const auto& p : s) {
-    out += fmt::format("  {:<26} {:>12} {:>12} {:>10.1f} {:>10.1f}", p.prefix.empty() ? "(all)" : p.prefix,
-                       human_bytes(p.recv_bytes.max), human_bytes(p.recv_bytes.mean),
-                       p.recv_msgs.max, p.recv_msgs.mean);
+    out += fmt::format("  {:<26} {:>12} {:>12} {:>10.1f} {:>10.1f}",
+                       p.prefix.empty() ? "(all)" : p.prefix, human_bytes(p.recv_bytes.max),
+                       human_bytes(p.recv_bytes.mean), p.recv_msgs.max, p.recv_msgs.mean);
     if (collectives)
-      out += fmt::format(" {:>12} {:>12}", human_bytes(p.coll_bytes.max), human_bytes(p.coll_bytes.mean));
+      out += fmt::format(" {:>12} {:>12}", human_bytes(p.coll_bytes.max),
+                         human_bytes(p.coll_bytes.mean));
     out += "\n";
   }
   return out;

@@ -55,7 +55,8 @@ int parse_count(const std::string& spec) {
     TESSEL_CHECK(u == spec.size() - colon - 1 && n >= 1, InputError, "");
     return n;
   } catch (const std::exception&) {
-    throw InputError("--generate '" + spec + "': expected water:N, water-ss:N or band:N (N >= 1 molecules)");
+    throw InputError("--generate '" + spec +
+                     "': expected water:N, water-ss:N or band:N (N >= 1 molecules)");
   }
 }
 }  // namespace
@@ -80,8 +81,9 @@ SpgemmCase make_spgemm_case(Context& ctx, const SpgemmInputs& in, sparse::SpOp o
   const std::string kind = files ? "csr" : in.generate.substr(0, in.generate.find(':'));
   const int n = files ? 0 : parse_count(in.generate);
   Band band{n};
-  BlockSizes bs = files ? sparse::read_block_sizes(in.blocks)
-                        : kind == "band" ? band.sizes() : sparse::water_block_sizes(n);
+  BlockSizes bs = files            ? sparse::read_block_sizes(in.blocks)
+                  : kind == "band" ? band.sizes()
+                                   : sparse::water_block_sizes(n);
   const int pr = plan.pr, pc = plan.pc;
   SpgemmCase c;
   c.dc = Distribution::random(bs, bs, pr, pc, in.seed);
@@ -101,24 +103,28 @@ SpgemmCase make_spgemm_case(Context& ctx, const SpgemmInputs& in, sparse::SpOp o
     rb.name = "--b " + in.b;
     c.A = sparse::read_cp2k_csr(ctx, in.a, da, ra);
     c.B = sparse::read_cp2k_csr(ctx, in.b, db, rb);
-    c.description = fmt::format("{} x {} ({} blocks per side), A = {}, B = {} (CP2K CSR, block sizes {})",
-                                bs.extent(), bs.extent(), bs.count(), in.a, in.b, in.blocks);
+    c.description =
+        fmt::format("{} x {} ({} blocks per side), A = {}, B = {} (CP2K CSR, block sizes {})",
+                    bs.extent(), bs.extent(), bs.count(), in.a, in.b, in.blocks);
   } else if (kind == "band") {
     c.A = BlockSparseMatrix<double>(ctx, da, "A");
     c.B = BlockSparseMatrix<double>(ctx, db, "B");
     band.fill(c.A, in.seed, 1);
     band.fill(c.B, in.seed, 2);
-    c.description = fmt::format("{} x {} ({} blocks per side), {}: molecules of blocks 4,1,1 on a ring, "
-                                "neighbours within 6", bs.extent(), bs.extent(), bs.count(), in.generate);
+    c.description = fmt::format(
+        "{} x {} ({} blocks per side), {}: molecules of blocks 4,1,1 on a ring, "
+        "neighbours within 6",
+        bs.extent(), bs.extent(), bs.count(), in.generate);
   } else {  // the water box (sparse/generate.hpp): A = H (or S), B = S
     sparse::WaterOptions wo;
     wo.seed = in.seed;
     sparse::WaterSystem w = sparse::generate_water(ctx, n, wo, da);
     c.A = kind == "water" ? std::move(w.H) : std::move(w.S);
     c.B = sparse::redistribute(ctx, kind == "water" ? w.S : c.A, db);
-    c.description = fmt::format("{} x {} ({} blocks per side), {}: {} water molecules (box {:.1f} A), {}",
-                                bs.extent(), bs.extent(), bs.count(), in.generate, n, w.box_angstrom,
-                                kind == "water" ? "A = H, B = S" : "A = B = S");
+    c.description =
+        fmt::format("{} x {} ({} blocks per side), {}: {} water molecules (box {:.1f} A), {}",
+                    bs.extent(), bs.extent(), bs.count(), in.generate, n, w.box_angstrom,
+                    kind == "water" ? "A = H, B = S" : "A = B = S");
   }
   return c;
 }

@@ -50,9 +50,7 @@ template <class F>
 void call_python(const std::string& where, F&& f) {
   try {
     f();
-  } catch (py::error_already_set& e) {
-    rethrow_python(e, where);
-  }
+  } catch (py::error_already_set& e) { rethrow_python(e, where); }
 }
 
 /// Collective: Context::agree over f, where any exception f throws — a Python one, a pybind11
@@ -63,13 +61,9 @@ void agree_py(const Context& ctx, const std::string& where, F&& f) {
   ctx.agree([&] {
     try {
       f();
-    } catch (const Error&) {
-      throw;
-    } catch (py::error_already_set& e) {
+    } catch (const Error&) { throw; } catch (py::error_already_set& e) {
       rethrow_python(e, where);
-    } catch (const std::exception& e) {
-      throw Error(where + ": " + e.what());
-    }
+    } catch (const std::exception& e) { throw Error(where + ": " + e.what()); }
   });
 }
 
@@ -118,8 +112,14 @@ struct PyDistMatrix {
   PyLayout layout;
   py::object keep;
   Dtype dtype() const { return m.index() == 0 ? Dtype::F64 : Dtype::C128; }
-  template <class T> dense::DistMatrix<T>& as() { return std::get<dense::DistMatrix<T>>(m); }
-  template <class T> const dense::DistMatrix<T>& as() const { return std::get<dense::DistMatrix<T>>(m); }
+  template <class T>
+  dense::DistMatrix<T>& as() {
+    return std::get<dense::DistMatrix<T>>(m);
+  }
+  template <class T>
+  const dense::DistMatrix<T>& as() const {
+    return std::get<dense::DistMatrix<T>>(m);
+  }
 };
 
 // ---- conversions to Python (convert.cpp) ----

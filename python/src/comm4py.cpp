@@ -17,7 +17,8 @@ MPI_Comm comm_of(py::handle obj, const std::string& what) {
   }
   MPI_Comm* c = PyMPIComm_Get(obj.ptr());
   if (!c) throw py::error_already_set();
-  TESSEL_CHECK(*c != MPI_COMM_NULL, InputError, what, " is MPI.COMM_NULL (expected a valid intracommunicator)");
+  TESSEL_CHECK(*c != MPI_COMM_NULL, InputError, what,
+               " is MPI.COMM_NULL (expected a valid intracommunicator)");
   // Asked through mpi4py: the module itself makes no MPI calls outside the library's comm/.
   TESSEL_CHECK(!obj.attr("Is_inter")().cast<bool>(), InputError, what,
                " is an intercommunicator (expected an intracommunicator such as MPI.COMM_WORLD)");

@@ -24,7 +24,10 @@ std::vector<std::string> all_phases(const Context& ctx) {
   quiet.allgather(mine.data(), len, all.data());
   std::vector<std::string> names;
   for (std::size_t i = 0; i < all.size();) {
-    if (all[i] != '|') { ++i; continue; }
+    if (all[i] != '|') {
+      ++i;
+      continue;
+    }
     std::size_t end = all.find('\0', i);
     names.push_back(all.substr(i + 1, end - i - 1));
     i = end + 1;
@@ -80,14 +83,17 @@ per phase that every tessel call records into.)doc")
            py::arg("comm") = py::none())
       .def_property_readonly("rank", [](const PyContext& c) { return c->rank(); })
       .def_property_readonly("size", [](const PyContext& c) { return c->size(); })
-      .def_property_readonly("comm", [](const PyContext& c) { return c.comm; },
-                             "The mpi4py communicator this Context was made from.")
-      .def("ledger",
-           [](PyContext& c, bool local, std::optional<std::vector<std::string>> prefixes) -> py::dict {
-             if (local) return ledger_local_dict(c->ledger());
-             return ledger_dict(c, prefixes);
-           },
-           py::arg("local") = false, py::arg("prefixes") = py::none(), R"doc(
+      .def_property_readonly(
+          "comm", [](const PyContext& c) { return c.comm; },
+          "The mpi4py communicator this Context was made from.")
+      .def(
+          "ledger",
+          [](PyContext& c, bool local,
+             std::optional<std::vector<std::string>> prefixes) -> py::dict {
+            if (local) return ledger_local_dict(c->ledger());
+            return ledger_dict(c, prefixes);
+          },
+          py::arg("local") = false, py::arg("prefixes") = py::none(), R"doc(
 The ledger as a dict.
 
 local=False (collective): {phase: {counter: {"max", "mean", "total"}}} over the ranks, for
@@ -98,17 +104,20 @@ recv_bytes, sent_bytes (point-to-point and one-sided), recv_msgs, sent_msgs, col
 
 local=True (not collective): this rank's raw counters per phase, exactly as the C++ CommLedger
 holds them (recv_bytes, sent_bytes, p2p_*, coll_*, rma_*, shm_*).)doc")
-      .def("reset_ledger", [](PyContext& c) { c->ledger().reset(); },
-           "Not collective. Forgets every phase of this rank's ledger.")
-      .def("agree",
-           [](PyContext& c, const py::function& check) {
-             agree_py(*c, "agree: check", [&] { check(); });
-           },
-           py::arg("check"), R"doc(
+      .def(
+          "reset_ledger", [](PyContext& c) { c->ledger().reset(); },
+          "Not collective. Forgets every phase of this rank's ledger.")
+      .def(
+          "agree",
+          [](PyContext& c, const py::function& check) {
+            agree_py(*c, "agree: check", [&] { check(); });
+          },
+          py::arg("check"), R"doc(
 Collective. Runs check() on every rank; if it raises on any rank, every rank raises the same
 tessel error (tessel.* kinds keep their kind; other exceptions become tessel.Error naming their
 type) with the message of the lowest failing rank.)doc")
-      .def("barrier", [](PyContext& c) { c->comm().barrier(); }, "Collective. MPI_Barrier.")
+      .def(
+          "barrier", [](PyContext& c) { c->comm().barrier(); }, "Collective. MPI_Barrier.")
       .def("__repr__", [](const PyContext& c) {
         return "tessel.Context(rank " + std::to_string(c->rank()) + " of " +
                std::to_string(c->size()) + ")";

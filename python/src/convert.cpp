@@ -23,8 +23,9 @@ PyObject* make_exception(py::module_& m, const char* name, PyObject* base, const
 }  // namespace
 
 void register_errors(py::module_& m) {
-  exc_error = make_exception(m, "Error", PyExc_RuntimeError,
-                             "Base of every tessel error; raised with the same message on every rank.");
+  exc_error =
+      make_exception(m, "Error", PyExc_RuntimeError,
+                     "Base of every tessel error; raised with the same message on every rank.");
   exc_dim = make_exception(m, "DimensionMismatch", exc_error,
                            "Operand shapes disagree (inner dimensions, C shape, array vs layout).");
   exc_layout = make_exception(m, "LayoutMismatch", exc_error,
@@ -37,12 +38,16 @@ void register_errors(py::module_& m) {
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
-    } catch (const DimensionMismatch& e) { PyErr_SetString(exc_dim, e.what());
-    } catch (const LayoutMismatch& e) { PyErr_SetString(exc_layout, e.what());
-    } catch (const GridError& e) { PyErr_SetString(exc_grid, e.what());
-    } catch (const InputError& e) { PyErr_SetString(exc_input, e.what());
-    } catch (const MpiError& e) { PyErr_SetString(exc_mpi, e.what());
-    } catch (const Error& e) { PyErr_SetString(exc_error, e.what());
+    } catch (const DimensionMismatch& e) {
+      PyErr_SetString(exc_dim, e.what());
+    } catch (const LayoutMismatch& e) {
+      PyErr_SetString(exc_layout, e.what());
+    } catch (const GridError& e) {
+      PyErr_SetString(exc_grid, e.what());
+    } catch (const InputError& e) {
+      PyErr_SetString(exc_input, e.what());
+    } catch (const MpiError& e) { PyErr_SetString(exc_mpi, e.what()); } catch (const Error& e) {
+      PyErr_SetString(exc_error, e.what());
     }
   });
 }

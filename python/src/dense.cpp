@@ -69,9 +69,7 @@ int nranks_of(py::handle h, const char* what) {
   throw InputError(std::string(what) + " must be a tessel.Context or a number of ranks");
 }
 
-std::string type_name(py::handle h) {
-  return py::str(py::type::handle_of(h).attr("__qualname__"));
-}
+std::string type_name(py::handle h) { return py::str(py::type::handle_of(h).attr("__qualname__")); }
 
 PyDistMatrix& matrix_arg(py::handle h, const char* fn, const char* name) {
   if (!py::isinstance<PyDistMatrix>(h))
@@ -79,7 +77,6 @@ PyDistMatrix& matrix_arg(py::handle h, const char* fn, const char* name) {
                      type_name(h) + " (make one with tessel.DistMatrix.from_numpy)");
   return h.cast<PyDistMatrix&>();
 }
-
 
 const PyLayout& layout_arg(py::handle h, const char* fn) {
   if (!py::isinstance<PyLayout>(h))
@@ -91,9 +88,7 @@ std::optional<Dtype> parse_dtype(py::handle h) {
   py::dtype d;
   try {
     d = py::dtype::from_args(py::reinterpret_borrow<py::object>(h));
-  } catch (py::error_already_set&) {
-    return std::nullopt;
-  }
+  } catch (py::error_already_set&) { return std::nullopt; }
   if (same_dtype(d, py::dtype::of<double>())) return Dtype::F64;
   if (same_dtype(d, py::dtype::of<cplx>())) return Dtype::C128;
   return std::nullopt;
@@ -105,8 +100,10 @@ std::unique_ptr<PyDistMatrix> make_matrix(const ContextPtr& ctx, const PyLayout&
   auto out = std::make_unique<PyDistMatrix>();
   out->ctx = ctx;
   out->layout = lay;
-  if (d == Dtype::F64) out->m = dense::DistMatrix<double>(**ctx, lay.lay);
-  else out->m = dense::DistMatrix<cplx>(**ctx, lay.lay);
+  if (d == Dtype::F64)
+    out->m = dense::DistMatrix<double>(**ctx, lay.lay);
+  else
+    out->m = dense::DistMatrix<cplx>(**ctx, lay.lay);
   return out;
 }
 
@@ -133,7 +130,8 @@ Dtype agree_dtype(PyContext& c, Dtype mine, const char* fn) {
   int lo = static_cast<int>(mine), hi = lo;
   lo = c->comm().allreduce_value(lo, MPI_MIN);
   hi = c->comm().allreduce_value(hi, MPI_MAX);
-  TESSEL_CHECK(lo == hi, InputError, fn, ": the ranks passed arrays of different dtypes "
+  TESSEL_CHECK(lo == hi, InputError, fn,
+               ": the ranks passed arrays of different dtypes "
                "(float64 on some, complex128 on others)");
   return mine;
 }
@@ -167,8 +165,10 @@ std::unique_ptr<PyDistMatrix> from_numpy(py::object ctx_obj, py::object array, p
     });
     const Dtype d = agree_dtype(c, *dtype_of(py::reinterpret_borrow<py::array>(array)), fn);
     auto out = make_matrix(cp, *lay, d);
-    if (d == Dtype::F64) copy_in(out->as<double>(), array);
-    else copy_in(out->as<cplx>(), array);
+    if (d == Dtype::F64)
+      copy_in(out->as<double>(), array);
+    else
+      copy_in(out->as<cplx>(), array);
     return out;
   }
   TESSEL_CHECK(root >= 0 && root < c->size(), InputError, fn, ": root = ", root, " (expected 0 .. ",
@@ -179,11 +179,13 @@ std::unique_ptr<PyDistMatrix> from_numpy(py::object ctx_obj, py::object array, p
     check_array(array, fn, "array");
     auto a = py::reinterpret_borrow<py::array>(array);
     if (lay)
-      TESSEL_CHECK(a.shape(0) == lay->lay.rows() && a.shape(1) == lay->lay.cols(), DimensionMismatch,
-                   fn, ": array is ", a.shape(0), " x ", a.shape(1), " but the layout is ",
-                   lay->lay.rows(), " x ", lay->lay.cols());
-    if (*dtype_of(a) == Dtype::F64) full = py::array_t<double, py::array::f_style>::ensure(a);
-    else full = py::array_t<cplx, py::array::f_style>::ensure(a);
+      TESSEL_CHECK(a.shape(0) == lay->lay.rows() && a.shape(1) == lay->lay.cols(),
+                   DimensionMismatch, fn, ": array is ", a.shape(0), " x ", a.shape(1),
+                   " but the layout is ", lay->lay.rows(), " x ", lay->lay.cols());
+    if (*dtype_of(a) == Dtype::F64)
+      full = py::array_t<double, py::array::f_style>::ensure(a);
+    else
+      full = py::array_t<cplx, py::array::f_style>::ensure(a);
     if (!full) throw py::error_already_set();
   });
   // Root tells the others the dtype and shape.
@@ -208,8 +210,10 @@ std::unique_ptr<PyDistMatrix> from_numpy(py::object ctx_obj, py::object array, p
     py::gil_scoped_release nogil;
     out->m = dense::scatter<T>(*c, p, lay->lay, root);
   };
-  if (d == Dtype::F64) scatter(double{});
-  else scatter(cplx{});
+  if (d == Dtype::F64)
+    scatter(double{});
+  else
+    scatter(cplx{});
   return out;
 }
 
@@ -233,9 +237,10 @@ std::unique_ptr<PyDistMatrix> view_numpy(py::object ctx_obj, py::object array, p
     if (lr > 0 && lc > 0) {
       const bool colmajor = (lr == 1 || a.strides(0) == item) && a.strides(1) % item == 0 &&
                             (lc == 1 || a.strides(1) / item >= lr);
-      TESSEL_CHECK(colmajor, InputError, fn, ": the local piece has strides (", a.strides(0), ", ",
-                   a.strides(1), ") bytes: not column-major with a leading dimension >= ", lr,
-                   " (use numpy.asfortranarray, or DistMatrix.from_numpy(..., local=True) to copy)");
+      TESSEL_CHECK(
+          colmajor, InputError, fn, ": the local piece has strides (", a.strides(0), ", ",
+          a.strides(1), ") bytes: not column-major with a leading dimension >= ", lr,
+          " (use numpy.asfortranarray, or DistMatrix.from_numpy(..., local=True) to copy)");
       if (lc > 1) ld = a.strides(1) / item;
     }
   });
@@ -246,7 +251,8 @@ std::unique_ptr<PyDistMatrix> view_numpy(py::object ctx_obj, py::object array, p
   out->layout = lay;
   out->keep = array;
   if (d == Dtype::F64)
-    out->m = dense::DistMatrix<double>::view(lay.lay, r, static_cast<double*>(a.mutable_data()), ld);
+    out->m =
+        dense::DistMatrix<double>::view(lay.lay, r, static_cast<double*>(a.mutable_data()), ld);
   else
     out->m = dense::DistMatrix<cplx>::view(lay.lay, r, static_cast<cplx*>(a.mutable_data()), ld);
   return out;
@@ -267,8 +273,9 @@ py::object to_numpy(PyDistMatrix& x, int root) {
     auto* v = new std::vector<T>(std::move(full));
     py::capsule own(v, [](void* p) { delete static_cast<std::vector<T>*>(p); });
     const auto m = x.layout.lay.rows(), n = x.layout.lay.cols();
-    return py::array_t<T>({m, n}, {static_cast<py::ssize_t>(sizeof(T)), static_cast<py::ssize_t>(sizeof(T) * m)},
-                          v->data(), own);
+    return py::array_t<T>(
+        {m, n}, {static_cast<py::ssize_t>(sizeof(T)), static_cast<py::ssize_t>(sizeof(T) * m)},
+        v->data(), own);
   };
   return x.dtype() == Dtype::F64 ? run(double{}) : run(cplx{});
 }
@@ -281,9 +288,10 @@ py::array local_view(py::object self) {
     const auto lr = d.local_rows(), lc = d.local_cols();
     static T dummy{};
     T* p = d.data() ? d.data() : &dummy;  // an empty piece: a valid pointer for a 0-size view
-    return py::array_t<T>({lr, lc},
-                          {static_cast<py::ssize_t>(sizeof(T)), static_cast<py::ssize_t>(sizeof(T) * d.ld())},
-                          p, self);
+    return py::array_t<T>(
+        {lr, lc},
+        {static_cast<py::ssize_t>(sizeof(T)), static_cast<py::ssize_t>(sizeof(T) * d.ld())}, p,
+        self);
   };
   return x.dtype() == Dtype::F64 ? run(double{}) : run(cplx{});
 }
@@ -413,8 +421,10 @@ py::tuple multiply(py::object ctx_obj, py::object A_obj, py::object B_obj, py::o
     rep = dense::multiply(*c, alpha, opa, A.as<T>(), opb, B.as<T>(), beta, C.as<T>(), opt);
     seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
-  if (d == Dtype::F64) run(double{});
-  else run(cplx{});
+  if (d == Dtype::F64)
+    run(double{});
+  else
+    run(cplx{});
   py::dict ledger;
   PhaseCounts total;
   for (const auto& [name, cnt] : c->ledger().phases()) {
@@ -447,7 +457,8 @@ py::dict explain(py::object where, py::object A_obj, py::object B_obj, py::objec
   PyDistMatrix* A = A_obj.is_none() ? nullptr : &matrix_arg(A_obj, fn, "A");
   PyDistMatrix* B = B_obj.is_none() ? nullptr : &matrix_arg(B_obj, fn, "B");
   PyDistMatrix* C = C_obj.is_none() ? nullptr : &matrix_arg(C_obj, fn, "C");
-  TESSEL_CHECK((A == nullptr) == (B == nullptr), InputError, "explain: give both A and B or neither");
+  TESSEL_CHECK((A == nullptr) == (B == nullptr), InputError,
+               "explain: give both A and B or neither");
   if (A) {
     m = opa == dense::Op::N ? A->layout.lay.rows() : A->layout.lay.cols();
     k = opa == dense::Op::N ? A->layout.lay.cols() : A->layout.lay.rows();
@@ -459,8 +470,9 @@ py::dict explain(py::object where, py::object A_obj, py::object B_obj, py::objec
   std::optional<PyLayout> c_lay;
   if (A) c_lay = C ? C->layout : default_layout(*m, *n, p);
   std::optional<dense::CallerLayouts> caller;
-  if (A) caller.emplace(dense::CallerLayouts{opa != dense::Op::N, opb != dense::Op::N, A->layout.lay,
-                                             B->layout.lay, c_lay->lay});
+  if (A)
+    caller.emplace(dense::CallerLayouts{opa != dense::Op::N, opb != dense::Op::N, A->layout.lay,
+                                        B->layout.lay, c_lay->lay});
   const bool complex = A && A->dtype() == Dtype::C128;
   const auto plan = dense::plan_multiply(*m, *n, *k, p, opt, caller ? &*caller : nullptr, complex);
   py::dict d = plan_dict(plan);
@@ -469,7 +481,8 @@ py::dict explain(py::object where, py::object A_obj, py::object B_obj, py::objec
                      std::string(" (grid ") + std::to_string(plan.pm) + "x" +
                      std::to_string(plan.pn) + "x" + std::to_string(plan.pk) + ")";
   if (A) {
-    const auto w = dense::predict_words(p, plan, opa, opb, A->layout.lay, B->layout.lay, c_lay->lay);
+    const auto w =
+        dense::predict_words(p, plan, opa, opb, A->layout.lay, B->layout.lay, c_lay->lay);
     py::dict pw;
     pw["redistribution"] = w.redistribution;
     pw["optimal"] = w.optimal;
@@ -490,7 +503,8 @@ void bind_dense(py::module_& m) {
 The distribution of an m x n matrix over the ranks of a Context. Pure data (no MPI).
 Block-cyclic layouts (ScaLAPACK's) know their descriptor; Layout.on_rank puts the whole
 matrix on one rank.)doc")
-      .def_static("block_cyclic",
+      .def_static(
+          "block_cyclic",
           [](py::object where, std::int64_t m, std::int64_t n, std::int64_t mb, std::int64_t nb,
              std::optional<std::pair<int, int>> grid, int rsrc, int csrc) {
             const int p = nranks_of(where, "Layout.block_cyclic: ctx");
@@ -506,65 +520,88 @@ matrix on one rank.)doc")
 ScaLAPACK block-cyclic: mb x nb blocks over a grid = (nprow, npcol) of ranks (row-major:
 rank prow * npcol + pcol; default: the most square grid of all ranks, nprow <= npcol), first
 block on process (rsrc, csrc). ctx: a Context or a number of ranks.)doc")
-      .def_static("default", [](py::object where, std::int64_t m, std::int64_t n) {
+      .def_static(
+          "default",
+          [](py::object where, std::int64_t m, std::int64_t n) {
             return default_layout(m, n, nranks_of(where, "Layout.default: ctx"));
-          }, py::arg("ctx"), py::arg("m"), py::arg("n"),
+          },
+          py::arg("ctx"), py::arg("m"), py::arg("n"),
           "The layout from_numpy uses when none is given: block-cyclic, the most square grid, "
           "blocks of at most 64 x 64 so that every grid row and column holds data.")
-      .def_static("from_descriptor",
+      .def_static(
+          "from_descriptor",
           [](py::object where, std::vector<std::int64_t> desc, std::pair<int, int> grid) {
             TESSEL_CHECK(desc.size() == 9, InputError, "Layout.from_descriptor: descriptor has ",
                          desc.size(), " entries (expected the 9 of a ScaLAPACK descriptor)");
             TESSEL_CHECK(desc[0] == 1, InputError, "Layout.from_descriptor: DTYPE = ", desc[0],
                          " (expected 1, a dense block-cyclic descriptor)");
-            BlockCyclic bc{desc[2], desc[3], desc[4], desc[5], grid.first, grid.second,
-                           static_cast<int>(desc[6]), static_cast<int>(desc[7])};
+            BlockCyclic bc{desc[2],
+                           desc[3],
+                           desc[4],
+                           desc[5],
+                           grid.first,
+                           grid.second,
+                           static_cast<int>(desc[6]),
+                           static_cast<int>(desc[7])};
             return block_cyclic(bc, nranks_of(where, "Layout.from_descriptor: ctx"));
           },
           py::arg("ctx"), py::arg("desc"), py::arg("grid"),
           "From a ScaLAPACK descriptor [1, ctxt, m, n, mb, nb, rsrc, csrc, lld] and the BLACS grid "
           "(nprow, npcol) of its context (row-major ranks). CTXT and LLD are not used.")
-      .def_static("on_rank", [](py::object where, std::int64_t m, std::int64_t n, int rank) {
+      .def_static(
+          "on_rank",
+          [](py::object where, std::int64_t m, std::int64_t n, int rank) {
             PyLayout l;
             const int p = nranks_of(where, "Layout.on_rank: ctx");
             TESSEL_CHECK(rank >= 0 && rank < p, InputError, "Layout.on_rank: rank = ", rank,
                          " (expected 0 .. ", p - 1, ")");
             l.lay = layout::Layout::on_rank(m, n, rank, p);
             return l;
-          }, py::arg("ctx"), py::arg("m"), py::arg("n"), py::arg("rank") = 0,
+          },
+          py::arg("ctx"), py::arg("m"), py::arg("n"), py::arg("rank") = 0,
           "The whole matrix on one rank.")
-      .def_property_readonly("shape", [](const PyLayout& l) { return py::make_tuple(l.lay.rows(), l.lay.cols()); })
+      .def_property_readonly(
+          "shape", [](const PyLayout& l) { return py::make_tuple(l.lay.rows(), l.lay.cols()); })
       .def_property_readonly("nranks", [](const PyLayout& l) { return l.lay.comm_size(); })
       .def_property_readonly("is_block_cyclic", [](const PyLayout& l) { return l.bc.has_value(); })
-      .def_property_readonly("block_size", [](const PyLayout& l) -> py::object {
-            if (!l.bc) return py::none();
-            return py::make_tuple(l.bc->mb, l.bc->nb);
-          })
-      .def_property_readonly("grid", [](const PyLayout& l) -> py::object {
-            if (!l.bc) return py::none();
-            return py::make_tuple(l.bc->nprow, l.bc->npcol);
-          })
-      .def_property_readonly("src", [](const PyLayout& l) -> py::object {
-            if (!l.bc) return py::none();
-            return py::make_tuple(l.bc->rsrc, l.bc->csrc);
-          })
-      .def("local_shape", [](const PyLayout& l, int rank) {
+      .def_property_readonly("block_size",
+                             [](const PyLayout& l) -> py::object {
+                               if (!l.bc) return py::none();
+                               return py::make_tuple(l.bc->mb, l.bc->nb);
+                             })
+      .def_property_readonly("grid",
+                             [](const PyLayout& l) -> py::object {
+                               if (!l.bc) return py::none();
+                               return py::make_tuple(l.bc->nprow, l.bc->npcol);
+                             })
+      .def_property_readonly("src",
+                             [](const PyLayout& l) -> py::object {
+                               if (!l.bc) return py::none();
+                               return py::make_tuple(l.bc->rsrc, l.bc->csrc);
+                             })
+      .def(
+          "local_shape",
+          [](const PyLayout& l, int rank) {
             return py::make_tuple(l.lay.local_rows(rank), l.lay.local_cols(rank));
-          }, py::arg("rank"), "Rows and columns stored on `rank` (0 x 0 when it owns nothing).")
-      .def("descriptor", [](const PyLayout& l, int rank, int ctxt, std::int64_t lld) {
+          },
+          py::arg("rank"), "Rows and columns stored on `rank` (0 x 0 when it owns nothing).")
+      .def(
+          "descriptor",
+          [](const PyLayout& l, int rank, int ctxt, std::int64_t lld) {
             return descriptor(l, rank, ctxt, lld);
-          }, py::arg("rank"), py::arg("ctxt") = 0, py::arg("lld") = 0,
+          },
+          py::arg("rank"), py::arg("ctxt") = 0, py::arg("lld") = 0,
           "The ScaLAPACK descriptor [1, ctxt, m, n, mb, nb, rsrc, csrc, lld] as seen by `rank` "
           "(lld = max(1, local rows) unless given). LayoutMismatch when not block-cyclic.")
       .def("describe", [](const PyLayout& l) { return l.lay.describe(); })
       .def("__eq__", [](const PyLayout& a, const PyLayout& b) { return a.lay == b.lay; })
       .def("__repr__", [](const PyLayout& l) {
-            std::string s = "tessel.Layout(" + l.lay.describe();
-            if (l.bc)
-              s += ", block-cyclic " + std::to_string(l.bc->mb) + "x" + std::to_string(l.bc->nb) +
-                   " blocks on " + std::to_string(l.bc->nprow) + "x" + std::to_string(l.bc->npcol);
-            return s + ")";
-          });
+        std::string s = "tessel.Layout(" + l.lay.describe();
+        if (l.bc)
+          s += ", block-cyclic " + std::to_string(l.bc->mb) + "x" + std::to_string(l.bc->nb) +
+               " blocks on " + std::to_string(l.bc->nprow) + "x" + std::to_string(l.bc->npcol);
+        return s + ")";
+      });
 
   py::class_<PyDistMatrix>(m, "DistMatrix", R"doc(
 A dense matrix distributed over the ranks of a Context: a Layout and this rank's column-major
@@ -589,7 +626,8 @@ local=True: every rank passes its own local piece of `layout` (local_shape), whi
 Collective. A matrix of `layout` whose local piece IS `array` on each rank (no copy): a
 writeable column-major (Fortran-order, or a column slice of one) float64/complex128 array of
 shape layout.local_shape(rank). The array is kept alive by the matrix.)doc")
-      .def_static("read_npy",
+      .def_static(
+          "read_npy",
           [](py::object ctx_obj, const std::string& path, py::object lay_obj) {
             const ContextPtr cp = context_ptr(ctx_obj, "DistMatrix.read_npy");
             PyContext& c = *cp;
@@ -598,67 +636,85 @@ shape layout.local_shape(rank). The array is kept alive by the matrix.)doc")
             const auto h = io::read_npy_header(*c, path);
             const bool complex = h.descr == io::npy_descr<cplx>();
             const std::int64_t rows = h.rows(), cols = h.cols();
-            if (lay)
-              io::expect_shape(path, lay->lay.rows(), lay->lay.cols(), rows, cols);
+            if (lay) io::expect_shape(path, lay->lay.rows(), lay->lay.cols(), rows, cols);
             const PyLayout use = lay ? *lay : default_layout(rows, cols, c->size());
             auto out = std::make_unique<PyDistMatrix>();
             out->ctx = cp;
             out->layout = use;
             auto make = [&](std::int64_t, std::int64_t) { return use.lay; };
             py::gil_scoped_release nogil;
-            if (complex) out->m = io::read_npy<cplx>(*c, path, make);
-            else out->m = io::read_npy<double>(*c, path, make);
+            if (complex)
+              out->m = io::read_npy<cplx>(*c, path, make);
+            else
+              out->m = io::read_npy<double>(*c, path, make);
             return out;
           },
           py::arg("ctx"), py::arg("path"), py::arg("layout") = py::none(),
           "Collective. Reads a float64 or complex128 .npy file (C or Fortran order) with "
           "collective MPI-IO into `layout` (default: Layout.default).")
-      .def("write_npy",
+      .def(
+          "write_npy",
           [](PyDistMatrix& x, const std::string& path) {
             py::gil_scoped_release nogil;
-            if (x.dtype() == Dtype::F64) io::write_npy(**x.ctx, path, x.as<double>());
-            else io::write_npy(**x.ctx, path, x.as<cplx>());
+            if (x.dtype() == Dtype::F64)
+              io::write_npy(**x.ctx, path, x.as<double>());
+            else
+              io::write_npy(**x.ctx, path, x.as<cplx>());
           },
-          py::arg("path"), "Collective. Writes a Fortran-order .npy file (collective MPI-IO; "
+          py::arg("path"),
+          "Collective. Writes a Fortran-order .npy file (collective MPI-IO; "
           "the file appears only when every rank succeeded).")
       .def("to_numpy", &to_numpy, py::arg("root") = 0,
            "Collective. The whole matrix as a NumPy array on `root`; None on the other ranks.")
-      .def("redistribute",
+      .def(
+          "redistribute",
           [](PyDistMatrix& x, py::object lay_obj) {
             const PyLayout& lay = layout_arg(lay_obj, "DistMatrix.redistribute");
             auto out = std::make_unique<PyDistMatrix>();
             out->ctx = x.ctx;
             out->layout = lay;
             py::gil_scoped_release nogil;
-            if (x.dtype() == Dtype::F64) out->m = dense::redistribute(**x.ctx, x.as<double>(), lay.lay);
-            else out->m = dense::redistribute(**x.ctx, x.as<cplx>(), lay.lay);
+            if (x.dtype() == Dtype::F64)
+              out->m = dense::redistribute(**x.ctx, x.as<double>(), lay.lay);
+            else
+              out->m = dense::redistribute(**x.ctx, x.as<cplx>(), lay.lay);
             return out;
           },
           py::arg("layout"), "Collective. A copy in another layout of the same shape.")
-      .def_property_readonly("local", &local_view,
+      .def_property_readonly(
+          "local", &local_view,
           "This rank's local piece as a NumPy array (column-major, no copy): writing to it "
           "writes the distributed matrix.")
-      .def_property_readonly("shape", [](const PyDistMatrix& x) {
-            return py::make_tuple(x.layout.lay.rows(), x.layout.lay.cols());
-          })
-      .def_property_readonly("dtype", [](const PyDistMatrix& x) {
-            return x.dtype() == Dtype::F64 ? py::dtype::of<double>() : py::dtype::of<cplx>();
-          })
+      .def_property_readonly("shape",
+                             [](const PyDistMatrix& x) {
+                               return py::make_tuple(x.layout.lay.rows(), x.layout.lay.cols());
+                             })
+      .def_property_readonly("dtype",
+                             [](const PyDistMatrix& x) {
+                               return x.dtype() == Dtype::F64 ? py::dtype::of<double>()
+                                                              : py::dtype::of<cplx>();
+                             })
       .def_property_readonly("layout", [](const PyDistMatrix& x) { return x.layout; })
       .def_property_readonly("ctx", [](const PyDistMatrix& x) { return x.ctx; })
-      .def_property_readonly("ld", [](const PyDistMatrix& x) {
+      .def_property_readonly(
+          "ld",
+          [](const PyDistMatrix& x) {
             return std::visit([](const auto& d) { return d.ld(); }, x.m);
-          }, "Leading dimension of the local piece (elements).")
+          },
+          "Leading dimension of the local piece (elements).")
       .def_property_readonly("is_view", [](const PyDistMatrix& x) { return !x.keep.is_none(); })
-      .def("descriptor", [](const PyDistMatrix& x, int ctxt) {
+      .def(
+          "descriptor",
+          [](const PyDistMatrix& x, int ctxt) {
             const auto ld = std::visit([](const auto& d) { return d.ld(); }, x.m);
             return descriptor(x.layout, (*x.ctx)->rank(), ctxt, ld);
-          }, py::arg("ctxt") = 0,
+          },
+          py::arg("ctxt") = 0,
           "This rank's ScaLAPACK descriptor of the local piece (lld = its leading dimension).")
       .def("__repr__", [](const PyDistMatrix& x) {
-            return "tessel.DistMatrix(" + std::to_string(x.layout.lay.rows()) + " x " +
-                   std::to_string(x.layout.lay.cols()) + ", " + dtype_name(x.dtype()) + ")";
-          });
+        return "tessel.DistMatrix(" + std::to_string(x.layout.lay.rows()) + " x " +
+               std::to_string(x.layout.lay.cols()) + ", " + dtype_name(x.dtype()) + ")";
+      });
 
   m.def("multiply", &multiply, py::arg("ctx"), py::arg("A"), py::arg("B"),
         py::arg("C") = py::none(), py::arg("alpha") = 1.0, py::arg("beta") = 0.0,

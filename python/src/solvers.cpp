@@ -19,8 +19,8 @@ py::dict step_dict(const solvers::PurifyStep& s) {
 
 py::tuple purify(py::object ctx_obj, py::object F_obj, std::int64_t nocc, py::object S_obj,
                  const std::string& method, std::optional<double> mu, double tol, int max_iter,
-                 const std::string& algorithm, int n_dup, int p, int active_ranks,
-                 int replication, const std::string& collectives, py::object on_step) {
+                 const std::string& algorithm, int n_dup, int p, int active_ranks, int replication,
+                 const std::string& collectives, py::object on_step) {
   const ContextPtr cp = context_ptr(ctx_obj, "purify");
   PyContext& c = *cp;
   auto matrix = [](py::handle h, const char* name) -> PyDistMatrix& {
@@ -59,8 +59,10 @@ py::tuple purify(py::object ctx_obj, py::object F_obj, std::int64_t nocc, py::ob
   solvers::PurifyResult r;
   {
     py::gil_scoped_release nogil;
-    if (S) r = solvers::purify(*c, F.as<double>(), S->as<double>(), nocc, opt);
-    else r = solvers::purify(*c, F.as<double>(), nocc, opt);
+    if (S)
+      r = solvers::purify(*c, F.as<double>(), S->as<double>(), nocc, opt);
+    else
+      r = solvers::purify(*c, F.as<double>(), nocc, opt);
   }
   py::dict res;
   res["iterations"] = r.iterations;

@@ -31,13 +31,27 @@ void agree_on(const comm::Comm& c, const std::function<void()>& check) {
   std::string msg;
   try {
     check();
-  } catch (const DimensionMismatch& e) { kind = kDim; msg = e.what();
-  } catch (const LayoutMismatch& e) { kind = kLayout; msg = e.what();
-  } catch (const GridError& e) { kind = kGrid; msg = e.what();
-  } catch (const InputError& e) { kind = kInput; msg = e.what();
-  } catch (const MpiError& e) { kind = kMpi; msg = e.what();
-  } catch (const PeerFailure& e) { kind = kPeer; msg = e.what();
-  } catch (const Error& e) { kind = kError; msg = e.what();
+  } catch (const DimensionMismatch& e) {
+    kind = kDim;
+    msg = e.what();
+  } catch (const LayoutMismatch& e) {
+    kind = kLayout;
+    msg = e.what();
+  } catch (const GridError& e) {
+    kind = kGrid;
+    msg = e.what();
+  } catch (const InputError& e) {
+    kind = kInput;
+    msg = e.what();
+  } catch (const MpiError& e) {
+    kind = kMpi;
+    msg = e.what();
+  } catch (const PeerFailure& e) {
+    kind = kPeer;
+    msg = e.what();
+  } catch (const Error& e) {
+    kind = kError;
+    msg = e.what();
   } catch (const std::exception& e) {
     // Anything else (std::bad_alloc, a user callback's exception): a tessel::Error on every
     // rank that names the original.

@@ -60,9 +60,10 @@ void throw_if_failed(MPI_Comm c) {
   MPI_Status st;
   check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, kFailureTag, c, &flag, &st), "MPI_Iprobe");
   if (flag)
-    throw PeerFailure(detail::concat(
-        "rank ", st.MPI_SOURCE, " of a communicator of this call left an exchange with an "
-        "error (see that rank's message); this Context cannot be used any more"));
+    throw PeerFailure(
+        detail::concat("rank ", st.MPI_SOURCE,
+                       " of a communicator of this call left an exchange with an "
+                       "error (see that rank's message); this Context cannot be used any more"));
 }
 
 ExchangeGuard::~ExchangeGuard() {
@@ -74,7 +75,9 @@ ExchangeGuard::~ExchangeGuard() {
 // ---------------------------------------------------------------- RequestSet
 RequestSet& RequestSet::operator=(RequestSet&& o) noexcept {
   if (this != &o) {
-    try { wait_all(); } catch (...) { abandon(); }
+    try {
+      wait_all();
+    } catch (...) { abandon(); }
     reqs_ = std::move(o.reqs_);
     thens_ = std::move(o.thens_);
     tokens_ = std::move(o.tokens_);
@@ -94,7 +97,9 @@ RequestSet::~RequestSet() {
     abandon();
     return;
   }
-  try { wait_all(); } catch (...) { abandon(); }
+  try {
+    wait_all();
+  } catch (...) { abandon(); }
 }
 
 void RequestSet::abandon() noexcept {
@@ -110,8 +115,8 @@ void RequestSet::abandon() noexcept {
     const Stopwatch waited;
     int flag = 0;
     while (!flag) {
-      if (MPI_Testall(static_cast<int>(reqs_.size()), reqs_.data(), &flag,
-                      MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+      if (MPI_Testall(static_cast<int>(reqs_.size()), reqs_.data(), &flag, MPI_STATUSES_IGNORE) !=
+          MPI_SUCCESS)
         break;
       if (flag || waited.seconds() > 1.0) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -151,8 +156,10 @@ MPI_Request* RequestSet::add(Pending& token, Then then) {
 // ---------------------------------------------------------------- polled waits (poll.hpp)
 void back_off(int idle_tests) {
   if (idle_tests <= 64) return;
-  if (idle_tests < 1024) std::this_thread::yield();
-  else std::this_thread::sleep_for(std::chrono::microseconds(50));
+  if (idle_tests < 1024)
+    std::this_thread::yield();
+  else
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
 }
 
 int wait_polled(MPI_Request& r, MPI_Status* st) noexcept {
@@ -166,7 +173,8 @@ int wait_polled(MPI_Request& r, MPI_Status* st) noexcept {
 
 void arrive(MPI_Comm c, bool watch) {
   if (c == MPI_COMM_NULL) return;
-  RequestSet rs;  // by default no watch(c): c may be the caller's own communicator (no probing on it)
+  RequestSet
+      rs;  // by default no watch(c): c may be the caller's own communicator (no probing on it)
   if (watch) rs.watch(c);
   check_mpi(PMPI_Ibarrier(c, rs.add()), "MPI_Ibarrier");
   rs.wait_all();
@@ -182,28 +190,33 @@ int RequestSet::progress() {
   const int n = static_cast<int>(reqs_.size());
   std::vector<int> idx(static_cast<std::size_t>(n));
   int out = 0;
-  check_mpi(MPI_Testsome(n, reqs_.data(), &out, idx.data(), MPI_STATUSES_IGNORE),
-            "MPI_Testsome");
+  check_mpi(MPI_Testsome(n, reqs_.data(), &out, idx.data(), MPI_STATUSES_IGNORE), "MPI_Testsome");
   // Completed requests are now MPI_REQUEST_NULL; so are slots that were never filled or that
   // were already inactive (MPI_Testsome then reports MPI_UNDEFINED): all of them are done. A
   // started persistent request (add_started) stays allocated when it completes: MPI_Testsome
   // names it in idx and marks it inactive; it is done too (its owner frees it).
   std::vector<char> fin(static_cast<std::size_t>(n), 0);
   if (out != MPI_UNDEFINED)
-    for (int k = 0; k < out; ++k) fin[static_cast<std::size_t>(idx[static_cast<std::size_t>(k)])] = 1;
+    for (int k = 0; k < out; ++k)
+      fin[static_cast<std::size_t>(idx[static_cast<std::size_t>(k)])] = 1;
   idx.clear();
   for (int i = 0; i < n; ++i)
-    if (fin[static_cast<std::size_t>(i)] || reqs_[static_cast<std::size_t>(i)] == MPI_REQUEST_NULL) idx.push_back(i);
+    if (fin[static_cast<std::size_t>(i)] || reqs_[static_cast<std::size_t>(i)] == MPI_REQUEST_NULL)
+      idx.push_back(i);
   if (idx.empty()) return 0;
   out = static_cast<int>(idx.size());
   // Take the completed entries out first: continuations may add() to the vectors.
   std::vector<std::pair<Then, std::shared_ptr<std::int64_t>>> done;
   done.reserve(idx.size());
-  for (int i : idx) done.emplace_back(std::move(thens_[static_cast<std::size_t>(i)]),
-                                      std::move(tokens_[static_cast<std::size_t>(i)]));
+  for (int i : idx)
+    done.emplace_back(std::move(thens_[static_cast<std::size_t>(i)]),
+                      std::move(tokens_[static_cast<std::size_t>(i)]));
   std::size_t w = 0;
   for (std::size_t r = 0, d = 0; r < reqs_.size(); ++r) {
-    if (d < idx.size() && static_cast<std::size_t>(idx[d]) == r) { ++d; continue; }
+    if (d < idx.size() && static_cast<std::size_t>(idx[d]) == r) {
+      ++d;
+      continue;
+    }
     if (w != r) {
       reqs_[w] = reqs_[r];
       thens_[w] = std::move(thens_[r]);
@@ -234,8 +247,10 @@ void RequestSet::wait_all() {
   int idle = 0;
   while (!reqs_.empty()) {
     // Spin briefly for latency, then sleep so oversubscribed ranks give up the core.
-    if (progress() > 0) idle = 0;
-    else if (++idle > 64) this->idle(idle = std::min(idle, 1 << 20));
+    if (progress() > 0)
+      idle = 0;
+    else if (++idle > 64)
+      this->idle(idle = std::min(idle, 1 << 20));
   }
 }
 
@@ -246,8 +261,10 @@ void RequestSet::wait(const Pending& token) {
   while (!token.done()) {
     TESSEL_CHECK(!reqs_.empty(), Error,
                  "RequestSet::wait: the token has outstanding requests that are not in this set");
-    if (progress() > 0) idle = 0;
-    else if (++idle > 64) this->idle(idle = std::min(idle, 1 << 20));
+    if (progress() > 0)
+      idle = 0;
+    else if (++idle > 64)
+      this->idle(idle = std::min(idle, 1 << 20));
   }
 }
 
@@ -369,17 +386,18 @@ Comm Comm::create_group(MPI_Comm parent, const std::vector<int>& ranks, CommLedg
   return out;
 }
 
-
 void Comm::isend_bytes(const void* buf, std::int64_t count, MPI_Datatype t, std::size_t sz,
                        int dest, int tag, RequestSet& rs) const {
   rs.watch(comm_);
   Tracer* tr = dest != MPI_PROC_NULL ? tracer_of(ledger_) : nullptr;
   const auto* p = static_cast<const char*>(buf);
-  const std::int64_t pieces = for_each_piece(count, max_message_items(), [&](std::int64_t at, int n) {
-    MPI_Request* slot = trace::add(rs, tr, "p2p_send", dest, static_cast<std::int64_t>(n) * static_cast<std::int64_t>(sz));
-    check_mpi(MPI_Isend(p + at * static_cast<std::int64_t>(sz), n, t, dest, tag, comm_, slot),
-              "MPI_Isend");
-  });
+  const std::int64_t pieces =
+      for_each_piece(count, max_message_items(), [&](std::int64_t at, int n) {
+        MPI_Request* slot = trace::add(
+            rs, tr, "p2p_send", dest, static_cast<std::int64_t>(n) * static_cast<std::int64_t>(sz));
+        check_mpi(MPI_Isend(p + at * static_cast<std::int64_t>(sz), n, t, dest, tag, comm_, slot),
+                  "MPI_Isend");
+      });
   if (auto* k = counts(); k && dest != MPI_PROC_NULL) {
     k->p2p_sent_bytes += count * static_cast<std::int64_t>(sz);
     k->p2p_sent_msgs += pieces;
@@ -391,11 +409,13 @@ void Comm::irecv_bytes(void* buf, std::int64_t count, MPI_Datatype t, std::size_
   rs.watch(comm_);
   Tracer* tr = src != MPI_PROC_NULL ? tracer_of(ledger_) : nullptr;
   auto* p = static_cast<char*>(buf);
-  const std::int64_t pieces = for_each_piece(count, max_message_items(), [&](std::int64_t at, int n) {
-    MPI_Request* slot = trace::add_recv(rs, tr, src, static_cast<std::int64_t>(n) * static_cast<std::int64_t>(sz));
-    check_mpi(MPI_Irecv(p + at * static_cast<std::int64_t>(sz), n, t, src, tag, comm_, slot),
-              "MPI_Irecv");
-  });
+  const std::int64_t pieces =
+      for_each_piece(count, max_message_items(), [&](std::int64_t at, int n) {
+        MPI_Request* slot = trace::add_recv(
+            rs, tr, src, static_cast<std::int64_t>(n) * static_cast<std::int64_t>(sz));
+        check_mpi(MPI_Irecv(p + at * static_cast<std::int64_t>(sz), n, t, src, tag, comm_, slot),
+                  "MPI_Irecv");
+      });
   if (auto* k = counts(); k && src != MPI_PROC_NULL) {
     k->p2p_recv_bytes += count * static_cast<std::int64_t>(sz);
     k->p2p_recv_msgs += pieces;
@@ -406,8 +426,8 @@ namespace {
 // Waits for the `calls` requests of one blocking collective in `rs` (polled, as every tessel
 // wait), then records them: `bytes` of payload in `calls` calls in the ledger counts `k`, and
 // one "coll" transfer since `t0` on the tracer `tr` (either may be null).
-void complete_collective(RequestSet& rs, PhaseCounts* k, Tracer* tr, std::int64_t bytes, std::int64_t calls,
-                         double t0) {
+void complete_collective(RequestSet& rs, PhaseCounts* k, Tracer* tr, std::int64_t bytes,
+                         std::int64_t calls, double t0) {
   rs.wait_all();
   if (k) {
     k->coll_bytes += bytes;
@@ -422,12 +442,14 @@ void Comm::allreduce_raw(void* buf, int count, MPI_Datatype t, std::size_t sz, M
   RequestSet rs;
   rs.watch(comm_);
   auto* p = static_cast<char*>(buf);
-  const std::int64_t pieces = for_each_piece(count, max_message_items(), [&](std::int64_t at, int n) {
-    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, p + at * static_cast<std::int64_t>(sz), n, t, op, comm_,
-                             rs.add()),
-              "MPI_Iallreduce");
-  });
-  complete_collective(rs, counts(), tracer_of(ledger_), static_cast<std::int64_t>(count) * sz, pieces, t0);
+  const std::int64_t pieces =
+      for_each_piece(count, max_message_items(), [&](std::int64_t at, int n) {
+        check_mpi(MPI_Iallreduce(MPI_IN_PLACE, p + at * static_cast<std::int64_t>(sz), n, t, op,
+                                 comm_, rs.add()),
+                  "MPI_Iallreduce");
+      });
+  complete_collective(rs, counts(), tracer_of(ledger_), static_cast<std::int64_t>(count) * sz,
+                      pieces, t0);
 }
 
 void Comm::bcast_raw(void* buf, int count, MPI_Datatype t, std::size_t sz, int root) const {
@@ -435,11 +457,13 @@ void Comm::bcast_raw(void* buf, int count, MPI_Datatype t, std::size_t sz, int r
   RequestSet rs;
   rs.watch(comm_);
   auto* p = static_cast<char*>(buf);
-  const std::int64_t pieces = for_each_piece(count, max_message_items(), [&](std::int64_t at, int n) {
-    check_mpi(MPI_Ibcast(p + at * static_cast<std::int64_t>(sz), n, t, root, comm_, rs.add()),
-              "MPI_Ibcast");
-  });
-  complete_collective(rs, counts(), tracer_of(ledger_), static_cast<std::int64_t>(count) * sz, pieces, t0);
+  const std::int64_t pieces =
+      for_each_piece(count, max_message_items(), [&](std::int64_t at, int n) {
+        check_mpi(MPI_Ibcast(p + at * static_cast<std::int64_t>(sz), n, t, root, comm_, rs.add()),
+                  "MPI_Ibcast");
+      });
+  complete_collective(rs, counts(), tracer_of(ledger_), static_cast<std::int64_t>(count) * sz,
+                      pieces, t0);
 }
 
 void Comm::allgather_raw(const void* send, int count, void* recv, MPI_Datatype t,
@@ -449,7 +473,8 @@ void Comm::allgather_raw(const void* send, int count, void* recv, MPI_Datatype t
   rs.watch(comm_);
   check_mpi(MPI_Iallgather(send, count, t, recv, count, t, comm_, rs.add()), "MPI_Iallgather");
   // payload: own + (p-1) received
-  complete_collective(rs, counts(), tracer_of(ledger_), static_cast<std::int64_t>(count) * sz * size_, 1, t0);
+  complete_collective(rs, counts(), tracer_of(ledger_),
+                      static_cast<std::int64_t>(count) * sz * size_, 1, t0);
 }
 
 void Comm::barrier() const {

@@ -19,14 +19,15 @@ static std::int64_t sum(const std::vector<std::int64_t>& v) {
 std::int64_t ExchangePlan::send_items() const { return sum(send_counts) + self_count; }
 std::int64_t ExchangePlan::recv_items() const { return sum(recv_counts) + self_count; }
 
-ExchangePlan ExchangePlan::from_counts(const std::vector<std::int64_t>& send, const std::vector<std::int64_t>& recv,
-                                       int rank) {
-  TESSEL_CHECK(send.size() == recv.size() && rank >= 0 && static_cast<std::size_t>(rank) < send.size(), Error,
-               "exchange plan: ", send.size(), " send counts, ", recv.size(), " receive counts and rank ", rank,
-               " (expected equal sizes and a rank below them)");
+ExchangePlan ExchangePlan::from_counts(const std::vector<std::int64_t>& send,
+                                       const std::vector<std::int64_t>& recv, int rank) {
+  TESSEL_CHECK(
+      send.size() == recv.size() && rank >= 0 && static_cast<std::size_t>(rank) < send.size(),
+      Error, "exchange plan: ", send.size(), " send counts, ", recv.size(),
+      " receive counts and rank ", rank, " (expected equal sizes and a rank below them)");
   const std::size_t me = static_cast<std::size_t>(rank);
-  TESSEL_CHECK(send[me] == recv[me], Error, "exchange: own piece sends ", send[me], " items but receives ",
-               recv[me]);
+  TESSEL_CHECK(send[me] == recv[me], Error, "exchange: own piece sends ", send[me],
+               " items but receives ", recv[me]);
   ExchangePlan p;
   std::int64_t so = 0, ro = 0;
   for (std::size_t q = 0; q < send.size(); ++q) {
@@ -50,45 +51,52 @@ ExchangePlan ExchangePlan::from_counts(const std::vector<std::int64_t>& send, co
   return p;
 }
 
-static void validate_side(const char* side, const std::vector<int>& peers, const std::vector<std::int64_t>& counts,
-                          const std::vector<std::int64_t>& offsets, std::int64_t self_count, std::int64_t self_offset,
-                          int comm_size, int rank) {
-  TESSEL_CHECK(peers.size() == counts.size() && peers.size() == offsets.size(), Error, "exchange plan: ", side,
-               " has ", peers.size(), " peers, ", counts.size(), " counts and ", offsets.size(),
-               " offsets (expected equal)");
+static void validate_side(const char* side, const std::vector<int>& peers,
+                          const std::vector<std::int64_t>& counts,
+                          const std::vector<std::int64_t>& offsets, std::int64_t self_count,
+                          std::int64_t self_offset, int comm_size, int rank) {
+  TESSEL_CHECK(peers.size() == counts.size() && peers.size() == offsets.size(), Error,
+               "exchange plan: ", side, " has ", peers.size(), " peers, ", counts.size(),
+               " counts and ", offsets.size(), " offsets (expected equal)");
   const std::int64_t total = sum(counts) + self_count;
   std::vector<std::pair<std::int64_t, std::int64_t>> pieces;
-  TESSEL_CHECK(self_count >= 0 && self_offset >= 0 && self_offset + self_count <= total, Error, "exchange plan: ",
-               side, " self piece (offset ", self_offset, ", count ", self_count, ") leaves the buffer of ", total,
-               " items");
+  TESSEL_CHECK(self_count >= 0 && self_offset >= 0 && self_offset + self_count <= total, Error,
+               "exchange plan: ", side, " self piece (offset ", self_offset, ", count ", self_count,
+               ") leaves the buffer of ", total, " items");
   if (self_count > 0) pieces.push_back({self_offset, self_count});
   for (std::size_t i = 0; i < peers.size(); ++i) {
-    TESSEL_CHECK(peers[i] >= 0 && peers[i] < comm_size && peers[i] != rank, Error, "exchange plan: ", side,
-                 " peer ", peers[i], " of rank ", rank, " (expected another rank of 0 .. ", comm_size - 1, ")");
+    TESSEL_CHECK(peers[i] >= 0 && peers[i] < comm_size && peers[i] != rank, Error,
+                 "exchange plan: ", side, " peer ", peers[i], " of rank ", rank,
+                 " (expected another rank of 0 .. ", comm_size - 1, ")");
     TESSEL_CHECK(i == 0 || peers[i] > peers[i - 1], Error, "exchange plan: ", side,
                  " peers must be ascending and distinct (", peers[i - 1], " then ", peers[i], ")");
-    TESSEL_CHECK(counts[i] >= 0 && offsets[i] >= 0 && offsets[i] + counts[i] <= total, Error, "exchange plan: ",
-                 side, " piece for peer ", peers[i], " (offset ", offsets[i], ", count ", counts[i],
-                 ") leaves the buffer of ", total, " items");
+    TESSEL_CHECK(counts[i] >= 0 && offsets[i] >= 0 && offsets[i] + counts[i] <= total, Error,
+                 "exchange plan: ", side, " piece for peer ", peers[i], " (offset ", offsets[i],
+                 ", count ", counts[i], ") leaves the buffer of ", total, " items");
     if (counts[i] > 0) pieces.push_back({offsets[i], counts[i]});
   }
   std::sort(pieces.begin(), pieces.end());
   for (std::size_t i = 1; i < pieces.size(); ++i)
-    TESSEL_CHECK(pieces[i - 1].first + pieces[i - 1].second <= pieces[i].first, Error, "exchange plan: ", side,
-                 " pieces at offsets ", pieces[i - 1].first, " and ", pieces[i].first, " overlap");
+    TESSEL_CHECK(pieces[i - 1].first + pieces[i - 1].second <= pieces[i].first, Error,
+                 "exchange plan: ", side, " pieces at offsets ", pieces[i - 1].first, " and ",
+                 pieces[i].first, " overlap");
 }
 
 void ExchangePlan::validate(int comm_size, int rank) const {
-  validate_side("send", send_peers, send_counts, send_offsets, self_count, self_send, comm_size, rank);
-  validate_side("recv", recv_peers, recv_counts, recv_offsets, self_count, self_recv, comm_size, rank);
+  validate_side("send", send_peers, send_counts, send_offsets, self_count, self_send, comm_size,
+                rank);
+  validate_side("recv", recv_peers, recv_counts, recv_offsets, self_count, self_recv, comm_size,
+                rank);
 }
 
 AlltoallvCounts AlltoallvCounts::of(const ExchangePlan& plan, int comm_size, std::int64_t width) {
   const std::size_t p = static_cast<std::size_t>(comm_size);
   AlltoallvCounts k;
-  k.send_counts.assign(p, 0), k.send_displs.assign(p, 0), k.recv_counts.assign(p, 0), k.recv_displs.assign(p, 0);
+  k.send_counts.assign(p, 0), k.send_displs.assign(p, 0), k.recv_counts.assign(p, 0),
+      k.recv_displs.assign(p, 0);
   auto put = [&](const std::vector<int>& peers, const std::vector<std::int64_t>& counts,
-                 const std::vector<std::int64_t>& offsets, std::vector<int>& c, std::vector<int>& d) {
+                 const std::vector<std::int64_t>& offsets, std::vector<int>& c,
+                 std::vector<int>& d) {
     for (std::size_t i = 0; i < peers.size(); ++i) {
       const std::size_t q = static_cast<std::size_t>(peers[i]);
       c[q] = detail::checked_int(counts[i] * width, "alltoallv count");
@@ -100,8 +108,8 @@ AlltoallvCounts AlltoallvCounts::of(const ExchangePlan& plan, int comm_size, std
   return k;
 }
 
-void post_alltoallv_bytes(const Comm& c, const AlltoallvCounts& k, const void* send, void* recv, MPI_Datatype t,
-                          std::size_t size, RequestSet& rs) {
+void post_alltoallv_bytes(const Comm& c, const AlltoallvCounts& k, const void* send, void* recv,
+                          MPI_Datatype t, std::size_t size, RequestSet& rs) {
   std::int64_t items = 0;
   for (int x : k.send_counts) items += x;
   for (int x : k.recv_counts) items += x;
@@ -112,8 +120,9 @@ void post_alltoallv_bytes(const Comm& c, const AlltoallvCounts& k, const void* s
     kk.coll_bytes += bytes;
     kk.coll_calls += 1;
   }
-  check_mpi(MPI_Ialltoallv(send, k.send_counts.data(), k.send_displs.data(), t, recv, k.recv_counts.data(),
-                           k.recv_displs.data(), t, c.raw(), trace::add(rs, tracer_of(c.ledger()), "coll", -1, bytes)),
+  check_mpi(MPI_Ialltoallv(send, k.send_counts.data(), k.send_displs.data(), t, recv,
+                           k.recv_counts.data(), k.recv_displs.data(), t, c.raw(),
+                           trace::add(rs, tracer_of(c.ledger()), "coll", -1, bytes)),
             "MPI_Ialltoallv");
 }
 
@@ -123,8 +132,8 @@ ExchangeStrategy parse_exchange_strategy(const std::string& s) {
   if (s == "neighbor") return ExchangeStrategy::Neighbor;
   if (s == "persistent") return ExchangeStrategy::Persistent;
   if (s == "p2p") return ExchangeStrategy::P2P;
-  throw InputError(detail::concat("exchange strategy '", s,
-                                  "': expected alltoallv, ialltoallv, neighbor, persistent or p2p"));
+  throw InputError(detail::concat(
+      "exchange strategy '", s, "': expected alltoallv, ialltoallv, neighbor, persistent or p2p"));
 }
 
 const char* to_string(ExchangeStrategy s) {
@@ -167,9 +176,11 @@ std::int64_t Exchanger::payload_bytes() const {
 
 void Exchanger::begin_collective() {
   const std::size_t w = static_cast<std::size_t>(width_);
-  std::copy(send_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(plan_.self_send) * w),
-            send_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(plan_.self_send + plan_.self_count) * w),
-            recv_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(plan_.self_recv) * w));
+  std::copy(
+      send_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(plan_.self_send) * w),
+      send_.begin() + static_cast<std::ptrdiff_t>(
+                          static_cast<std::size_t>(plan_.self_send + plan_.self_count) * w),
+      recv_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(plan_.self_recv) * w));
   if (auto* l = comm_.ledger()) {
     auto& k = l->now();
     k.coll_bytes += payload_bytes();
@@ -183,17 +194,19 @@ std::vector<int> Exchanger::scaled(const std::vector<std::int64_t>& v) const {
   return out;
 }
 
-std::unique_ptr<Exchanger> make_exchanger(const Comm& c, const ExchangePlan& plan, int width, ExchangeStrategy s) {
+std::unique_ptr<Exchanger> make_exchanger(const Comm& c, const ExchangePlan& plan, int width,
+                                          ExchangeStrategy s) {
   agree_on(c, [&] {
     TESSEL_CHECK(width >= 1, Error, "exchange: width ", width, " (expected >= 1)");
     plan.validate(c.size(), c.rank());
     const std::int64_t lim = INT_MAX / width;
-    TESSEL_CHECK(plan.send_items() <= lim && plan.recv_items() <= lim, Error, "exchange: ",
-                 plan.send_items(), " items sent and ", plan.recv_items(), " received of width ", width,
-                 " exceed the MPI int count limit");
-    TESSEL_CHECK(s != ExchangeStrategy::Persistent || have_persistent_neighbor(), InputError,
-                 "exchange strategy persistent: this MPI has no MPI_Neighbor_alltoallv_init (MPI-4; "
-                 "Open MPI 4.1 is MPI-3): use neighbor, or build tessel against MPICH 4");
+    TESSEL_CHECK(plan.send_items() <= lim && plan.recv_items() <= lim, Error,
+                 "exchange: ", plan.send_items(), " items sent and ", plan.recv_items(),
+                 " received of width ", width, " exceed the MPI int count limit");
+    TESSEL_CHECK(
+        s != ExchangeStrategy::Persistent || have_persistent_neighbor(), InputError,
+        "exchange strategy persistent: this MPI has no MPI_Neighbor_alltoallv_init (MPI-4; "
+        "Open MPI 4.1 is MPI-3): use neighbor, or build tessel against MPICH 4");
   });
   switch (s) {
     case ExchangeStrategy::Alltoallv:

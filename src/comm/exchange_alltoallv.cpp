@@ -14,8 +14,9 @@ class AlltoallvExchanger final : public Exchanger {
   void start() override {
     begin_collective();
     Tracer* t = tracer_of(comm_.ledger());
-    check_mpi(MPI_Ialltoallv(send_.data(), k_.send_counts.data(), k_.send_displs.data(), MPI_DOUBLE, recv_.data(),
-                             k_.recv_counts.data(), k_.recv_displs.data(), MPI_DOUBLE, comm_.raw(), trace::add(rs_, t, "coll", -1, payload_bytes())),
+    check_mpi(MPI_Ialltoallv(send_.data(), k_.send_counts.data(), k_.send_displs.data(), MPI_DOUBLE,
+                             recv_.data(), k_.recv_counts.data(), k_.recv_displs.data(), MPI_DOUBLE,
+                             comm_.raw(), trace::add(rs_, t, "coll", -1, payload_bytes())),
               "MPI_Ialltoallv");
     // alltoallv, the blocking original the seed measures against: complete before returning
     // (no overlap), but waited for by RequestSet's polling, since a blocking MPI_Alltoallv
@@ -29,8 +30,8 @@ class AlltoallvExchanger final : public Exchanger {
 
 }  // namespace
 
-std::unique_ptr<Exchanger> make_alltoallv_exchanger(const Comm& c, const ExchangePlan& plan, int width,
-                                                    ExchangeStrategy s) {
+std::unique_ptr<Exchanger> make_alltoallv_exchanger(const Comm& c, const ExchangePlan& plan,
+                                                    int width, ExchangeStrategy s) {
   return std::make_unique<AlltoallvExchanger>(c, plan, width, s);
 }
 

@@ -4,10 +4,10 @@
 
 namespace tessel::comm {
 
-std::unique_ptr<Exchanger> make_alltoallv_exchanger(const Comm& c, const ExchangePlan& plan, int width,
-                                                    ExchangeStrategy s);
-std::unique_ptr<Exchanger> make_neighbor_exchanger(const Comm& c, const ExchangePlan& plan, int width,
-                                                   ExchangeStrategy s);
+std::unique_ptr<Exchanger> make_alltoallv_exchanger(const Comm& c, const ExchangePlan& plan,
+                                                    int width, ExchangeStrategy s);
+std::unique_ptr<Exchanger> make_neighbor_exchanger(const Comm& c, const ExchangePlan& plan,
+                                                   int width, ExchangeStrategy s);
 std::unique_ptr<Exchanger> make_p2p_exchanger(const Comm& c, const ExchangePlan& plan, int width);
 
 }  // namespace tessel::comm

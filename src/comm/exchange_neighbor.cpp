@@ -23,10 +23,11 @@ class GraphComm {
   GraphComm(const Comm& parent, const std::vector<int>& sources, const std::vector<int>& dests) {
     int dummy = 0;
     arrive(parent.raw());  // polled: MPICH busy-polls in communicator creation (poll.hpp)
-    check_mpi(MPI_Dist_graph_create_adjacent(
-                  parent.raw(), static_cast<int>(sources.size()), sources.empty() ? &dummy : sources.data(),
-                  MPI_UNWEIGHTED, static_cast<int>(dests.size()), dests.empty() ? &dummy : dests.data(),
-                  MPI_UNWEIGHTED, MPI_INFO_NULL, /*reorder=*/0, &comm_),
+    check_mpi(MPI_Dist_graph_create_adjacent(parent.raw(), static_cast<int>(sources.size()),
+                                             sources.empty() ? &dummy : sources.data(),
+                                             MPI_UNWEIGHTED, static_cast<int>(dests.size()),
+                                             dests.empty() ? &dummy : dests.data(), MPI_UNWEIGHTED,
+                                             MPI_INFO_NULL, /*reorder=*/0, &comm_),
               "MPI_Dist_graph_create_adjacent");
   }
   ~GraphComm() {
@@ -66,18 +67,21 @@ class NeighborExchanger final : public Exchanger {
   NeighborExchanger(const Comm& c, const ExchangePlan& plan, int width, ExchangeStrategy s)
       : Exchanger(c, plan, width, s),
         graph_(c, plan_.recv_peers, plan_.send_peers),
-        sc_(nonempty(scaled(plan_.send_counts))), sd_(nonempty(scaled(plan_.send_offsets))),
-        rc_(nonempty(scaled(plan_.recv_counts))), rd_(nonempty(scaled(plan_.recv_offsets))) {
+        sc_(nonempty(scaled(plan_.send_counts))),
+        sd_(nonempty(scaled(plan_.send_offsets))),
+        rc_(nonempty(scaled(plan_.recv_counts))),
+        rd_(nonempty(scaled(plan_.recv_offsets))) {
 #ifdef TESSEL_HAVE_NEIGHBOR_ALLTOALLV_INIT
     if (s == ExchangeStrategy::Persistent)
-      check_mpi(MPI_Neighbor_alltoallv_init(send_.data(), sc_.data(), sd_.data(), MPI_DOUBLE, recv_.data(),
-                                            rc_.data(), rd_.data(), MPI_DOUBLE, graph_.raw(), MPI_INFO_NULL,
-                                            persistent_.slot()),
+      check_mpi(MPI_Neighbor_alltoallv_init(send_.data(), sc_.data(), sd_.data(), MPI_DOUBLE,
+                                            recv_.data(), rc_.data(), rd_.data(), MPI_DOUBLE,
+                                            graph_.raw(), MPI_INFO_NULL, persistent_.slot()),
                 "MPI_Neighbor_alltoallv_init");
 #else
-    TESSEL_CHECK(s != ExchangeStrategy::Persistent, InputError,
-                 "exchange strategy persistent: this MPI has no MPI_Neighbor_alltoallv_init (MPI-4; Open MPI "
-                 "4.1 is MPI-3): use neighbor, or build tessel against MPICH 4");
+    TESSEL_CHECK(
+        s != ExchangeStrategy::Persistent, InputError,
+        "exchange strategy persistent: this MPI has no MPI_Neighbor_alltoallv_init (MPI-4; Open MPI "
+        "4.1 is MPI-3): use neighbor, or build tessel against MPICH 4");
 #endif
   }
   // The outstanding exchange completes (or is abandoned) before the persistent request and the
@@ -91,10 +95,11 @@ class NeighborExchanger final : public Exchanger {
       trace::add_started(rs_, persistent_.get(), t, "coll", -1, payload_bytes());
       return;
     }
-    check_mpi(MPI_Ineighbor_alltoallv(send_.data(), sc_.data(), sd_.data(), MPI_DOUBLE, recv_.data(), rc_.data(),
-                                      rd_.data(), MPI_DOUBLE, graph_.raw(),
-                                      trace::add(rs_, t, "coll", -1, payload_bytes())),
-              "MPI_Ineighbor_alltoallv");
+    check_mpi(
+        MPI_Ineighbor_alltoallv(send_.data(), sc_.data(), sd_.data(), MPI_DOUBLE, recv_.data(),
+                                rc_.data(), rd_.data(), MPI_DOUBLE, graph_.raw(),
+                                trace::add(rs_, t, "coll", -1, payload_bytes())),
+        "MPI_Ineighbor_alltoallv");
   }
 
  private:
@@ -111,8 +116,8 @@ class NeighborExchanger final : public Exchanger {
 
 }  // namespace
 
-std::unique_ptr<Exchanger> make_neighbor_exchanger(const Comm& c, const ExchangePlan& plan, int width,
-                                                   ExchangeStrategy s) {
+std::unique_ptr<Exchanger> make_neighbor_exchanger(const Comm& c, const ExchangePlan& plan,
+                                                   int width, ExchangeStrategy s) {
   return std::make_unique<NeighborExchanger>(c, plan, width, s);
 }
 

@@ -59,14 +59,14 @@ void for_each_piece(const MatrixShare& s, F&& f) {
   const auto& outer = cm ? s.col_runs : s.row_runs;
   const auto& inner = cm ? s.row_runs : s.col_runs;
   const std::int64_t file_outer = cm ? s.rows : s.cols;  // file elements per outer index
-  const std::int64_t local_outer = cm ? s.ld : 1;         // local elements per outer index
-  const std::int64_t local_inner = cm ? 1 : s.ld;         // local elements per inner index
+  const std::int64_t local_outer = cm ? s.ld : 1;        // local elements per outer index
+  const std::int64_t local_inner = cm ? 1 : s.ld;        // local elements per inner index
   for (const auto& o : outer)
     for (std::int64_t k = 0; k < o.len; ++k)
       for (const auto& r : inner)
         if (r.len > 0)
-          f((o.begin + k) * file_outer + r.begin, (o.local + k) * local_outer + r.local * local_inner,
-            local_inner, r.len);
+          f((o.begin + k) * file_outer + r.begin,
+            (o.local + k) * local_outer + r.local * local_inner, local_inner, r.len);
 }
 
 /// True when the pieces of `s`, in file order, are already one contiguous run of the local
@@ -83,23 +83,27 @@ bool local_is_file_order(const MatrixShare& s) {
 
 /// Copies the elements of share `s` between the local buffer and `packed` (contiguous, in
 /// file order): to `packed` when `to_packed`, back to `local` otherwise.
-void copy_packed(const MatrixShare& s, unsigned char* local, unsigned char* packed,
-                 std::int64_t es, bool to_packed) {
+void copy_packed(const MatrixShare& s, unsigned char* local, unsigned char* packed, std::int64_t es,
+                 bool to_packed) {
   std::size_t pos = 0;
   const std::size_t e = static_cast<std::size_t>(es);
   for_each_piece(s, [&](std::int64_t, std::int64_t off, std::int64_t stride, std::int64_t len) {
     unsigned char* l = local + static_cast<std::size_t>(off) * e;
     if (stride == 1 || len == 1) {
       const std::size_t bytes = static_cast<std::size_t>(len) * e;
-      if (to_packed) std::memcpy(packed + pos, l, bytes);
-      else std::memcpy(l, packed + pos, bytes);
+      if (to_packed)
+        std::memcpy(packed + pos, l, bytes);
+      else
+        std::memcpy(l, packed + pos, bytes);
       pos += bytes;
       return;
     }
     const std::size_t step = static_cast<std::size_t>(stride) * e;
     for (std::int64_t k = 0; k < len; ++k, l += step, pos += e) {
-      if (to_packed) std::memcpy(packed + pos, l, e);
-      else std::memcpy(l, packed + pos, e);
+      if (to_packed)
+        std::memcpy(packed + pos, l, e);
+      else
+        std::memcpy(l, packed + pos, e);
     }
   });
 }
@@ -191,9 +195,9 @@ Datatype share_file_type(const MatrixShare& s, MPI_Datatype elem, std::int64_t e
     }
   });
   TypeGuard blocks;
-  check_mpi(MPI_Type_create_hindexed(checked_int(static_cast<std::int64_t>(lens.size()),
-                                                 "number of file blocks"),
-                                     lens.data(), disps.data(), elem, &blocks.t),
+  check_mpi(MPI_Type_create_hindexed(
+                checked_int(static_cast<std::int64_t>(lens.size()), "number of file blocks"),
+                lens.data(), disps.data(), elem, &blocks.t),
             "MPI_Type_create_hindexed");
   MPI_Datatype t = MPI_DATATYPE_NULL;
   check_mpi(MPI_Type_create_resized(blocks.t, 0, static_cast<MPI_Aint>(s.rows * s.cols * es), &t),
@@ -219,8 +223,8 @@ File::File(const Comm& c, const std::string& path, int amode, const char* what)
   try {
     agree_on(c, [&] {
       if (rc != MPI_SUCCESS)
-        throw InputError(detail::concat("cannot open ", path, " for ", what, ": ",
-                                        mpi_error_string(rc)));
+        throw InputError(
+            detail::concat("cannot open ", path, " for ", what, ": ", mpi_error_string(rc)));
     });
   } catch (...) {
     fh_ = MPI_FILE_NULL;
@@ -276,9 +280,7 @@ void File::release() noexcept {
     // Arrival barrier as in close(); a failure notice there also leaks the handle.
     try {
       arrive(comm_);
-    } catch (...) {
-      peer_left = true;
-    }
+    } catch (...) { peer_left = true; }
     if (!peer_left) MPI_File_close(&fh_);
   }
   fh_ = MPI_FILE_NULL;
@@ -311,8 +313,8 @@ void File::set_size(std::int64_t bytes) {
   int rc = MPI_File_set_size(fh_, static_cast<MPI_Offset>(bytes));
   agree_on(Comm(comm_, ledger_), [&] {
     if (rc != MPI_SUCCESS)
-      throw InputError(detail::concat("cannot resize ", path_, " to ", bytes, " bytes: ",
-                                      mpi_error_string(rc)));
+      throw InputError(
+          detail::concat("cannot resize ", path_, " to ", bytes, " bytes: ", mpi_error_string(rc)));
   });
 }
 
@@ -407,18 +409,17 @@ void File::share_io(std::int64_t offset, const MatrixShare& s, void* local, MPI_
   agree_on(c, [&] {
     if (failed) std::rethrow_exception(failed);
     if (rc_set != MPI_SUCCESS)
-      throw InputError(detail::concat("cannot set the file view of ", path_, ": ",
-                                      mpi_error_string(rc_set)));
+      throw InputError(
+          detail::concat("cannot set the file view of ", path_, ": ", mpi_error_string(rc_set)));
     if (rc != MPI_SUCCESS)
-      throw InputError(detail::concat("cannot ", write ? "write " : "read ", path_, ": ",
-                                      mpi_error_string(rc)));
+      throw InputError(
+          detail::concat("cannot ", write ? "write " : "read ", path_, ": ", mpi_error_string(rc)));
     if (static_cast<std::int64_t>(done) != n)
       throw InputError(detail::concat("short ", write ? "write to " : "read of ", path_, ": ",
-                                      static_cast<std::int64_t>(done), " of ", n,
-                                      " elements"));
+                                      static_cast<std::int64_t>(done), " of ", n, " elements"));
     if (rc_view != MPI_SUCCESS)
-      throw InputError(detail::concat("cannot reset the file view of ", path_, ": ",
-                                      mpi_error_string(rc_view)));
+      throw InputError(
+          detail::concat("cannot reset the file view of ", path_, ": ", mpi_error_string(rc_view)));
     if (!write && packed)
       copy_packed(s, static_cast<unsigned char*>(local), packed.get(), elem_size, false);
   });

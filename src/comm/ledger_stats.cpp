@@ -29,9 +29,8 @@ std::vector<PhaseStats> ledger_stats(const Comm& c, const CommLedger& l,
   for (std::size_t i = 0; i < prefixes.size(); ++i) {
     PhaseStats s;
     s.prefix = prefixes[i];
-    LedgerStat* f[kFields] = {&s.recv_bytes, &s.sent_bytes, &s.recv_msgs,
-                              &s.sent_msgs,  &s.coll_bytes, &s.rma_bytes,
-                              &s.shm_bytes};
+    LedgerStat* f[kFields] = {&s.recv_bytes, &s.sent_bytes, &s.recv_msgs, &s.sent_msgs,
+                              &s.coll_bytes, &s.rma_bytes,  &s.shm_bytes};
     for (int k = 0; k < kFields; ++k) {
       f[k]->max = mx[i * kFields + k];
       f[k]->total = sum[i * kFields + k];

@@ -24,8 +24,10 @@ DupSet::DupSet(const Comm& parent, int n) {
   TESSEL_CHECK(n >= 1, Error, "DupSet: n = ", n, " (expected >= 1)");
   comms_.reserve(static_cast<std::size_t>(n));
   for (int c = 0; c < n; ++c) {
-    if (parent.is_null()) comms_.emplace_back(MPI_COMM_NULL, parent.ledger());
-    else comms_.push_back(parent.dup());
+    if (parent.is_null())
+      comms_.emplace_back(MPI_COMM_NULL, parent.ledger());
+    else
+      comms_.push_back(parent.dup());
   }
 }
 
@@ -46,21 +48,24 @@ void record_coll(const Comm& c, std::int64_t bytes, std::int64_t calls) {
 }
 }  // namespace
 
-Pending ibcast_raw(const Comm& c, void* buf, std::int64_t count, MPI_Datatype t,
-                   std::size_t sz, int root, RequestSet& rs) {
+Pending ibcast_raw(const Comm& c, void* buf, std::int64_t count, MPI_Datatype t, std::size_t sz,
+                   int root, RequestSet& rs) {
   Pending tok = RequestSet::make_pending();
   rs.watch(c.raw());
   auto* p = static_cast<char*>(buf);
   const std::int64_t es = static_cast<std::int64_t>(sz);
   const auto pieces = post_pieces(c, count, "ibcast", [&](std::int64_t at, int n) {
-    check_mpi(MPI_Ibcast(p + at * es, n, t, root, c.raw(), trace::add(rs, tok, tracer_of(c.ledger()), "coll", -1, static_cast<std::int64_t>(n) * es)), "MPI_Ibcast");
+    check_mpi(MPI_Ibcast(p + at * es, n, t, root, c.raw(),
+                         trace::add(rs, tok, tracer_of(c.ledger()), "coll", -1,
+                                    static_cast<std::int64_t>(n) * es)),
+              "MPI_Ibcast");
   });
   record_coll(c, count * es, pieces);
   return tok;
 }
 
-Pending ireduce_raw(const Comm& c, const void* send, void* recv, std::int64_t count,
-                    MPI_Datatype t, std::size_t sz, MPI_Op op, int root, RequestSet& rs) {
+Pending ireduce_raw(const Comm& c, const void* send, void* recv, std::int64_t count, MPI_Datatype t,
+                    std::size_t sz, MPI_Op op, int root, RequestSet& rs) {
   Pending tok = RequestSet::make_pending();
   rs.watch(c.raw());
   const auto* s = static_cast<const char*>(send);
@@ -68,7 +73,8 @@ Pending ireduce_raw(const Comm& c, const void* send, void* recv, std::int64_t co
   const std::int64_t es = static_cast<std::int64_t>(sz);
   const auto pieces = post_pieces(c, count, "ireduce", [&](std::int64_t at, int n) {
     check_mpi(MPI_Ireduce(s + at * es, r ? r + at * es : nullptr, n, t, op, root, c.raw(),
-                          trace::add(rs, tok, tracer_of(c.ledger()), "coll", -1, static_cast<std::int64_t>(n) * es)),
+                          trace::add(rs, tok, tracer_of(c.ledger()), "coll", -1,
+                                     static_cast<std::int64_t>(n) * es)),
               "MPI_Ireduce");
   });
   record_coll(c, count * es, pieces);
@@ -83,7 +89,9 @@ Pending iallreduce_raw(const Comm& c, const void* send, void* recv, std::int64_t
   auto* r = static_cast<char*>(recv);
   const std::int64_t es = static_cast<std::int64_t>(sz);
   const auto pieces = post_pieces(c, count, "iallreduce", [&](std::int64_t at, int n) {
-    check_mpi(MPI_Iallreduce(s + at * es, r + at * es, n, t, op, c.raw(), trace::add(rs, tok, tracer_of(c.ledger()), "coll", -1, static_cast<std::int64_t>(n) * es)),
+    check_mpi(MPI_Iallreduce(s + at * es, r + at * es, n, t, op, c.raw(),
+                             trace::add(rs, tok, tracer_of(c.ledger()), "coll", -1,
+                                        static_cast<std::int64_t>(n) * es)),
               "MPI_Iallreduce");
   });
   record_coll(c, count * es, pieces);

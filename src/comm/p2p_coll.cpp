@@ -16,8 +16,8 @@ namespace tessel::comm {
 CollImpl parse_coll_impl(const std::string& s) {
   if (s == "mpi") return CollImpl::Mpi;
   if (s == "p2p") return CollImpl::P2P;
-  throw InputError(detail::concat("collective implementation '", s,
-                                  "' is not known (expected 'mpi' or 'p2p')"));
+  throw InputError(
+      detail::concat("collective implementation '", s, "' is not known (expected 'mpi' or 'p2p')"));
 }
 
 const char* to_string(CollImpl impl) { return impl == CollImpl::P2P ? "p2p" : "mpi"; }
@@ -30,8 +30,7 @@ std::int64_t segment_items(std::int64_t segment_bytes, std::size_t item_size) {
   return std::min<std::int64_t>(items, INT_MAX);
 }
 
-std::int64_t segment_count(std::int64_t count, std::int64_t segment_bytes,
-                           std::size_t item_size) {
+std::int64_t segment_count(std::int64_t count, std::int64_t segment_bytes, std::size_t item_size) {
   const std::int64_t items = segment_items(segment_bytes, item_size);
   return (count + items - 1) / items;
 }
@@ -50,9 +49,9 @@ int next_tag(const Comm& c) {
 struct Chain {
   MPI_Comm comm = MPI_COMM_NULL;
   MPI_Datatype type = MPI_DATATYPE_NULL;
-  std::size_t size = 0;      // bytes per item
-  std::int64_t count = 0;    // items
-  std::int64_t items = 1;    // items per segment
+  std::size_t size = 0;    // bytes per item
+  std::int64_t count = 0;  // items
+  std::int64_t items = 1;  // items per segment
   std::int64_t nseg = 0;
   int tag = 0;
 
@@ -60,9 +59,7 @@ struct Chain {
     return s * items * static_cast<std::int64_t>(size);
   }
   std::int64_t offset(std::int64_t s) const { return s * items; }
-  int len(std::int64_t s) const {
-    return static_cast<int>(std::min(items, count - s * items));
-  }
+  int len(std::int64_t s) const { return static_cast<int>(std::min(items, count - s * items)); }
   /// `keep` (may be null) is held until the send completed: the owner of a buffer that the
   /// schedule allocated (the partial sums of a middle rank of a reduction).
   void send(RequestSet& rs, Pending& tok, const void* base, std::int64_t s, int dest,
@@ -91,8 +88,7 @@ struct InOrder {
   template <class F>
   void mark(std::int64_t s, F&& f) {
     ready[static_cast<std::size_t>(s)] = 1;
-    while (next < static_cast<std::int64_t>(ready.size()) &&
-           ready[static_cast<std::size_t>(next)])
+    while (next < static_cast<std::int64_t>(ready.size()) && ready[static_cast<std::size_t>(next)])
       f(next++);
   }
 };
@@ -121,8 +117,14 @@ void record(const Comm& c, std::int64_t bytes, std::int64_t msgs, bool sends, bo
   auto* l = c.ledger();
   if (!l || msgs == 0) return;
   auto& k = l->now();
-  if (sends) { k.p2p_sent_bytes += bytes; k.p2p_sent_msgs += msgs; }
-  if (recvs) { k.p2p_recv_bytes += bytes; k.p2p_recv_msgs += msgs; }
+  if (sends) {
+    k.p2p_sent_bytes += bytes;
+    k.p2p_sent_msgs += msgs;
+  }
+  if (recvs) {
+    k.p2p_recv_bytes += bytes;
+    k.p2p_recv_msgs += msgs;
+  }
   if (Tracer* t = l->tracer()) {  // the chain's messages of this call, at once
     if (sends) t->transfer("p2p_send", -1, bytes);
     if (recvs) t->transfer("p2p_recv", -1, bytes);
@@ -137,20 +139,20 @@ struct BcastState {
 };
 
 struct ReduceState {
-  Chain red;                  // toward the root
-  Chain bc;                   // allreduce only: from rank 0 outward
+  Chain red;  // toward the root
+  Chain bc;   // allreduce only: from rank 0 outward
   const void* send = nullptr;
   void* recv = nullptr;
   std::vector<char> partial;  // middle ranks of the reduce chain
   AddFn add = nullptr;
-  int to = -1, next = -1;     // reduce: toward the root; broadcast: away from rank 0
+  int to = -1, next = -1;  // reduce: toward the root; broadcast: away from rank 0
   InOrder fwd, fwd_bc;
 };
 
 // Posts the reduce chain of `st->red` (and, when `allreduce`, the broadcast chain of st->bc
 // from the root, fed segment by segment by the reduction).
-void post_reduce(const std::shared_ptr<ReduceState>& st, int rank, int m, int root,
-                 bool allreduce, RequestSet& rs, Pending& tok) {
+void post_reduce(const std::shared_ptr<ReduceState>& st, int rank, int m, int root, bool allreduce,
+                 RequestSet& rs, Pending& tok) {
   const Chain& red = st->red;
   const int pos = (rank - root + m) % m;
   const int from = (rank + 1) % m;
@@ -176,15 +178,13 @@ void post_reduce(const std::shared_ptr<ReduceState>& st, int rank, int m, int ro
       });
   } else {  // root: recv(s) = partial(s) + own(s); allreduce: broadcast it onward in order
     for (std::int64_t s = 0; s < red.nseg; ++s)
-      red.recv(rs, tok, st->recv, s, from,
-               [st, tok, s, sz, allreduce](RequestSet& r) mutable {
-                 const Chain& c = st->red;
-                 st->add(static_cast<char*>(st->recv) + c.offset(s) * sz,
-                         static_cast<const char*>(st->send) + c.offset(s) * sz, c.len(s));
-                 if (allreduce && st->next >= 0)
-                   st->fwd_bc.mark(
-                       s, [&](std::int64_t q) { st->bc.send(r, tok, st->recv, q, st->next); });
-               });
+      red.recv(rs, tok, st->recv, s, from, [st, tok, s, sz, allreduce](RequestSet& r) mutable {
+        const Chain& c = st->red;
+        st->add(static_cast<char*>(st->recv) + c.offset(s) * sz,
+                static_cast<const char*>(st->send) + c.offset(s) * sz, c.len(s));
+        if (allreduce && st->next >= 0)
+          st->fwd_bc.mark(s, [&](std::int64_t q) { st->bc.send(r, tok, st->recv, q, st->next); });
+      });
   }
   if (allreduce && pos > 0) {  // broadcast chain from rank 0 (= root) into recv
     const int prev = st->to;
@@ -192,8 +192,7 @@ void post_reduce(const std::shared_ptr<ReduceState>& st, int rank, int m, int ro
       RequestSet::Then then;
       if (st->next >= 0)
         then = [st, tok, s](RequestSet& r) mutable {
-          st->fwd_bc.mark(s,
-                          [&](std::int64_t q) { st->bc.send(r, tok, st->recv, q, st->next); });
+          st->fwd_bc.mark(s, [&](std::int64_t q) { st->bc.send(r, tok, st->recv, q, st->next); });
         };
       st->bc.recv(rs, tok, st->recv, s, prev, std::move(then));
     }
@@ -202,8 +201,8 @@ void post_reduce(const std::shared_ptr<ReduceState>& st, int rank, int m, int ro
 
 }  // namespace
 
-Pending p2p_ibcast_raw(const Comm& c, void* buf, std::int64_t count, MPI_Datatype t,
-                       std::size_t sz, int root, RequestSet& rs, std::int64_t segment_bytes) {
+Pending p2p_ibcast_raw(const Comm& c, void* buf, std::int64_t count, MPI_Datatype t, std::size_t sz,
+                       int root, RequestSet& rs, std::int64_t segment_bytes) {
   validate(c, count, root, "p2p ibcast");
   auto st = std::make_shared<BcastState>();
   st->ch = make_chain(c, count, t, sz, segment_bytes);  // takes a tag on every rank
@@ -217,7 +216,7 @@ Pending p2p_ibcast_raw(const Comm& c, void* buf, std::int64_t count, MPI_Datatyp
   st->next = pos < m - 1 ? (rank + 1) % m : -1;
   st->fwd.ready.assign(static_cast<std::size_t>(ch.nseg), 0);
   const std::int64_t bytes = count * static_cast<std::int64_t>(sz);
-  record(c, bytes, ch.nseg, /*sends=*/pos < m - 1, /*recvs=*/pos > 0);
+  record(c, bytes, ch.nseg, /*sends=*/pos<m - 1, /*recvs=*/pos> 0);
 
   if (pos == 0) {
     for (std::int64_t s = 0; s < ch.nseg; ++s) ch.send(rs, tok, buf, s, st->next);
@@ -287,7 +286,7 @@ Pending p2p_iallreduce_raw(const Comm& c, const void* send, void* recv, std::int
   // reduce: all but rank 0 send, all but m-1 receive; broadcast: all but m-1 send, all but 0
   // receive.
   record(c, bytes, st->red.nseg, rank > 0, rank < m - 1);
-  record(c, bytes, st->red.nseg, rank < m - 1, rank > 0);
+  record(c, bytes, st->red.nseg, rank<m - 1, rank> 0);
   post_reduce(st, rank, m, 0, /*allreduce=*/true, rs, tok);
   return tok;
 }

@@ -13,18 +13,21 @@ std::vector<std::int64_t> alltoall_counts(const Comm& c, const std::vector<std::
   {  // posted nonblocking and polled (RequestSet): a blocking MPI_Alltoall spins under MPICH
     RequestSet rs;
     rs.watch(c.raw());
-    check_mpi(MPI_Ialltoall(send.data(), 1, MPI_INT64_T, recv.data(), 1, MPI_INT64_T, c.raw(),
-                            rs.add()),
-              "MPI_Ialltoall");
+    check_mpi(
+        MPI_Ialltoall(send.data(), 1, MPI_INT64_T, recv.data(), 1, MPI_INT64_T, c.raw(), rs.add()),
+        "MPI_Ialltoall");
     rs.wait_all();
   }
   if (CommLedger* l = c.ledger()) {
     PhaseCounts& k = l->now();
-    k.coll_bytes += static_cast<std::int64_t>(p - 1) * 2 * static_cast<std::int64_t>(sizeof(std::int64_t));
+    k.coll_bytes +=
+        static_cast<std::int64_t>(p - 1) * 2 * static_cast<std::int64_t>(sizeof(std::int64_t));
     k.coll_calls += 1;
   }
   if (Tracer* tr = tracer_of(c.ledger()))
-    tr->transfer_since("coll", -1, static_cast<std::int64_t>(p - 1) * 2 * static_cast<std::int64_t>(sizeof(std::int64_t)), t0);
+    tr->transfer_since(
+        "coll", -1,
+        static_cast<std::int64_t>(p - 1) * 2 * static_cast<std::int64_t>(sizeof(std::int64_t)), t0);
   return recv;
 }
 

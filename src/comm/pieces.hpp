@@ -21,7 +21,8 @@ inline std::int64_t message_limit(std::int64_t lim) {
 /// still a message). Returns the number of pieces. `what` names the call in the error for a
 /// negative count.
 template <class F>
-std::int64_t for_each_piece(std::int64_t count, std::int64_t lim, F&& f, const char* what = "message") {
+std::int64_t for_each_piece(std::int64_t count, std::int64_t lim, F&& f,
+                            const char* what = "message") {
   TESSEL_CHECK(count >= 0, Error, what, ": count = ", count, " (expected >= 0)");
   lim = message_limit(lim);
   std::int64_t pieces = 0, at = 0;

@@ -44,8 +44,8 @@ SharedWindowBase::SharedWindowBase(const Comm& node, std::int64_t count, std::si
       (std::numeric_limits<MPI_Aint>::max() / 2 - kPadBytes) / static_cast<MPI_Aint>(elem_size));
   for (int r = 0; r < node.size(); ++r) {
     const std::int64_t n = sizes_[static_cast<std::size_t>(r)];
-    TESSEL_CHECK(n >= 0 && n <= max_elems, Error, "SharedWindow: node rank ", r, " asked for ",
-                 n, " elements of ", elem_size, " bytes; expected 0 to ", max_elems);
+    TESSEL_CHECK(n >= 0 && n <= max_elems, Error, "SharedWindow: node rank ", r, " asked for ", n,
+                 " elements of ", elem_size, " bytes; expected 0 to ", max_elems);
   }
   const std::int64_t bytes = count * static_cast<std::int64_t>(elem_size);
   const std::int64_t padded = (bytes + kPadBytes - 1) / kPadBytes * kPadBytes;
@@ -153,8 +153,8 @@ std::int64_t SharedWindowBase::peer_size(int r) const {
 void* SharedWindowBase::peer_base(int r) const {
   if (win_ == MPI_WIN_NULL) return nullptr;
   if (r < 0) r = rank_;
-  TESSEL_CHECK(r < static_cast<int>(bases_.size()), Error, "SharedWindow::peer_data: node rank ",
-               r, " is not in [0, ", bases_.size(), ")");
+  TESSEL_CHECK(r < static_cast<int>(bases_.size()), Error, "SharedWindow::peer_data: node rank ", r,
+               " is not in [0, ", bases_.size(), ")");
   return bases_[static_cast<std::size_t>(r)];
 }
 

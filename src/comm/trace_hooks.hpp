@@ -10,8 +10,7 @@ namespace tessel::comm::trace {
 
 /// Slot for a request in `rs` (rs.add()); when tracing, the transfer is recorded as posted now
 /// and as completed when `rs` sees the request complete.
-inline MPI_Request* add(RequestSet& rs, Tracer* t, const char* kind, int peer,
-                        std::int64_t bytes) {
+inline MPI_Request* add(RequestSet& rs, Tracer* t, const char* kind, int peer, std::int64_t bytes) {
   if (!t) return rs.add();
   const std::uint64_t id = t->transfer_posted(kind, peer, bytes);
   Pending own;  // a token of its own, only to carry the continuation

@@ -67,10 +67,10 @@ WindowBase::WindowBase(const Comm& c, std::int64_t count, std::size_t elem_size)
   try {
     agree_on(c, [&] {
       if (rc != MPI_SUCCESS)
-        throw MpiError(detail::concat(
-            "MPI_Win_allocate of ", count, " elements of ", elem_size, " bytes failed on rank ",
-            c.rank(), ": ", mpi_error_string(rc),
-            " (Open MPI in these containers: see docs/mpi-environment.md)"));
+        throw MpiError(
+            detail::concat("MPI_Win_allocate of ", count, " elements of ", elem_size,
+                           " bytes failed on rank ", c.rank(), ": ", mpi_error_string(rc),
+                           " (Open MPI in these containers: see docs/mpi-environment.md)"));
     });
   } catch (...) {
     win_ = MPI_WIN_NULL;
@@ -128,9 +128,7 @@ void free_window(MPI_Win& win, bool& locked, MPI_Comm c) noexcept {
     bool peer_left = false;
     try {
       arrive(c, true);
-    } catch (...) {
-      peer_left = true;
-    }
+    } catch (...) { peer_left = true; }
     if (!peer_left) MPI_Win_free(&win);
   }
   win = MPI_WIN_NULL;
@@ -208,14 +206,15 @@ bool WindowBase::check_access(const char* call, int target, std::int64_t offset,
                target, " is not in [0, ", comm_size(), ")");
   TESSEL_CHECK(count >= 0, Error, "Window::", call, ": count ", count, " (expected >= 0)");
   const std::int64_t n = sizes_[static_cast<std::size_t>(target)];
-  TESSEL_CHECK(offset >= 0 && offset <= n - count, Error, "Window::", call, ": elements [",
-               offset, ", ", offset + count, ") of rank ", target, "'s window, which holds ", n);
+  TESSEL_CHECK(offset >= 0 && offset <= n - count, Error, "Window::", call, ": elements [", offset,
+               ", ", offset + count, ") of rank ", target, "'s window, which holds ", n);
   return true;
 }
 
 void WindowBase::rget_bytes(void* origin, std::int64_t count, MPI_Datatype t, std::size_t sz,
                             int target, std::int64_t offset, RequestSet& rs) {
-  TESSEL_CHECK(locked_, Error, "Window::rget outside a lock_all epoch (MPI_Rget needs a "
+  TESSEL_CHECK(locked_, Error,
+               "Window::rget outside a lock_all epoch (MPI_Rget needs a "
                "passive-target epoch)");
   if (!check_access("rget", target, offset, count)) return;
   auto* o = static_cast<char*>(origin);
@@ -232,8 +231,8 @@ void WindowBase::rget_bytes(void* origin, std::int64_t count, MPI_Datatype t, st
   }
 }
 
-void WindowBase::put_bytes(const void* origin, std::int64_t count, MPI_Datatype t,
-                           std::size_t sz, int target, std::int64_t offset) {
+void WindowBase::put_bytes(const void* origin, std::int64_t count, MPI_Datatype t, std::size_t sz,
+                           int target, std::int64_t offset) {
   if (!check_access("put", target, offset, count)) return;
   const auto* o = static_cast<const char*>(origin);
   const auto ops = pieces(count, [&](std::int64_t at, int c) {
@@ -269,7 +268,9 @@ void WindowBase::accumulate_bytes(const void* origin, std::int64_t count, MPI_Da
 // ---------------------------------------------------------------- LockAllEpoch
 LockAllEpoch::~LockAllEpoch() {
   if (!w_.locked_all()) return;
-  try { w_.unlock_all(); } catch (...) {}
+  try {
+    w_.unlock_all();
+  } catch (...) {}
 }
 
 }  // namespace tessel::comm

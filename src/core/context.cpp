@@ -28,7 +28,8 @@ int resolve_node_size(const ContextOptions& opt) {
   errno = 0;
   const long v = std::strtol(e, &endp, 10);
   TESSEL_CHECK(endp != e && *endp == '\0' && errno == 0 && v > 0 && v <= INT_MAX, InputError,
-               "Context: TESSEL_NODE_SIZE = '", e, "', expected a positive integer (ranks per "
+               "Context: TESSEL_NODE_SIZE = '", e,
+               "', expected a positive integer (ranks per "
                "emulated node)");
   return static_cast<int>(v);
 }
@@ -81,7 +82,8 @@ void Context::write_trace(const std::string& path) {
     tracer_.reset();
   }
   agree([&] {
-    TESSEL_CHECK(was_on, InputError, "write_trace(", path, "): tracing was not started (start_trace)");
+    TESSEL_CHECK(was_on, InputError, "write_trace(", path,
+                 "): tracing was not started (start_trace)");
     TESSEL_CHECK(!path.empty(), InputError, "write_trace: empty output path");
   });
   // The gather goes through a communicator without a ledger: it is not part of the run.
@@ -101,7 +103,8 @@ void Context::write_trace(const std::string& path) {
       parts.resize(static_cast<std::size_t>(p));
       parts[0] = std::move(mine);
       for (int r = 1; r < p; ++r) {
-        parts[static_cast<std::size_t>(r)].resize(static_cast<std::size_t>(lens[static_cast<std::size_t>(r)]));
+        parts[static_cast<std::size_t>(r)].resize(
+            static_cast<std::size_t>(lens[static_cast<std::size_t>(r)]));
         quiet.irecv(parts[static_cast<std::size_t>(r)].data(), lens[static_cast<std::size_t>(r)], r,
                     comm::tag::kTraceGather, rs);
       }
@@ -114,15 +117,18 @@ void Context::write_trace(const std::string& path) {
     if (rank() != 0) return;
     const std::string tmp = path + ".tmp." + std::to_string(static_cast<long long>(::getpid()));
     std::FILE* f = std::fopen(tmp.c_str(), "wb");
-    if (!f) throw InputError(detail::concat("cannot write trace ", path, ": ", std::strerror(errno)));
+    if (!f)
+      throw InputError(detail::concat("cannot write trace ", path, ": ", std::strerror(errno)));
     bool ok = std::fputs("{\"traceEvents\":[\n", f) >= 0;
     for (int r = 0; r < p && ok; ++r) {
       const std::string& s = parts[static_cast<std::size_t>(r)];
       if (r > 0) ok = std::fputs(",\n", f) >= 0;
       ok = ok && std::fwrite(s.data(), 1, s.size(), f) == s.size();
     }
-    ok = ok && std::fprintf(f, "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"ranks\":%d,"
-                               "\"producer\":\"tessel\"}}\n", p) > 0;
+    ok = ok && std::fprintf(f,
+                            "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"ranks\":%d,"
+                            "\"producer\":\"tessel\"}}\n",
+                            p) > 0;
     ok = (std::fclose(f) == 0) && ok;
     if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
       const int err = errno;

@@ -79,9 +79,10 @@ void Tracer::transfer_since(const char* kind, int peer, std::int64_t bytes, doub
 
 std::string Tracer::events_json() const {
   const std::string lane = ",\"pid\":" + std::to_string(rank_) + ",\"tid\":";
-  std::string out = "{\"ph\":\"M\",\"name\":\"process_name\"" + lane + "0,\"args\":{\"name\":\"rank " +
-                    std::to_string(rank_) + "\"}},\n{\"ph\":\"M\",\"name\":\"process_sort_index\"" +
-                    lane + "0,\"args\":{\"sort_index\":" + std::to_string(rank_) + "}}";
+  std::string out = "{\"ph\":\"M\",\"name\":\"process_name\"" + lane +
+                    "0,\"args\":{\"name\":\"rank " + std::to_string(rank_) +
+                    "\"}},\n{\"ph\":\"M\",\"name\":\"process_sort_index\"" + lane +
+                    "0,\"args\":{\"sort_index\":" + std::to_string(rank_) + "}}";
   for (const Event& e : events_) {
     out += ",\n{\"ph\":\"";
     out += e.ph;

@@ -118,11 +118,11 @@ DistMatrix<T> scatter(const Context& ctx, const T* full, const layout::Layout& t
   return redistribute(ctx, src, to);
 }
 
-#define TESSEL_INSTANTIATE(T)                                                               \
-  template class DistMatrix<T>;                                                             \
+#define TESSEL_INSTANTIATE(T)                                                                      \
+  template class DistMatrix<T>;                                                                    \
   template DistMatrix<T> redistribute(const Context&, const DistMatrix<T>&, const layout::Layout&, \
-                                      const layout::RedistOptions&); \
-  template std::vector<T> gather(const Context&, const DistMatrix<T>&, int);               \
+                                      const layout::RedistOptions&);                               \
+  template std::vector<T> gather(const Context&, const DistMatrix<T>&, int);                       \
   template DistMatrix<T> scatter(const Context&, const T*, const layout::Layout&, int);
 TESSEL_INSTANTIATE(double)
 TESSEL_INSTANTIATE(std::complex<double>)

@@ -26,7 +26,9 @@ struct Operand {
   const Layout* lay;
   Dim row_dim, col_dim;
   double weight;
-  const Partition1D& part(Dim d) const { return d == row_dim ? lay->row_partition() : lay->col_partition(); }
+  const Partition1D& part(Dim d) const {
+    return d == row_dim ? lay->row_partition() : lay->col_partition();
+  }
   // The caller's group of `rank` along dimension d (-1: the rank holds nothing).
   int group(Dim d, int rank) const {
     const auto g = lay->groups_of(rank);
@@ -36,15 +38,20 @@ struct Operand {
 };
 
 int parts(const GemmPlan& g, Dim d) { return d == kM ? g.pm : (d == kN ? g.pn : g.pk); }
-Partition1D part(const GemmPlan& g, Dim d) { return d == kM ? g.part_m() : (d == kN ? g.part_n() : g.part_k()); }
+Partition1D part(const GemmPlan& g, Dim d) {
+  return d == kM ? g.part_m() : (d == kN ? g.part_n() : g.part_k());
+}
 int coord(const PlanCoords& c, Dim d) { return d == kM ? c.i : (d == kN ? c.j : c.l); }
 
 // cnt[x][c]: elements of plan group x (of plan_part) in the caller's group c (of caller_part).
-std::vector<std::vector<double>> overlap_counts(const Partition1D& plan_part, const Partition1D& caller_part) {
-  std::vector<std::vector<double>> cnt(static_cast<std::size_t>(plan_part.groups()),
-                                       std::vector<double>(static_cast<std::size_t>(caller_part.groups()), 0.0));
+std::vector<std::vector<double>> overlap_counts(const Partition1D& plan_part,
+                                                const Partition1D& caller_part) {
+  std::vector<std::vector<double>> cnt(
+      static_cast<std::size_t>(plan_part.groups()),
+      std::vector<double>(static_cast<std::size_t>(caller_part.groups()), 0.0));
   for (const Segment& s : layout::merge(plan_part, caller_part))
-    cnt[static_cast<std::size_t>(s.a_group)][static_cast<std::size_t>(s.b_group)] += static_cast<double>(s.len);
+    cnt[static_cast<std::size_t>(s.a_group)][static_cast<std::size_t>(s.b_group)] +=
+        static_cast<double>(s.len);
   return cnt;
 }
 
@@ -63,7 +70,10 @@ std::optional<Partition1D> align_dim(const GemmPlan& g, Dim d, const std::vector
   // Per operand and rank: its caller group along d, and what it holds of its plan piece along
   // the other dimension (times the weight): a segment in that caller group given to the
   // rank's group saves len * held per element.
-  struct RankTerm { int rank_group, caller_group; double held; };
+  struct RankTerm {
+    int rank_group, caller_group;
+    double held;
+  };
   std::vector<std::vector<RankTerm>> terms(use.size());
   for (std::size_t o = 0; o < use.size(); ++o) {
     const Operand& op = *use[o];
@@ -73,12 +83,17 @@ std::optional<Partition1D> align_dim(const GemmPlan& g, Dim d, const std::vector
       const PlanCoords c = plan_coords(g, r);
       const int cd = op.group(d, r), ce = op.group(e, r);
       if (cd < 0) continue;
-      const double held = cnt[static_cast<std::size_t>(coord(c, e))][static_cast<std::size_t>(ce)] * op.weight;
+      const double held =
+          cnt[static_cast<std::size_t>(coord(c, e))][static_cast<std::size_t>(ce)] * op.weight;
       if (held > 0) terms[o].push_back({coord(c, d), cd, held});
     }
   }
   // Saving per element of each (segment, group) pair; best first (ties: segment, group order).
-  struct Pair { double saving; std::size_t s; int x; };
+  struct Pair {
+    double saving;
+    std::size_t s;
+    int x;
+  };
   std::vector<Pair> pairs;
   pairs.reserve(segs.size() * static_cast<std::size_t>(G));
   std::vector<double> save(static_cast<std::size_t>(G));
@@ -91,13 +106,16 @@ std::optional<Partition1D> align_dim(const GemmPlan& g, Dim d, const std::vector
     }
     for (int x = 0; x < G; ++x) pairs.push_back({save[static_cast<std::size_t>(x)], s, x});
   }
-  std::stable_sort(pairs.begin(), pairs.end(), [](const Pair& a, const Pair& b) { return a.saving > b.saving; });
+  std::stable_sort(pairs.begin(), pairs.end(),
+                   [](const Pair& a, const Pair& b) { return a.saving > b.saving; });
 
   // Deal: each pair takes what is left of its segment and of its group's balanced size.
   const std::int64_t n = use[0]->part(d).extent();
   std::vector<std::int64_t> seg_left(segs.size()), cap(static_cast<std::size_t>(G));
   for (std::size_t s = 0; s < segs.size(); ++s) seg_left[s] = segs[s].len;
-  for (int x = 0; x < G; ++x) cap[static_cast<std::size_t>(x)] = layout::split_begin(n, G, x + 1) - layout::split_begin(n, G, x);
+  for (int x = 0; x < G; ++x)
+    cap[static_cast<std::size_t>(x)] =
+        layout::split_begin(n, G, x + 1) - layout::split_begin(n, G, x);
   std::vector<std::vector<std::pair<int, std::int64_t>>> take(segs.size());
   for (const Pair& pr : pairs) {
     const std::int64_t a = std::min(seg_left[pr.s], cap[static_cast<std::size_t>(pr.x)]);

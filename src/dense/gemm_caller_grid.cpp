@@ -20,8 +20,8 @@ GemmPlan caller_grid_plan(const GemmPlanRequest& req, const CallerLayouts& cl) {
                "per grid position)");
   TESSEL_CHECK(cl.c.rows() == req.m && cl.c.cols() == req.n && cl.a.cols() == req.k,
                DimensionMismatch, "caller_grid_plan: C is ", cl.c.rows(), " x ", cl.c.cols(),
-               " and A has ", cl.a.cols(), " columns, the request is m = ", req.m, ", n = ",
-               req.n, ", k = ", req.k);
+               " and A has ", cl.a.cols(), " columns, the request is m = ", req.m, ", n = ", req.n,
+               ", k = ", req.k);
   GemmPlan g;
   g.m = req.m;
   g.n = req.n;

@@ -38,8 +38,8 @@ struct Traffic {
 std::int64_t nonempty(std::int64_t n, int q) { return std::min<std::int64_t>(n, q); }
 
 // One round of the plan with k chunk kr on rank (i, j, l): A and B panel receives.
-Traffic round_traffic(const GemmPlan& p, const MachineModel& mm, double bpw, int rank, int i,
-                      int j, int l, std::int64_t mi, std::int64_t nj, std::int64_t kr) {
+Traffic round_traffic(const GemmPlan& p, const MachineModel& mm, double bpw, int rank, int i, int j,
+                      int l, std::int64_t mi, std::int64_t nj, std::int64_t kr) {
   Traffic t;
   // A panel mi x kr: k in its columns unless A is transposed; split over j by the panel's
   // columns (k for N, the free range I_i for T/C). Piece g comes from rank (i, g, l).
@@ -56,8 +56,14 @@ Traffic round_traffic(const GemmPlan& p, const MachineModel& mm, double bpw, int
       t.bw_s += w * bpw / u->bandwidth_bps;
       t.lat_s += msgs * u->latency_s;
     };
-    if (p.a_transposed) group(kr, mi, p.pn, j); else group(mi, kr, p.pn, j);
-    if (p.b_transposed) group(nj, kr, p.pm, i); else group(kr, nj, p.pm, i);
+    if (p.a_transposed)
+      group(kr, mi, p.pn, j);
+    else
+      group(mi, kr, p.pn, j);
+    if (p.b_transposed)
+      group(nj, kr, p.pm, i);
+    else
+      group(kr, nj, p.pm, i);
     return t;
   }
   for (int g = 0; g < p.pn; ++g) {
@@ -72,7 +78,6 @@ Traffic round_traffic(const GemmPlan& p, const MachineModel& mm, double bpw, int
   }
   return t;
 }
-
 
 // 2D SUMMA on the caller's layouts (summa_native.cpp): per k segment, the A panel from the
 // left neighbour in the process row unless this rank's process column owns it, the B panel
@@ -89,13 +94,16 @@ GemmCost price_caller_grid_rank(const MachineModel& mm, bool complex, const Call
   const int pr = cl.c.row_partition().groups(), pcn = cl.c.col_partition().groups();
   const std::int64_t mr = cl.c.row_partition().local_extent(myr);
   const std::int64_t nc = cl.c.col_partition().local_extent(myc);
-  const int left = cl.c.owner(myr, (myc + pcn - 1) % pcn), up = cl.c.owner((myr + pr - 1) % pr, myc);
+  const int left = cl.c.owner(myr, (myc + pcn - 1) % pcn),
+            up = cl.c.owner((myr + pr - 1) % pr, myc);
   const double rate = mm.gemm_flops(complex), per_madd = complex ? 8.0 : 2.0;
   double prev_comp = 0;
   for (std::size_t s = 0; s < segs.size(); ++s) {
     Traffic tr;
-    if (segs[s].a_group != myc) tr.add(mm.link(rank, left), static_cast<double>(mr * segs[s].len), bpw);
-    if (segs[s].b_group != myr) tr.add(mm.link(rank, up), static_cast<double>(segs[s].len * nc), bpw);
+    if (segs[s].a_group != myc)
+      tr.add(mm.link(rank, left), static_cast<double>(mr * segs[s].len), bpw);
+    if (segs[s].b_group != myr)
+      tr.add(mm.link(rank, up), static_cast<double>(segs[s].len * nc), bpw);
     const double fl = per_madd * static_cast<double>(mr) * static_cast<double>(nc) * segs[s].len;
     c.rounds_words += tr.words;
     c.messages += tr.msgs;
@@ -167,9 +175,9 @@ GemmCost price_rank(const GemmPlan& p, const MachineModel& mm, bool complex,
     c.reduce_lat_s = red.lat_s;
   }
   if (caller != nullptr && p.m > 0 && p.n > 0 && p.k > 0) {
-    const PlanLayouts L = layouts != nullptr
-                              ? *layouts
-                              : make_plan_layouts(p, caller->a_transposed, caller->b_transposed, p.p);
+    const PlanLayouts L =
+        layouts != nullptr ? *layouts
+                           : make_plan_layouts(p, caller->a_transposed, caller->b_transposed, p.p);
     Traffic red;
     auto add = [&](const layout::Layout& src, const layout::Layout& dst) {
       const auto from = layout::redist_recv_from(src, dst, rank);
@@ -192,7 +200,8 @@ GemmCost price_rank(const GemmPlan& p, const MachineModel& mm, bool complex,
 GemmCost price_gemm_rank(const GemmPlan& p, const MachineModel& mm, bool complex,
                          const CallerLayouts* caller, int rank) {
   if (p.kind == PlanKind::CallerGrid) {
-    TESSEL_CHECK(caller != nullptr, Error, "price_gemm_rank: a CallerGrid plan needs the caller's layouts");
+    TESSEL_CHECK(caller != nullptr, Error,
+                 "price_gemm_rank: a CallerGrid plan needs the caller's layouts");
     if (p.m == 0 || p.n == 0 || p.k == 0) return GemmCost{rank};
     return price_caller_grid_rank(mm, complex, *caller,
                                   detail::summa_native_segments(caller->a, caller->b), rank);
@@ -208,13 +217,15 @@ GemmCost price_gemm_plan(const GemmPlan& p, const MachineModel& mm, bool complex
   std::vector<layout::Segment> segs;
   std::optional<PlanLayouts> L;  // built once for every rank
   if (p.kind == PlanKind::CallerGrid) {
-    TESSEL_CHECK(caller != nullptr, Error, "price_gemm_plan: a CallerGrid plan needs the caller's layouts");
+    TESSEL_CHECK(caller != nullptr, Error,
+                 "price_gemm_plan: a CallerGrid plan needs the caller's layouts");
     if (live) segs = detail::summa_native_segments(caller->a, caller->b);
   } else if (caller != nullptr && live) {
     L = make_plan_layouts(p, caller->a_transposed, caller->b_transposed, p.p);
   }
   auto one = [&](int r) {
-    if (p.kind == PlanKind::CallerGrid) return live ? price_caller_grid_rank(mm, complex, *caller, segs, r) : GemmCost{r};
+    if (p.kind == PlanKind::CallerGrid)
+      return live ? price_caller_grid_rank(mm, complex, *caller, segs, r) : GemmCost{r};
     return price_rank(p, mm, complex, caller, L ? &*L : nullptr, r);
   };
   GemmCost best = one(0);
@@ -246,16 +257,21 @@ GemmCost price_gemm_plan_search(const GemmPlan& p, const MachineModel& mm, bool 
   if ((!mm.uniform_link(p.p) && p.p <= 256) || p.aligned() || p.kind != PlanKind::Grid)
     return price_gemm_plan(p, mm, complex, nullptr);
   // The two piece sizes of each split the costs depend on.
-  auto both = [](std::int64_t n, int q) {
-    return std::vector<std::int64_t>{n / q, n / q + 1};
-  };
-  std::vector<std::int64_t> mis = both(p.m, p.pm), njs = both(p.n, p.pn), kls = both(p.k, p.pk), krs;
+  auto both = [](std::int64_t n, int q) { return std::vector<std::int64_t>{n / q, n / q + 1}; };
+  std::vector<std::int64_t> mis = both(p.m, p.pm), njs = both(p.n, p.pn), kls = both(p.k, p.pk),
+                            krs;
   for (std::int64_t kl : kls)
     for (std::int64_t kr : both(kl, std::max(1, p.rounds))) krs.push_back(kr);
   std::vector<std::int64_t> si{p.m}, sj{p.n}, sl{p.k};
-  for (std::int64_t x : njs) { si.push_back(x); sl.push_back(x); }  // B piece over i, C piece over l
-  for (std::int64_t x : krs) { si.push_back(x); sj.push_back(x); }  // k pieces over i (B^T), j (A)
-  for (std::int64_t x : mis) sj.push_back(x);                         // A^T piece over j
+  for (std::int64_t x : njs) {
+    si.push_back(x);
+    sl.push_back(x);
+  }  // B piece over i, C piece over l
+  for (std::int64_t x : krs) {
+    si.push_back(x);
+    sj.push_back(x);
+  }                                            // k pieces over i (B^T), j (A)
+  for (std::int64_t x : mis) sj.push_back(x);  // A^T piece over j
   const std::vector<int> ri = representatives(p.pm, si), rj = representatives(p.pn, sj),
                          rl = representatives(p.pk, sl);
   GemmCost best;

@@ -31,11 +31,13 @@ RoundPieces round_pieces(const GatherSpec& s, int rounds, int r) {
   rp.pieces.count.resize(static_cast<std::size_t>(s.q));
   for (int g = 0; g < s.q; ++g) {
     if (s.k_in_cols) {  // panel free_len x klen, split by k columns
-      std::int64_t b = layout::split_begin(rp.klen, s.q, g), e = layout::split_begin(rp.klen, s.q, g + 1);
+      std::int64_t b = layout::split_begin(rp.klen, s.q, g),
+                   e = layout::split_begin(rp.klen, s.q, g + 1);
       rp.pieces.offset[g] = s.free_len * b;
       rp.pieces.count[g] = s.free_len * (e - b);
     } else {  // panel klen x free_len, split by free columns
-      std::int64_t b = layout::split_begin(s.free_len, s.q, g), e = layout::split_begin(s.free_len, s.q, g + 1);
+      std::int64_t b = layout::split_begin(s.free_len, s.q, g),
+                   e = layout::split_begin(s.free_len, s.q, g + 1);
       rp.pieces.offset[g] = rp.klen * b;
       rp.pieces.count[g] = rp.klen * (e - b);
     }
@@ -43,7 +45,8 @@ RoundPieces round_pieces(const GatherSpec& s, int rounds, int r) {
   if (s.k_in_cols) {
     for (int rr = 0; rr < r; ++rr) {
       std::int64_t kl = round_begin(s.k_len, rounds, rr + 1) - round_begin(s.k_len, rounds, rr);
-      rp.local_offset += layout::split_begin(kl, s.q, s.me + 1) - layout::split_begin(kl, s.q, s.me);
+      rp.local_offset +=
+          layout::split_begin(kl, s.q, s.me + 1) - layout::split_begin(kl, s.q, s.me);
     }
   } else {
     rp.local_offset = rb;
@@ -86,11 +89,13 @@ struct Gatherer {
     const int b = r % 2;
     rp[b] = round_pieces(spec, rounds, r);
     if (spec.q == 1) {  // nothing to gather: use the plan-layout storage itself
-      direct[b] = spec.k_in_cols ? X.data() + rp[b].local_offset * X.ld() : X.data() + rp[b].local_offset;
+      direct[b] =
+          spec.k_in_cols ? X.data() + rp[b].local_offset * X.ld() : X.data() + rp[b].local_offset;
       return;
     }
     std::int64_t need = spec.free_len * rp[b].klen;
-    if (static_cast<std::int64_t>(buf[b].size()) < need) buf[b].resize(static_cast<std::size_t>(need));
+    if (static_cast<std::int64_t>(buf[b].size()) < need)
+      buf[b].resize(static_cast<std::size_t>(need));
     place_own_piece(spec, rp[b], X, buf[b].data());
     comm::post_allgather(c, spec.members, spec.me, rp[b].pieces, buf[b].data(), tag_base + b,
                          pending[b]);
@@ -132,10 +137,22 @@ void execute_plan(Context& ctx, const GemmPlan& plan, T alpha, Op opa, const Dis
   DistMatrix<T> Cp = c_in_place ? DistMatrix<T>() : DistMatrix<T>(ctx, L.c);
   const PlanCoords pc = plan_coords(plan, ctx.rank());
   if (pc.active) {
-    Gatherer<T> ga{ctx.comm(), gather_spec_a(plan, at, ctx.rank()), Ap, plan.rounds,
-                   comm::tag::kGemmRoundsA, {}, {}, {}};
-    Gatherer<T> gb{ctx.comm(), gather_spec_b(plan, bt, ctx.rank()), Bp, plan.rounds,
-                   comm::tag::kGemmRoundsB, {}, {}, {}};
+    Gatherer<T> ga{ctx.comm(),
+                   gather_spec_a(plan, at, ctx.rank()),
+                   Ap,
+                   plan.rounds,
+                   comm::tag::kGemmRoundsA,
+                   {},
+                   {},
+                   {}};
+    Gatherer<T> gb{ctx.comm(),
+                   gather_spec_b(plan, bt, ctx.rank()),
+                   Bp,
+                   plan.rounds,
+                   comm::tag::kGemmRoundsB,
+                   {},
+                   {},
+                   {}};
     const std::int64_t mi = ga.spec.free_len, nj = gb.spec.free_len;
     std::vector<T> partial;
     if (!c_in_place) partial.assign(static_cast<std::size_t>(mi * nj), T(0));
@@ -157,8 +174,13 @@ void execute_plan(Context& ctx, const GemmPlan& plan, T alpha, Op opa, const Dis
       const std::int64_t lda = ga.ld(r), ldb = gb.ld(r);
       const T beta_r = (c_in_place && r == 0) ? beta : T(1);
       const KernelSpan kspan(&ctx.ledger(), "local gemm", 2.0 * mi * nj * kr);
-      kernels::gemm<T>(op_char(opa), op_char(opb), mi, nj, kr, alpha, a, lda, b, ldb, beta_r, out,
-                       ldo, [&] { na.test_all(); nb.test_all(); }, 256);
+      kernels::gemm<T>(
+          op_char(opa), op_char(opb), mi, nj, kr, alpha, a, lda, b, ldb, beta_r, out, ldo,
+          [&] {
+            na.test_all();
+            nb.test_all();
+          },
+          256);
     }
     if (c_in_place) return;
 
@@ -166,7 +188,8 @@ void execute_plan(Context& ctx, const GemmPlan& plan, T alpha, Op opa, const Dis
     comm::Pieces cp;
     std::vector<int> members;
     for (int l = 0; l < plan.pk; ++l) {
-      std::int64_t b = layout::split_begin(nj, plan.pk, l), e = layout::split_begin(nj, plan.pk, l + 1);
+      std::int64_t b = layout::split_begin(nj, plan.pk, l),
+                   e = layout::split_begin(nj, plan.pk, l + 1);
       cp.offset.push_back(mi * b);
       cp.count.push_back(mi * (e - b));
       members.push_back(plan_rank(plan, pc.i, pc.j, l));
@@ -205,8 +228,8 @@ void execute_plan(Context& ctx, const GemmPlan& plan, T alpha, Op opa, const Dis
 
 template void execute_plan<double>(Context&, const GemmPlan&, double, Op, const DistMatrix<double>&,
                                    Op, const DistMatrix<double>&, double, DistMatrix<double>&);
-template void execute_plan<std::complex<double>>(Context&, const GemmPlan&, std::complex<double>, Op,
-                                                 const DistMatrix<std::complex<double>>&, Op,
+template void execute_plan<std::complex<double>>(Context&, const GemmPlan&, std::complex<double>,
+                                                 Op, const DistMatrix<std::complex<double>>&, Op,
                                                  const DistMatrix<std::complex<double>>&,
                                                  std::complex<double>,
                                                  DistMatrix<std::complex<double>>&);

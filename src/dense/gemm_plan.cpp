@@ -190,13 +190,25 @@ std::int64_t piece_of(const std::optional<layout::Partition1D>& split, std::int6
 }
 }  // namespace
 
-std::int64_t GemmPlan::dom_m() const { return split_m ? largest_group(*split_m) : max_piece(m, pm); }
-std::int64_t GemmPlan::dom_n() const { return split_n ? largest_group(*split_n) : max_piece(n, pn); }
-std::int64_t GemmPlan::dom_k() const { return split_k ? largest_group(*split_k) : max_piece(k, pk); }
+std::int64_t GemmPlan::dom_m() const {
+  return split_m ? largest_group(*split_m) : max_piece(m, pm);
+}
+std::int64_t GemmPlan::dom_n() const {
+  return split_n ? largest_group(*split_n) : max_piece(n, pn);
+}
+std::int64_t GemmPlan::dom_k() const {
+  return split_k ? largest_group(*split_k) : max_piece(k, pk);
+}
 
-layout::Partition1D GemmPlan::part_m() const { return split_m ? *split_m : layout::Partition1D::even(m, pm); }
-layout::Partition1D GemmPlan::part_n() const { return split_n ? *split_n : layout::Partition1D::even(n, pn); }
-layout::Partition1D GemmPlan::part_k() const { return split_k ? *split_k : layout::Partition1D::even(k, pk); }
+layout::Partition1D GemmPlan::part_m() const {
+  return split_m ? *split_m : layout::Partition1D::even(m, pm);
+}
+layout::Partition1D GemmPlan::part_n() const {
+  return split_n ? *split_n : layout::Partition1D::even(n, pn);
+}
+layout::Partition1D GemmPlan::part_k() const {
+  return split_k ? *split_k : layout::Partition1D::even(k, pk);
+}
 std::int64_t GemmPlan::piece_m(int i) const { return piece_of(split_m, m, pm, i); }
 std::int64_t GemmPlan::piece_n(int j) const { return piece_of(split_n, n, pn, j); }
 std::int64_t GemmPlan::piece_k(int l) const { return piece_of(split_k, k, pk, l); }
@@ -254,8 +266,7 @@ double GemmPlan::bound_words_eq4() const {
   return a > 0 ? 2.0 * x / a + a * a : 0.0;
 }
 
-double recv_lower_bound_words(std::int64_t m, std::int64_t n, std::int64_t k, int p,
-                              double v) {
+double recv_lower_bound_words(std::int64_t m, std::int64_t n, std::int64_t k, int p, double v) {
   const double M = static_cast<double>(m), N = static_cast<double>(n), K = static_cast<double>(k);
   if (!(v > 0) || p < 1) return 0.0;
   const double lo[3] = {v / N, v / M, v / K}, hi[3] = {M * K, N * K, M * N};
@@ -268,7 +279,10 @@ double recv_lower_bound_words(std::int64_t m, std::int64_t n, std::int64_t k, in
     double fixed_prod = 1, fixed_sum = 0;
     int nfree = 0;
     for (int x = 0; x < 3; ++x) {
-      if (st[x] == 2) { ++nfree; continue; }
+      if (st[x] == 2) {
+        ++nfree;
+        continue;
+      }
       const double val = st[x] == 0 ? lo[x] : hi[x];
       fixed_prod *= val;
       fixed_sum += val;
@@ -299,69 +313,75 @@ std::string cost_parts(const GemmCost& c) {
   return fmt::format(
       "compute {}, rounds transfer {} + latency {}, overlap {}, reduce {} + {}, "
       "redistribution {} + {}",
-      ms(c.compute_s), ms(c.rounds_bw_s), ms(c.rounds_lat_s), ms(c.overlap_s),
-      ms(c.reduce_bw_s), ms(c.reduce_lat_s), ms(c.redist_bw_s), ms(c.redist_lat_s));
+      ms(c.compute_s), ms(c.rounds_bw_s), ms(c.rounds_lat_s), ms(c.overlap_s), ms(c.reduce_bw_s),
+      ms(c.reduce_lat_s), ms(c.redist_bw_s), ms(c.redist_lat_s));
 }
 }  // namespace
 
 std::string GemmPlan::to_string() const {
   std::string s;
   auto line = [&s](const std::string& l) { s += l + "\n"; };
-  line(fmt::format("multiply plan: C ({} x {}) = A ({} x {}) * B ({} x {}) on {} ranks", m, n,
-                   m, k, k, n, p));
+  line(fmt::format("multiply plan: C ({} x {}) = A ({} x {}) * B ({} x {}) on {} ranks", m, n, m, k,
+                   k, n, p));
   int max_idle = gemm_max_idle(p, delta);
-  std::string idle_txt = idle() == 0 ? std::string("no rank idle")
-                                     : fmt::format("{} of {} ranks idle", idle(), p);
-  line(fmt::format("  grid pm x pn x pk = {} x {} x {}: {} ranks used, {} (delta {} allows up "
-                   "to {})",
-                   pm, pn, pk, used(), idle_txt, delta, max_idle));
+  std::string idle_txt =
+      idle() == 0 ? std::string("no rank idle") : fmt::format("{} of {} ranks idle", idle(), p);
+  line(
+      fmt::format("  grid pm x pn x pk = {} x {} x {}: {} ranks used, {} (delta {} allows up "
+                  "to {})",
+                  pm, pn, pk, used(), idle_txt, delta, max_idle));
   if (kind == PlanKind::CallerGrid)
-    line(fmt::format("  2D SUMMA on the caller's layouts as they are ({} x {} process grid, {} k "
-                     "segments): no redistribution; A panels travel along process rows, B "
-                     "panels along process columns",
-                     pm, pn, rounds));
+    line(
+        fmt::format("  2D SUMMA on the caller's layouts as they are ({} x {} process grid, {} k "
+                    "segments): no redistribution; A panels travel along process rows, B "
+                    "panels along process columns",
+                    pm, pn, rounds));
   else if (aligned())
-    line(fmt::format("  aligned with the caller's layouts: the splits of {}{}{}follow where A, B "
-                     "and C already are (align_gemm_plan)",
-                     split_m ? "m " : "", split_n ? "n " : "", split_k ? "k " : ""));
-  line(fmt::format("  local domain (largest) dm x dn x dk = {} x {} x {} ({:.4g} multiply-adds "
-                   "per rank)",
-                   dom_m(), dom_n(), dom_k(), compute_volume(*this)));
+    line(
+        fmt::format("  aligned with the caller's layouts: the splits of {}{}{}follow where A, B "
+                    "and C already are (align_gemm_plan)",
+                    split_m ? "m " : "", split_n ? "n " : "", split_k ? "k " : ""));
+  line(
+      fmt::format("  local domain (largest) dm x dn x dk = {} x {} x {} ({:.4g} multiply-adds "
+                  "per rank)",
+                  dom_m(), dom_n(), dom_k(), compute_volume(*this)));
   line(fmt::format("  rounds over k: {}, k per round <= {}", rounds, k_per_round()));
   double total = recv_words();
-  line(fmt::format("  predicted words received per rank: A {}, B {}, C {}, total {} "
-                   "({:.4g} MiB)",
-                   words_str(recv_words_a()), words_str(recv_words_b()),
-                   words_str(recv_words_c()), words_str(total), mib(total)));
+  line(
+      fmt::format("  predicted words received per rank: A {}, B {}, C {}, total {} "
+                  "({:.4g} MiB)",
+                  words_str(recv_words_a()), words_str(recv_words_b()), words_str(recv_words_c()),
+                  words_str(total), mib(total)));
   double bound = recv_bound_words();
   std::string ratio = bound > 0 ? fmt::format("{:.3f}", total / bound) : std::string("n/a");
-  line(fmt::format("  lower bound on words the busiest rank must receive (any schedule with at "
-                   "most {:.4g} multiply-adds per rank, from layouts that hold each element "
-                   "once): {} words; predicted / bound = {}",
-                   compute_volume(*this), words_str(bound), ratio));
+  line(
+      fmt::format("  lower bound on words the busiest rank must receive (any schedule with at "
+                  "most {:.4g} multiply-adds per rank, from layouts that hold each element "
+                  "once): {} words; predicted / bound = {}",
+                  compute_volume(*this), words_str(bound), ratio));
   line(fmt::format("  {}", describe(machine)));
   line(fmt::format("  predicted time of the busiest rank (rank {}): {} = {}", cost.rank,
                    ms(cost.total_s()), cost_parts(cost)));
-  line(fmt::format("  predicted words received by the busiest rank: {} (plan {}, "
-                   "redistribution {})",
-                   words_str(cost.words()), words_str(cost.plan_words()),
-                   words_str(cost.redist_words)));
+  line(fmt::format(
+      "  predicted words received by the busiest rank: {} (plan {}, "
+      "redistribution {})",
+      words_str(cost.words()), words_str(cost.plan_words()), words_str(cost.redist_words)));
   for (const auto& r : runners_up)
-    line(fmt::format("    runner-up {} x {} x {}{}, {} rounds: {} ({} words) = {}", r.pm, r.pn,
-                     r.pk,
-                     r.kind == PlanKind::CallerGrid ? " (2D SUMMA on the caller's layouts)"
-                     : r.aligned                    ? " (aligned)"
-                                                    : "",
-                     r.rounds, ms(r.cost.total_s()), words_str(r.cost.words()),
-                     cost_parts(r.cost)));
+    line(
+        fmt::format("    runner-up {} x {} x {}{}, {} rounds: {} ({} words) = {}", r.pm, r.pn, r.pk,
+                    r.kind == PlanKind::CallerGrid ? " (2D SUMMA on the caller's layouts)"
+                    : r.aligned                    ? " (aligned)"
+                                                   : "",
+                    r.rounds, ms(r.cost.total_s()), words_str(r.cost.words()), cost_parts(r.cost)));
   GemmMemory mem = memory();
   line(fmt::format("  memory per rank: {} words ({:.4g} MiB) needed, budget {}",
                    words_str(mem.total()), mib(mem.total()), budget_str(memory_words)));
-  line(fmt::format("    C partial {}, A piece {}, B piece {}, A round buffers {}, B round "
-                   "buffers {}, C reduce-scatter out {}, C reduce-scatter recv {}",
-                   words_str(mem.c_partial), words_str(mem.a_piece), words_str(mem.b_piece),
-                   words_str(mem.a_rounds), words_str(mem.b_rounds), words_str(mem.c_out),
-                   words_str(mem.c_recv)));
+  line(
+      fmt::format("    C partial {}, A piece {}, B piece {}, A round buffers {}, B round "
+                  "buffers {}, C reduce-scatter out {}, C reduce-scatter recv {}",
+                  words_str(mem.c_partial), words_str(mem.a_piece), words_str(mem.b_piece),
+                  words_str(mem.a_rounds), words_str(mem.b_rounds), words_str(mem.c_out),
+                  words_str(mem.c_recv)));
   return s;
 }
 
@@ -440,7 +460,8 @@ void price_rounds(GemmPlan& g, const GemmPlanRequest& req) {
     GemmPlan h = g;
     h.rounds = best_rounds;
     h.cost = price_gemm_plan_search(h, req.machine, req.complex);
-    if (!same_time(h.cost.total_s(), g.cost.total_s()) && h.cost.total_s() < g.cost.total_s()) g = h;
+    if (!same_time(h.cost.total_s(), g.cost.total_s()) && h.cost.total_s() < g.cost.total_s())
+      g = h;
   }
 }
 
@@ -575,8 +596,9 @@ GemmPlan make_summa_plan(const GemmPlanRequest& req) {
   }
   if (cands.empty()) fit.throw_no_plan();
   // The orientation with less volume; ties keep pm <= pn (the first).
-  return pick(cands, [](const GemmPlan& g) { return g.recv_words(); },
-              [](const GemmPlan&, const GemmPlan&) { return false; });
+  return pick(
+      cands, [](const GemmPlan& g) { return g.recv_words(); },
+      [](const GemmPlan&, const GemmPlan&) { return false; });
 }
 
 }  // namespace tessel::dense

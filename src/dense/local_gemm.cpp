@@ -34,9 +34,9 @@ void call(char ta, char tb, int m, int n, int k, std::complex<double> al,
 }  // namespace
 
 template <class T>
-void gemm(char opa, char opb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha,
-          const T* a, std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c,
-          std::int64_t ldc, const std::function<void()>& between, std::int64_t chunk) {
+void gemm(char opa, char opb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a,
+          std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc,
+          const std::function<void()>& between, std::int64_t chunk) {
   if (m == 0 || n == 0) return;
   if (k == 0) {  // BLAS would do this too, but make beta == 0 not read C explicitly
     for (std::int64_t j = 0; j < n; ++j)
@@ -62,8 +62,7 @@ template void gemm<double>(char, char, std::int64_t, std::int64_t, std::int64_t,
 template void gemm<std::complex<double>>(char, char, std::int64_t, std::int64_t, std::int64_t,
                                          std::complex<double>, const std::complex<double>*,
                                          std::int64_t, const std::complex<double>*, std::int64_t,
-                                         std::complex<double>, std::complex<double>*,
-                                         std::int64_t, const std::function<void()>&,
-                                         std::int64_t);
+                                         std::complex<double>, std::complex<double>*, std::int64_t,
+                                         const std::function<void()>&, std::int64_t);
 
 }  // namespace tessel::dense::kernels

@@ -10,8 +10,8 @@ namespace tessel::dense::kernels {
 /// chunks of C and calls `between` (may be empty) after each chunk, so a caller can drive
 /// outstanding communication while the kernel runs.
 template <class T>
-void gemm(char opa, char opb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha,
-          const T* a, std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c,
-          std::int64_t ldc, const std::function<void()>& between = {}, std::int64_t chunk = 0);
+void gemm(char opa, char opb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a,
+          std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc,
+          const std::function<void()>& between = {}, std::int64_t chunk = 0);
 
 }  // namespace tessel::dense::kernels

@@ -19,7 +19,8 @@ using nlohmann::json;
 
 [[noreturn]] void bad(const std::string& what, const std::string& key, const std::string& value,
                       const std::string& expected) {
-  throw InputError(fmt::format("machine file {}: {} = {}: expected {}", what, key, value, expected));
+  throw InputError(
+      fmt::format("machine file {}: {} = {}: expected {}", what, key, value, expected));
 }
 
 double number(const json& j, const std::string& what, const std::string& key) {
@@ -74,11 +75,13 @@ MachineModel machine_model_from_json(const std::string& text, const std::string&
       link(*it, what, key, m.inter);
     } else if (key == "node_size") {
       double v = number(*it, what, key);
-      if (!(v >= 0 && v <= 1e9 && v == std::floor(v))) bad(what, key, it->dump(), "an integer >= 0 (0 = unknown)");
+      if (!(v >= 0 && v <= 1e9 && v == std::floor(v)))
+        bad(what, key, it->dump(), "an integer >= 0 (0 = unknown)");
       m.node_size = static_cast<int>(v);
     } else if (key == "p2p_segment_bytes") {
       double v = number(*it, what, key);
-      if (!(v >= 1 && v <= 9e15 && v == std::floor(v))) bad(what, key, it->dump(), "an integer >= 1");
+      if (!(v >= 1 && v <= 9e15 && v == std::floor(v)))
+        bad(what, key, it->dump(), "an integer >= 1");
       m.p2p_segment_bytes = static_cast<std::int64_t>(v);
     } else if (key == "overlap") {
       double v = number(*it, what, key);
@@ -119,8 +122,10 @@ std::string machine_model_to_json(const MachineModel& m) {
   json j;
   j["dgemm_gflops"] = m.dgemm_flops * 1e-9;
   j["zgemm_gflops"] = m.zgemm_flops * 1e-9;
-  j["intra_node"] = {{"latency_us", m.intra.latency_s * 1e6}, {"bandwidth_gbs", m.intra.bandwidth_bps * 1e-9}};
-  j["inter_node"] = {{"latency_us", m.inter.latency_s * 1e6}, {"bandwidth_gbs", m.inter.bandwidth_bps * 1e-9}};
+  j["intra_node"] = {{"latency_us", m.intra.latency_s * 1e6},
+                     {"bandwidth_gbs", m.intra.bandwidth_bps * 1e-9}};
+  j["inter_node"] = {{"latency_us", m.inter.latency_s * 1e6},
+                     {"bandwidth_gbs", m.inter.bandwidth_bps * 1e-9}};
   j["node_size"] = m.node_size;
   j["p2p_segment_bytes"] = m.p2p_segment_bytes;
   j["overlap"] = m.overlap;
@@ -133,7 +138,8 @@ std::string describe(const MachineModel& m) {
       "{:.4g} GB/s; inter-node {:.3g} us, {:.4g} GB/s; node size {}",
       m.source, m.dgemm_flops * 1e-9, m.zgemm_flops * 1e-9, m.intra.latency_s * 1e6,
       m.intra.bandwidth_bps * 1e-9, m.inter.latency_s * 1e6, m.inter.bandwidth_bps * 1e-9,
-      m.node_size > 0 ? std::to_string(m.node_size) : std::string("unknown (all links inter-node)"));
+      m.node_size > 0 ? std::to_string(m.node_size)
+                      : std::string("unknown (all links inter-node)"));
 }
 
 }  // namespace tessel::dense

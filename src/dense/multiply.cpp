@@ -60,7 +60,8 @@ GemmPlan plan_multiply(std::int64_t m, std::int64_t n, std::int64_t k, int p,
   }
   const bool live = m > 0 && n > 0 && k > 0;
   if (opt.algorithm == Algorithm::Summa2D) {
-    if (caller != nullptr && live && summa2d_on_caller_applies(*caller)) return caller_grid_plan(req, *caller);
+    if (caller != nullptr && live && summa2d_on_caller_applies(*caller))
+      return caller_grid_plan(req, *caller);
     return make_summa_plan(req);
   }
   req.allow_caller_grid = opt.algorithm == Algorithm::Auto;
@@ -82,7 +83,8 @@ PredictedWords predict_words(int p, const GemmPlan& plan, Op opa, Op opb, const 
       w.redistribution = std::max(w.redistribution, redist);
     }
     if (native)
-      w.native = std::max(w.native, static_cast<double>(detail::summa_native_recv_elems(a, b, c, r)));
+      w.native =
+          std::max(w.native, static_cast<double>(detail::summa_native_recv_elems(a, b, c, r)));
   }
   w.optimal = caller_grid ? w.native : w.redistribution + plan.recv_words();
   if (!native) w.native = -1;
@@ -93,8 +95,10 @@ namespace {
 
 template <class T>
 bool finite(const T& v) {
-  if constexpr (std::is_same_v<T, double>) return std::isfinite(v);
-  else return std::isfinite(v.real()) && std::isfinite(v.imag());
+  if constexpr (std::is_same_v<T, double>)
+    return std::isfinite(v);
+  else
+    return std::isfinite(v.real()) && std::isfinite(v.imag());
 }
 
 // Rank-local: throws InputError naming the first non-finite element of x.
@@ -103,7 +107,11 @@ void check_finite(const char* name, const DistMatrix<T>& x) {
   bool bad = false;
   std::int64_t bi = 0, bj = 0;
   const_cast<DistMatrix<T>&>(x).for_each_local([&](std::int64_t i, std::int64_t j, T& v) {
-    if (!bad && !finite(v)) { bad = true; bi = i; bj = j; }
+    if (!bad && !finite(v)) {
+      bad = true;
+      bi = i;
+      bj = j;
+    }
   });
   TESSEL_CHECK(!bad, InputError, "multiply: ", name, " contains NaN or Inf at (", bi, ", ", bj,
                "); refusing to propagate it");
@@ -148,8 +156,9 @@ MultiplyReport multiply(Context& ctx, T alpha, Op opa, const DistMatrix<T>& A, O
   // caller's layouts and (auto) 2D SUMMA on the caller's layouts as they are.
   rep.plan = plan_multiply(m, n, ak, ctx.size(), opt, &caller, !std::is_same_v<T, double>);
   const bool on_caller = rep.plan.kind == PlanKind::CallerGrid;
-  rep.algorithm = on_caller ? Algorithm::Summa2D
-                            : (opt.algorithm == Algorithm::Auto ? Algorithm::Optimal : opt.algorithm);
+  rep.algorithm = on_caller
+                      ? Algorithm::Summa2D
+                      : (opt.algorithm == Algorithm::Auto ? Algorithm::Optimal : opt.algorithm);
   if (on_caller)
     rep.executed = "summa2d on the caller's layout";
   else
@@ -169,8 +178,14 @@ MultiplyReport multiply(Context& ctx, T alpha, Op opa, const DistMatrix<T>& A, O
   DistMatrix<T> a_copy, b_copy;
   const DistMatrix<T>* pa = &A;
   const DistMatrix<T>* pb = &B;
-  if (storage_overlaps(A, C)) { a_copy = A.clone(); pa = &a_copy; }
-  if (storage_overlaps(B, C)) { b_copy = B.clone(); pb = &b_copy; }
+  if (storage_overlaps(A, C)) {
+    a_copy = A.clone();
+    pa = &a_copy;
+  }
+  if (storage_overlaps(B, C)) {
+    b_copy = B.clone();
+    pb = &b_copy;
+  }
   if (on_caller)
     detail::summa_native(ctx, alpha, *pa, *pb, beta, C);
   else
@@ -181,9 +196,11 @@ MultiplyReport multiply(Context& ctx, T alpha, Op opa, const DistMatrix<T>& A, O
 template MultiplyReport multiply<double>(Context&, double, Op, const DistMatrix<double>&, Op,
                                          const DistMatrix<double>&, double, DistMatrix<double>&,
                                          const MultiplyOptions&);
-template MultiplyReport multiply<std::complex<double>>(
-    Context&, std::complex<double>, Op, const DistMatrix<std::complex<double>>&, Op,
-    const DistMatrix<std::complex<double>>&, std::complex<double>,
-    DistMatrix<std::complex<double>>&, const MultiplyOptions&);
+template MultiplyReport multiply<std::complex<double>>(Context&, std::complex<double>, Op,
+                                                       const DistMatrix<std::complex<double>>&, Op,
+                                                       const DistMatrix<std::complex<double>>&,
+                                                       std::complex<double>,
+                                                       DistMatrix<std::complex<double>>&,
+                                                       const MultiplyOptions&);
 
 }  // namespace tessel::dense

@@ -29,7 +29,8 @@ std::vector<std::vector<Interval>> runs_by_group(const Partition1D& part) {
   std::vector<std::vector<Interval>> runs(static_cast<std::size_t>(part.groups()));
   for (const Interval& v : part.intervals()) runs[static_cast<std::size_t>(v.group)].push_back(v);
   for (auto& r : runs)
-    std::sort(r.begin(), r.end(), [](const Interval& a, const Interval& b) { return a.local < b.local; });
+    std::sort(r.begin(), r.end(),
+              [](const Interval& a, const Interval& b) { return a.local < b.local; });
   return runs;
 }
 
@@ -43,7 +44,8 @@ void for_local_range(const std::vector<Interval>& runs, std::int64_t lb, std::in
 }
 
 Partition1D sorted_partition(std::int64_t n, int groups, std::vector<Interval> iv) {
-  std::sort(iv.begin(), iv.end(), [](const Interval& a, const Interval& b) { return a.begin < b.begin; });
+  std::sort(iv.begin(), iv.end(),
+            [](const Interval& a, const Interval& b) { return a.begin < b.begin; });
   return Partition1D(n, groups, std::move(iv));
 }
 
@@ -61,10 +63,11 @@ Partition1D k_round_pieces(const Partition1D& kpart, int rounds, int q) {
       for (int g = 0; g < q; ++g) {
         std::int64_t b = split_begin(rl, q, g), e = split_begin(rl, q, g + 1);
         const int grp = l * q + g;
-        for_local_range(runs[static_cast<std::size_t>(l)], rb + b, rb + e, [&](std::int64_t gb, std::int64_t len) {
-          iv.push_back({gb, len, grp, local[static_cast<std::size_t>(grp)]});
-          local[static_cast<std::size_t>(grp)] += len;
-        });
+        for_local_range(runs[static_cast<std::size_t>(l)], rb + b, rb + e,
+                        [&](std::int64_t gb, std::int64_t len) {
+                          iv.push_back({gb, len, grp, local[static_cast<std::size_t>(grp)]});
+                          local[static_cast<std::size_t>(grp)] += len;
+                        });
       }
     }
   }
@@ -80,10 +83,11 @@ Partition1D free_pieces(const Partition1D& part, int q) {
     const std::int64_t fl = part.local_extent(f);
     for (int g = 0; g < q; ++g) {
       std::int64_t b = split_begin(fl, q, g), e = split_begin(fl, q, g + 1), at = 0;
-      for_local_range(runs[static_cast<std::size_t>(f)], b, e, [&](std::int64_t gb, std::int64_t len) {
-        iv.push_back({gb, len, f * q + g, at});
-        at += len;
-      });
+      for_local_range(runs[static_cast<std::size_t>(f)], b, e,
+                      [&](std::int64_t gb, std::int64_t len) {
+                        iv.push_back({gb, len, f * q + g, at});
+                        at += len;
+                      });
     }
   }
   return sorted_partition(part.extent(), F * q, std::move(iv));
@@ -100,22 +104,24 @@ Layout operand_layout(bool k_in_cols, const Partition1D& free_part, const Partit
     std::vector<int> own(static_cast<std::size_t>(F) * pk * q);
     for (int f = 0; f < F; ++f)
       for (int l = 0; l < pk; ++l)
-        for (int g = 0; g < q; ++g) own[static_cast<std::size_t>(f) * pk * q + l * q + g] = owner(f, g, l);
+        for (int g = 0; g < q; ++g)
+          own[static_cast<std::size_t>(f) * pk * q + l * q + g] = owner(f, g, l);
     return Layout(free_part, cols, own, comm_size);
   }
   Partition1D cols = free_pieces(free_part, q);
   std::vector<int> own(static_cast<std::size_t>(pk) * F * q);
   for (int l = 0; l < pk; ++l)
     for (int f = 0; f < F; ++f)
-      for (int g = 0; g < q; ++g) own[static_cast<std::size_t>(l) * F * q + f * q + g] = owner(f, g, l);
+      for (int g = 0; g < q; ++g)
+        own[static_cast<std::size_t>(l) * F * q + f * q + g] = owner(f, g, l);
   return Layout(kpart, cols, own, comm_size);
 }
 
 }  // namespace
 
 PlanLayouts make_plan_layouts(const GemmPlan& p, bool at, bool bt, int comm_size) {
-  TESSEL_CHECK(p.used() <= comm_size, GridError, "plan uses ", p.used(), " ranks, communicator has ",
-               comm_size);
+  TESSEL_CHECK(p.used() <= comm_size, GridError, "plan uses ", p.used(),
+               " ranks, communicator has ", comm_size);
   PlanLayouts out;
   const Partition1D pm_part = p.part_m(), pn_part = p.part_n(), pk_part = p.part_k();
   // A: free = m (F = pm, index i), gathered over j (q = pn). k in columns unless transposed.

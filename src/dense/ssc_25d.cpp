@@ -157,8 +157,8 @@ void alg25d(const Exec& e, const double* d, double* d2, double* d3) {
   comm::RequestSet rs;
   for (int x = 0; x < N; ++x) {
     auto pt = part(x);
-    comm::ireduce_sum((*e.grd)[x], c3.data() + pt.begin, k == 0 ? d3 + pt.begin : nullptr,
-                      pt.count, 0, rs, e.coll);
+    comm::ireduce_sum((*e.grd)[x], c3.data() + pt.begin, k == 0 ? d3 + pt.begin : nullptr, pt.count,
+                      0, rs, e.coll);
   }
   rs.wait_all();
 }

@@ -27,8 +27,10 @@ void return_to_plane0(const Exec& e, const comm::Comm& grd, const std::vector<do
   const std::int64_t ri = e.r[e.i], rj = e.r[e.j], rk = e.r[e.k];
   comm::RequestSet rs;
   if (e.j == e.k) {
-    if (e.k == 0) std::copy(blk.begin(), blk.end(), out);
-    else grd.isend(blk.data(), ri * rk, 0, tag, rs);
+    if (e.k == 0)
+      std::copy(blk.begin(), blk.end(), out);
+    else
+      grd.isend(blk.data(), ri * rk, 0, tag, rs);
   }
   if (e.k == 0 && e.j != 0) grd.irecv(out, ri * rj, e.j, tag, rs);
   rs.wait_all();
@@ -39,8 +41,7 @@ void return_to_plane0(const Exec& e, const comm::Comm& grd, const std::vector<do
 void alg3(const Exec& e, const double* d, double* d2, double* d3) {
   const int i = e.i, j = e.j, k = e.k, p = e.p;
   const std::int64_t ri = e.r[i], rj = e.r[j], rk = e.r[k];
-  const comm::Comm &row = (*e.row)[0], &col = (*e.col)[0], &grd = (*e.grd)[0],
-                   &glob = (*e.glob)[0];
+  const comm::Comm &row = (*e.row)[0], &col = (*e.col)[0], &grd = (*e.grd)[0], &glob = (*e.glob)[0];
   std::vector<double> a(static_cast<std::size_t>(ri * rj)), c(static_cast<std::size_t>(ri * rk));
   std::vector<double> bt, blk;
 
@@ -58,8 +59,10 @@ void alg3(const Exec& e, const double* d, double* d2, double* d3) {
   local_multiply(e, 'T', ri, rk, rj, a.data(), ri, btp, rk, 0.0, c.data(), ri);
   // 4: reduce over j to D^2_ik on P(i,k,k).
   if (j == k) blk.resize(static_cast<std::size_t>(ri * rk));
-  if (p > 1) comm::reduce_sum(col, c.data(), j == k ? blk.data() : nullptr, ri * rk, k, e.coll);
-  else blk = c;
+  if (p > 1)
+    comm::reduce_sum(col, c.data(), j == k ? blk.data() : nullptr, ri * rk, k, e.coll);
+  else
+    blk = c;
   // 5: D^2_ik from P(i,k,k) to P(i,k,0).
   return_to_plane0(e, grd, blk, d2, comm::tag::kSscD2);
   if (!e.cube) return;
@@ -69,8 +72,10 @@ void alg3(const Exec& e, const double* d, double* d2, double* d3) {
   {
     comm::RequestSet rs;
     if (k == 0) {  // P(i,j,0) holds D^2_ij: to P(j,i,j) (itself only at P(0,0,0))
-      if (i == 0 && j == 0) std::copy(d2, d2 + ri * rj, b.begin());
-      else glob.isend(d2, ri * rj, j * p + i + j * p * p, comm::tag::kSscTranspose, rs);
+      if (i == 0 && j == 0)
+        std::copy(d2, d2 + ri * rj, b.begin());
+      else
+        glob.isend(d2, ri * rj, j * p + i + j * p * p, comm::tag::kSscTranspose, rs);
     }
     if (i == k && !(j == 0 && k == 0))
       glob.irecv(b.data(), rj * rk, j * p + k, comm::tag::kSscTranspose, rs);
@@ -81,8 +86,10 @@ void alg3(const Exec& e, const double* d, double* d2, double* d3) {
   // 8: C_ik = A_ij D^2_jk.
   local_multiply(e, 'N', ri, rk, rj, a.data(), ri, b.data(), rj, 0.0, c.data(), ri);
   // 9: reduce over j to D^3_ik on P(i,k,k).
-  if (p > 1) comm::reduce_sum(col, c.data(), j == k ? blk.data() : nullptr, ri * rk, k, e.coll);
-  else blk = c;
+  if (p > 1)
+    comm::reduce_sum(col, c.data(), j == k ? blk.data() : nullptr, ri * rk, k, e.coll);
+  else
+    blk = c;
   // 10: D^3_ik from P(i,k,k) to P(i,k,0).
   return_to_plane0(e, grd, blk, d3, comm::tag::kSscD3);
 }

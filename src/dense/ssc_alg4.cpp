@@ -12,9 +12,9 @@ namespace tessel::dense::ssc {
 void alg4(const Exec& e, const double* d, double* d2, double* d3) {
   const int i = e.i, j = e.j, k = e.k, p = e.p;
   const std::int64_t ri = e.r[i], rj = e.r[j], rk = e.r[k];
-  const comm::Comm &row = (*e.row)[0], &col = (*e.col)[0], &grd = (*e.grd)[0],
-                   &glob = (*e.glob)[0];
-  std::vector<double> a(static_cast<std::size_t>(ri * rj)), bt, c(static_cast<std::size_t>(ri * rk));
+  const comm::Comm &row = (*e.row)[0], &col = (*e.col)[0], &grd = (*e.grd)[0], &glob = (*e.glob)[0];
+  std::vector<double> a(static_cast<std::size_t>(ri * rj)), bt,
+      c(static_cast<std::size_t>(ri * rk));
   std::vector<double> d2blk, d3blk, b2;
 
   // 1: P(i,j,0) broadcasts D_ij as A_ij along grd.
@@ -32,13 +32,17 @@ void alg4(const Exec& e, const double* d, double* d2, double* d3) {
   local_multiply(e, 'T', ri, rk, rj, a.data(), ri, btp, rk, 0.0, c.data(), ri);
   // 4: reduce C over j to D^2_ik on P(i,i,k).
   if (i == j) d2blk.resize(static_cast<std::size_t>(ri * rk));
-  if (p > 1) comm::reduce_sum(col, c.data(), i == j ? d2blk.data() : nullptr, ri * rk, i, e.coll);
-  else d2blk = c;
+  if (p > 1)
+    comm::reduce_sum(col, c.data(), i == j ? d2blk.data() : nullptr, ri * rk, i, e.coll);
+  else
+    d2blk = c;
   if (!e.cube) {  // square only: 8 alone
     comm::RequestSet rs;
     if (i == j) {
-      if (i == k && k == 0) std::copy(d2blk.begin(), d2blk.end(), d2);
-      else glob.isend(d2blk.data(), ri * rk, i * p + k, comm::tag::kSscD2, rs);
+      if (i == k && k == 0)
+        std::copy(d2blk.begin(), d2blk.end(), d2);
+      else
+        glob.isend(d2blk.data(), ri * rk, i * p + k, comm::tag::kSscD2, rs);
     }
     if (k == 0 && !(i == j && j == 0))
       glob.irecv(d2, ri * rj, i * p + i + j * p * p, comm::tag::kSscD2, rs);
@@ -47,23 +51,32 @@ void alg4(const Exec& e, const double* d, double* d2, double* d3) {
   }
   // 5: P(j,j,k) broadcasts D^2_jk as B_jk along row (j, k).
   double* b2p = d2blk.data();
-  if (i != j) { b2.resize(static_cast<std::size_t>(rj * rk)); b2p = b2.data(); }
+  if (i != j) {
+    b2.resize(static_cast<std::size_t>(rj * rk));
+    b2p = b2.data();
+  }
   if (p > 1) comm::bcast(row, b2p, rj * rk, j, e.coll);
   // 6: C_ik = A_ij D^2_jk.
   local_multiply(e, 'N', ri, rk, rj, a.data(), ri, b2p, rj, 0.0, c.data(), ri);
   // 7: reduce over j to D^3_ik on P(i,k,k).
   if (j == k) d3blk.resize(static_cast<std::size_t>(ri * rk));
-  if (p > 1) comm::reduce_sum(col, c.data(), j == k ? d3blk.data() : nullptr, ri * rk, k, e.coll);
-  else d3blk = c;
+  if (p > 1)
+    comm::reduce_sum(col, c.data(), j == k ? d3blk.data() : nullptr, ri * rk, k, e.coll);
+  else
+    d3blk = c;
   // 8, 9: D^2_ik from P(i,i,k) and D^3_ik from P(i,k,k) to P(i,k,0).
   comm::RequestSet rs;
   if (i == j) {
-    if (i == k && k == 0) std::copy(d2blk.begin(), d2blk.end(), d2);
-    else glob.isend(d2blk.data(), ri * rk, i * p + k, comm::tag::kSscD2, rs);
+    if (i == k && k == 0)
+      std::copy(d2blk.begin(), d2blk.end(), d2);
+    else
+      glob.isend(d2blk.data(), ri * rk, i * p + k, comm::tag::kSscD2, rs);
   }
   if (j == k) {
-    if (k == 0) std::copy(d3blk.begin(), d3blk.end(), d3);
-    else grd.isend(d3blk.data(), ri * rk, 0, comm::tag::kSscD3, rs);
+    if (k == 0)
+      std::copy(d3blk.begin(), d3blk.end(), d3);
+    else
+      grd.isend(d3blk.data(), ri * rk, 0, comm::tag::kSscD3, rs);
   }
   if (k == 0) {  // P(i,j,0) receives D^2_ij from P(i,i,j) and D^3_ij from P(i,j,j)
     if (!(i == j && j == 0)) glob.irecv(d2, ri * rj, i * p + i + j * p * p, comm::tag::kSscD2, rs);

@@ -34,7 +34,10 @@ void alg5(const Exec& e, const double* d, double* d2, double* d3) {
   // Lines 1-7: D_ij along grd (parts), P(i,j,i) forwards each part along row (j, i).
   if (k == 0) std::copy(d, d + ri * rj, a.begin());
   double* btp = a.data();  // P(k,j,k) broadcasts its A = D_kj; the others receive D_kj
-  if (i != k) { bt.resize(static_cast<std::size_t>(rk * rj)); btp = bt.data(); }
+  if (i != k) {
+    bt.resize(static_cast<std::size_t>(rk * rj));
+    btp = bt.data();
+  }
   for (int q = 0; q < N; ++q) {
     auto pt = part(ri, rj, q);
     tok[q] = comm::ibcast((*e.grd)[q], a.data() + pt.begin, pt.count, 0, rs, e.coll);
@@ -51,7 +54,10 @@ void alg5(const Exec& e, const double* d, double* d2, double* d3) {
   // Lines 9-16: reduce parts of D^2_ik on P(i,i,k); it forwards each part along row (i, k).
   if (i == j) d2blk.resize(static_cast<std::size_t>(ri * rk));
   double* b2p = d2blk.data();
-  if (i != j) { b2.resize(static_cast<std::size_t>(rj * rk)); b2p = b2.data(); }
+  if (i != j) {
+    b2.resize(static_cast<std::size_t>(rj * rk));
+    b2p = b2.data();
+  }
   for (int q = 0; q < N; ++q) {
     auto pt = part(ri, rk, q);
     tok[q] = comm::ireduce_sum((*e.col)[q], c.data() + pt.begin,
@@ -67,8 +73,10 @@ void alg5(const Exec& e, const double* d, double* d2, double* d3) {
       auto pt = part(ri, rk, q);
       rs.wait(tok[q]);
       if (i != j) continue;
-      if (i == k && k == 0) std::copy(d2blk.begin() + pt.begin, d2blk.begin() + pt.begin + pt.count, d2 + pt.begin);
-      else (*e.glob)[q].isend(d2blk.data() + pt.begin, pt.count, i * p + k, comm::tag::kSscD2, rs);
+      if (i == k && k == 0)
+        std::copy(d2blk.begin() + pt.begin, d2blk.begin() + pt.begin + pt.count, d2 + pt.begin);
+      else
+        (*e.glob)[q].isend(d2blk.data() + pt.begin, pt.count, i * p + k, comm::tag::kSscD2, rs);
     }
     rs.wait_all();
     return;
@@ -100,13 +108,17 @@ void alg5(const Exec& e, const double* d, double* d2, double* d3) {
   for (int q = 0; q < N; ++q) {
     auto pt = part(ri, rk, q);
     if (i == j) {
-      if (i == k && k == 0) std::copy(d2blk.begin() + pt.begin, d2blk.begin() + pt.begin + pt.count, d2 + pt.begin);
-      else (*e.glob)[q].isend(d2blk.data() + pt.begin, pt.count, i * p + k, comm::tag::kSscD2, rs);
+      if (i == k && k == 0)
+        std::copy(d2blk.begin() + pt.begin, d2blk.begin() + pt.begin + pt.count, d2 + pt.begin);
+      else
+        (*e.glob)[q].isend(d2blk.data() + pt.begin, pt.count, i * p + k, comm::tag::kSscD2, rs);
     }
     rs.wait(tok[q]);
     if (j == k) {
-      if (k == 0) std::copy(d3blk.begin() + pt.begin, d3blk.begin() + pt.begin + pt.count, d3 + pt.begin);
-      else (*e.grd)[q].isend(d3blk.data() + pt.begin, pt.count, 0, comm::tag::kSscD3, rs);
+      if (k == 0)
+        std::copy(d3blk.begin() + pt.begin, d3blk.begin() + pt.begin + pt.count, d3 + pt.begin);
+      else
+        (*e.grd)[q].isend(d3blk.data() + pt.begin, pt.count, 0, comm::tag::kSscD3, rs);
     }
   }
   rs.wait_all();

@@ -35,7 +35,8 @@ bool packed_from_zero(const layout::Partition1D& part) {
 bool summa_native_applies(Op opa, Op opb, const Layout& a, const Layout& b, const Layout& c) {
   if (opa != Op::N || opb != Op::N) return false;
   if (!packed_from_zero(c.row_partition()) || !packed_from_zero(c.col_partition())) return false;
-  if (a.row_partition() != c.row_partition() || b.col_partition() != c.col_partition()) return false;
+  if (a.row_partition() != c.row_partition() || b.col_partition() != c.col_partition())
+    return false;
   const int pr = c.row_partition().groups(), pc = c.col_partition().groups();
   if (a.col_partition().groups() != pc || b.row_partition().groups() != pr) return false;
   for (int r = 0; r < pr; ++r)
@@ -60,8 +61,10 @@ std::int64_t summa_native_recv_elems(const Layout& a, const Layout& b, const Lay
   auto g = c.groups_of(rank);
   if (!g) return 0;
   const std::int64_t k = a.cols();
-  const std::int64_t mr = owned(c.row_partition(), g->first), nc = owned(c.col_partition(), g->second);
-  const std::int64_t ka = owned(a.col_partition(), g->second), kb = owned(b.row_partition(), g->first);
+  const std::int64_t mr = owned(c.row_partition(), g->first),
+                     nc = owned(c.col_partition(), g->second);
+  const std::int64_t ka = owned(a.col_partition(), g->second),
+                     kb = owned(b.row_partition(), g->first);
   return mr * (k - ka) + (k - kb) * nc;
 }
 
@@ -149,7 +152,8 @@ void summa_native(Context& ctx, T alpha, const DistMatrix<T>& A, const DistMatri
         P.a.resize(static_cast<std::size_t>(mr * sg.len));
         pa[x] = P.a.data();
         lda[x] = std::max<std::int64_t>(1, mr);
-        if (mr * sg.len > 0) row.irecv(P.a.data(), mr * sg.len, (myc + pc - 1) % pc, kTagA, P.recv_a);
+        if (mr * sg.len > 0)
+          row.irecv(P.a.data(), mr * sg.len, (myc + pc - 1) % pc, kTagA, P.recv_a);
       }
     }
     {
@@ -167,7 +171,8 @@ void summa_native(Context& ctx, T alpha, const DistMatrix<T>& A, const DistMatri
         P.b.resize(static_cast<std::size_t>(sg.len * nc));
         pb[x] = P.b.data();
         ldb[x] = std::max<std::int64_t>(1, sg.len);
-        if (sg.len * nc > 0) col.irecv(P.b.data(), sg.len * nc, (myr + pr - 1) % pr, kTagB, P.recv_b);
+        if (sg.len * nc > 0)
+          col.irecv(P.b.data(), sg.len * nc, (myr + pr - 1) % pr, kTagB, P.recv_b);
       }
     }
   };
@@ -209,13 +214,16 @@ void summa_native(Context& ctx, T alpha, const DistMatrix<T>& A, const DistMatri
     if (more) post(s + 1);
     Panel<T>& N = buf[(s + 1) % 2];
     const KernelSpan kspan(&ctx.ledger(), "local gemm", 2.0 * mr * nc * segs[s].len);
-    kernels::gemm<T>('N', 'N', mr, nc, segs[s].len, alpha, pa[x], lda[x], pb[x], ldb[x], T(1),
-                     C.data(), C.ld(),
-                     [&] {
-                       if (more) { forward_a(s + 1); forward_b(s + 1); }
-                       N.sends.test_all();
-                     },
-                     256);
+    kernels::gemm<T>(
+        'N', 'N', mr, nc, segs[s].len, alpha, pa[x], lda[x], pb[x], ldb[x], T(1), C.data(), C.ld(),
+        [&] {
+          if (more) {
+            forward_a(s + 1);
+            forward_b(s + 1);
+          }
+          N.sends.test_all();
+        },
+        256);
   }
   for (auto& P : buf) P.sends.wait_all();
 }

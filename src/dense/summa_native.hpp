@@ -18,7 +18,8 @@ std::int64_t summa_native_recv_elems(const layout::Layout& a, const layout::Layo
 /// Pure. The k segments summa_native runs over: the common refinement of A's column and B's
 /// row partitions, neighbours with the same owners and contiguous local storage joined (on
 /// one rank: a single segment).
-std::vector<layout::Segment> summa_native_segments(const layout::Layout& a, const layout::Layout& b);
+std::vector<layout::Segment> summa_native_segments(const layout::Layout& a,
+                                                   const layout::Layout& b);
 
 /// Collective over ctx (the process grid's two communicator splits, then the rings along its row
 /// and column communicators). For each k segment (a column block of A meeting a row block of B): the A panel

@@ -57,8 +57,8 @@ SscAlgorithm parse_ssc_algorithm(const std::string& s, const std::string& what) 
   if (s == "4" || s == "baseline") return SscAlgorithm::Baseline;
   if (s == "5" || s == "optimized") return SscAlgorithm::Optimized;
   if (s == "2.5d" || s == "2.5D" || s == "6") return SscAlgorithm::TwoPointFiveD;
-  throw InputError(detail::concat(what, " = '", s,
-                                  "' (expected 3, 4, 5 or 2.5d: the seed's Algorithms 3, 4, 5, 6)"));
+  throw InputError(detail::concat(
+      what, " = '", s, "' (expected 3, 4, 5 or 2.5d: the seed's Algorithms 3, 4, 5, 6)"));
 }
 
 SymmSquareCube::SymmSquareCube(Context& ctx, std::int64_t n, const SscOptions& opt)
@@ -73,28 +73,29 @@ SymmSquareCube::SymmSquareCube(Context& ctx, std::int64_t n, const SscOptions& o
                  ctx.size(), " ranks (expected 0 for all, or 1 .. ", ctx.size(), ")");
     const int ranks = opt.active_ranks == 0 ? ctx.size() : opt.active_ranks;
     TESSEL_CHECK(opt.p >= 0, GridError, "symm_square_cube: p = ", opt.p, " (expected >= 0)");
-    TESSEL_CHECK(opt.replication >= 0, GridError, "symm_square_cube: replication = ",
-                 opt.replication, " (expected 0 for auto, or 1 <= c <= q)");
+    TESSEL_CHECK(opt.replication >= 0, GridError,
+                 "symm_square_cube: replication = ", opt.replication,
+                 " (expected 0 for auto, or 1 <= c <= q)");
     if (is25d) {
       shape = layout::Mesh3D::choose_grid(ranks, n, opt.p, opt.replication);
     } else {
-      TESSEL_CHECK(opt.replication == 0, GridError, "symm_square_cube: replication = ",
-                   opt.replication, " applies only to algorithm 2.5d (got algorithm ",
-                   to_string(opt.algorithm), "; expected 0)");
+      TESSEL_CHECK(opt.replication == 0, GridError,
+                   "symm_square_cube: replication = ", opt.replication,
+                   " applies only to algorithm 2.5d (got algorithm ", to_string(opt.algorithm),
+                   "; expected 0)");
       int p = pick_p(ranks, n, opt.p);
       TESSEL_CHECK(p <= n, GridError, "symm_square_cube: p = ", p, " exceeds n = ", n,
                    " (every block needs at least one row)");
-      TESSEL_CHECK(static_cast<std::int64_t>(p) * p * p <= ranks, GridError,
-                   "symm_square_cube: p = ", p, " needs p^3 = ",
-                   static_cast<std::int64_t>(p) * p * p, " ranks but only ", ranks,
-                   " may be used (", ctx.size(), " in the run, active_ranks = ",
-                   opt.active_ranks, ")");
+      TESSEL_CHECK(
+          static_cast<std::int64_t>(p) * p * p <= ranks, GridError, "symm_square_cube: p = ", p,
+          " needs p^3 = ", static_cast<std::int64_t>(p) * p * p, " ranks but only ", ranks,
+          " may be used (", ctx.size(), " in the run, active_ranks = ", opt.active_ranks, ")");
       shape = {p, p};
     }
     const int p = shape.q;
     std::int64_t rmin = n / p;  // rows of the smallest block
-    TESSEL_CHECK(opt.n_dup >= 0 && opt.n_dup <= rmin, InputError, "symm_square_cube: n_dup = ",
-                 opt.n_dup, " (expected 0 for auto, or 1 .. ", rmin,
+    TESSEL_CHECK(opt.n_dup >= 0 && opt.n_dup <= rmin, InputError,
+                 "symm_square_cube: n_dup = ", opt.n_dup, " (expected 0 for auto, or 1 .. ", rmin,
                  ", the row count of the smallest ", rmin, " x ", rmin, " block of n = ", n,
                  " on p = ", p, ")");
     TESSEL_CHECK(opt.n_dup > 0 || (opt.n_t >= 1 && opt.max_auto_dup >= 1), InputError,
@@ -119,8 +120,7 @@ SymmSquareCube::SymmSquareCube(Context& ctx, std::int64_t n, const SscOptions& o
   // The same key on every rank (shape and n_dup are agreed above): a hit everywhere or a
   // miss everywhere, where the communicators are made collectively.
   const std::string key = detail::concat("dense/ssc q=", shape.q, " c=", shape.c,
-                                         is25d ? " grid" : " cube", " dup=", n_dup_,
-                                         " rc=", nd_rc);
+                                         is25d ? " grid" : " cube", " dup=", n_dup_, " rc=", nd_rc);
   comms_ = ctx.cache().get<SscComms>(key, [&] {
     auto m = std::make_shared<SscComms>();
     m->mesh = is25d ? layout::Mesh3D::grid(ctx, shape.q, shape.c) : layout::Mesh3D(ctx, shape.q);
@@ -173,7 +173,8 @@ void SymmSquareCube::exec(const double* d, double* d2, double* d3, bool cube) {
 void SymmSquareCube::release() {
   if (comms_->mesh.inactive_ranks() == 0) return;
   PhaseScope ph(ctx_.ledger(), "ssc/release");
-  comm::sleep_barrier(ctx_.comm(), comms_->mesh.active() ? std::chrono::microseconds(50) : opt_.poll);
+  comm::sleep_barrier(ctx_.comm(),
+                      comms_->mesh.active() ? std::chrono::microseconds(50) : opt_.poll);
 }
 
 void SymmSquareCube::run(const double* d, double* d2, double* d3) {
@@ -214,8 +215,10 @@ void SymmSquareCube::check_input(const double* d, double symmetry_tol, const std
     std::int64_t ri = block(m.i()), rj = block(m.j());
     for (std::int64_t x = 0; x < ri * rj; ++x) {
       double v = d[x];
-      if (!std::isfinite(v)) finite = false;
-      else amax = std::max(amax, std::abs(v));
+      if (!std::isfinite(v))
+        finite = false;
+      else
+        amax = std::max(amax, std::abs(v));
     }
     const std::vector<double> t = partner_block(d, comm::tag::kSscCheckPartner);
     const double* other = t.data();  // D_ji (rj x ri, column-major)

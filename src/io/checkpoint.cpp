@@ -24,8 +24,8 @@ namespace {
 
 using detail::concat;
 
-constexpr char kMarker[] = "TSLCKPT1";           // the last 8 bytes of every checkpoint
-constexpr std::int64_t kTail = 16 + 8;           // record length (16 hex digits) + marker
+constexpr char kMarker[] = "TSLCKPT1";  // the last 8 bytes of every checkpoint
+constexpr std::int64_t kTail = 16 + 8;  // record length (16 hex digits) + marker
 constexpr const char* kFormat = "tessel-checkpoint 1";
 
 std::uint64_t mix(std::uint64_t z) {  // splitmix64's finalizer
@@ -117,7 +117,8 @@ Raw read_raw(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0)
     throw InputError(concat("cannot read checkpoint ", path, ": ", std::strerror(errno)));
-  if (S_ISDIR(st.st_mode)) throw InputError(concat("cannot read checkpoint ", path, ": it is a directory"));
+  if (S_ISDIR(st.st_mode))
+    throw InputError(concat("cannot read checkpoint ", path, ": it is a directory"));
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) throw InputError(concat("cannot read checkpoint ", path, ": ", std::strerror(errno)));
   struct Closer {
@@ -141,14 +142,16 @@ Raw read_raw(const std::string& path) {
   raw.header = read_at(0, hlen);
   const std::string tail = read_at(raw.size - kTail, kTail);
   if (tail.compare(16, 8, kMarker) != 0)
-    throw InputError(concat("checkpoint ", path, " is truncated or not a tessel checkpoint: it does "
-                            "not end with the marker '", kMarker, "'"));
+    throw InputError(concat("checkpoint ", path,
+                            " is truncated or not a tessel checkpoint: it does "
+                            "not end with the marker '",
+                            kMarker, "'"));
   char* e = nullptr;
   const std::string lens = tail.substr(0, 16);
   const long long len = std::strtoll(lens.c_str(), &e, 16);
   if (*e || len <= 0 || len > raw.size - hlen - kTail)
-    throw InputError(concat("checkpoint ", path, " is malformed: record length '", lens, "' (file of ",
-                            raw.size, " bytes)"));
+    throw InputError(concat("checkpoint ", path, " is malformed: record length '", lens,
+                            "' (file of ", raw.size, " bytes)"));
   raw.record = read_at(raw.size - kTail - len, len);
   return raw;
 }
@@ -162,10 +165,12 @@ void bcast_string(const comm::Comm& c, std::string& s) {
 
 }  // namespace
 
-const std::string& CheckpointRecord::state_value(const std::string& key, const std::string& path) const {
+const std::string& CheckpointRecord::state_value(const std::string& key,
+                                                 const std::string& path) const {
   for (const auto& [k, v] : state)
     if (k == key) return v;
-  throw InputError(concat("checkpoint ", path, " is malformed: no state.", key, " (written by another "
+  throw InputError(concat("checkpoint ", path, " is malformed: no state.", key,
+                          " (written by another "
                           "kind of run or version)"));
 }
 
@@ -229,9 +234,7 @@ void write_checkpoint(const comm::Comm& c, const std::string& path, const Checkp
       try {
         f.write_at(0, header.data(), data);
         f.write_at(end, text.data(), static_cast<std::int64_t>(text.size()));
-      } catch (const Error&) {
-        rank0_failed = std::current_exception();
-      }
+      } catch (const Error&) { rank0_failed = std::current_exception(); }
     }
     for (std::int64_t j = 0; j < k; ++j) {
       const auto* m = mats[static_cast<std::size_t>(j)];
@@ -277,13 +280,16 @@ CheckpointData read_checkpoint(
                  InputError, "checkpoint ", path, " is malformed: its array is ", h.descr, " of ",
                  h.rows(), " x ", h.cols(), (h.fortran_order ? "" : " in C order"),
                  ", expected <f8 of ", n, " x ", k * n, " in Fortran order");
-    const std::int64_t need = h.data_offset + k * n * n * 8 + static_cast<std::int64_t>(raw.record.size()) + kTail;
-    TESSEL_CHECK(raw.size == need, InputError, "checkpoint ", path, " is truncated or torn: ", raw.size,
-                 " bytes, expected ", need, " (header, ", k, " matrices of ", n, " x ", n, ", record)");
+    const std::int64_t need =
+        h.data_offset + k * n * n * 8 + static_cast<std::int64_t>(raw.record.size()) + kTail;
+    TESSEL_CHECK(raw.size == need, InputError, "checkpoint ", path,
+                 " is truncated or torn: ", raw.size, " bytes, expected ", need, " (header, ", k,
+                 " matrices of ", n, " x ", n, ", record)");
     lay = make_layout(n, n);
-    TESSEL_CHECK(lay.rows() == n && lay.cols() == n && lay.comm_size() == ctx.size(), LayoutMismatch,
-                 "read_checkpoint ", path, ": make_layout(", n, ", ", n, ") gave a ", lay.rows(),
-                 " x ", lay.cols(), " layout over ", lay.comm_size(), " ranks (context: ", ctx.size(), ")");
+    TESSEL_CHECK(lay.rows() == n && lay.cols() == n && lay.comm_size() == ctx.size(),
+                 LayoutMismatch, "read_checkpoint ", path, ": make_layout(", n, ", ", n,
+                 ") gave a ", lay.rows(), " x ", lay.cols(), " layout over ", lay.comm_size(),
+                 " ranks (context: ", ctx.size(), ")");
   });
   comm::File f = comm::File::open_read(ctx.comm(), path);
   for (std::size_t j = 0; j < hashes.size(); ++j) {
@@ -307,11 +313,12 @@ void check_checkpoint_options(const std::string& path, const CheckpointRecord& s
     const std::string* was = nullptr;
     for (const auto& [sk, sv] : stored.options)
       if (sk == k) was = &sv;
-    TESSEL_CHECK(was, InputError, "checkpoint ", path, " does not record option ", k,
-                 " (given ", v, "): written by another kind of run or version");
-    TESSEL_CHECK(*was == v, InputError, "checkpoint ", path, ": option ", k, " was '", *was,
-                 "' when it was written, now '", v,
-                 "': restart with the same options, ranks and input (or start afresh without --restart)");
+    TESSEL_CHECK(was, InputError, "checkpoint ", path, " does not record option ", k, " (given ", v,
+                 "): written by another kind of run or version");
+    TESSEL_CHECK(
+        *was == v, InputError, "checkpoint ", path, ": option ", k, " was '", *was,
+        "' when it was written, now '", v,
+        "': restart with the same options, ranks and input (or start afresh without --restart)");
   }
 }
 

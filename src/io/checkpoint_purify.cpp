@@ -49,7 +49,8 @@ void put_purify_state(CheckpointRecord& r, const solvers::PurifyState& st) {
 
 solvers::PurifyState get_purify_state(const CheckpointRecord& r, const std::string& path) {
   auto bad = [&](const std::string& key, const std::string& v) {
-    return InputError(concat("checkpoint ", path, " is malformed: state.", key, " '", v, "' does not parse"));
+    return InputError(
+        concat("checkpoint ", path, " is malformed: state.", key, " '", v, "' does not parse"));
   };
   auto num = [&](const std::string& key) {
     const std::string& v = r.state_value(key, path);
@@ -62,7 +63,8 @@ solvers::PurifyState get_purify_state(const CheckpointRecord& r, const std::stri
     const std::string& v = r.state_value(key, path);
     char* e = nullptr;
     const long x = std::strtol(v.c_str(), &e, 10);
-    if (v.empty() || *e || x < std::numeric_limits<int>::min() || x > std::numeric_limits<int>::max())
+    if (v.empty() || *e || x < std::numeric_limits<int>::min() ||
+        x > std::numeric_limits<int>::max())
       throw bad(key, v);
     return static_cast<int>(x);
   };

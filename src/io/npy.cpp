@@ -25,7 +25,7 @@ using detail::concat;
 
 const char kMagic[] = "\x93NUMPY";
 constexpr std::size_t kMagicLen = 6;
-constexpr std::int64_t kAlign = 64;       // NumPy's ARRAY_ALIGN
+constexpr std::int64_t kAlign = 64;         // NumPy's ARRAY_ALIGN
 constexpr std::int64_t kGrowthDigits = 21;  // NumPy's GROWTH_AXIS_MAX_DIGITS
 
 std::string shape_text(const std::vector<std::int64_t>& shape) {
@@ -61,8 +61,8 @@ std::int64_t descr_itemsize(const std::string& d) {
 // ---- a small reader of the Python literal NumPy writes as the header dictionary
 struct Value {
   enum Kind { Str, Bool, Ints, Other } kind = Other;
-  std::string str;                // Str: the string; Other: the raw source text
-  bool b = false;                 // Bool
+  std::string str;                 // Str: the string; Other: the raw source text
+  bool b = false;                  // Bool
   std::vector<std::int64_t> ints;  // Ints: the elements of a tuple/list of integers
 };
 
@@ -129,8 +129,10 @@ class Literal {
           v.ints.push_back(e.ints[0]);
         else
           all_ints = false;
-        if (at(',')) ++i_;
-        else if (!at(close)) fail(concat("expected ',' or '", close, "'"));
+        if (at(','))
+          ++i_;
+        else if (!at(close))
+          fail(concat("expected ',' or '", close, "'"));
       }
       ++i_;
       v.kind = all_ints ? Value::Ints : Value::Other;
@@ -241,7 +243,6 @@ RawHeader fetch_header(const Context& ctx, const std::string& path) {
   return raw;
 }
 
-
 void check_ndim_and_order(const NpyHeader& h, const std::string& name) {
   if (h.shape.empty() || h.shape.size() > 2)
     throw InputError(concat(name, " holds a ", h.shape.size(), "-D array of shape ",
@@ -285,8 +286,9 @@ comm::MatrixShare share_of(const layout::Layout& lay, int rank, std::int64_t ld,
 std::int64_t npy_header_length(const std::string& p, const std::string& name) {
   const std::size_t m = std::min(p.size(), kMagicLen);
   if (p.compare(0, m, kMagic, m) != 0 || p.size() < kMagicLen)
-    throw InputError(concat(name, " is not a .npy file (it does not start with the magic "
-                                  "string \\x93NUMPY)"));
+    throw InputError(concat(name,
+                            " is not a .npy file (it does not start with the magic "
+                            "string \\x93NUMPY)"));
   if (p.size() < 8)
     throw InputError(concat(name, " is truncated: ", p.size(), " bytes, no .npy version"));
   const int major = static_cast<unsigned char>(p[6]), minor = static_cast<unsigned char>(p[7]);
@@ -295,16 +297,16 @@ std::int64_t npy_header_length(const std::string& p, const std::string& name) {
                             ", expected 1.0, 2.0 or 3.0"));
   const std::size_t pre = major == 1 ? 10 : 12;
   if (p.size() < pre)
-    throw InputError(concat(name, " is truncated: ", p.size(), " bytes, the .npy preamble needs ",
-                            pre));
+    throw InputError(
+        concat(name, " is truncated: ", p.size(), " bytes, the .npy preamble needs ", pre));
   return static_cast<std::int64_t>(pre) + le(p, 8, major == 1 ? 2 : 4);
 }
 
 NpyHeader parse_npy_header(const std::string& bytes, const std::string& name) {
   const std::int64_t total = npy_header_length(bytes, name);
   if (static_cast<std::int64_t>(bytes.size()) < total)
-    throw InputError(concat(name, " is truncated: ", bytes.size(),
-                            " bytes, but its header needs ", total));
+    throw InputError(
+        concat(name, " is truncated: ", bytes.size(), " bytes, but its header needs ", total));
   NpyHeader h;
   h.major = static_cast<unsigned char>(bytes[6]);
   h.minor = static_cast<unsigned char>(bytes[7]);
@@ -338,13 +340,18 @@ NpyHeader parse_npy_header(const std::string& bytes, const std::string& name) {
     } else {
       lit.fail(concat("unexpected key '", key, "'"));
     }
-    if (lit.at(',')) lit.expect(',');
-    else if (!lit.at('}')) lit.fail("expected ',' or '}'");
+    if (lit.at(','))
+      lit.expect(',');
+    else if (!lit.at('}'))
+      lit.fail("expected ',' or '}'");
   }
   lit.expect('}');
   if (!lit.at_end()) lit.fail("unexpected text after the dictionary");
   if (!have_descr || !have_order || !have_shape)
-    lit.fail(concat("missing key '", !have_descr ? "descr" : !have_order ? "fortran_order" : "shape",
+    lit.fail(concat("missing key '",
+                    !have_descr   ? "descr"
+                    : !have_order ? "fortran_order"
+                                  : "shape",
                     "'"));
   return h;
 }
@@ -355,9 +362,9 @@ std::string make_npy_header(const std::string& descr, bool fortran_order, std::i
                "), expected non-negative extents");
   TESSEL_CHECK(!descr.empty() && descr.find_first_of("'\\\n") == std::string::npos, InputError,
                "npy descr \"", descr, "\" is not a plain dtype string");
-  std::string d = concat("{'descr': '", descr, "', 'fortran_order': ",
-                         fortran_order ? "True" : "False", ", 'shape': (", rows, ", ", cols,
-                         "), }");
+  std::string d =
+      concat("{'descr': '", descr, "', 'fortran_order': ", fortran_order ? "True" : "False",
+             ", 'shape': (", rows, ", ", cols, "), }");
   // Like numpy.save: room to grow the growth axis in place (the last for Fortran order).
   const std::string grow = std::to_string(fortran_order ? cols : rows);
   d.append(static_cast<std::size_t>(kGrowthDigits - static_cast<std::int64_t>(grow.size())), ' ');
@@ -386,8 +393,8 @@ void check_npy_header(const NpyHeader& h, const std::string& expected_descr,
                       const std::string& name) {
   check_ndim_and_order(h, name);
   if (h.descr != expected_descr)
-    throw InputError(concat(name, ": dtype ", descr_text(h.descr), ", expected '",
-                            expected_descr, "' (", expected_name, ")"));
+    throw InputError(concat(name, ": dtype ", descr_text(h.descr), ", expected '", expected_descr,
+                            "' (", expected_name, ")"));
   check_size(h, descr_itemsize(expected_descr), file_size, name);
 }
 
@@ -401,11 +408,12 @@ template <class T>
 std::vector<T> decode_npy(const std::string& bytes, const std::string& name, NpyHeader* header) {
   static_assert(sizeof(T) == 8 || sizeof(T) == 16, "npy: unexpected item size");
   const NpyHeader h = parse_npy_header(bytes, name);
-  check_npy_header(h, npy_descr<T>(), npy_dtype_name<T>(),
-                   static_cast<std::int64_t>(bytes.size()), name);
+  check_npy_header(h, npy_descr<T>(), npy_dtype_name<T>(), static_cast<std::int64_t>(bytes.size()),
+                   name);
   if (header) *header = h;
   // check_npy_header guarantees data_offset + rows * cols * sizeof(T) <= bytes.size().
-  const std::size_t rows = static_cast<std::size_t>(h.rows()), cols = static_cast<std::size_t>(h.cols());
+  const std::size_t rows = static_cast<std::size_t>(h.rows()),
+                    cols = static_cast<std::size_t>(h.cols());
   std::vector<T> out(rows * cols);
   const char* src = bytes.data() + h.data_offset;
   if (h.fortran_order || h.shape.size() == 1) {
@@ -483,9 +491,7 @@ void write_npy(const Context& ctx, const std::string& path, const dense::DistMat
     if (ctx.rank() == 0) {
       try {
         f.write_at(0, header.data(), static_cast<std::int64_t>(header.size()));
-      } catch (const Error&) {
-        header_failed = std::current_exception();
-      }
+      } catch (const Error&) { header_failed = std::current_exception(); }
     }
     f.write_all(static_cast<std::int64_t>(header.size()), share, x.data());
     f.close();
@@ -500,10 +506,10 @@ void write_npy(const Context& ctx, const std::string& path, const dense::DistMat
   }
 }
 
-#define TESSEL_INSTANTIATE(T)                                                                 \
-  template dense::DistMatrix<T> read_npy<T>(                                                  \
-      const Context&, const std::string&,                                                     \
-      const std::function<layout::Layout(std::int64_t, std::int64_t)>&);                      \
+#define TESSEL_INSTANTIATE(T)                                                                  \
+  template dense::DistMatrix<T> read_npy<T>(                                                   \
+      const Context&, const std::string&,                                                      \
+      const std::function<layout::Layout(std::int64_t, std::int64_t)>&);                       \
   template void write_npy<T>(const Context&, const std::string&, const dense::DistMatrix<T>&); \
   template std::vector<T> decode_npy<T>(const std::string&, const std::string&, NpyHeader*);
 TESSEL_INSTANTIATE(double)

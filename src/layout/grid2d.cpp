@@ -7,9 +7,9 @@ namespace tessel::layout {
 void ProcessGrid2D::check(int pr, int pc, int nranks) {
   TESSEL_CHECK(pr >= 1 && pc >= 1, GridError, "process grid ", pr, "x", pc,
                ": both dimensions must be >= 1");
-  TESSEL_CHECK(static_cast<long long>(pr) * pc == nranks, GridError, "process grid ", pr, "x",
-               pc, " has ", static_cast<long long>(pr) * pc, " ranks but the communicator has ",
-               nranks, " (expected PR x PC == ranks)");
+  TESSEL_CHECK(static_cast<long long>(pr) * pc == nranks, GridError, "process grid ", pr, "x", pc,
+               " has ", static_cast<long long>(pr) * pc, " ranks but the communicator has ", nranks,
+               " (expected PR x PC == ranks)");
 }
 
 ProcessGrid2D::ProcessGrid2D(const comm::Comm& c, int pr, int pc) {
@@ -23,19 +23,21 @@ ProcessGrid2D::ProcessGrid2D(const comm::Comm& c, int pr, int pc) {
 }
 
 ProcessGrid2D::ProcessGrid2D(const comm::Comm& c, int pr, int pc, std::vector<int> placement) {
-  TESSEL_CHECK(pr >= 1 && pc >= 1, GridError, "process grid ", pr, "x", pc, ": both dimensions must be >= 1");
-  TESSEL_CHECK(static_cast<long long>(pr) * pc == static_cast<long long>(placement.size()), GridError,
-               "process grid ", pr, "x", pc, ": placement of ", placement.size(), " ranks (expected ",
-               static_cast<long long>(pr) * pc, ")");
+  TESSEL_CHECK(pr >= 1 && pc >= 1, GridError, "process grid ", pr, "x", pc,
+               ": both dimensions must be >= 1");
+  TESSEL_CHECK(static_cast<long long>(pr) * pc == static_cast<long long>(placement.size()),
+               GridError, "process grid ", pr, "x", pc, ": placement of ", placement.size(),
+               " ranks (expected ", static_cast<long long>(pr) * pc, ")");
   std::vector<char> seen(static_cast<std::size_t>(c.size()), 0);
   pr_ = pr;
   pc_ = pc;
   prow_ = pcol_ = -1;
   for (std::size_t k = 0; k < placement.size(); ++k) {
     const int r = placement[k];
-    TESSEL_CHECK(r >= 0 && r < c.size() && !seen[static_cast<std::size_t>(r)], GridError, "process grid ", pr,
-                 "x", pc, ": P(", k / static_cast<std::size_t>(pc), ",", k % static_cast<std::size_t>(pc),
-                 ") is rank ", r, " (expected a rank of 0 .. ", c.size() - 1, " not placed before)");
+    TESSEL_CHECK(r >= 0 && r < c.size() && !seen[static_cast<std::size_t>(r)], GridError,
+                 "process grid ", pr, "x", pc, ": P(", k / static_cast<std::size_t>(pc), ",",
+                 k % static_cast<std::size_t>(pc), ") is rank ", r, " (expected a rank of 0 .. ",
+                 c.size() - 1, " not placed before)");
     seen[static_cast<std::size_t>(r)] = 1;
     if (r == c.rank()) {
       prow_ = static_cast<int>(k) / pc;

@@ -8,7 +8,10 @@
 namespace tessel::layout {
 
 Layout::Layout(Partition1D rows, Partition1D cols, std::vector<int> owner, int comm_size)
-    : rows_(std::move(rows)), cols_(std::move(cols)), owner_(std::move(owner)), comm_size_(comm_size) {
+    : rows_(std::move(rows)),
+      cols_(std::move(cols)),
+      owner_(std::move(owner)),
+      comm_size_(comm_size) {
   const std::size_t pairs = static_cast<std::size_t>(rows_.groups()) * cols_.groups();
   TESSEL_CHECK(owner_.size() == pairs, LayoutMismatch, "layout: owner table has ", owner_.size(),
                " entries, expected ", pairs);
@@ -17,7 +20,8 @@ Layout::Layout(Partition1D rows, Partition1D cols, std::vector<int> owner, int c
     for (int gc = 0; gc < cols_.groups(); ++gc) {
       int r = this->owner(gr, gc);
       if (r < 0) continue;
-      TESSEL_CHECK(r < comm_size, GridError, "layout: owner rank ", r, " outside [0, ", comm_size, ")");
+      TESSEL_CHECK(r < comm_size, GridError, "layout: owner rank ", r, " outside [0, ", comm_size,
+                   ")");
       auto& slot = of_rank_[static_cast<std::size_t>(r)];
       TESSEL_CHECK(slot.first < 0, LayoutMismatch, "layout: rank ", r, " owns two blocks");
       slot = {gr, gc};
@@ -48,7 +52,8 @@ Layout Layout::block_cyclic_inb(std::int64_t m, std::int64_t n, std::int64_t imb
     for (std::size_t i = 0; i < grid_rank.size(); ++i) grid_rank[i] = static_cast<int>(i);
   }
   return Layout(Partition1D::block_cyclic(m, mb, nprow, rsrc, imb),
-                Partition1D::block_cyclic(n, nb, npcol, csrc, inb), std::move(grid_rank), comm_size);
+                Partition1D::block_cyclic(n, nb, npcol, csrc, inb), std::move(grid_rank),
+                comm_size);
 }
 
 Layout Layout::on_rank(std::int64_t m, std::int64_t n, int rank, int comm_size) {

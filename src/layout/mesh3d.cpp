@@ -42,21 +42,22 @@ GridShape Mesh3D::choose_grid(int nranks, std::int64_t n, int q, int c) {
     }
   }
   if (q > 0)
-    TESSEL_CHECK(best_size > 0, GridError, "Mesh3D: q = ", q, " needs at least q^2 = ",
-                 static_cast<std::int64_t>(q) * q, " ranks but only ", nranks,
-                 " are available");
+    TESSEL_CHECK(best_size > 0, GridError, "Mesh3D: q = ", q,
+                 " needs at least q^2 = ", static_cast<std::int64_t>(q) * q, " ranks but only ",
+                 nranks, " are available");
   if (c > 0)
     TESSEL_CHECK(best_size > 0, GridError, "Mesh3D: replication c = ", c,
-                 " needs q >= c and q^2 c <= ", nranks, " ranks (at least c^3 = ",
-                 static_cast<std::int64_t>(c) * c * c, ") with q <= n = ", n);
+                 " needs q >= c and q^2 c <= ", nranks,
+                 " ranks (at least c^3 = ", static_cast<std::int64_t>(c) * c * c,
+                 ") with q <= n = ", n);
   return best;
 }
 
 Mesh3D::Mesh3D(const Context& ctx, int p) : nranks_(ctx.size()) {
   int pmax = largest_p(ctx.size());
   ctx.agree([&] {
-    TESSEL_CHECK(p >= 0 && p <= pmax, GridError, "Mesh3D: p = ", p, " needs p^3 = ",
-                 static_cast<long long>(p) * p * p, " ranks but the context has ",
+    TESSEL_CHECK(p >= 0 && p <= pmax, GridError, "Mesh3D: p = ", p,
+                 " needs p^3 = ", static_cast<long long>(p) * p * p, " ranks but the context has ",
                  ctx.size(), " (expected 1 <= p <= ", pmax, ", or 0 for the largest)");
   });
   p_ = p == 0 ? pmax : p;
@@ -68,8 +69,8 @@ Mesh3D Mesh3D::grid(const Context& ctx, int q, int c) {
   ctx.agree([&] {
     TESSEL_CHECK(q >= 1 && c >= 1 && c <= q, GridError, "Mesh3D: q = ", q, ", c = ", c,
                  " (expected 1 <= c <= q)");
-    TESSEL_CHECK(static_cast<std::int64_t>(q) * q * c <= ctx.size(), GridError, "Mesh3D: q = ",
-                 q, ", c = ", c, " needs q^2 c = ", static_cast<std::int64_t>(q) * q * c,
+    TESSEL_CHECK(static_cast<std::int64_t>(q) * q * c <= ctx.size(), GridError, "Mesh3D: q = ", q,
+                 ", c = ", c, " needs q^2 c = ", static_cast<std::int64_t>(q) * q * c,
                  " ranks but the context has ", ctx.size());
   });
   Mesh3D m;

@@ -32,8 +32,8 @@ Partition1D Partition1D::block_cyclic(std::int64_t n, std::int64_t nb, int nproc
                ", expected >= 1 (or 0 for nb)");
   if (first_nb == 0) first_nb = nb;
   TESSEL_CHECK(nprocs >= 1, GridError, "process count = ", nprocs, ", expected >= 1");
-  TESSEL_CHECK(src >= 0 && src < nprocs, LayoutMismatch, "source process ", src,
-               " outside [0, ", nprocs, ")");
+  TESSEL_CHECK(src >= 0 && src < nprocs, LayoutMismatch, "source process ", src, " outside [0, ",
+               nprocs, ")");
   std::vector<Interval> iv;
   std::vector<std::int64_t> local(static_cast<std::size_t>(nprocs), 0);
   int g = src;
@@ -60,7 +60,8 @@ Partition1D Partition1D::blocks(const std::vector<std::int64_t>& sizes) {
 
 Partition1D Partition1D::even(std::int64_t n, int parts) {
   std::vector<std::int64_t> s(static_cast<std::size_t>(parts));
-  for (int i = 0; i < parts; ++i) s[static_cast<std::size_t>(i)] = split_begin(n, parts, i + 1) - split_begin(n, parts, i);
+  for (int i = 0; i < parts; ++i)
+    s[static_cast<std::size_t>(i)] = split_begin(n, parts, i + 1) - split_begin(n, parts, i);
   return blocks(s);
 }
 
@@ -69,8 +70,8 @@ std::int64_t Partition1D::local_extent(int group) const {
 }
 
 Partition1D Partition1D::sub(std::int64_t offset, std::int64_t n) const {
-  TESSEL_CHECK(offset >= 0 && n >= 0 && offset + n <= n_, DimensionMismatch,
-               "sub-range [", offset, ", ", offset + n, ") outside [0, ", n_, ")");
+  TESSEL_CHECK(offset >= 0 && n >= 0 && offset + n <= n_, DimensionMismatch, "sub-range [", offset,
+               ", ", offset + n, ") outside [0, ", n_, ")");
   std::vector<Interval> iv;
   const std::int64_t end = offset + n;
   for (const auto& v : iv_) {
@@ -85,8 +86,8 @@ Partition1D Partition1D::sub(std::int64_t offset, std::int64_t n) const {
 }
 
 std::vector<Segment> merge(const Partition1D& a, const Partition1D& b) {
-  TESSEL_CHECK(a.extent() == b.extent(), DimensionMismatch, "merge: extents ", a.extent(),
-               " and ", b.extent(), " differ");
+  TESSEL_CHECK(a.extent() == b.extent(), DimensionMismatch, "merge: extents ", a.extent(), " and ",
+               b.extent(), " differ");
   std::vector<Segment> out;
   const auto& ia = a.intervals();
   const auto& ib = b.intervals();
@@ -96,7 +97,8 @@ std::vector<Segment> merge(const Partition1D& a, const Partition1D& b) {
     const auto& u = ia[x];
     const auto& v = ib[y];
     std::int64_t end = std::min(u.begin + u.len, v.begin + v.len);
-    out.push_back({at, end - at, u.group, u.local + (at - u.begin), v.group, v.local + (at - v.begin)});
+    out.push_back(
+        {at, end - at, u.group, u.local + (at - u.begin), v.group, v.local + (at - v.begin)});
     at = end;
     if (end == u.begin + u.len) ++x;
     if (end == v.begin + v.len) ++y;

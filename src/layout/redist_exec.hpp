@@ -42,7 +42,8 @@ class RedistExecutor {
 template <class T>
 struct PackedPieces {
   PackedPieces(const comm::ExchangePlan& plan, int comm_size)
-      : send(static_cast<std::size_t>(plan.send_items() - plan.self_count) + 1),  // + 1: data() valid
+      : send(static_cast<std::size_t>(plan.send_items() - plan.self_count) +
+             1),  // + 1: data() valid
         recv(static_cast<std::size_t>(plan.recv_items() - plan.self_count) + 1),
         send_at(offsets(plan.send_peers, plan.send_offsets, comm_size)),
         recv_at(offsets(plan.recv_peers, plan.recv_offsets, comm_size)) {}
@@ -53,8 +54,8 @@ struct PackedPieces {
   std::vector<std::int64_t> send_at, recv_at;  // size comm_size; -1 for a rank that is no peer
 
  private:
-  static std::vector<std::int64_t> offsets(const std::vector<int>& peers, const std::vector<std::int64_t>& off,
-                                           int comm_size) {
+  static std::vector<std::int64_t> offsets(const std::vector<int>& peers,
+                                           const std::vector<std::int64_t>& off, int comm_size) {
     std::vector<std::int64_t> at(static_cast<std::size_t>(comm_size), -1);
     for (std::size_t i = 0; i < peers.size(); ++i) at[static_cast<std::size_t>(peers[i])] = off[i];
     return at;
@@ -70,10 +71,12 @@ std::unique_ptr<RedistExecutor<T>> make_p2p_redist(const comm::Comm& c, comm::Ex
                                                    MPI_Comm extra_watch = MPI_COMM_NULL);
 /// Not collective (the collective call is in start()).
 template <class T>
-std::unique_ptr<RedistExecutor<T>> make_alltoallv_redist(const comm::Comm& c, const comm::ExchangePlan& plan);
+std::unique_ptr<RedistExecutor<T>> make_alltoallv_redist(const comm::Comm& c,
+                                                         const comm::ExchangePlan& plan);
 /// Collective over `c` (the node split, the window over each node).
 template <class T>
-std::unique_ptr<RedistExecutor<T>> make_node_shared_redist(const comm::Comm& c, const comm::ExchangePlan& plan,
+std::unique_ptr<RedistExecutor<T>> make_node_shared_redist(const comm::Comm& c,
+                                                           const comm::ExchangePlan& plan,
                                                            const RedistOptions& opt);
 
 }  // namespace tessel::layout::detail

@@ -12,9 +12,14 @@ template <class T>
 class AlltoallvRedist final : public RedistExecutor<T> {
  public:
   AlltoallvRedist(const comm::Comm& c, const comm::ExchangePlan& plan)
-      : c_(c), counts_(comm::AlltoallvCounts::of(plan, c.size())), buf_(plan, c.size()), guard_(c.raw()) {}
+      : c_(c),
+        counts_(comm::AlltoallvCounts::of(plan, c.size())),
+        buf_(plan, c.size()),
+        guard_(c.raw()) {}
   T* send_piece(int q) override { return buf_.send_piece(q); }
-  void start() override { comm::post_plan_alltoallv(c_, counts_, buf_.send.data(), buf_.recv.data(), rs_); }
+  void start() override {
+    comm::post_plan_alltoallv(c_, counts_, buf_.send.data(), buf_.recv.data(), rs_);
+  }
   void wait() override { rs_.wait_all(); }
   const T* recv_piece(int q) const override { return buf_.recv_piece(q); }
 
@@ -29,13 +34,14 @@ class AlltoallvRedist final : public RedistExecutor<T> {
 }  // namespace
 
 template <class T>
-std::unique_ptr<RedistExecutor<T>> make_alltoallv_redist(const comm::Comm& c, const comm::ExchangePlan& plan) {
+std::unique_ptr<RedistExecutor<T>> make_alltoallv_redist(const comm::Comm& c,
+                                                         const comm::ExchangePlan& plan) {
   return std::make_unique<AlltoallvRedist<T>>(c, plan);
 }
 
-template std::unique_ptr<RedistExecutor<double>> make_alltoallv_redist<double>(const comm::Comm&,
-                                                                               const comm::ExchangePlan&);
-template std::unique_ptr<RedistExecutor<std::complex<double>>> make_alltoallv_redist<std::complex<double>>(
+template std::unique_ptr<RedistExecutor<double>> make_alltoallv_redist<double>(
     const comm::Comm&, const comm::ExchangePlan&);
+template std::unique_ptr<RedistExecutor<std::complex<double>>>
+make_alltoallv_redist<std::complex<double>>(const comm::Comm&, const comm::ExchangePlan&);
 
 }  // namespace tessel::layout::detail

@@ -44,8 +44,10 @@ class NodeSharedRedist final : public RedistExecutor<T> {
           off += counts[i];
         }
     };
-    keep_p2p(plan.send_peers, plan.send_counts, msgs.send_peers, msgs.send_counts, msgs.send_offsets);
-    keep_p2p(plan.recv_peers, plan.recv_counts, msgs.recv_peers, msgs.recv_counts, msgs.recv_offsets);
+    keep_p2p(plan.send_peers, plan.send_counts, msgs.send_peers, msgs.send_counts,
+             msgs.send_offsets);
+    keep_p2p(plan.recv_peers, plan.recv_counts, msgs.recv_peers, msgs.recv_counts,
+             msgs.recv_offsets);
     for (std::size_t i = 0; i < plan.send_peers.size(); ++i)
       if (shm_[static_cast<std::size_t>(plan.send_peers[i])] >= 0)
         stores_.push_back(plan.send_counts[i]);
@@ -67,8 +69,9 @@ class NodeSharedRedist final : public RedistExecutor<T> {
     p2p_->wait();
   }
   const T* recv_piece(int q) const override {
-    return shm_[static_cast<std::size_t>(q)] >= 0 ? part(-1) + shm_from_[static_cast<std::size_t>(q)]
-                                                  : p2p_->recv_piece(q);
+    return shm_[static_cast<std::size_t>(q)] >= 0
+               ? part(-1) + shm_from_[static_cast<std::size_t>(q)]
+               : p2p_->recv_piece(q);
   }
   void finish() override {
     if (win_) win_->unlock_all();
@@ -80,7 +83,8 @@ class NodeSharedRedist final : public RedistExecutor<T> {
   // The node split and, when some pair on the node shares data, the window; fills shm_,
   // shm_to_, shm_from_. Node rank order is the order of c's ranks, so the destination's part
   // holds its incoming pieces by source rank of c.
-  void open_window(const comm::Comm& c, const std::vector<std::int64_t>& scount, const RedistOptions& opt) {
+  void open_window(const comm::Comm& c, const std::vector<std::int64_t>& scount,
+                   const RedistOptions& opt) {
     const int p = c.size();
     if (p <= 1) return;
     comm::NodeShared* ns = nullptr;
@@ -102,7 +106,8 @@ class NodeSharedRedist final : public RedistExecutor<T> {
     std::vector<std::int64_t> mine(static_cast<std::size_t>(nn), 0),
         counts(static_cast<std::size_t>(nn) * static_cast<std::size_t>(nn), 0);
     for (int t = 0; t < nn; ++t)
-      if (t != nc.rank()) mine[static_cast<std::size_t>(t)] = scount[static_cast<std::size_t>(crank[t])];
+      if (t != nc.rank())
+        mine[static_cast<std::size_t>(t)] = scount[static_cast<std::size_t>(crank[t])];
     if (nn > 1) nc.allgather(mine.data(), nn, counts.data());
     std::int64_t node_total = 0;
     std::vector<std::int64_t> need(static_cast<std::size_t>(nn), 0);  // bytes of each part
@@ -138,25 +143,26 @@ class NodeSharedRedist final : public RedistExecutor<T> {
   std::unique_ptr<comm::NodeShared> own_;             // without a cache
   const comm::NodeComm* node_ = nullptr;              // own_'s or the cache's
   comm::SharedWindow<unsigned char>* win_ = nullptr;  // null: no same-node pair uses the window
-  std::vector<int> shm_;                  // q's node rank when q moves through the window, else -1
-  std::vector<std::int64_t> shm_to_;      // my offset in q's part
-  std::vector<std::int64_t> shm_from_;    // q's offset in my part
-  std::vector<std::int64_t> stores_;      // elements stored into each same-node peer's part
+  std::vector<int> shm_;                // q's node rank when q moves through the window, else -1
+  std::vector<std::int64_t> shm_to_;    // my offset in q's part
+  std::vector<std::int64_t> shm_from_;  // q's offset in my part
+  std::vector<std::int64_t> stores_;    // elements stored into each same-node peer's part
   std::unique_ptr<RedistExecutor<T>> p2p_;
 };
 
 }  // namespace
 
 template <class T>
-std::unique_ptr<RedistExecutor<T>> make_node_shared_redist(const comm::Comm& c, const comm::ExchangePlan& plan,
+std::unique_ptr<RedistExecutor<T>> make_node_shared_redist(const comm::Comm& c,
+                                                           const comm::ExchangePlan& plan,
                                                            const RedistOptions& opt) {
   return std::make_unique<NodeSharedRedist<T>>(c, plan, opt);
 }
 
-template std::unique_ptr<RedistExecutor<double>> make_node_shared_redist<double>(const comm::Comm&,
-                                                                                 const comm::ExchangePlan&,
-                                                                                 const RedistOptions&);
-template std::unique_ptr<RedistExecutor<std::complex<double>>> make_node_shared_redist<std::complex<double>>(
+template std::unique_ptr<RedistExecutor<double>> make_node_shared_redist<double>(
     const comm::Comm&, const comm::ExchangePlan&, const RedistOptions&);
+template std::unique_ptr<RedistExecutor<std::complex<double>>>
+make_node_shared_redist<std::complex<double>>(const comm::Comm&, const comm::ExchangePlan&,
+                                              const RedistOptions&);
 
 }  // namespace tessel::layout::detail

@@ -18,9 +18,13 @@ class P2PRedist final : public RedistExecutor<T> {
       rs_.watch(extra);
     }
   }
-  void post_receives() override { comm::post_plan_receives(c_, plan_, buf_.recv.data(), 1, kTag, rs_); }
+  void post_receives() override {
+    comm::post_plan_receives(c_, plan_, buf_.recv.data(), 1, kTag, rs_);
+  }
   T* send_piece(int q) override { return buf_.send_piece(q); }
-  void start() override { comm::post_plan_sends(c_, plan_, buf_.send.data(), buf_.recv.data(), 1, kTag, rs_); }
+  void start() override {
+    comm::post_plan_sends(c_, plan_, buf_.send.data(), buf_.recv.data(), 1, kTag, rs_);
+  }
   void wait() override { rs_.wait_all(); }
   const T* recv_piece(int q) const override { return buf_.recv_piece(q); }
 
@@ -44,9 +48,10 @@ std::unique_ptr<RedistExecutor<T>> make_p2p_redist(const comm::Comm& c, comm::Ex
   return std::make_unique<P2PRedist<T>>(c, std::move(plan), extra_watch);
 }
 
-template std::unique_ptr<RedistExecutor<double>> make_p2p_redist<double>(const comm::Comm&, comm::ExchangePlan,
+template std::unique_ptr<RedistExecutor<double>> make_p2p_redist<double>(const comm::Comm&,
+                                                                         comm::ExchangePlan,
                                                                          MPI_Comm);
-template std::unique_ptr<RedistExecutor<std::complex<double>>> make_p2p_redist<std::complex<double>>(
-    const comm::Comm&, comm::ExchangePlan, MPI_Comm);
+template std::unique_ptr<RedistExecutor<std::complex<double>>>
+make_p2p_redist<std::complex<double>>(const comm::Comm&, comm::ExchangePlan, MPI_Comm);
 
 }  // namespace tessel::layout::detail

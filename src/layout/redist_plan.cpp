@@ -28,7 +28,8 @@ std::int64_t sum(const std::vector<std::int64_t>& v) {
   return s;
 }
 
-std::int64_t count_of(const std::vector<int>& peers, const std::vector<std::int64_t>& counts, int q) {
+std::int64_t count_of(const std::vector<int>& peers, const std::vector<std::int64_t>& counts,
+                      int q) {
   auto it = std::lower_bound(peers.begin(), peers.end(), q);
   return it != peers.end() && *it == q ? counts[static_cast<std::size_t>(it - peers.begin())] : 0;
 }
@@ -37,8 +38,12 @@ std::int64_t count_of(const std::vector<int>& peers, const std::vector<std::int6
 
 std::int64_t RedistPlan::send_elems() const { return sum(exchange.send_counts); }
 std::int64_t RedistPlan::recv_elems() const { return sum(exchange.recv_counts); }
-std::int64_t RedistPlan::recv_from(int q) const { return count_of(exchange.recv_peers, exchange.recv_counts, q); }
-std::int64_t RedistPlan::send_to(int q) const { return count_of(exchange.send_peers, exchange.send_counts, q); }
+std::int64_t RedistPlan::recv_from(int q) const {
+  return count_of(exchange.recv_peers, exchange.recv_counts, q);
+}
+std::int64_t RedistPlan::send_to(int q) const {
+  return count_of(exchange.send_peers, exchange.send_counts, q);
+}
 
 RedistPlan make_redist_plan(const Layout& src, const Layout& dst, int rank) {
   TESSEL_CHECK(src.rows() == dst.rows() && src.cols() == dst.cols(), DimensionMismatch,
@@ -46,8 +51,8 @@ RedistPlan make_redist_plan(const Layout& src, const Layout& dst, int rank) {
                dst.rows(), " x ", dst.cols());
   TESSEL_CHECK(src.comm_size() == dst.comm_size(), LayoutMismatch, "redistribute: layouts are for ",
                src.comm_size(), " and ", dst.comm_size(), " ranks (expected the same)");
-  TESSEL_CHECK(rank >= 0 && rank < src.comm_size(), LayoutMismatch, "redistribute plan: rank ", rank,
-               " (expected 0 .. ", src.comm_size() - 1, ")");
+  TESSEL_CHECK(rank >= 0 && rank < src.comm_size(), LayoutMismatch, "redistribute plan: rank ",
+               rank, " (expected 0 .. ", src.comm_size() - 1, ")");
   RedistPlan p;
   p.rank = rank;
   p.comm_size = src.comm_size();
@@ -113,8 +118,9 @@ std::string peer_list(const std::vector<int>& peers, const std::vector<std::int6
 
 std::string RedistPlan::describe() const {
   const auto& e = exchange;
-  return detail::concat("rank ", rank, ": keeps ", e.self_count, "; sends ", send_msgs(), " messages, ",
-                        send_elems(), " elements", send_msgs() ? " (" + peer_list(e.send_peers, e.send_counts) + ")" : "",
+  return detail::concat("rank ", rank, ": keeps ", e.self_count, "; sends ", send_msgs(),
+                        " messages, ", send_elems(), " elements",
+                        send_msgs() ? " (" + peer_list(e.send_peers, e.send_counts) + ")" : "",
                         "; receives ", recv_msgs(), " messages, ", recv_elems(), " elements",
                         recv_msgs() ? " (" + peer_list(e.recv_peers, e.recv_counts) + ")" : "");
 }
@@ -135,9 +141,9 @@ std::string explain_redistribution(const Layout& src, const Layout& dst, int max
   }
   if (src.comm_size() > max_ranks)
     ranks += detail::concat(indent, "  (", src.comm_size() - max_ranks, " more ranks)\n");
-  return detail::concat(indent, "moves ", total, " elements in all; per rank at most: sends ", max_send,
-                        " elements in ", max_smsg, " messages, receives ", max_recv, " in ", max_rmsg,
-                        " messages\n", ranks);
+  return detail::concat(indent, "moves ", total, " elements in all; per rank at most: sends ",
+                        max_send, " elements in ", max_smsg, " messages, receives ", max_recv,
+                        " in ", max_rmsg, " messages\n", ranks);
 }
 
 }  // namespace tessel::layout

@@ -41,7 +41,8 @@ int redist_node_size(const comm::Comm& c, const RedistOptions& opt) {
 namespace {
 
 template <class T>
-std::unique_ptr<detail::RedistExecutor<T>> make_executor(const comm::Comm& c, const RedistPlan& plan,
+std::unique_ptr<detail::RedistExecutor<T>> make_executor(const comm::Comm& c,
+                                                         const RedistPlan& plan,
                                                          const RedistOptions& opt) {
   if (opt.alltoallv) return detail::make_alltoallv_redist<T>(c, plan.exchange);
   if (opt.node_shared) return detail::make_node_shared_redist<T>(c, plan.exchange, opt);
@@ -61,8 +62,9 @@ void redistribute(const comm::Comm& c, const Layout& src, const T* a, std::int64
   TESSEL_CHECK(src.comm_size() == c.size() && dst.comm_size() == c.size(), LayoutMismatch,
                "redistribute: layouts are for ", src.comm_size(), " and ", dst.comm_size(),
                " ranks, the communicator has ", c.size());
-  TESSEL_CHECK(!(opt.alltoallv && opt.node_shared), InputError,
-               "redistribute: RedistOptions asks for both alltoallv and node_shared (expected at most one)");
+  TESSEL_CHECK(
+      !(opt.alltoallv && opt.node_shared), InputError,
+      "redistribute: RedistOptions asks for both alltoallv and node_shared (expected at most one)");
   const int me = c.rank();
   const RedistPlan plan = make_redist_plan(src, dst, me);
   // Rank-local checks, agreed before the first message (one allreduce when p > 1): the
@@ -72,11 +74,13 @@ void redistribute(const comm::Comm& c, const Layout& src, const T* a, std::int64
     const std::int64_t ra = src.local_rows(me), ca = src.local_cols(me);
     const std::int64_t rb = dst.local_rows(me), cb = dst.local_cols(me);
     TESSEL_CHECK(lda >= 1 && (ra == 0 || ca == 0 || lda >= ra), LayoutMismatch,
-                 "redistribute: lda = ", lda, " on rank ", me, ", expected >= ",
-                 std::max<std::int64_t>(1, ra), " (its local rows of the source)");
+                 "redistribute: lda = ", lda, " on rank ", me,
+                 ", expected >= ", std::max<std::int64_t>(1, ra),
+                 " (its local rows of the source)");
     TESSEL_CHECK(ldb >= 1 && (rb == 0 || cb == 0 || ldb >= rb), LayoutMismatch,
-                 "redistribute: ldb = ", ldb, " on rank ", me, ", expected >= ",
-                 std::max<std::int64_t>(1, rb), " (its local rows of the destination)");
+                 "redistribute: ldb = ", ldb, " on rank ", me,
+                 ", expected >= ", std::max<std::int64_t>(1, rb),
+                 " (its local rows of the destination)");
     if (opt.alltoallv) comm::AlltoallvCounts::of(plan.exchange, c.size());
   });
   // Everything that can fail on one rank only happened above (agreed, or sizes every rank
@@ -118,8 +122,7 @@ void redistribute(const comm::Comm& c, const Layout& src, const T* a, std::int64
 }
 
 template void redistribute<double>(const comm::Comm&, const Layout&, const double*, std::int64_t,
-                                   const Layout&, double*, std::int64_t,
-                                   const RedistOptions&);
+                                   const Layout&, double*, std::int64_t, const RedistOptions&);
 template void redistribute<std::complex<double>>(const comm::Comm&, const Layout&,
                                                  const std::complex<double>*, std::int64_t,
                                                  const Layout&, std::complex<double>*, std::int64_t,

@@ -15,9 +15,9 @@ namespace tessel::scalapack {
 namespace {
 
 template <class T>
-using Fn = void (*)(const char*, const char*, const int*, const int*, const int*, const T*, const T*,
-                    const int*, const int*, const int*, const T*, const int*, const int*, const int*,
-                    const T*, T*, const int*, const int*, const int*);
+using Fn = void (*)(const char*, const char*, const int*, const int*, const int*, const T*,
+                    const T*, const int*, const int*, const int*, const T*, const int*, const int*,
+                    const int*, const T*, T*, const int*, const int*, const int*);
 
 // ScaLAPACK's own routine `sym`: the next definition after this library (the library
 // linked or preloaded after tessel_scalapack), else the one in ScaLAPACK's shared object.
@@ -33,8 +33,8 @@ Fn<T> scalapack_routine(const char* sym) {
 template <class T>
 int entry(const char* rout, const char* sym, ErrorMode mode, const char* transa, const char* transb,
           const int* m, const int* n, const int* k, const T* alpha, const T* a, const int* ia,
-          const int* ja, const int* desca, const T* b, const int* ib, const int* jb, const int* descb,
-          const T* beta, T* c, const int* ic, const int* jc, const int* descc) {
+          const int* ja, const int* desca, const T* b, const int* ib, const int* jb,
+          const int* descb, const T* beta, T* c, const int* ic, const int* jc, const int* descc) {
   const Call x = make_call(transa, transb, m, n, k, ia, ja, desca, ib, jb, descb, ic, jc, descc);
   if (replicated(x)) {
     if (Fn<T> f = scalapack_routine<T>(sym)) {
@@ -61,14 +61,14 @@ using tessel::scalapack::entry;
 using tessel::scalapack::ErrorMode;
 using scomplex = std::complex<float>;
 
-#define TESSEL_ENTRY(T, ROUT, SYM, MODE)                                                          \
-  entry<T>(ROUT, SYM, MODE, transa, transb, m, n, k, alpha, a, ia, ja, desca, b, ib, jb, descb, beta, \
-           c, ic, jc, descc)
-#define TESSEL_ARGS(T)                                                                            \
-  const char *transa, const char *transb, const int *m, const int *n, const int *k, const T *alpha, \
-      const T *a, const int *ia, const int *ja, const int *desca, const T *b, const int *ib,       \
-      const int *jb, const int *descb, const T *beta, T *c, const int *ic, const int *jc,          \
-      const int *descc
+#define TESSEL_ENTRY(T, ROUT, SYM, MODE)                                                        \
+  entry<T>(ROUT, SYM, MODE, transa, transb, m, n, k, alpha, a, ia, ja, desca, b, ib, jb, descb, \
+           beta, c, ic, jc, descc)
+#define TESSEL_ARGS(T)                                                                        \
+  const char *transa, const char *transb, const int *m, const int *n, const int *k,           \
+      const T *alpha, const T *a, const int *ia, const int *ja, const int *desca, const T *b, \
+      const int *ib, const int *jb, const int *descb, const T *beta, T *c, const int *ic,     \
+      const int *jc, const int *descc
 
 extern "C" {
 

@@ -17,14 +17,29 @@ namespace {
 using namespace pblas;
 
 // The arithmetic type tessel computes in: float data is widened to double (see docs/scalapack.md).
-template <class T> struct Wide { using type = T; };
-template <> struct Wide<float> { using type = double; };
-template <> struct Wide<std::complex<float>> { using type = std::complex<double>; };
+template <class T>
+struct Wide {
+  using type = T;
+};
+template <>
+struct Wide<float> {
+  using type = double;
+};
+template <>
+struct Wide<std::complex<float>> {
+  using type = std::complex<double>;
+};
 
 bool is_zero(const float& v) { return v == 0.0f; }
 bool is_zero(const double& v) { return v == 0.0; }
-template <class R> bool is_zero(const std::complex<R>& v) { return v == std::complex<R>(0); }
-template <class T> bool is_one(const T& v) { return v == T(1); }
+template <class R>
+bool is_zero(const std::complex<R>& v) {
+  return v == std::complex<R>(0);
+}
+template <class T>
+bool is_one(const T& v) {
+  return v == T(1);
+}
 
 // Calls f(local_i, local_j, len) for each column run of `lay` (a sub-layout of the caller's
 // matrix) stored on `rank`.
@@ -58,10 +73,14 @@ int check_arguments(const char* rout, const Call& x) {
     PB_Cwarn(ctxt, __LINE__, rout, "Illegal TRANSB = %c\n", tb);
     info = -2;
   }
-  if (nota) PB_Cchkmat(ctxt, rout, "A", x.m, 3, x.k, 5, x.ai, x.aj, x.ad, 10, &info);
-  else PB_Cchkmat(ctxt, rout, "A", x.k, 5, x.m, 3, x.ai, x.aj, x.ad, 10, &info);
-  if (notb) PB_Cchkmat(ctxt, rout, "B", x.k, 5, x.n, 4, x.bi, x.bj, x.bd, 14, &info);
-  else PB_Cchkmat(ctxt, rout, "B", x.n, 4, x.k, 5, x.bi, x.bj, x.bd, 14, &info);
+  if (nota)
+    PB_Cchkmat(ctxt, rout, "A", x.m, 3, x.k, 5, x.ai, x.aj, x.ad, 10, &info);
+  else
+    PB_Cchkmat(ctxt, rout, "A", x.k, 5, x.m, 3, x.ai, x.aj, x.ad, 10, &info);
+  if (notb)
+    PB_Cchkmat(ctxt, rout, "B", x.k, 5, x.n, 4, x.bi, x.bj, x.bd, 14, &info);
+  else
+    PB_Cchkmat(ctxt, rout, "B", x.n, 4, x.k, 5, x.bi, x.bj, x.bd, 14, &info);
   PB_Cchkmat(ctxt, rout, "C", x.m, 3, x.n, 4, x.ci, x.cj, x.cd, 19, &info);
   return info;
 }
@@ -88,8 +107,8 @@ bool replicated(const Call& x) {
 }
 
 template <class T>
-int pgemm(const char* rout, const Call& x, const T* alpha, const T* a, const T* b, const T* beta, T* c,
-          ErrorMode mode, const dense::MultiplyOptions& opt, CommLedger* ledger,
+int pgemm(const char* rout, const Call& x, const T* alpha, const T* a, const T* b, const T* beta,
+          T* c, ErrorMode mode, const dense::MultiplyOptions& opt, CommLedger* ledger,
           dense::MultiplyReport* report) {
   // 1. ScaLAPACK's checks, on this process (LLD is checked against this process's rows).
   const int info = check_arguments(rout, x);
@@ -105,7 +124,8 @@ int pgemm(const char* rout, const Call& x, const T* alpha, const T* a, const T* 
   Cblacs_get(ctxt, 10, &sysctxt);
   std::vector<int> ranks(static_cast<std::size_t>(nprow) * npcol);
   for (int r = 0; r < nprow; ++r)
-    for (int q = 0; q < npcol; ++q) ranks[static_cast<std::size_t>(r) * npcol + q] = Cblacs_pnum(ctxt, r, q);
+    for (int q = 0; q < npcol; ++q)
+      ranks[static_cast<std::size_t>(r) * npcol + q] = Cblacs_pnum(ctxt, r, q);
   comm::Comm grid = comm::Comm::create_group(Cblacs2sys_handle(sysctxt), ranks, nullptr);
   const int first = grid.allreduce_value(info ? -info : INT_MAX, MPI_MIN);
   if (first != INT_MAX) return info ? info : -first;
@@ -120,8 +140,8 @@ int pgemm(const char* rout, const Call& x, const T* alpha, const T* a, const T* 
   Context ctx(grid.raw(), ledger ? *ledger : scratch);
   try {
     auto full = [&](const int* d) {
-      return layout::Layout::block_cyclic_inb(d[M], d[N], d[IMB], d[INB], d[MB], d[NB], nprow, npcol,
-                                              d[RSRC], d[CSRC], p);
+      return layout::Layout::block_cyclic_inb(d[M], d[N], d[IMB], d[INB], d[MB], d[NB], nprow,
+                                              npcol, d[RSRC], d[CSRC], p);
     };
     const layout::Layout fc = full(x.cd);
     const layout::Layout lc = fc.sub(x.ci, x.cj, x.m, x.n);
@@ -159,7 +179,8 @@ int pgemm(const char* rout, const Call& x, const T* alpha, const T* a, const T* 
       auto A = dense::DistMatrix<W>::view(la, me, wa.data(), x.ad[LLD]);
       auto B = dense::DistMatrix<W>::view(lb, me, wb.data(), x.bd[LLD]);
       auto C = dense::DistMatrix<W>::view(lc, me, wc.data(), x.cd[LLD]);
-      auto rep = dense::multiply(ctx, static_cast<W>(*alpha), opa, A, opb, B, static_cast<W>(*beta), C, opt);
+      auto rep = dense::multiply(ctx, static_cast<W>(*alpha), opa, A, opb, B, static_cast<W>(*beta),
+                                 C, opt);
       if (report) *report = rep;
       for_each_local_run(lc, me, [&](std::int64_t i, std::int64_t j, std::int64_t len) {
         const std::size_t at0 = static_cast<std::size_t>(j * x.cd[LLD] + i);
@@ -175,9 +196,10 @@ int pgemm(const char* rout, const Call& x, const T* alpha, const T* a, const T* 
   }
 }
 
-#define TESSEL_PGEMM(T)                                                                          \
-  template int pgemm<T>(const char*, const Call&, const T*, const T*, const T*, const T*, T*,     \
-                        ErrorMode, const dense::MultiplyOptions&, CommLedger*, dense::MultiplyReport*);
+#define TESSEL_PGEMM(T)                                                                       \
+  template int pgemm<T>(const char*, const Call&, const T*, const T*, const T*, const T*, T*, \
+                        ErrorMode, const dense::MultiplyOptions&, CommLedger*,                \
+                        dense::MultiplyReport*);
 TESSEL_PGEMM(float)
 TESSEL_PGEMM(double)
 TESSEL_PGEMM(std::complex<float>)

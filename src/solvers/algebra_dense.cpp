@@ -111,13 +111,16 @@ std::pair<double, double> DenseAlgebra::gershgorin(const Matrix& a) const {
   const std::int64_t n = a.rows();
   std::vector<double> rs(static_cast<std::size_t>(2 * n), 0.0);  // off-diagonal |.| sums, diagonal
   each(a, [&](std::int64_t i, std::int64_t j, const double& v) {
-    if (i == j) rs[static_cast<std::size_t>(n + i)] = v;
-    else rs[static_cast<std::size_t>(i)] += std::abs(v);
+    if (i == j)
+      rs[static_cast<std::size_t>(n + i)] = v;
+    else
+      rs[static_cast<std::size_t>(i)] += std::abs(v);
   });
   return gershgorin_interval(ctx_.comm(), rs, n);
 }
 
-void DenseAlgebra::matvec(const Matrix& a, const std::vector<double>& x, std::vector<double>& y) const {
+void DenseAlgebra::matvec(const Matrix& a, const std::vector<double>& x,
+                          std::vector<double>& y) const {
   y.assign(static_cast<std::size_t>(a.rows()), 0.0);
   each(a, [&](std::int64_t i, std::int64_t j, const double& v) {
     y[static_cast<std::size_t>(i)] += v * x[static_cast<std::size_t>(j)];

@@ -59,7 +59,9 @@ void SparseAlgebra::scale(Matrix& a, double alpha) const { sparse::scale(a, alph
 void SparseAlgebra::shift(Matrix& a, double alpha) const { sparse::shift(a, alpha); }
 void SparseAlgebra::filter(Matrix& a) const { sparse::filter(a, opt_.filter_eps); }
 double SparseAlgebra::trace(const Matrix& a) const { return sparse::trace(ctx_, a); }
-double SparseAlgebra::dot(const Matrix& a, const Matrix& b) const { return sparse::dot(ctx_, a, b); }
+double SparseAlgebra::dot(const Matrix& a, const Matrix& b) const {
+  return sparse::dot(ctx_, a, b);
+}
 double SparseAlgebra::norm(const Matrix& a) const { return sparse::frobenius_norm(ctx_, a); }
 std::int64_t SparseAlgebra::blocks(const Matrix& a) const { return sparse::nblocks(ctx_, a); }
 
@@ -82,14 +84,17 @@ std::pair<double, double> SparseAlgebra::gershgorin(const Matrix& a) const {
     for (int j = 0; j < c; ++j)
       for (int i = 0; i < r; ++i) {
         const double v = x[static_cast<std::size_t>(j) * r + i];
-        if (i0 + i == j0 + j) rs[static_cast<std::size_t>(n + i0 + i)] = v;
-        else rs[static_cast<std::size_t>(i0 + i)] += std::abs(v);
+        if (i0 + i == j0 + j)
+          rs[static_cast<std::size_t>(n + i0 + i)] = v;
+        else
+          rs[static_cast<std::size_t>(i0 + i)] += std::abs(v);
       }
   });
   return gershgorin_interval(ctx_.comm(), rs, n);
 }
 
-void SparseAlgebra::matvec(const Matrix& a, const std::vector<double>& x, std::vector<double>& y) const {
+void SparseAlgebra::matvec(const Matrix& a, const std::vector<double>& x,
+                           std::vector<double>& y) const {
   const auto& rb = a.distribution().row_blocks();
   const auto& cb = a.distribution().col_blocks();
   y.assign(static_cast<std::size_t>(a.rows()), 0.0);
@@ -97,7 +102,8 @@ void SparseAlgebra::matvec(const Matrix& a, const std::vector<double>& x, std::v
     const std::int64_t i0 = rb.offset(br), j0 = cb.offset(bc);
     for (int j = 0; j < c; ++j) {
       const double xj = x[static_cast<std::size_t>(j0 + j)];
-      for (int i = 0; i < r; ++i) y[static_cast<std::size_t>(i0 + i)] += b[static_cast<std::size_t>(j) * r + i] * xj;
+      for (int i = 0; i < r; ++i)
+        y[static_cast<std::size_t>(i0 + i)] += b[static_cast<std::size_t>(j) * r + i] * xj;
     }
   });
   ctx_.comm().allreduce(y.data(), static_cast<int>(y.size()), MPI_SUM);

@@ -7,9 +7,9 @@
 
 namespace tessel::solvers::block {
 
-
 double hashed_unit(std::uint64_t seed, std::int64_t g, int col) {
-  std::uint64_t z = seed * 0x9E3779B97F4A7C15ULL + static_cast<std::uint64_t>(g) * 0xBF58476D1CE4E5B9ULL +
+  std::uint64_t z = seed * 0x9E3779B97F4A7C15ULL +
+                    static_cast<std::uint64_t>(g) * 0xBF58476D1CE4E5B9ULL +
                     static_cast<std::uint64_t>(col) * 0x94D049BB133111EBULL;
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
@@ -27,14 +27,16 @@ std::vector<double> gram(const Context& ctx, const double* x, const double* y, i
 }
 
 // X (n x k) <- X M for a k x k column-major M: as k x n column-major, X^T <- M^T X^T.
-void right_multiply(std::vector<double>& x, const std::vector<double>& m, int n, int k, std::vector<double>& tmp) {
+void right_multiply(std::vector<double>& x, const std::vector<double>& m, int n, int k,
+                    std::vector<double>& tmp) {
   tmp.resize(x.size());
   const double one = 1, zero = 0;
   if (n > 0) dgemm_("T", "N", &k, &n, &k, &one, m.data(), &k, x.data(), &k, &zero, tmp.data(), &k);
   x.swap(tmp);
 }
 
-void multiply(const std::vector<double>& s, const std::vector<double>& c, int n, int m, int k, std::vector<double>& out) {
+void multiply(const std::vector<double>& s, const std::vector<double>& c, int n, int m, int k,
+              std::vector<double>& out) {
   out.assign(static_cast<std::size_t>(n) * static_cast<std::size_t>(k), 0.0);
   const double one = 1, zero = 0;
   if (n > 0) dgemm_("T", "N", &k, &n, &m, &one, c.data(), &m, s.data(), &m, &zero, out.data(), &k);
@@ -46,12 +48,14 @@ static void chol_qr_pass(const Context& ctx, std::vector<double>& x, int n, int 
   std::vector<double> d(static_cast<std::size_t>(k));
   for (int j = 0; j < k; ++j) {
     const double sjj = s[static_cast<std::size_t>(j * k + j)];
-    TESSEL_CHECK(sjj > 0 && std::isfinite(sjj), Error, "eigensolver: vector ", j, " has norm^2 ", sjj,
-                 " (the block lost rank; try more states or a smaller degree)");
+    TESSEL_CHECK(sjj > 0 && std::isfinite(sjj), Error, "eigensolver: vector ", j, " has norm^2 ",
+                 sjj, " (the block lost rank; try more states or a smaller degree)");
     d[static_cast<std::size_t>(j)] = 1.0 / std::sqrt(sjj);
   }
   for (int i = 0; i < k; ++i)
-    for (int j = 0; j < k; ++j) s[static_cast<std::size_t>(j * k + i)] *= d[static_cast<std::size_t>(i)] * d[static_cast<std::size_t>(j)];
+    for (int j = 0; j < k; ++j)
+      s[static_cast<std::size_t>(j * k + i)] *=
+          d[static_cast<std::size_t>(i)] * d[static_cast<std::size_t>(j)];
   std::vector<double> r = s;
   int info = 0;
   dpotrf_("U", &k, r.data(), &k, &info);
@@ -62,7 +66,8 @@ static void chol_qr_pass(const Context& ctx, std::vector<double>& x, int n, int 
   }
   TESSEL_CHECK(info == 0, Error, "eigensolver: Cholesky QR failed (dpotrf info ", info, ")");
   for (std::size_t p = 0; p < static_cast<std::size_t>(n); ++p)
-    for (std::size_t j = 0; j < static_cast<std::size_t>(k); ++j) x[p * static_cast<std::size_t>(k) + j] *= d[j];
+    for (std::size_t j = 0; j < static_cast<std::size_t>(k); ++j)
+      x[p * static_cast<std::size_t>(k) + j] *= d[j];
   const double one = 1;
   if (n > 0) dtrsm_("L", "U", "T", "N", &k, &n, &one, r.data(), &k, x.data(), &k);
 }
@@ -76,7 +81,8 @@ void orthonormalize(const Context& ctx, std::vector<double>& x, int n, int k) {
 std::vector<double> syev(std::vector<double>& a, int k) {
   for (int i = 0; i < k; ++i)
     for (int j = 0; j < i; ++j) {
-      const double m = 0.5 * (a[static_cast<std::size_t>(j * k + i)] + a[static_cast<std::size_t>(i * k + j)]);
+      const double m =
+          0.5 * (a[static_cast<std::size_t>(j * k + i)] + a[static_cast<std::size_t>(i * k + j)]);
       a[static_cast<std::size_t>(j * k + i)] = a[static_cast<std::size_t>(i * k + j)] = m;
     }
   std::vector<double> w(static_cast<std::size_t>(k));

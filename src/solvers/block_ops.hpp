@@ -15,9 +15,11 @@ double hashed_unit(std::uint64_t seed, std::int64_t g, int col);
 /// Collective over ctx: X^T Y (k x k, column-major), summed over ranks.
 std::vector<double> gram(const Context& ctx, const double* x, const double* y, int n, int k);
 /// Not collective: X <- X M (M k x k column-major); tmp is scratch.
-void right_multiply(std::vector<double>& x, const std::vector<double>& m, int n, int k, std::vector<double>& tmp);
+void right_multiply(std::vector<double>& x, const std::vector<double>& m, int n, int k,
+                    std::vector<double>& tmp);
 /// Not collective: out (n x k) = S (n x m) C (m x k, column-major).
-void multiply(const std::vector<double>& s, const std::vector<double>& c, int n, int m, int k, std::vector<double>& out);
+void multiply(const std::vector<double>& s, const std::vector<double>& c, int n, int m, int k,
+              std::vector<double>& out);
 /// Collective: Cholesky QR twice with unit-column scaling (a tiny shift if S is singular).
 void orthonormalize(const Context& ctx, std::vector<double>& x, int n, int k);
 /// Collective over ctx (one allreduce): r2[j] holds this rank's part of the squared residual

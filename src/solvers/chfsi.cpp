@@ -25,7 +25,8 @@ Bounds lanczos(Context& ctx, stencil::Hamiltonian& h, int steps, std::uint64_t s
   const auto& pts = h.plan().points;
   const int n = static_cast<int>(pts.size());
   std::vector<double> q(static_cast<std::size_t>(n)), qprev(q.size(), 0.0), w(q.size());
-  for (int i = 0; i < n; ++i) q[static_cast<std::size_t>(i)] = hashed_unit(seed + 1, pts[static_cast<std::size_t>(i)], 0);
+  for (int i = 0; i < n; ++i)
+    q[static_cast<std::size_t>(i)] = hashed_unit(seed + 1, pts[static_cast<std::size_t>(i)], 0);
   auto dot = [&](const std::vector<double>& a, const std::vector<double>& b) {
     double s = 0;
     for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
@@ -51,7 +52,9 @@ Bounds lanczos(Context& ctx, stencil::Hamiltonian& h, int steps, std::uint64_t s
   std::vector<double> t(static_cast<std::size_t>(m * m), 0.0);
   for (int i = 0; i < m; ++i) {
     t[static_cast<std::size_t>(i * m + i)] = alpha[static_cast<std::size_t>(i)];
-    if (i + 1 < m) t[static_cast<std::size_t>(i * m + i + 1)] = t[static_cast<std::size_t>((i + 1) * m + i)] = beta[static_cast<std::size_t>(i)];
+    if (i + 1 < m)
+      t[static_cast<std::size_t>(i * m + i + 1)] = t[static_cast<std::size_t>((i + 1) * m + i)] =
+          beta[static_cast<std::size_t>(i)];
   }
   auto ev = syev(t, m);
   if (ev.empty()) return {0.0, h.kinetic_bound() + vmax};
@@ -62,7 +65,8 @@ Bounds lanczos(Context& ctx, stencil::Hamiltonian& h, int steps, std::uint64_t s
 
 }  // namespace
 
-std::vector<double> column_norms2(const Context& ctx, const std::vector<double>& x, std::int64_t n, int width) {
+std::vector<double> column_norms2(const Context& ctx, const std::vector<double>& x, std::int64_t n,
+                                  int width) {
   std::vector<double> s(static_cast<std::size_t>(width), 0.0);
   for (std::int64_t p = 0; p < n; ++p)
     for (int j = 0; j < width; ++j) {
@@ -80,8 +84,10 @@ EigenResult chfsi(Context& ctx, stencil::Hamiltonian& h, std::int64_t mesh_point
   TESSEL_CHECK(opt.states >= 1, InputError, "states ", opt.states, ": expected >= 1");
   TESSEL_CHECK(kk <= mesh_points, InputError, "states ", opt.states, " (+ ", extra,
                " guard vectors): more than the ", mesh_points, " points of the mesh");
-  TESSEL_CHECK(opt.tol > 0 && std::isfinite(opt.tol), InputError, "tolerance ", opt.tol, ": expected > 0");
-  TESSEL_CHECK(opt.lanczos_steps >= 1, InputError, "lanczos_steps ", opt.lanczos_steps, ": expected >= 1");
+  TESSEL_CHECK(opt.tol > 0 && std::isfinite(opt.tol), InputError, "tolerance ", opt.tol,
+               ": expected > 0");
+  TESSEL_CHECK(opt.lanczos_steps >= 1, InputError, "lanczos_steps ", opt.lanczos_steps,
+               ": expected >= 1");
   TESSEL_CHECK(opt.max_iter >= 1, InputError, "max_iter ", opt.max_iter, ": expected >= 1");
   TESSEL_CHECK(opt.degree >= 0 && opt.degree <= 1000, InputError, "degree ", opt.degree,
                ": expected 0 (automatic) .. 1000");
@@ -92,7 +98,8 @@ EigenResult chfsi(Context& ctx, stencil::Hamiltonian& h, std::int64_t mesh_point
 
   EigenResult res;
   res.block = k;
-  res.degree = opt.degree > 0 ? opt.degree : std::clamp(static_cast<int>(std::ceil(6.0 / spacing)), 8, 40);
+  res.degree =
+      opt.degree > 0 ? opt.degree : std::clamp(static_cast<int>(std::ceil(6.0 / spacing)), 8, 40);
   double vmax = 0;  // |V| bound for the Gershgorin cap of the spectrum
   for (double v : h.potential()) vmax = std::max(vmax, std::abs(v));
   vmax = ctx.comm().allreduce_value(vmax, MPI_MAX);
@@ -135,7 +142,8 @@ EigenResult chfsi(Context& ctx, stencil::Hamiltonian& h, std::int64_t mesh_point
         const double sn = 1 / (tau - sigma);
         h.apply(y.data(), hy.data(), k);
         res.applies += k;
-        for (std::size_t i = 0; i < N; ++i) ynew[i] = (hy[i] - c * y[i]) * (2 * sn / e) - sigma * sn * x[i];
+        for (std::size_t i = 0; i < N; ++i)
+          ynew[i] = (hy[i] - c * y[i]) * (2 * sn / e) - sigma * sn * x[i];
         x.swap(y);
         y.swap(ynew);
         sigma = sn;
@@ -149,7 +157,8 @@ EigenResult chfsi(Context& ctx, stencil::Hamiltonian& h, std::int64_t mesh_point
     std::vector<double> r2(static_cast<std::size_t>(opt.states), 0.0);
     for (int i = 0; i < n; ++i)
       for (int j = 0; j < opt.states; ++j) {
-        const std::size_t p = static_cast<std::size_t>(i) * static_cast<std::size_t>(k) + static_cast<std::size_t>(j);
+        const std::size_t p =
+            static_cast<std::size_t>(i) * static_cast<std::size_t>(k) + static_cast<std::size_t>(j);
         const double rr = hx[p] - theta[static_cast<std::size_t>(j)] * x[p];
         r2[static_cast<std::size_t>(j)] += rr * rr;
       }
@@ -165,15 +174,18 @@ EigenResult chfsi(Context& ctx, stencil::Hamiltonian& h, std::int64_t mesh_point
   res.vectors.resize(static_cast<std::size_t>(n) * static_cast<std::size_t>(opt.states));
   for (int i = 0; i < n; ++i)
     for (int j = 0; j < opt.states; ++j)
-      res.vectors[static_cast<std::size_t>(i * opt.states + j)] = x[static_cast<std::size_t>(i) * static_cast<std::size_t>(k) + static_cast<std::size_t>(j)];
+      res.vectors[static_cast<std::size_t>(i * opt.states + j)] =
+          x[static_cast<std::size_t>(i) * static_cast<std::size_t>(k) +
+            static_cast<std::size_t>(j)];
   return res;
 }
 
 void taylor_step(stencil::Hamiltonian& h, std::vector<double>& psi, int width, double dt) {
   const int w2 = 2 * width;
   const std::size_t N = psi.size();
-  TESSEL_CHECK(static_cast<std::int64_t>(N) == h.plan().local_size() * w2, DimensionMismatch, "taylor_step: ",
-               N, " values for ", h.plan().local_size(), " points x ", w2, " real columns");
+  TESSEL_CHECK(static_cast<std::int64_t>(N) == h.plan().local_size() * w2, DimensionMismatch,
+               "taylor_step: ", N, " values for ", h.plan().local_size(), " points x ", w2,
+               " real columns");
   std::vector<double> t = psi, u(N);
   for (int kterm = 1; kterm <= 4; ++kterm) {
     h.apply(t.data(), u.data(), w2);

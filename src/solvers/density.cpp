@@ -28,7 +28,8 @@ DensityMethod parse_density_method(const std::string& s, const std::string& what
   for (auto m : {DensityMethod::Sign, DensityMethod::Trs4, DensityMethod::Canonical,
                  DensityMethod::Trs2, DensityMethod::McWeeny})
     if (s == to_string(m)) return m;
-  throw InputError(detail::concat(what, " = '", s, "' (expected sign, trs4, canonical, trs2 or mcweeny)"));
+  throw InputError(
+      detail::concat(what, " = '", s, "' (expected sign, trs4, canonical, trs2 or mcweeny)"));
 }
 
 namespace {
@@ -68,7 +69,8 @@ struct Warp {
   static double interp(const std::vector<double>& from, const std::vector<double>& to, double v) {
     if (v <= from.front()) return to.front();
     if (v >= from.back()) return to.back();
-    const auto k = static_cast<std::size_t>(std::upper_bound(from.begin(), from.end(), v) - from.begin());
+    const auto k =
+        static_cast<std::size_t>(std::upper_bound(from.begin(), from.end(), v) - from.begin());
     const double t = (v - from[k - 1]) / (from[k] - from[k - 1]);
     return to[k - 1] + t * (to[k] - to[k - 1]);
   }
@@ -117,7 +119,8 @@ struct SignSearch {
   // Bracket, then Illinois: f(mu) = count(mu) - nocc is a non-decreasing step function; any mu
   // with |f| < 1/2 lies in the HOMO-LUMO gap.
   double search() {
-    const double width = b.hi - b.lo, nd = static_cast<double>(n), target = static_cast<double>(nocc);
+    const double width = b.hi - b.lo, nd = static_cast<double>(n),
+                 target = static_cast<double>(nocc);
     const Warp w(b, n);
     double u = target, mu = w.mu(u);
     double f = count(mu) - target;
@@ -132,25 +135,39 @@ struct SignSearch {
       TESSEL_CHECK(next != mu, InputError, "density: the electron count ", 2 * nocc,
                    " cannot be reached inside the spectrum bounds [", b.lo, ", ", b.hi,
                    "] (occupation at mu = ", mu, " is ", 2 * (f + target), ")",
-                   alg.filter_eps() > 0 ? detail::concat(": the filter threshold eps = ", alg.filter_eps(),
-                                                         " may be too large (occupation lost)") : std::string());
+                   alg.filter_eps() > 0
+                       ? detail::concat(": the filter threshold eps = ", alg.filter_eps(),
+                                        " may be too large (occupation lost)")
+                       : std::string());
       u = next_u;
       mu = next;
       f = count(mu) - target;
       if (std::abs(f) < 0.5) return finish(mu, mu, mu);
-      if (f < 0) { ua = u; fa = f; ma = mu; } else { ub = u; fb = f; mb = mu; }
+      if (f < 0) {
+        ua = u;
+        fa = f;
+        ma = mu;
+      } else {
+        ub = u;
+        fb = f;
+        mb = mu;
+      }
       if ((fa < 0) != (fb < 0)) break;
       step *= 2;
     }
-    if (fa > 0) { std::swap(ua, ub); std::swap(fa, fb); std::swap(ma, mb); }
+    if (fa > 0) {
+      std::swap(ua, ub);
+      std::swap(fa, fb);
+      std::swap(ma, mb);
+    }
     // Illinois regula falsi on f(u); the count is a step function, any |f| < 1/2 is in the gap.
     int side = 0;
     for (;;) {
       check_budget();
       TESSEL_CHECK(mb - ma > 1e-12 * std::max(1.0, width), InputError,
-                   "density: no gap at the electron count ", 2 * nocc, ": the occupation jumps from ",
-                   2 * (fa + target), " to ", 2 * (fb + target), " between mu = ", ma, " and ", mb,
-                   " (HOMO and LUMO degenerate)");
+                   "density: no gap at the electron count ", 2 * nocc,
+                   ": the occupation jumps from ", 2 * (fa + target), " to ", 2 * (fb + target),
+                   " between mu = ", ma, " and ", mb, " (HOMO and LUMO degenerate)");
       double um = ub - fb * (ub - ua) / (fb - fa);
       double m = w.mu(um);
       if (!(m > ma && m < mb)) {
@@ -160,11 +177,15 @@ struct SignSearch {
       const double fm = count(m) - target;
       if (std::abs(fm) < 0.5) return finish(m, ma, mb);
       if (fm < 0) {
-        ua = um; fa = fm; ma = m;
+        ua = um;
+        fa = fm;
+        ma = m;
         if (side == -1) fb *= 0.5;  // Illinois: the same end kept twice
         side = -1;
       } else {
-        ub = um; fb = fm; mb = m;
+        ub = um;
+        fb = fm;
+        mb = m;
         if (side == 1) fa *= 0.5;
         side = 1;
       }
@@ -195,19 +216,21 @@ DensityResult<M> density(Algebra<M>& alg, const M& H, const M& S, std::int64_t e
     std::string why;
     TESSEL_CHECK(Algebra<M>::conforms(H, S, &why), DimensionMismatch,
                  "density: H and S do not match: ", why);
-    TESSEL_CHECK(electrons > 0 && electrons % 2 == 0, InputError, "density: electrons = ", electrons,
+    TESSEL_CHECK(electrons > 0 && electrons % 2 == 0, InputError,
+                 "density: electrons = ", electrons,
                  " (expected an even number > 0: closed-shell, two electrons per occupied state)");
-    TESSEL_CHECK(electrons / 2 < n, InputError, "density: electrons = ", electrons,
-                 " fill ", electrons / 2, " states but the basis has n = ", n,
-                 " (expected at most ", 2 * (n - 1), ")");
-    TESSEL_CHECK(opt.sign_order == 2 || opt.sign_order == 3, InputError, "density: sign order = ",
-                 opt.sign_order, " (expected 2 or 3)");
-    TESSEL_CHECK(opt.tol > 0 && std::isfinite(opt.tol), InputError, "density: tol = ", opt.tol, " (expected > 0)");
-    TESSEL_CHECK(opt.max_iter >= 1 && opt.max_sign_evaluations >= 1, InputError,
-                 "density: max_iter = ", opt.max_iter, ", max_sign_evaluations = ",
-                 opt.max_sign_evaluations, " (expected >= 1)");
-    TESSEL_CHECK(opt.occupation_tol > 0, InputError, "density: occupation_tol = ", opt.occupation_tol,
+    TESSEL_CHECK(electrons / 2 < n, InputError, "density: electrons = ", electrons, " fill ",
+                 electrons / 2, " states but the basis has n = ", n, " (expected at most ",
+                 2 * (n - 1), ")");
+    TESSEL_CHECK(opt.sign_order == 2 || opt.sign_order == 3, InputError,
+                 "density: sign order = ", opt.sign_order, " (expected 2 or 3)");
+    TESSEL_CHECK(opt.tol > 0 && std::isfinite(opt.tol), InputError, "density: tol = ", opt.tol,
                  " (expected > 0)");
+    TESSEL_CHECK(opt.max_iter >= 1 && opt.max_sign_evaluations >= 1, InputError,
+                 "density: max_iter = ", opt.max_iter,
+                 ", max_sign_evaluations = ", opt.max_sign_evaluations, " (expected >= 1)");
+    TESSEL_CHECK(opt.occupation_tol > 0, InputError,
+                 "density: occupation_tol = ", opt.occupation_tol, " (expected > 0)");
     TESSEL_CHECK(!opt.mu || std::isfinite(*opt.mu), InputError, "density: mu = ", *opt.mu,
                  " (expected a finite energy)");
     TESSEL_CHECK(opt.method != DensityMethod::McWeeny || opt.mu, InputError,
@@ -224,10 +247,12 @@ DensityResult<M> density(Algebra<M>& alg, const M& H, const M& S, std::int64_t e
     });
     const double ah = asymmetry(alg, H), as = asymmetry(alg, S);
     ctx.agree([&] {
-      TESSEL_CHECK(ah <= opt.symmetry_tol, InputError, "density: H is not symmetric: ||H - H^T||_F / ||H||_F = ",
-                   ah, " (expected <= ", opt.symmetry_tol, ")");
-      TESSEL_CHECK(as <= opt.symmetry_tol, InputError, "density: S is not symmetric: ||S - S^T||_F / ||S||_F = ",
-                   as, " (expected <= ", opt.symmetry_tol, ")");
+      TESSEL_CHECK(ah <= opt.symmetry_tol, InputError,
+                   "density: H is not symmetric: ||H - H^T||_F / ||H||_F = ", ah,
+                   " (expected <= ", opt.symmetry_tol, ")");
+      TESSEL_CHECK(as <= opt.symmetry_tol, InputError,
+                   "density: S is not symmetric: ||S - S^T||_F / ||S||_F = ", as,
+                   " (expected <= ", opt.symmetry_tol, ")");
     });
   }
   const double eps = alg.filter_eps();
@@ -256,11 +281,12 @@ DensityResult<M> density(Algebra<M>& alg, const M& H, const M& S, std::int64_t e
   out.bounds = lanczos_bounds(alg, ht, opt.lanczos_steps);
   ctx.agree([&] {
     TESSEL_CHECK(out.bounds.hi > out.bounds.lo, InputError,
-                 "density: S^-1/2 H S^-1/2 has no spread of eigenvalues (Lanczos bounds [", out.bounds.lo,
-                 ", ", out.bounds.hi, "]): no occupation can be resolved",
-                 alg.filter_eps() > 0 ? detail::concat("; occupation lost: the filter threshold eps = ",
-                                                       alg.filter_eps(), " is too large for this system")
-                                      : std::string());
+                 "density: S^-1/2 H S^-1/2 has no spread of eigenvalues (Lanczos bounds [",
+                 out.bounds.lo, ", ", out.bounds.hi, "]): no occupation can be resolved",
+                 alg.filter_eps() > 0
+                     ? detail::concat("; occupation lost: the filter threshold eps = ",
+                                      alg.filter_eps(), " is too large for this system")
+                     : std::string());
   });
   if (opt.mu) {
     const double mu = *opt.mu;
@@ -300,10 +326,10 @@ DensityResult<M> density(Algebra<M>& alg, const M& H, const M& S, std::int64_t e
       alg.shift(pt, 0.5);
     }
   } else {
-    PurifyMethod pm = opt.method == DensityMethod::Trs4        ? PurifyMethod::Trs4
-                      : opt.method == DensityMethod::Trs2      ? PurifyMethod::Trs2
-                      : opt.method == DensityMethod::McWeeny   ? PurifyMethod::McWeeny
-                                                               : PurifyMethod::Canonical;
+    PurifyMethod pm = opt.method == DensityMethod::Trs4      ? PurifyMethod::Trs4
+                      : opt.method == DensityMethod::Trs2    ? PurifyMethod::Trs2
+                      : opt.method == DensityMethod::McWeeny ? PurifyMethod::McWeeny
+                                                             : PurifyMethod::Canonical;
     auto r = purify_generic(alg, ht, nocc, pm, opt.mu, opt.tol, opt.max_iter, opt.on_step);
     pt = std::move(r.X);
     out.mu = r.mu;
@@ -360,25 +386,28 @@ DensityResult<M> density(Algebra<M>& alg, const M& H, const M& S, std::int64_t e
   const bool given_mu = opt.mu && opt.method == DensityMethod::Sign;
   ctx.agree([&] {
     TESSEL_CHECK(std::isfinite(occ), Error, "density: the occupation is not finite");
-    TESSEL_CHECK(given_mu || std::abs(occ - static_cast<double>(electrons)) <= opt.occupation_tol,
-                 InputError, "density: occupation lost: 2 tr(P S) = ", occ, " but electrons = ",
-                 electrons, " (|difference| > occupation_tol = ", opt.occupation_tol,
-                 "): the filter threshold eps = ", alg.filter_eps(), " is too large for this system");
+    TESSEL_CHECK(
+        given_mu || std::abs(occ - static_cast<double>(electrons)) <= opt.occupation_tol,
+        InputError, "density: occupation lost: 2 tr(P S) = ", occ, " but electrons = ", electrons,
+        " (|difference| > occupation_tol = ", opt.occupation_tol,
+        "): the filter threshold eps = ", alg.filter_eps(), " is too large for this system");
     TESSEL_CHECK(out.idempotency <= opt.idempotency_tol, InputError,
                  "density: idempotency lost: ||P S P - P||_F / ||P||_F = ", out.idempotency,
-                 " (> idempotency_tol = ", opt.idempotency_tol, "): the filter threshold eps = ",
-                 alg.filter_eps(), " is too large for this system");
+                 " (> idempotency_tol = ", opt.idempotency_tol,
+                 "): the filter threshold eps = ", alg.filter_eps(),
+                 " is too large for this system");
   });
   if (opt.energy_weighted) out.W = alg.product(alg.product(out.P, H), out.P);
   out.multiplications = alg.stats().multiplications - m0;
   return out;
 }
 
-template DensityResult<dense::DistMatrix<double>> density(DenseAlgebra&, const dense::DistMatrix<double>&,
-                                                          const dense::DistMatrix<double>&, std::int64_t,
-                                                          const DensityOptions&);
+template DensityResult<dense::DistMatrix<double>> density(DenseAlgebra&,
+                                                          const dense::DistMatrix<double>&,
+                                                          const dense::DistMatrix<double>&,
+                                                          std::int64_t, const DensityOptions&);
 template DensityResult<sparse::BlockSparseMatrix<double>> density(
-    SparseAlgebra&, const sparse::BlockSparseMatrix<double>&, const sparse::BlockSparseMatrix<double>&,
-    std::int64_t, const DensityOptions&);
+    SparseAlgebra&, const sparse::BlockSparseMatrix<double>&,
+    const sparse::BlockSparseMatrix<double>&, std::int64_t, const DensityOptions&);
 
 }  // namespace tessel::solvers

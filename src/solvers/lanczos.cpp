@@ -13,8 +13,9 @@ extern "C" void dstev_(const char* jobz, const int* n, double* d, double* e, dou
 
 namespace tessel::solvers {
 
-SpectralBounds lanczos(const std::function<void(const std::vector<double>&, std::vector<double>&)>& op,
-                       std::int64_t n, int k) {
+SpectralBounds lanczos(
+    const std::function<void(const std::vector<double>&, std::vector<double>&)>& op, std::int64_t n,
+    int k) {
   SpectralBounds b;
   if (n <= 0) return b;
   k = static_cast<int>(std::min<std::int64_t>(k, n));
@@ -56,7 +57,8 @@ SpectralBounds lanczos(const std::function<void(const std::vector<double>&, std:
   }
   const int m = static_cast<int>(alpha.size());
   b.steps = m;
-  std::vector<double> d = alpha, e(beta.begin(), beta.end() - 1), z(static_cast<std::size_t>(m) * m),
+  std::vector<double> d = alpha, e(beta.begin(), beta.end() - 1),
+                      z(static_cast<std::size_t>(m) * m),
                       work(static_cast<std::size_t>(std::max(1, 2 * m - 2)));
   int info = 0;
   if (m > 0) dstev_("V", &m, d.data(), e.data(), z.data(), &m, work.data(), &info);
@@ -68,7 +70,8 @@ SpectralBounds lanczos(const std::function<void(const std::vector<double>&, std:
   // Residual norm of a Ritz pair: |beta_m * last component of its eigenvector|.
   const double bl = beta.back();
   const double r0 = std::abs(bl * z[static_cast<std::size_t>(m - 1)]);
-  const double r1 = std::abs(bl * z[static_cast<std::size_t>(m - 1) * m + static_cast<std::size_t>(m - 1)]);
+  const double r1 =
+      std::abs(bl * z[static_cast<std::size_t>(m - 1) * m + static_cast<std::size_t>(m - 1)]);
   b.ritz_min = d[0];
   b.ritz_max = d[static_cast<std::size_t>(m - 1)];
   for (int i = 0; i < m; ++i) {
@@ -88,6 +91,7 @@ SpectralBounds lanczos_bounds(Algebra<M>& alg, const M& a, int k) {
 }
 
 template SpectralBounds lanczos_bounds(DenseAlgebra&, const dense::DistMatrix<double>&, int);
-template SpectralBounds lanczos_bounds(SparseAlgebra&, const sparse::BlockSparseMatrix<double>&, int);
+template SpectralBounds lanczos_bounds(SparseAlgebra&, const sparse::BlockSparseMatrix<double>&,
+                                       int);
 
 }  // namespace tessel::solvers

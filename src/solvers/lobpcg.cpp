@@ -12,13 +12,16 @@ namespace tessel::solvers {
 
 using namespace block;
 
-EigenResult lobpcg(Context& ctx, stencil::Hamiltonian& h, std::int64_t mesh_points, const EigenOptions& opt) {
+EigenResult lobpcg(Context& ctx, stencil::Hamiltonian& h, std::int64_t mesh_points,
+                   const EigenOptions& opt) {
   const int extra = opt.extra >= 0 ? opt.extra : std::max(4, opt.states / 4);
   TESSEL_CHECK(opt.states >= 1, InputError, "states ", opt.states, ": expected >= 1");
-  TESSEL_CHECK(3 * (static_cast<std::int64_t>(opt.states) + extra) <= mesh_points, InputError, "states ",
-               opt.states, " (+ ", extra, " guard vectors, 3 blocks for LOBPCG): more than the ", mesh_points,
+  TESSEL_CHECK(3 * (static_cast<std::int64_t>(opt.states) + extra) <= mesh_points, InputError,
+               "states ", opt.states, " (+ ", extra,
+               " guard vectors, 3 blocks for LOBPCG): more than the ", mesh_points,
                " points of the mesh");
-  TESSEL_CHECK(opt.tol > 0 && std::isfinite(opt.tol), InputError, "tolerance ", opt.tol, ": expected > 0");
+  TESSEL_CHECK(opt.tol > 0 && std::isfinite(opt.tol), InputError, "tolerance ", opt.tol,
+               ": expected > 0");
   TESSEL_CHECK(opt.max_iter >= 1, InputError, "max_iter ", opt.max_iter, ": expected >= 1");
   const int k = opt.states + extra;
   const auto& pts = h.plan().points;
@@ -29,7 +32,9 @@ EigenResult lobpcg(Context& ctx, stencil::Hamiltonian& h, std::int64_t mesh_poin
 
   std::vector<double> x(static_cast<std::size_t>(n) * K), hx(x.size()), p, tmp;
   for (int i = 0; i < n; ++i)
-    for (int j = 0; j < k; ++j) x[static_cast<std::size_t>(i) * K + static_cast<std::size_t>(j)] = hashed_unit(opt.seed, pts[static_cast<std::size_t>(i)], j);
+    for (int j = 0; j < k; ++j)
+      x[static_cast<std::size_t>(i) * K + static_cast<std::size_t>(j)] =
+          hashed_unit(opt.seed, pts[static_cast<std::size_t>(i)], j);
   orthonormalize(ctx, x, n, k);
   h.apply(x.data(), hx.data(), k);
   res.applies += k;
@@ -70,21 +75,26 @@ EigenResult lobpcg(Context& ctx, stencil::Hamiltonian& h, std::int64_t mesh_poin
     std::vector<double> s(static_cast<std::size_t>(n) * M), hs(s.size());
     for (int i = 0; i < n; ++i) {
       const std::size_t I = static_cast<std::size_t>(i);
-      std::copy_n(x.begin() + static_cast<std::ptrdiff_t>(I * K), k, s.begin() + static_cast<std::ptrdiff_t>(I * M));
-      std::copy_n(w.begin() + static_cast<std::ptrdiff_t>(I * K), k, s.begin() + static_cast<std::ptrdiff_t>(I * M + K));
+      std::copy_n(x.begin() + static_cast<std::ptrdiff_t>(I * K), k,
+                  s.begin() + static_cast<std::ptrdiff_t>(I * M));
+      std::copy_n(w.begin() + static_cast<std::ptrdiff_t>(I * K), k,
+                  s.begin() + static_cast<std::ptrdiff_t>(I * M + K));
       if (nb == 3)
-        std::copy_n(p.begin() + static_cast<std::ptrdiff_t>(I * K), k, s.begin() + static_cast<std::ptrdiff_t>(I * M + 2 * K));
+        std::copy_n(p.begin() + static_cast<std::ptrdiff_t>(I * K), k,
+                    s.begin() + static_cast<std::ptrdiff_t>(I * M + 2 * K));
     }
     orthonormalize(ctx, s, n, mm);
     h.apply(s.data(), hs.data(), mm);
     res.applies += mm;
     std::vector<double> gs = gram(ctx, s.data(), hs.data(), n, mm);
     std::vector<double> all = syev(gs, mm);
-    std::vector<double> ck(gs.begin(), gs.begin() + static_cast<std::ptrdiff_t>(M * K));  // first k columns
+    std::vector<double> ck(gs.begin(),
+                           gs.begin() + static_cast<std::ptrdiff_t>(M * K));  // first k columns
     multiply(s, ck, n, mm, k, x);
     multiply(hs, ck, n, mm, k, hx);
     for (int j = 0; j < k; ++j)
-      for (int i = 0; i < k; ++i) ck[static_cast<std::size_t>(j) * M + static_cast<std::size_t>(i)] = 0.0;  // drop the X rows
+      for (int i = 0; i < k; ++i)
+        ck[static_cast<std::size_t>(j) * M + static_cast<std::size_t>(i)] = 0.0;  // drop the X rows
     multiply(s, ck, n, mm, k, p);
     theta.assign(all.begin(), all.begin() + k);
     if (opt.on_step) opt.on_step(EigenStep{it, worst, t0.seconds()});
@@ -93,7 +103,8 @@ EigenResult lobpcg(Context& ctx, stencil::Hamiltonian& h, std::int64_t mesh_poin
   res.vectors.resize(static_cast<std::size_t>(n) * static_cast<std::size_t>(opt.states));
   for (int i = 0; i < n; ++i)
     for (int j = 0; j < opt.states; ++j)
-      res.vectors[static_cast<std::size_t>(i * opt.states + j)] = x[static_cast<std::size_t>(i) * K + static_cast<std::size_t>(j)];
+      res.vectors[static_cast<std::size_t>(i * opt.states + j)] =
+          x[static_cast<std::size_t>(i) * K + static_cast<std::size_t>(j)];
   return res;
 }
 

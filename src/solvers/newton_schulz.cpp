@@ -13,7 +13,6 @@
 namespace tessel::solvers {
 namespace {
 
-
 void check_inverse_options(const Context& ctx, const InverseOptions& opt) {
   ctx.agree([&] {
     TESSEL_CHECK(opt.order == 2 || opt.order == 3, InputError, "inverse sqrt: order = ", opt.order,
@@ -22,22 +21,27 @@ void check_inverse_options(const Context& ctx, const InverseOptions& opt) {
                  " (expected > 0)");
     TESSEL_CHECK(opt.max_iter >= 1, InputError, "inverse sqrt: max_iter = ", opt.max_iter,
                  " (expected >= 1)");
-    TESSEL_CHECK(opt.lanczos_steps >= 2, InputError, "inverse sqrt: lanczos_steps = ",
-                 opt.lanczos_steps, " (expected >= 2)");
+    TESSEL_CHECK(opt.lanczos_steps >= 2, InputError,
+                 "inverse sqrt: lanczos_steps = ", opt.lanczos_steps, " (expected >= 2)");
   });
 }
 
 // Lanczos bounds of S; InputError when a Ritz value is <= 0 (S is then certainly not
 // positive definite) or S is not finite.
 template <class M>
-SpectralBounds bounds_of_s(Algebra<M>& alg, const M& S, const InverseOptions& opt, const char* who) {
+SpectralBounds bounds_of_s(Algebra<M>& alg, const M& S, const InverseOptions& opt,
+                           const char* who) {
   const bool fin = alg.finite(S);
   SpectralBounds b = fin ? lanczos_bounds(alg, S, opt.lanczos_steps) : SpectralBounds{};
   alg.ctx().agree([&] {
     TESSEL_CHECK(fin, InputError, who, ": S has NaN or Inf entries");
-    TESSEL_CHECK(b.ritz_min > 0, InputError, who, ": S is not positive definite: Lanczos found "
-                 "an eigenvalue estimate ", b.ritz_min, " <= 0 (the lower spectral bound of S "
-                 "failed; largest estimate ", b.ritz_max, "); S is singular or indefinite");
+    TESSEL_CHECK(b.ritz_min > 0, InputError, who,
+                 ": S is not positive definite: Lanczos found "
+                 "an eigenvalue estimate ",
+                 b.ritz_min,
+                 " <= 0 (the lower spectral bound of S "
+                 "failed; largest estimate ",
+                 b.ritz_max, "); S is singular or indefinite");
   });
   return b;
 }
@@ -59,10 +63,12 @@ struct Monitor {
     const double floor = eps > 0 ? std::max(1e-3, 1e3 * eps) : 1e-7;
     if (!std::isfinite(r) || (r > prev && r >= floor))
       throw InputError(detail::concat(
-          who, ": S is not positive definite or its spectral bounds are wrong: the residual grew to ",
-          r, " at step ", k, " (from ", prev,
+          who,
+          ": S is not positive definite or its spectral bounds are wrong: the residual grew to ", r,
+          " at step ", k, " (from ", prev,
           "): the eigenvalues of S/s left the convergence region; the spectral bounds of S used "
-          "(lower ", lo, ", upper ", hi, ", scale s = ", scale, ") are wrong: ",
+          "(lower ",
+          lo, ", upper ", hi, ", scale s = ", scale, ") are wrong: ",
           lo <= 0 ? "the lower bound failed (S is not positive definite)"
                   : "the upper bound failed or S has an eigenvalue <= 0 (not positive definite)"));
     if (k > 0 && r > 0.8 * prev && r < floor) {
@@ -71,9 +77,9 @@ struct Monitor {
     }
     constexpr int kWindow = 25;
     if (k >= kWindow && r > (1 - 1e-3) * hist[static_cast<std::size_t>(k - kWindow)])
-      throw InputError(detail::concat(who, ": S is not positive definite: the residual stalled at ", r,
-                                      " over ", kWindow, " steps: S is singular or nearly so (lower bound ",
-                                      lo, ")"));
+      throw InputError(detail::concat(who, ": S is not positive definite: the residual stalled at ",
+                                      r, " over ", kWindow,
+                                      " steps: S is singular or nearly so (lower bound ", lo, ")"));
     if (k >= max_iter)
       throw Error(detail::concat(who, ": no convergence in max_iter = ", max_iter,
                                  " steps: residual ", r, " (tol ", tol, ")"));
@@ -184,7 +190,7 @@ InverseResult<M> inverse_hotelling(Algebra<M>& alg, const M& S, const InverseOpt
   return out;
 }
 
-#define TESSEL_INSTANTIATE(M)                                                             \
+#define TESSEL_INSTANTIATE(M)                                                           \
   template InverseResult<M> inverse_sqrt(Algebra<M>&, const M&, const InverseOptions&); \
   template InverseResult<M> inverse(Algebra<M>&, const M&, const InverseOptions&);      \
   template InverseResult<M> inverse_hotelling(Algebra<M>&, const M&, const InverseOptions&);

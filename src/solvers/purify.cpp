@@ -35,19 +35,21 @@ std::string to_string(PurifyMethod m) {
 }
 
 PurifyMethod parse_purify_method(const std::string& s, const std::string& what) {
-  for (auto m : {PurifyMethod::Canonical, PurifyMethod::McWeeny, PurifyMethod::Trs2, PurifyMethod::Trs4})
+  for (auto m :
+       {PurifyMethod::Canonical, PurifyMethod::McWeeny, PurifyMethod::Trs2, PurifyMethod::Trs4})
     if (s == to_string(m)) return m;
-  throw InputError(detail::concat(what, " = '", s, "' (expected canonical, mcweeny, trs2 or trs4)"));
+  throw InputError(
+      detail::concat(what, " = '", s, "' (expected canonical, mcweeny, trs2 or trs4)"));
 }
 
 namespace {
-
 
 // The active ranks' part: purify_generic (the purification code shared with the dense and
 // block-sparse algebras, purify_generic.cpp) on the SymmSquareCube algebra of plane 0
 // (ssc_algebra.hpp). Returns the failure, if any; fills `stats` (meaningful on context rank 0).
 struct Stats {
-  double iterations = 0, idempotency = 0, trace_error = 0, band_energy = 0, products = 0, stopped = 0;
+  double iterations = 0, idempotency = 0, trace_error = 0, band_energy = 0, products = 0,
+         stopped = 0;
   double ssc_seconds = 0;
 };
 
@@ -57,13 +59,14 @@ struct ResumeOnPlane0 {
   SscMatrix x, best;
 };
 
-std::optional<Failure> iterate(const Context& ctx, dense::SymmSquareCube& ssc, const dense::DistMatrix<double>& f,
-                               dense::DistMatrix<double>& d, std::int64_t nocc,
-                               const PurifyOptions& opt, const ResumeOnPlane0& resume, Stats& st) {
+std::optional<Failure> iterate(const Context& ctx, dense::SymmSquareCube& ssc,
+                               const dense::DistMatrix<double>& f, dense::DistMatrix<double>& d,
+                               std::int64_t nocc, const PurifyOptions& opt,
+                               const ResumeOnPlane0& resume, Stats& st) {
   Algebra<SscMatrix> alg(ctx, ssc);
-  SscMatrix fm = alg.copy(SscMatrix{dense::DistMatrix<double>::view(ssc.plane0(), f.rank(),
-                                                                      const_cast<double*>(f.data()),
-                                                                      std::max<std::int64_t>(1, f.local_rows()))});
+  SscMatrix fm = alg.copy(SscMatrix{
+      dense::DistMatrix<double>::view(ssc.plane0(), f.rank(), const_cast<double*>(f.data()),
+                                      std::max<std::int64_t>(1, f.local_rows()))});
   ProgressFn step;
   if (opt.on_step)
     step = [&](const IterationInfo& i) {
@@ -100,9 +103,11 @@ std::optional<Failure> iterate(const Context& ctx, dense::SymmSquareCube& ssc, c
   st.ssc_seconds = alg.ssc_seconds();
   st.stopped = r.stopped ? 1 : 0;
   if (opt.method == PurifyMethod::McWeeny && !r.stopped && st.trace_error > 1e-6)
-    return Failure{true, detail::concat(
-        "purify: mcweeny: mu = ", *opt.mu, " is not inside the HOMO-LUMO gap at nocc = ", nocc,
-        ": tr D = ", r.trace, " states lie below mu (expected mu between the HOMO and the LUMO)")};
+    return Failure{
+        true,
+        detail::concat("purify: mcweeny: mu = ", *opt.mu,
+                       " is not inside the HOMO-LUMO gap at nocc = ", nocc, ": tr D = ", r.trace,
+                       " states lie below mu (expected mu between the HOMO and the LUMO)")};
   return std::nullopt;
 }
 
@@ -117,8 +122,8 @@ void check_options(const PurifyOptions& opt, std::int64_t n, std::int64_t nocc) 
                " (expected > 0)");
   TESSEL_CHECK(opt.max_iter >= 1, InputError, "purify: max_iter = ", opt.max_iter,
                " (expected >= 1)");
-  TESSEL_CHECK(opt.stall_window >= 2, InputError, "purify: stall_window = ",
-               opt.stall_window, " (expected >= 2)");
+  TESSEL_CHECK(opt.stall_window >= 2, InputError, "purify: stall_window = ", opt.stall_window,
+               " (expected >= 2)");
   TESSEL_CHECK(opt.method != PurifyMethod::McWeeny || opt.mu.has_value(), InputError,
                "purify: mcweeny needs the chemical potential mu inside the HOMO-LUMO gap: "
                "set PurifyOptions::mu (e.g. (HOMO + LUMO)/2); it cannot be bounded from F alone");
@@ -136,11 +141,13 @@ void check_resume(const PurifyState& st, bool have_x, bool have_best) {
                " and ", k, ")");
   TESSEL_CHECK(st.best_iteration >= 0 && st.best_iteration < st.iteration && st.behind >= 0,
                InputError, "purify: resume at step ", st.iteration, " with best step ",
-               st.best_iteration, " and ", st.behind, " steps behind (expected 0 .. ", st.iteration - 1, ")");
+               st.best_iteration, " and ", st.behind, " steps behind (expected 0 .. ",
+               st.iteration - 1, ")");
   TESSEL_CHECK(std::isfinite(st.hmin) && std::isfinite(st.hmax) && std::isfinite(st.trace_f) &&
                    std::isfinite(st.start_a) && std::isfinite(st.start_b),
                InputError, "purify: resume state has non-finite bounds or start (hmin ", st.hmin,
-               ", hmax ", st.hmax, ", tr ", st.trace_f, ", a ", st.start_a, ", b ", st.start_b, ")");
+               ", hmax ", st.hmax, ", tr ", st.trace_f, ", a ", st.start_a, ", b ", st.start_b,
+               ")");
   TESSEL_CHECK(have_x, InputError, "purify: resume state without the iterate X");
   TESSEL_CHECK(!st.has_best || have_best, InputError,
                "purify: resume state says it keeps the best iterate, but none is given");
@@ -154,19 +161,21 @@ PurifyResult purify(Context& ctx, const dense::DistMatrix<double>& F, std::int64
   ctx.agree([&] {
     TESSEL_CHECK(F.rows() == F.cols(), DimensionMismatch, "purify: F is ", F.rows(), " x ",
                  F.cols(), " (expected square)");
-    TESSEL_CHECK(F.layout().comm_size() == ctx.size(), LayoutMismatch, "purify: F's layout is over ",
-                 F.layout().comm_size(), " ranks but the context has ", ctx.size());
+    TESSEL_CHECK(F.layout().comm_size() == ctx.size(), LayoutMismatch,
+                 "purify: F's layout is over ", F.layout().comm_size(),
+                 " ranks but the context has ", ctx.size());
     steps::check_options(opt, n, nocc);
     if (opt.resume) {
       const auto& r = *opt.resume;
       TESSEL_CHECK(r.X.rows() == n && r.X.cols() == n && r.X.layout().comm_size() == ctx.size(),
-                   DimensionMismatch, "purify: the resumed iterate is ", r.X.rows(), " x ", r.X.cols(),
-                   " over ", r.X.layout().comm_size(), " ranks (expected ", n, " x ", n, " over ",
-                   ctx.size(), ", as F)");
+                   DimensionMismatch, "purify: the resumed iterate is ", r.X.rows(), " x ",
+                   r.X.cols(), " over ", r.X.layout().comm_size(), " ranks (expected ", n, " x ", n,
+                   " over ", ctx.size(), ", as F)");
       TESSEL_CHECK(!r.state.has_best || (r.best.rows() == n && r.best.cols() == n &&
                                          r.best.layout().comm_size() == ctx.size()),
                    DimensionMismatch, "purify: the resumed best iterate is ", r.best.rows(), " x ",
-                   r.best.cols(), " (expected ", n, " x ", n, " over ", ctx.size(), " ranks, as F)");
+                   r.best.cols(), " (expected ", n, " x ", n, " over ", ctx.size(),
+                   " ranks, as F)");
     }
   });
   const Stopwatch t0;
@@ -200,16 +209,15 @@ PurifyResult purify(Context& ctx, const dense::DistMatrix<double>& F, std::int64
     // release() (the inactive ranks wait there) and then agreed below.
     try {
       fail = iterate(ctx, ssc, f, d, nocc, opt, resume, st);
-    } catch (const InputError& e) {
-      fail = Failure{true, e.what()};
-    } catch (const Error& e) {
+    } catch (const InputError& e) { fail = Failure{true, e.what()}; } catch (const Error& e) {
       fail = Failure{false, e.what()};
     } catch (const std::exception& e) {
       fail = Failure{false, detail::concat("purify: ", e.what())};
     }
   }
   ssc.release();
-  double stats[6] = {st.iterations, st.idempotency, st.trace_error, st.band_energy, st.products, st.stopped};
+  double stats[6] = {st.iterations,  st.idempotency, st.trace_error,
+                     st.band_energy, st.products,    st.stopped};
   {
     PhaseScope ph(ctx.ledger(), "purify/result");
     ctx.agree([&] {
@@ -239,6 +247,5 @@ PurifyResult purify(Context& ctx, const dense::DistMatrix<double>& F, std::int64
   out.mesh = m.describe();
   return out;
 }
-
 
 }  // namespace tessel::solvers

@@ -41,7 +41,8 @@ PurifyGenericResult<M> purify_generic(Algebra<M>& alg, const M& Ht, std::int64_t
     steps::check_options(popt, n, nocc);
     TESSEL_CHECK(ck.every >= 0 && ck.stop_after >= 0, InputError, "purify: checkpoint every ",
                  ck.every, " steps, stop after ", ck.stop_after, " (expected >= 0; 0 = never)");
-    if (ck.resume) steps::check_resume(*ck.resume, ck.resume_x != nullptr, ck.resume_best != nullptr);
+    if (ck.resume)
+      steps::check_resume(*ck.resume, ck.resume_x != nullptr, ck.resume_best != nullptr);
   });
   const double eps = alg.filter_eps();
   const double floor_level = eps > 0 ? std::max(1e-6, 1e3 * eps) : 1e-6;
@@ -65,7 +66,8 @@ PurifyGenericResult<M> purify_generic(Algebra<M>& alg, const M& Ht, std::int64_t
     b.trace = st.trace_f;
     x0 = {st.start_a, st.start_b};
     for (std::size_t k = 0; k + 3 < st.coefficients.size(); k += 4)
-      cs.push_back({st.coefficients[k], st.coefficients[k + 1], st.coefficients[k + 2], st.coefficients[k + 3]});
+      cs.push_back({st.coefficients[k], st.coefficients[k + 1], st.coefficients[k + 2],
+                    st.coefficients[k + 3]});
     hist = st.history;
     best_err = st.best_err;
     best_t1 = st.best_trace;
@@ -143,7 +145,8 @@ PurifyGenericResult<M> purify_generic(Algebra<M>& alg, const M& Ht, std::int64_t
       t.restart();
     }
     if (!std::isfinite(err))
-      throw Error(detail::concat("purify: ", to_string(method), ": ||D - D^2||_F is not finite at step ", it));
+      throw Error(detail::concat("purify: ", to_string(method),
+                                 ": ||D - D^2||_F is not finite at step ", it));
     if (err < best_err) {
       best_err = err;
       best_t1 = t1;
@@ -207,16 +210,23 @@ PurifyGenericResult<M> purify_generic(Algebra<M>& alg, const M& Ht, std::int64_t
   out.stopped = stopped;
   // Products computed by this call (a resumed run counts from its first step on).
   const int first = ck.resume ? ck.resume->iteration : 0;
-  out.products = static_cast<std::int64_t>((performed >= 0 ? performed : stopped ? it : it + 1) - first) *
-                 (power == 2 ? 1 : power == 3 ? 2 : 3);
+  out.products = static_cast<std::int64_t>((performed >= 0 ? performed
+                                            : stopped      ? it
+                                                           : it + 1) -
+                                           first) *
+                 (power == 2   ? 1
+                  : power == 3 ? 2
+                               : 3);
   // mu: the steps map x0 = a e + b (a < 0) monotonically to the occupation of energy e.
   double lo = b.hmin, hi = b.hmax;
   if (x0.a != 0) {
     for (int k = 0; k < 200 && hi - lo > 1e-15 * std::max(1.0, std::abs(hi)); ++k) {
       const double e = 0.5 * (lo + hi);
       const double occ = apply_steps(x0.a * e + x0.b, cs);
-      if ((occ > 0.5) == (x0.a < 0)) lo = e;
-      else hi = e;
+      if ((occ > 0.5) == (x0.a < 0))
+        lo = e;
+      else
+        hi = e;
     }
   }
   out.mu = 0.5 * (lo + hi);
@@ -231,8 +241,9 @@ template PurifyGenericResult<sparse::BlockSparseMatrix<double>> purify_generic(
     SparseAlgebra&, const sparse::BlockSparseMatrix<double>&, std::int64_t, PurifyMethod,
     std::optional<double>, double, int, const ProgressFn&, int,
     const PurifyCheckpointing<sparse::BlockSparseMatrix<double>>&);
-template PurifyGenericResult<SscMatrix> purify_generic(Algebra<SscMatrix>&, const SscMatrix&, std::int64_t,
-                                                       PurifyMethod, std::optional<double>, double, int,
+template PurifyGenericResult<SscMatrix> purify_generic(Algebra<SscMatrix>&, const SscMatrix&,
+                                                       std::int64_t, PurifyMethod,
+                                                       std::optional<double>, double, int,
                                                        const ProgressFn&, int,
                                                        const PurifyCheckpointing<SscMatrix>&);
 

@@ -27,8 +27,10 @@ void check_symmetric(Context& ctx, const Matrix& x, double tol, const char* name
   for (std::int64_t j = 0; j < x.local_cols(); ++j)
     for (std::int64_t i = 0; i < x.local_rows(); ++i) {
       double a = x.local(i, j);
-      if (!std::isfinite(a)) v[0] = 1;
-      else v[1] = std::max(v[1], std::abs(a));
+      if (!std::isfinite(a))
+        v[0] = 1;
+      else
+        v[1] = std::max(v[1], std::abs(a));
     }
   ctx.comm().allreduce(v, 2, MPI_MAX);
   if (v[0] == 0) {
@@ -40,9 +42,9 @@ void check_symmetric(Context& ctx, const Matrix& x, double tol, const char* name
   }
   ctx.agree([&] {
     TESSEL_CHECK(v[0] == 0, InputError, "purify: ", name, " has NaN or Inf entries");
-    TESSEL_CHECK(v[2] <= tol * v[1], InputError, "purify: ", name, " is not symmetric: max|",
-                 name, " - ", name, "^T| = ", v[2], " exceeds symmetry_tol * max|", name,
-                 "| = ", tol, " * ", v[1]);
+    TESSEL_CHECK(v[2] <= tol * v[1], InputError, "purify: ", name, " is not symmetric: max|", name,
+                 " - ", name, "^T| = ", v[2], " exceeds symmetry_tol * max|", name, "| = ", tol,
+                 " * ", v[1]);
   });
 }
 
@@ -75,15 +77,16 @@ PurifyResult purify(Context& ctx, const dense::DistMatrix<double>& F,
   ctx.agree([&] {
     TESSEL_CHECK(F.rows() == F.cols(), DimensionMismatch, "purify: F is ", F.rows(), " x ",
                  F.cols(), " (expected square)");
-    TESSEL_CHECK(S.rows() == F.rows() && S.cols() == F.cols(), DimensionMismatch,
-                 "purify: S is ", S.rows(), " x ", S.cols(), " but F is ", F.rows(), " x ",
-                 F.cols(), " (expected the same shape)");
-    TESSEL_CHECK(F.layout().comm_size() == ctx.size(), LayoutMismatch, "purify: F's layout is over ",
-                 F.layout().comm_size(), " ranks but the context has ", ctx.size());
+    TESSEL_CHECK(S.rows() == F.rows() && S.cols() == F.cols(), DimensionMismatch, "purify: S is ",
+                 S.rows(), " x ", S.cols(), " but F is ", F.rows(), " x ", F.cols(),
+                 " (expected the same shape)");
+    TESSEL_CHECK(F.layout().comm_size() == ctx.size(), LayoutMismatch,
+                 "purify: F's layout is over ", F.layout().comm_size(),
+                 " ranks but the context has ", ctx.size());
     TESSEL_CHECK(S.layout() == F.layout(), LayoutMismatch, "purify: S's layout (",
                  S.layout().describe(), ") differs from F's (", F.layout().describe(), ")");
-    TESSEL_CHECK(opt.ns_tol > 0 && std::isfinite(opt.ns_tol), InputError, "purify: ns_tol = ",
-                 opt.ns_tol, " (expected > 0)");
+    TESSEL_CHECK(opt.ns_tol > 0 && std::isfinite(opt.ns_tol), InputError,
+                 "purify: ns_tol = ", opt.ns_tol, " (expected > 0)");
     TESSEL_CHECK(opt.ns_max_iter >= 1, InputError, "purify: ns_max_iter = ", opt.ns_max_iter,
                  " (expected >= 1)");
     steps::check_options(opt, F.rows(), nocc);

@@ -39,8 +39,9 @@ Start start_canonical(const Bounds& b) {
 // spectrum of D0 lies in [0, 1] with mu mapped to 1/2.
 Start start_mcweeny(const Bounds& b, double mu, std::string* error) {
   if (!(mu > b.hmin && mu < b.hmax)) {
-    *error = ::tessel::detail::concat("purify: mcweeny: mu = ", mu, " is outside the Gershgorin bounds (", b.hmin,
-                    ", ", b.hmax, ") of the spectrum of F (expected mu inside the HOMO-LUMO gap)");
+    *error = ::tessel::detail::concat(
+        "purify: mcweeny: mu = ", mu, " is outside the Gershgorin bounds (", b.hmin, ", ", b.hmax,
+        ") of the spectrum of F (expected mu inside the HOMO-LUMO gap)");
     return {};
   }
   const double lambda = std::min(1 / (b.hmax - mu), 1 / (mu - b.hmin)) / 2;

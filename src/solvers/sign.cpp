@@ -19,7 +19,8 @@ SignResult<M> sign(Algebra<M>& alg, const M& A, double bound, const SignOptions&
     TESSEL_CHECK(bound > 0 && std::isfinite(bound), InputError, "sign: bound = ", bound,
                  " (expected > 0: a bound of the spectral radius of A)");
     TESSEL_CHECK(opt.tol > 0, InputError, "sign: tol = ", opt.tol, " (expected > 0)");
-    TESSEL_CHECK(opt.max_iter >= 1, InputError, "sign: max_iter = ", opt.max_iter, " (expected >= 1)");
+    TESSEL_CHECK(opt.max_iter >= 1, InputError, "sign: max_iter = ", opt.max_iter,
+                 " (expected >= 1)");
   });
   const auto m0 = alg.stats().multiplications;
   const double eps = alg.filter_eps();
@@ -60,7 +61,8 @@ SignResult<M> sign(Algebra<M>& alg, const M& A, double bound, const SignOptions&
     }
     if (k >= opt.max_iter)
       throw Error(detail::concat("sign: no convergence in max_iter = ", opt.max_iter,
-                                 " steps: residual ", res, " (tol ", opt.tol, "); an eigenvalue of A "
+                                 " steps: residual ", res, " (tol ", opt.tol,
+                                 "); an eigenvalue of A "
                                  "is too close to zero (mu too close to an eigenvalue)"));
     prev = res;
     if (opt.order == 2) {  // X (3I - X^2)/2

@@ -90,12 +90,15 @@ class Algebra<SscMatrix> {
     std::vector<double> rs(static_cast<std::size_t>(2 * n), 0.0);
     if (m.k() == 0) {
       const std::int64_t ri = ssc_.block(m.i()), rj = ssc_.block(m.j());
-      const std::int64_t i0 = layout::split_begin(n, m.p(), m.i()), j0 = layout::split_begin(n, m.p(), m.j());
+      const std::int64_t i0 = layout::split_begin(n, m.p(), m.i()),
+                         j0 = layout::split_begin(n, m.p(), m.j());
       for (std::int64_t c = 0; c < rj; ++c)
         for (std::int64_t r = 0; r < ri; ++r) {
           const double v = a.m.data()[c * ri + r];
-          if (i0 + r == j0 + c) rs[static_cast<std::size_t>(n + i0 + r)] = v;
-          else rs[static_cast<std::size_t>(i0 + r)] += std::abs(v);
+          if (i0 + r == j0 + c)
+            rs[static_cast<std::size_t>(n + i0 + r)] = v;
+          else
+            rs[static_cast<std::size_t>(i0 + r)] += std::abs(v);
         }
     }
     m.global().allreduce(rs.data(), static_cast<int>(2 * n), MPI_SUM);
@@ -114,7 +117,9 @@ class Algebra<SscMatrix> {
   double ssc_seconds_ = 0;
   bool plane0() const { return ssc_.mesh().k() == 0; }
   bool diag() const { return plane0() && ssc_.mesh().i() == ssc_.mesh().j(); }
-  std::int64_t len() const { return plane0() ? ssc_.block(ssc_.mesh().i()) * ssc_.block(ssc_.mesh().j()) : 0; }
+  std::int64_t len() const {
+    return plane0() ? ssc_.block(ssc_.mesh().i()) * ssc_.block(ssc_.mesh().j()) : 0;
+  }
 };
 
 }  // namespace tessel::solvers

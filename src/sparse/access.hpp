@@ -8,10 +8,14 @@ namespace tessel::sparse {
 struct BlockSparseAccess {
   /// Not collective. Restores CSR order after local puts (no MPI).
   template <class T>
-  static void sort_local(BlockSparseMatrix<T>& a) { a.sort_local(); }
+  static void sort_local(BlockSparseMatrix<T>& a) {
+    a.sort_local();
+  }
   /// Collective. finalize() recorded in the caller's current ledger phase.
   template <class T>
-  static void exchange_pending(BlockSparseMatrix<T>& a) { a.exchange_pending(); }
+  static void exchange_pending(BlockSparseMatrix<T>& a) {
+    a.exchange_pending();
+  }
 };
 
 }  // namespace tessel::sparse

@@ -16,8 +16,8 @@ BlockSizes::BlockSizes(std::vector<int> sizes, const std::string& what) : sizes_
 }
 
 int BlockSizes::block_of(std::int64_t i) const {
-  TESSEL_CHECK(i >= 0 && i < extent(), InputError, "block_of: index ", i, " outside [0, ",
-               extent(), ")");
+  TESSEL_CHECK(i >= 0 && i < extent(), InputError, "block_of: index ", i, " outside [0, ", extent(),
+               ")");
   // The last offset <= i.
   auto it = std::upper_bound(offsets_.begin(), offsets_.end(), i);
   return static_cast<int>(it - offsets_.begin()) - 1;

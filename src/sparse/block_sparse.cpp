@@ -33,9 +33,9 @@ constexpr int kFinalizeTag = comm::tag::kSparseFinalize;
 template <class T>
 BlockSparseMatrix<T>::BlockSparseMatrix(const Context& ctx, Distribution dist, std::string name)
     : ctx_(&ctx), dist_(std::move(dist)), name_(std::move(name)), rank_(ctx.rank()) {
-  TESSEL_CHECK(ctx.size() == dist_.nranks(), DimensionMismatch, name_, ": the distribution's grid is ",
-               dist_.pr(), " x ", dist_.pc(), " = ", dist_.nranks(),
-               " ranks but the communicator has ", ctx.size());
+  TESSEL_CHECK(ctx.size() == dist_.nranks(), DimensionMismatch, name_,
+               ": the distribution's grid is ", dist_.pr(), " x ", dist_.pc(), " = ",
+               dist_.nranks(), " ranks but the communicator has ", ctx.size());
   brows_ = dist_.local_block_rows(prow());
   row_ptr_.assign(brows_.size() + 1, 0);
 }
@@ -61,8 +61,8 @@ std::int64_t BlockSparseMatrix<T>::find(int brow, int bcol) const {
 
 template <class T>
 void BlockSparseMatrix<T>::put_local(int brow, int bcol, const T* values, bool accumulate) {
-  const std::int64_t n = static_cast<std::int64_t>(dist_.row_blocks().size(brow)) *
-                         dist_.col_blocks().size(bcol);
+  const std::int64_t n =
+      static_cast<std::int64_t>(dist_.row_blocks().size(brow)) * dist_.col_blocks().size(bcol);
   const std::int64_t k = find(brow, bcol);
   if (k >= 0) {
     T* dst = data_.data() + offset_[static_cast<std::size_t>(k)];
@@ -91,18 +91,18 @@ void BlockSparseMatrix<T>::put_block(int brow, int bcol, const T* values, bool a
     if (put_error_.empty())
       put_error_ = detail::concat(
           name_, ": put_block(", brow, ", ", bcol, ") on rank ", rank_,
-          values == nullptr ? std::string(": values is null")
-                            : detail::concat(": expected block row in [0, ", dist_.row_blocks().count(),
-                                             ") and block column in [0, ",
-                                             dist_.col_blocks().count(), ")"));
+          values == nullptr
+              ? std::string(": values is null")
+              : detail::concat(": expected block row in [0, ", dist_.row_blocks().count(),
+                               ") and block column in [0, ", dist_.col_blocks().count(), ")"));
     return;
   }
   if (dist_.owner(brow, bcol) == rank_) {
     put_local(brow, bcol, values, accumulate);
     return;
   }
-  const std::int64_t n = static_cast<std::int64_t>(dist_.row_blocks().size(brow)) *
-                         dist_.col_blocks().size(bcol);
+  const std::int64_t n =
+      static_cast<std::int64_t>(dist_.row_blocks().size(brow)) * dist_.col_blocks().size(bcol);
   pending_.push_back({brow, bcol, accumulate, static_cast<std::int64_t>(pending_data_.size())});
   pending_data_.insert(pending_data_.end(), values, values + n);
 }
@@ -111,9 +111,9 @@ template <class T>
 const T* BlockSparseMatrix<T>::get_block(int brow, int bcol) const {
   TESSEL_CHECK(brow >= 0 && brow < dist_.row_blocks().count() && bcol >= 0 &&
                    bcol < dist_.col_blocks().count(),
-               InputError, name_, ": get_block(", brow, ", ", bcol,
-               "): expected block row in [0, ", dist_.row_blocks().count(),
-               ") and block column in [0, ", dist_.col_blocks().count(), ")");
+               InputError, name_, ": get_block(", brow, ", ", bcol, "): expected block row in [0, ",
+               dist_.row_blocks().count(), ") and block column in [0, ", dist_.col_blocks().count(),
+               ")");
   const std::int64_t k = find(brow, bcol);
   return k < 0 ? nullptr : data_.data() + offset_[static_cast<std::size_t>(k)];
 }
@@ -139,8 +139,9 @@ void BlockSparseMatrix<T>::sort_local() {
     const std::int64_t k = row_ptr_.back() + static_cast<std::int64_t>(t);
     e.push_back({tail_row_[t], col_[static_cast<std::size_t>(k)], k});
   }
-  std::sort(e.begin(), e.end(),
-            [](const Entry& a, const Entry& b) { return a.row != b.row ? a.row < b.row : a.col < b.col; });
+  std::sort(e.begin(), e.end(), [](const Entry& a, const Entry& b) {
+    return a.row != b.row ? a.row < b.row : a.col < b.col;
+  });
   std::vector<std::int64_t> row_ptr(brows_.size() + 1, 0), offset(e.size());
   std::vector<int> col(e.size());
   std::vector<double> norm(e.size());
@@ -148,7 +149,8 @@ void BlockSparseMatrix<T>::sort_local() {
   std::int64_t at = 0;
   for (std::size_t x = 0; x < e.size(); ++x) {
     const auto k = static_cast<std::size_t>(e[x].k);
-    const std::int64_t n = static_cast<std::int64_t>(dist_.row_blocks().size(brows_[static_cast<std::size_t>(e[x].row)])) *
+    const std::int64_t n = static_cast<std::int64_t>(dist_.row_blocks().size(
+                               brows_[static_cast<std::size_t>(e[x].row)])) *
                            dist_.col_blocks().size(e[x].col);
     row_ptr[static_cast<std::size_t>(e[x].row) + 1] += 1;
     col[x] = e[x].col;
@@ -200,7 +202,8 @@ void BlockSparseMatrix<T>::exchange_pending() {
   };
   for (const auto& b : pending_)
     bytes[static_cast<std::size_t>(dist_.owner(b.brow, b.bcol))] +=
-        static_cast<std::int64_t>(sizeof(WireHeader)) + block_elems(b.brow, b.bcol) * static_cast<std::int64_t>(sizeof(T));
+        static_cast<std::int64_t>(sizeof(WireHeader)) +
+        block_elems(b.brow, b.bcol) * static_cast<std::int64_t>(sizeof(T));
   auto at = comm::ExchangeCounts::offsets(bytes);
   std::vector<unsigned char> send(static_cast<std::size_t>(at.back()));
   for (const auto& b : pending_) {
@@ -255,13 +258,13 @@ void BlockSparseMatrix<T>::assign_local(std::vector<std::int64_t> row_ptr, std::
                row_ptr.size(), " entries, expected local block rows + 1 = ", nr + 1);
   TESSEL_CHECK(row_ptr[0] == 0 && row_ptr[nr] == static_cast<std::int64_t>(col.size()) &&
                    offset.size() == col.size(),
-               InputError, name_, ": assign_local: row_ptr[0] = ", row_ptr[0], ", row_ptr[",
-               nr, "] = ", row_ptr[nr], ", ", col.size(), " columns and ", offset.size(),
+               InputError, name_, ": assign_local: row_ptr[0] = ", row_ptr[0], ", row_ptr[", nr,
+               "] = ", row_ptr[nr], ", ", col.size(), " columns and ", offset.size(),
                " offsets: expected 0 and one column and offset per block");
   const int nbc = dist_.col_blocks().count();
   for (std::size_t i = 0; i < nr; ++i) {
-    TESSEL_CHECK(row_ptr[i] <= row_ptr[i + 1], InputError, name_, ": assign_local: row_ptr[",
-                 i, "] = ", row_ptr[i], " > row_ptr[", i + 1, "] = ", row_ptr[i + 1]);
+    TESSEL_CHECK(row_ptr[i] <= row_ptr[i + 1], InputError, name_, ": assign_local: row_ptr[", i,
+                 "] = ", row_ptr[i], " > row_ptr[", i + 1, "] = ", row_ptr[i + 1]);
     const int rsz = dist_.row_blocks().size(brows_[i]);
     for (std::int64_t k = row_ptr[i]; k < row_ptr[i + 1]; ++k) {
       const int bc = col[static_cast<std::size_t>(k)];
@@ -273,9 +276,9 @@ void BlockSparseMatrix<T>::assign_local(std::vector<std::int64_t> row_ptr, std::
                    col[static_cast<std::size_t>(k) - 1], " before ", bc, ")");
       const std::int64_t off = offset[static_cast<std::size_t>(k)];
       const std::int64_t n = static_cast<std::int64_t>(rsz) * dist_.col_blocks().size(bc);
-      TESSEL_CHECK(off >= 0 && off + n <= static_cast<std::int64_t>(data.size()), InputError,
-                   name_, ": assign_local: block (", brows_[i], ", ", bc, ") at offset ", off,
-                   " with ", n, " values exceeds the data (", data.size(), ")");
+      TESSEL_CHECK(off >= 0 && off + n <= static_cast<std::int64_t>(data.size()), InputError, name_,
+                   ": assign_local: block (", brows_[i], ", ", bc, ") at offset ", off, " with ", n,
+                   " values exceeds the data (", data.size(), ")");
     }
   }
   row_ptr_ = std::move(row_ptr);
@@ -295,7 +298,8 @@ void BlockSparseMatrix<T>::for_each_block(
     const int rs = dist_.row_blocks().size(brows_[i]);
     for (std::int64_t k = row_ptr_[i]; k < row_ptr_[i + 1]; ++k) {
       const int bc = col_[static_cast<std::size_t>(k)];
-      f(brows_[i], bc, data_.data() + offset_[static_cast<std::size_t>(k)], rs, dist_.col_blocks().size(bc));
+      f(brows_[i], bc, data_.data() + offset_[static_cast<std::size_t>(k)], rs,
+        dist_.col_blocks().size(bc));
     }
   }
   for (std::size_t t = 0; t < tail_row_.size(); ++t) {
@@ -309,7 +313,8 @@ void BlockSparseMatrix<T>::for_each_block(
 template <class T>
 void BlockSparseMatrix<T>::for_each_block(const std::function<void(int, int, T*, int, int)>& f) {
   const auto& self = *this;
-  self.for_each_block([&](int br, int bc, const T* x, int r, int c) { f(br, bc, const_cast<T*>(x), r, c); });
+  self.for_each_block(
+      [&](int br, int bc, const T* x, int r, int c) { f(br, bc, const_cast<T*>(x), r, c); });
   update_norms();
 }
 
@@ -317,9 +322,10 @@ template <class T>
 void BlockSparseMatrix<T>::update_norms() {
   norm_.assign(col_.size(), 0.0);
   std::size_t k = 0;
-  static_cast<const BlockSparseMatrix&>(*this).for_each_block([&](int, int, const T* x, int r, int c) {
-    norm_[k++] = block_norm(x, static_cast<std::int64_t>(r) * c);
-  });
+  static_cast<const BlockSparseMatrix&>(*this).for_each_block(
+      [&](int, int, const T* x, int r, int c) {
+        norm_[k++] = block_norm(x, static_cast<std::int64_t>(r) * c);
+      });
 }
 
 template class BlockSparseMatrix<double>;

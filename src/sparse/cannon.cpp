@@ -55,7 +55,9 @@ void preshift(const comm::Comm& ring, int n, int me, int per,
   comm::RequestSet rs;
   for (int q = 0; q < per; ++q) {
     int v = img(me, q), src = v / per;
-    if (src != me) post_recv(ring, slots[static_cast<std::size_t>(q)], dir[static_cast<std::size_t>(v)], src, rs);
+    if (src != me)
+      post_recv(ring, slots[static_cast<std::size_t>(q)], dir[static_cast<std::size_t>(v)], src,
+                rs);
   }
   for (int pos = 0; pos < n; ++pos) {
     if (pos == me) continue;
@@ -67,7 +69,8 @@ void preshift(const comm::Comm& ring, int n, int me, int per,
   rs.wait_all();
   for (int q = 0; q < per; ++q) {  // local images last: the sends above read `home`
     int v = img(me, q);
-    if (v / per == me) slots[static_cast<std::size_t>(q)] = std::move(home[static_cast<std::size_t>(v - me * per)]);
+    if (v / per == me)
+      slots[static_cast<std::size_t>(q)] = std::move(home[static_cast<std::size_t>(v - me * per)]);
   }
 }
 }  // namespace
@@ -78,7 +81,8 @@ ExecResult run_cannon(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
   ExecResult res;
   std::optional<layout::ProcessGrid2D> own;
   std::optional<layout::ProcessGrid2D>& slot = cache ? cache->grid : own;
-  if (!slot || (cache && (cache->grid_comm != ctx.comm().raw() || cache->grid_ledger != &ctx.ledger())) ||
+  if (!slot ||
+      (cache && (cache->grid_comm != ctx.comm().raw() || cache->grid_ledger != &ctx.ledger())) ||
       slot->pr() != plan.pr ||
       slot->pc() != plan.pc) {  // every rank decides alike (same cache history)
     slot.reset();
@@ -99,8 +103,12 @@ ExecResult run_cannon(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
   {
     PhaseScope ph(ledger, kPhaseSetup);
     std::vector<ImageSize> mine_a, mine_b;
-    for (auto& p : home_a) mine_a.push_back({static_cast<std::int64_t>(p.meta.size() / kMeta), static_cast<std::int64_t>(p.data.size())});
-    for (auto& p : home_b) mine_b.push_back({static_cast<std::int64_t>(p.meta.size() / kMeta), static_cast<std::int64_t>(p.data.size())});
+    for (auto& p : home_a)
+      mine_a.push_back({static_cast<std::int64_t>(p.meta.size() / kMeta),
+                        static_cast<std::int64_t>(p.data.size())});
+    for (auto& p : home_b)
+      mine_b.push_back({static_cast<std::int64_t>(p.meta.size() / kMeta),
+                        static_cast<std::int64_t>(p.data.size())});
     dir_a = directory(grid.row(), mine_a);  // indexed by image v (column-major over the row)
     dir_b = directory(grid.col(), mine_b);
   }
@@ -109,13 +117,15 @@ ExecResult run_cannon(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
   std::vector<PanelBuf> sa(static_cast<std::size_t>(a + 1)), sb(static_cast<std::size_t>(b + 1));
   {
     PhaseScope ph(ledger, kPhaseA);
-    preshift(grid.row(), plan.pc, j, a, [&](int pos, int q) { return plan.cannon_image(i, pos, q); },
-             home_a, dir_a, sa);
+    preshift(
+        grid.row(), plan.pc, j, a, [&](int pos, int q) { return plan.cannon_image(i, pos, q); },
+        home_a, dir_a, sa);
   }
   {
     PhaseScope ph(ledger, kPhaseB);
-    preshift(grid.col(), plan.pr, i, b, [&](int pos, int q) { return plan.cannon_image(pos, j, q); },
-             home_b, dir_b, sb);
+    preshift(
+        grid.col(), plan.pr, i, b, [&](int pos, int q) { return plan.cannon_image(pos, j, q); },
+        home_b, dir_b, sb);
   }
 
   // Ticks: shift the next images while the current ones are multiplied.
@@ -127,13 +137,15 @@ ExecResult run_cannon(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
     if (t < V - a) {
       PhaseScope ph(ledger, kPhaseA);
       post_recv(grid.row(), sa[static_cast<std::size_t>((t + a) % (a + 1))],
-                dir_a[static_cast<std::size_t>(plan.cannon_image(i, j, t + a))], (j + 1) % plan.pc, rs);
+                dir_a[static_cast<std::size_t>(plan.cannon_image(i, j, t + a))], (j + 1) % plan.pc,
+                rs);
       post_send(grid.row(), cur_a, (j + plan.pc - 1) % plan.pc, rs);
     }
     if (t < V - b) {
       PhaseScope ph(ledger, kPhaseB);
       post_recv(grid.col(), sb[static_cast<std::size_t>((t + b) % (b + 1))],
-                dir_b[static_cast<std::size_t>(plan.cannon_image(i, j, t + b))], (i + 1) % plan.pr, rs);
+                dir_b[static_cast<std::size_t>(plan.cannon_image(i, j, t + b))], (i + 1) % plan.pr,
+                rs);
       post_send(grid.col(), cur_b, (i + plan.pr - 1) % plan.pr, rs);
     }
     multiply_images(cur_a.view(), cur_b.view(), *ops.rows, *ops.inner, *ops.cols, opt.eps,

@@ -45,17 +45,19 @@ layout::Layout block_layout(const Distribution& dist) {
 dense::DistMatrix<double> to_dense(const Context& ctx, const BlockSparseMatrix<double>& a,
                                    const layout::Layout& to) {
   const Distribution& d = a.distribution();
-  TESSEL_CHECK(to.rows() == a.rows() && to.cols() == a.cols(), DimensionMismatch, "to_dense: ",
-               a.name(), " is ", a.rows(), " x ", a.cols(), " but the layout is ", to.rows(),
-               " x ", to.cols());
+  TESSEL_CHECK(to.rows() == a.rows() && to.cols() == a.cols(), DimensionMismatch,
+               "to_dense: ", a.name(), " is ", a.rows(), " x ", a.cols(), " but the layout is ",
+               to.rows(), " x ", to.cols());
   PhaseScope phase(*ctx.comm().ledger(), "sparse/to_dense");
   dense::DistMatrix<double> local(ctx, block_layout(d));
   const auto roff = local_offsets(d.row_blocks(), d.row_dist(), a.prow());
   const auto coff = local_offsets(d.col_blocks(), d.col_dist(), a.pcol());
   a.for_each_block([&](int br, int bc, const double* x, int r, int c) {
-    const std::int64_t i0 = roff[static_cast<std::size_t>(br)], j0 = coff[static_cast<std::size_t>(bc)];
+    const std::int64_t i0 = roff[static_cast<std::size_t>(br)],
+                       j0 = coff[static_cast<std::size_t>(bc)];
     for (int j = 0; j < c; ++j)
-      for (int i = 0; i < r; ++i) local.local(i0 + i, j0 + j) = x[static_cast<std::size_t>(j) * r + i];
+      for (int i = 0; i < r; ++i)
+        local.local(i0 + i, j0 + j) = x[static_cast<std::size_t>(j) * r + i];
   });
   return dense::redistribute(ctx, local, to);
 }
@@ -84,7 +86,8 @@ BlockSparseMatrix<double> from_dense(const Context& ctx, const dense::DistMatrix
       double s = 0;
       for (int j = 0; j < c; ++j)
         for (int i = 0; i < r; ++i) {
-          const double v = local.local(roff[static_cast<std::size_t>(br)] + i, coff[static_cast<std::size_t>(bc)] + j);
+          const double v = local.local(roff[static_cast<std::size_t>(br)] + i,
+                                       coff[static_cast<std::size_t>(bc)] + j);
           block[static_cast<std::size_t>(j) * r + i] = v;
           s += v * v;
         }

@@ -57,8 +57,12 @@ std::vector<int> held_by(const std::vector<int>& dist, int g) {
 
 Distribution::Distribution(BlockSizes rows, BlockSizes cols, int pr, int pc,
                            std::vector<int> row_dist, std::vector<int> col_dist)
-    : rows_(std::move(rows)), cols_(std::move(cols)), pr_(pr), pc_(pc),
-      row_dist_(std::move(row_dist)), col_dist_(std::move(col_dist)) {
+    : rows_(std::move(rows)),
+      cols_(std::move(cols)),
+      pr_(pr),
+      pc_(pc),
+      row_dist_(std::move(row_dist)),
+      col_dist_(std::move(col_dist)) {
   TESSEL_CHECK(pr >= 1 && pc >= 1, GridError, "distribution: process grid ", pr, " x ", pc,
                ", expected PR >= 1 and PC >= 1");
   check_dist(rows_, row_dist_, pr, "row_dist", "row");

@@ -15,7 +15,7 @@ namespace tessel::sparse {
 namespace {
 
 constexpr double kAngstrom = 1.8897261254578281;  // bohr per Angstrom
-constexpr double kEv = 1.0 / 27.211386245988;      // Hartree per eV
+constexpr double kEv = 1.0 / 27.211386245988;     // Hartree per eV
 constexpr double kPi = 3.14159265358979323846;
 // Gaussian exponents (bohr^-2) of the normalised single-Gaussian orbitals.
 constexpr double kAlphaOs = 0.40, kAlphaOp = 0.30, kAlphaH = 0.18;
@@ -63,10 +63,14 @@ double overlap(const Orbital& a, const Orbital& b, const double* r) {
   const double na = std::pow(2 * a.alpha / kPi, 0.75) * (a.l < 0 ? 1 : 2 * std::sqrt(a.alpha));
   const double nb = std::pow(2 * b.alpha / kPi, 0.75) * (b.l < 0 ? 1 : 2 * std::sqrt(b.alpha));
   double ang;
-  if (a.l < 0 && b.l < 0) ang = 1;
-  else if (a.l < 0) ang = a.alpha * r[b.l] / p;             // (P - B)_j
-  else if (b.l < 0) ang = -b.alpha * r[a.l] / p;            // (P - A)_i
-  else ang = -a.alpha * b.alpha * r[a.l] * r[b.l] / (p * p) + (a.l == b.l ? 0.5 / p : 0);
+  if (a.l < 0 && b.l < 0)
+    ang = 1;
+  else if (a.l < 0)
+    ang = a.alpha * r[b.l] / p;  // (P - B)_j
+  else if (b.l < 0)
+    ang = -b.alpha * r[a.l] / p;  // (P - A)_i
+  else
+    ang = -a.alpha * b.alpha * r[a.l] * r[b.l] / (p * p) + (a.l == b.l ? 0.5 / p : 0);
   return na * nb * ang * std::pow(kPi / p, 1.5) * std::exp(-mu * r2);
 }
 
@@ -136,9 +140,10 @@ WaterGeometry water_geometry(int n, const WaterOptions& opt) {
       const double u1 = uniform(rng), u2 = 2 * kPi * uniform(rng), u3 = 2 * kPi * uniform(rng);
       const double w = std::sqrt(1 - u1) * std::sin(u2), x = std::sqrt(1 - u1) * std::cos(u2);
       const double y = std::sqrt(u1) * std::sin(u3), z = std::sqrt(u1) * std::cos(u3);
-      const double rot[3][3] = {{1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)},
-                                {2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)},
-                                {2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)}};
+      const double rot[3][3] = {
+          {1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)},
+          {2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)},
+          {2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)}};
       std::array<Vec, 3> at{o, o, o};
       for (int k = 0; k < 3; ++k) {
         at[1][k] += rot[k][0] * hx + rot[k][2] * hz;
@@ -148,8 +153,9 @@ WaterGeometry water_geometry(int n, const WaterOptions& opt) {
       for (int other : near)
         for (int p = 0; p < 3; ++p)
           for (int q = 0; q < 3; ++q)
-            d2 = std::min(d2, dist2_min_image(at[static_cast<std::size_t>(p)],
-                                              g.pos[3 * static_cast<std::size_t>(other) + q], g.box));
+            d2 = std::min(d2,
+                          dist2_min_image(at[static_cast<std::size_t>(p)],
+                                          g.pos[3 * static_cast<std::size_t>(other) + q], g.box));
       if (d2 > best_d2) {
         best_d2 = d2;
         best = at;
@@ -195,7 +201,8 @@ double water_block(const WaterGeometry& g, int i, int j, double cutoff, double* 
   std::fill(s, s + ni * nj, 0.0);
   double d[3];
   for (int k = 0; k < 3; ++k)
-    d[k] = min_image(g.pos[static_cast<std::size_t>(i)][k] - g.pos[static_cast<std::size_t>(j)][k], g.box);
+    d[k] = min_image(g.pos[static_cast<std::size_t>(i)][k] - g.pos[static_cast<std::size_t>(j)][k],
+                     g.box);
   const double c2 = cutoff * cutoff;
   // Images of atom j: only the minimum one can be within a cutoff below half the box.
   const int k = cutoff < g.box / 2 ? 0 : static_cast<int>(std::ceil(cutoff / g.box)) + 1;
@@ -233,8 +240,9 @@ WaterSystem generate_water(const Context& ctx, int n, const WaterOptions& opt,
                  dist.nranks(), " ranks, the context has ", ctx.size());
     g = water_geometry(n, opt);
   });
-  WaterSystem w{BlockSparseMatrix<double>(ctx, dist, "H"), BlockSparseMatrix<double>(ctx, dist, "S"),
-                blocks, 8 * static_cast<std::int64_t>(n), g.box / kAngstrom};
+  WaterSystem w{BlockSparseMatrix<double>(ctx, dist, "H"),
+                BlockSparseMatrix<double>(ctx, dist, "S"), blocks, 8 * static_cast<std::int64_t>(n),
+                g.box / kAngstrom};
   const int pc = dist.pc(), prow = ctx.rank() / pc, pcol = ctx.rank() % pc;
   const int na = g.natoms();
   std::vector<char> my_col(static_cast<std::size_t>(na), 0);
@@ -269,7 +277,8 @@ WaterSystem generate_water(const Context& ctx, int n, const WaterOptions& opt,
       for (int dz = -1; dz <= 1; ++dz)
         for (int dy = -1; dy <= 1; ++dy)
           for (int dx = -1; dx <= 1; ++dx) {
-            const int q = (cx + dx + mc) % mc + mc * ((cy + dy + mc) % mc + mc * ((cz + dz + mc) % mc));
+            const int q =
+                (cx + dx + mc) % mc + mc * ((cy + dy + mc) % mc + mc * ((cz + dz + mc) % mc));
             for (int j : cells[static_cast<std::size_t>(q)])
               if (dist2_min_image(p, g.pos[static_cast<std::size_t>(j)], g.box) < rc * rc)
                 cand.push_back(j);

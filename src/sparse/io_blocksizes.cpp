@@ -34,7 +34,8 @@ BlockSizes read_block_sizes(const std::string& path) {
     sizes.push_back(v);
   }
   TESSEL_CHECK(!in.bad(), InputError, "cannot read block sizes ", path, ": read error");
-  TESSEL_CHECK(!sizes.empty(), InputError, path, ": no block sizes (expected one positive "
+  TESSEL_CHECK(!sizes.empty(), InputError, path,
+               ": no block sizes (expected one positive "
                "integer per line)");
   return BlockSizes(std::move(sizes), path);
 }

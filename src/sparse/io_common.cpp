@@ -75,16 +75,17 @@ bool parse_entry(const char* b, const char* e, Entry& out, std::string& why) {
 void throw_first_error(const Context& ctx, const std::string& path, const FirstError& e) {
   const std::int64_t first = ctx.comm().allreduce_value(e.line, MPI_MIN);
   if (first == kNoLine) return;
-  ctx.agree([&] { TESSEL_CHECK(e.line != first, InputError, path, ", line ", e.line, ": ", e.msg); });
+  ctx.agree(
+      [&] { TESSEL_CHECK(e.line != first, InputError, path, ", line ", e.line, ": ", e.msg); });
 }
 
-std::vector<std::int64_t> pattern_keys(const Context& ctx, const BlockSparseMatrix<double>& pattern) {
+std::vector<std::int64_t> pattern_keys(const Context& ctx,
+                                       const BlockSparseMatrix<double>& pattern) {
   PhaseScope phase(*ctx.comm().ledger(), "sparse/io");
   const std::int64_t nbc = pattern.distribution().col_blocks().count();
   std::vector<std::int64_t> mine;
-  pattern.for_each_block([&](int br, int bc, const double*, int, int) {
-    mine.push_back(br * nbc + bc);
-  });
+  pattern.for_each_block(
+      [&](int br, int bc, const double*, int, int) { mine.push_back(br * nbc + bc); });
   const int p = ctx.size();
   std::vector<std::int64_t> send;
   send.reserve(mine.size() * static_cast<std::size_t>(p));
@@ -173,7 +174,8 @@ std::string read_line_range(int fd, const std::string& path, std::int64_t file_s
     first = 0;
   } else {
     std::size_t nl = buf.find('\n');
-    while (nl == std::string::npos && read_more(base + static_cast<std::int64_t>(buf.size()) + 65536))
+    while (nl == std::string::npos &&
+           read_more(base + static_cast<std::int64_t>(buf.size()) + 65536))
       nl = buf.find('\n');
     first = nl == std::string::npos ? buf.size() : nl + 1;
   }
@@ -192,7 +194,6 @@ std::string read_line_range(int fd, const std::string& path, std::int64_t file_s
   }
   return buf;
 }
-
 
 void commit_file(const Context& ctx, const std::string& tmp, const std::string& path,
                  const std::string& failed) {

@@ -51,7 +51,8 @@ void throw_first_error(const Context& ctx, const std::string& path, const FirstE
 
 /// Collective. The sorted keys brow * (block columns) + bcol of every block `pattern` stores
 /// (gathered from all ranks, ledger phase "sparse/io").
-std::vector<std::int64_t> pattern_keys(const Context& ctx, const BlockSparseMatrix<double>& pattern);
+std::vector<std::int64_t> pattern_keys(const Context& ctx,
+                                       const BlockSparseMatrix<double>& pattern);
 
 /// Collective. Checks the arguments every reader shares (distribution for ctx.size() ranks,
 /// the pattern's block sizes equal to dist's and finalized).

@@ -29,8 +29,13 @@ constexpr std::int64_t kChunk = 1 << 20;  // inflated bytes per chunk (gzip file
 class LineConsumer {
  public:
   LineConsumer(BlockSparseMatrix<double>& m, const std::vector<std::int64_t>* keys)
-      : asm_(m), rows_(m.distribution().row_blocks()), cols_(m.distribution().col_blocks()),
-        nrows_(m.rows()), ncols_(m.cols()), keys_(keys), nbc_(cols_.count()) {}
+      : asm_(m),
+        rows_(m.distribution().row_blocks()),
+        cols_(m.distribution().col_blocks()),
+        nrows_(m.rows()),
+        ncols_(m.cols()),
+        keys_(keys),
+        nbc_(cols_.count()) {}
 
   /// The entry before the next line (for the order check across ranges), or none.
   void set_prev(bool valid, std::int64_t r, std::int64_t c) {
@@ -44,8 +49,8 @@ class LineConsumer {
     std::string why;
     if (!parse_entry(b, e, x, why)) return err.set(line, why);
     if (x.row < 1 || x.row > nrows_)
-      return err.set(line, concat("row ", x.row, " is out of range: expected 1 <= row <= ",
-                                  nrows_, " (the sum of the row block sizes)"));
+      return err.set(line, concat("row ", x.row, " is out of range: expected 1 <= row <= ", nrows_,
+                                  " (the sum of the row block sizes)"));
     if (x.col < 1 || x.col > ncols_)
       return err.set(line, concat("column ", x.col, " is out of range: expected 1 <= column <= ",
                                   ncols_, " (the sum of the column block sizes)"));
@@ -117,14 +122,15 @@ void read_plain(const Context& ctx, const std::string& path, std::int64_t size, 
   const char* s = text.data();
   const char* e = s + text.size();
   for (const char* b = s + first; b < e;) {
-    const char* nl = static_cast<const char*>(std::memchr(b, '\n', static_cast<std::size_t>(e - b)));
+    const char* nl =
+        static_cast<const char*>(std::memchr(b, '\n', static_cast<std::size_t>(e - b)));
     const char* le = nl ? nl : e;
     lc.line(++nlines, b, le);
     b = nl ? nl + 1 : e;
   }
   // Global line numbers and the order across range boundaries.
-  std::int64_t mine[6] = {nlines, lc.have_last() ? 1 : 0, lc.first.row, lc.first.col,
-                          lc.last().row, lc.last().col};
+  std::int64_t mine[6] = {nlines,       lc.have_last() ? 1 : 0, lc.first.row,
+                          lc.first.col, lc.last().row,          lc.last().col};
   std::vector<std::int64_t> all(6 * static_cast<std::size_t>(p));
   ctx.comm().allgather(mine, 6, all.data());
   std::int64_t offset = 0;
@@ -146,8 +152,8 @@ void read_plain(const Context& ctx, const std::string& path, std::int64_t size, 
             lc.first.row == prev.row && lc.first.col == prev.col
                 ? concat("duplicate entry (", prev.row, ", ", prev.col,
                          "): an earlier line gives the same position")
-                : concat("entry (", lc.first.row, ", ", lc.first.col, ") follows (", prev.row,
-                         ", ", prev.col, "): expected lines sorted by row, then column"));
+                : concat("entry (", lc.first.row, ", ", lc.first.col, ") follows (", prev.row, ", ",
+                         prev.col, "): expected lines sorted by row, then column"));
   }
   lc.err = err;
 }
@@ -197,7 +203,8 @@ void read_gzip(const Context& ctx, const std::string& path, LineConsumer& lc) {
     const char* e = s + buf.size();
     const char* b = s;
     for (;;) {
-      const char* nl = static_cast<const char*>(std::memchr(b, '\n', static_cast<std::size_t>(e - b)));
+      const char* nl =
+          static_cast<const char*>(std::memchr(b, '\n', static_cast<std::size_t>(e - b)));
       if (!nl) break;
       process(b, nl);
       b = nl + 1;
@@ -215,10 +222,11 @@ void read_gzip(const Context& ctx, const std::string& path, LineConsumer& lc) {
   int errnum = Z_OK;
   const char* zmsg = gzerror(f, &errnum);
   if (nread < 0 || errnum != Z_OK) {
-    lc.err.set(line + 1, concat("the gzip stream is ",
-                                errnum == Z_BUF_ERROR ? "truncated" : "corrupt", " (zlib: ", zmsg,
-                                ") after ", line, " complete lines: expected more compressed "
-                                "data and the gzip trailer"));
+    lc.err.set(line + 1,
+               concat("the gzip stream is ", errnum == Z_BUF_ERROR ? "truncated" : "corrupt",
+                      " (zlib: ", zmsg, ") after ", line,
+                      " complete lines: expected more compressed "
+                      "data and the gzip trailer"));
   } else if (!buf.empty()) {
     process(buf.data(), buf.data() + buf.size());  // a last line without '\n'
   }
@@ -247,8 +255,10 @@ BlockSparseMatrix<double> read_cp2k_csr(const Context& ctx, const std::string& p
   });
   BlockSparseMatrix<double> m(ctx, dist, opt.name.empty() ? base_name(path) : opt.name);
   LineConsumer lc(m, opt.pattern ? &keys : nullptr);
-  if (gz) read_gzip(ctx, path, lc);
-  else read_plain(ctx, path, size, fd.fd, lc);
+  if (gz)
+    read_gzip(ctx, path, lc);
+  else
+    read_plain(ctx, path, size, fd.fd, lc);
   throw_first_error(ctx, path, lc.err);
 
   std::int64_t ext[2] = {lc.max_row, lc.max_col};

@@ -53,7 +53,8 @@ MmHeader read_header(const std::string& path) {
   banner >> tag >> object >> format >> field >> symmetry;
   TESSEL_CHECK(tag == "%%matrixmarket" && object == "matrix", InputError, path,
                ", line 1: expected the banner '%%MatrixMarket matrix coordinate real general|"
-               "symmetric', found ", quote_line(line.data(), line.data() + line.size()));
+               "symmetric', found ",
+               quote_line(line.data(), line.data() + line.size()));
   TESSEL_CHECK(format == "coordinate", InputError, path, ", line 1: format '", format,
                "', expected 'coordinate' (dense 'array' files are not supported)");
   TESSEL_CHECK(field == "real" || field == "integer" || field == "double", InputError, path,
@@ -70,11 +71,12 @@ MmHeader read_header(const std::string& path) {
     if (blank(line.data(), line.data() + line.size())) continue;
     std::istringstream sz(line);
     std::string rest;
-    TESSEL_CHECK((sz >> h.rows >> h.cols >> h.nnz) && !(sz >> rest) && h.rows >= 0 &&
-                     h.cols >= 0 && h.nnz >= 0,
+    TESSEL_CHECK((sz >> h.rows >> h.cols >> h.nnz) && !(sz >> rest) && h.rows >= 0 && h.cols >= 0 &&
+                     h.nnz >= 0,
                  InputError, path, ", line ", h.lines,
                  ": expected the size line 'rows cols entries' (three non-negative integers), "
-                 "found ", quote_line(line.data(), line.data() + line.size()));
+                 "found ",
+                 quote_line(line.data(), line.data() + line.size()));
     return h;
   }
 }
@@ -111,7 +113,9 @@ BlockSparseMatrix<double> read_matrix_market(const Context& ctx, const std::stri
   });
   struct Closer {
     int fd;
-    ~Closer() { if (fd >= 0) ::close(fd); }
+    ~Closer() {
+      if (fd >= 0) ::close(fd);
+    }
   } closer{fd};
 
   // This rank's lines.
@@ -134,7 +138,8 @@ BlockSparseMatrix<double> read_matrix_market(const Context& ctx, const std::stri
   const char* s = text.data();
   const char* e = s + text.size();
   for (const char* b = s + first; b < e;) {
-    const char* nl = static_cast<const char*>(std::memchr(b, '\n', static_cast<std::size_t>(e - b)));
+    const char* nl =
+        static_cast<const char*>(std::memchr(b, '\n', static_cast<std::size_t>(e - b)));
     const char* le = nl ? nl : e;
     const std::int64_t line = ++nlines;
     const char* line_begin = b;
@@ -155,7 +160,8 @@ BlockSparseMatrix<double> read_matrix_market(const Context& ctx, const std::stri
       continue;
     }
     if (h.symmetric && x.row < x.col) {
-      err.set(line, concat("entry (", x.row, ", ", x.col, ") is above the diagonal: a symmetric "
+      err.set(line, concat("entry (", x.row, ", ", x.col,
+                           ") is above the diagonal: a symmetric "
                            "file gives the lower triangle only (row >= column)"));
       continue;
     }

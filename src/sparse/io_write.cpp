@@ -31,8 +31,8 @@ BlockSparseMatrix<double> by_row_ranges(const Context& ctx, const BlockSparseMat
   const BlockSizes& rows = d.row_blocks();
   std::vector<int> row_dist(static_cast<std::size_t>(rows.count()));
   for (int b = 0; b < rows.count(); ++b)
-    row_dist[static_cast<std::size_t>(b)] = static_cast<int>(
-        std::min<std::int64_t>(p - 1, rows.offset(b) * p / std::max<std::int64_t>(1, rows.extent())));
+    row_dist[static_cast<std::size_t>(b)] = static_cast<int>(std::min<std::int64_t>(
+        p - 1, rows.offset(b) * p / std::max<std::int64_t>(1, rows.extent())));
   std::vector<int> col_dist(static_cast<std::size_t>(d.col_blocks().count()), 0);
   BlockSparseMatrix<double> out(ctx, Distribution(rows, d.col_blocks(), p, 1, row_dist, col_dist),
                                 a.name());
@@ -77,9 +77,7 @@ void write_parts(const Context& ctx, const std::string& path, const std::string&
       if (ctx.rank() == 0 && !header.empty())
         f.write_at(0, header.data(), static_cast<std::int64_t>(header.size()));
       if (!text.empty()) f.write_at(offset, text.data(), mine);
-    } catch (const Error& e) {
-      failed = e.what();
-    }
+    } catch (const Error& e) { failed = e.what(); }
     f.close();
   } catch (const Error& e) {  // create or close failed: agreed on every rank already
     if (ctx.rank() == 0) std::remove(tmp.c_str());
@@ -134,8 +132,8 @@ void write_cp2k_csr(const Context& ctx, const BlockSparseMatrix<double>& a,
                     const std::string& path) {
   check_write(ctx, a, path);
   ctx.agree([&] {
-    TESSEL_CHECK(a.rows() < 100000000 && a.cols() < 100000000, InputError, "writing ", path,
-                 ": ", a.rows(), " x ", a.cols(), " does not fit CP2K's I8 index fields");
+    TESSEL_CHECK(a.rows() < 100000000 && a.cols() < 100000000, InputError, "writing ", path, ": ",
+                 a.rows(), " x ", a.cols(), " does not fit CP2K's I8 index fields");
   });
   const BlockSparseMatrix<double> m = by_row_ranges(ctx, a);
   std::string text;

@@ -10,9 +10,9 @@
 #include "spgemm_panels.hpp"
 #include "tessel/core/error.hpp"
 
-extern "C" void dgemm_(const char*, const char*, const int*, const int*, const int*,
-                       const double*, const double*, const int*, const double*, const int*,
-                       const double*, double*, const int*);
+extern "C" void dgemm_(const char*, const char*, const int*, const int*, const int*, const double*,
+                       const double*, const int*, const double*, const int*, const double*, double*,
+                       const int*);
 
 namespace tessel::sparse::detail {
 
@@ -32,8 +32,8 @@ constexpr long long kXsmmMaxMnk = 80LL * 80 * 80;
 }  // namespace
 
 std::vector<ImageSize> image_sizes(const LocalBlocks<double>& m, const BlockSizes& rows,
-                                   const BlockSizes& cols, const std::vector<int>& kv,
-                                   bool by_col, int first, int count) {
+                                   const BlockSizes& cols, const std::vector<int>& kv, bool by_col,
+                                   int first, int count) {
   std::vector<ImageSize> s(static_cast<std::size_t>(count));
   for (std::size_t i = 0; i < m.brows->size(); ++i) {
     int r = (*m.brows)[i];
@@ -50,8 +50,8 @@ std::vector<ImageSize> image_sizes(const LocalBlocks<double>& m, const BlockSize
 }
 
 void pack_images(const LocalBlocks<double>& m, const BlockSizes& rows, const BlockSizes& cols,
-                 const std::vector<int>& kv, bool by_col, int first, int count,
-                 std::int64_t* meta, double* data) {
+                 const std::vector<int>& kv, bool by_col, int first, int count, std::int64_t* meta,
+                 double* data) {
   auto sizes = image_sizes(m, rows, cols, kv, by_col, first, count);
   std::vector<std::int64_t> mcur(static_cast<std::size_t>(count)), dcur(mcur.size()),
       dbase(mcur.size());
@@ -83,7 +83,8 @@ void pack_images(const LocalBlocks<double>& m, const BlockSizes& rows, const Blo
 }
 
 CAccumulator::CAccumulator(const BlockSizes* rows, const BlockSizes* cols)
-    : rows_(rows), cols_(cols),
+    : rows_(rows),
+      cols_(cols),
       row_slot_(static_cast<std::size_t>(rows->count()), -1),
       spa_(static_cast<std::size_t>(cols->count()), -1) {}
 
@@ -146,7 +147,8 @@ void CAccumulator::add_masked(const CWire& w, const CWire& pattern) {
     const std::int64_t n = static_cast<std::int64_t>(rows_->size(r)) * cols_->size(c);
     TESSEL_ASSERT(at + n <= static_cast<std::int64_t>(w.data.size()));
     const std::int64_t off = slot(r, c);
-    for (std::int64_t x = 0; x < n; ++x) data_[static_cast<std::size_t>(off + x)] += w.data[static_cast<std::size_t>(at + x)];
+    for (std::int64_t x = 0; x < n; ++x)
+      data_[static_cast<std::size_t>(off + x)] += w.data[static_cast<std::size_t>(at + x)];
     at += n;
   }
   TESSEL_ASSERT(at == static_cast<std::int64_t>(w.data.size()));
@@ -258,8 +260,8 @@ PanelBuf CAccumulator::pack() const {
       const std::int64_t off = offsets_[static_cast<std::size_t>(id)];
       std::int64_t n = static_cast<std::int64_t>(rows_->size(r)) * cols_->size(c);
       const double* src = data_.data() + off;
-      p.meta.insert(p.meta.end(), {r, c, static_cast<std::int64_t>(p.data.size()),
-                                   norm_bits(frob(src, n))});
+      p.meta.insert(p.meta.end(),
+                    {r, c, static_cast<std::int64_t>(p.data.size()), norm_bits(frob(src, n))});
       p.data.insert(p.data.end(), src, src + n);
     }
   }
@@ -318,7 +320,10 @@ void multiply_images(const PanelView& a, const PanelView& b, const BlockSizes& r
     std::size_t lo = 0, hi = rb.size() / 3;
     while (lo < hi) {
       std::size_t mid = (lo + hi) / 2;
-      if (rb[3 * mid] < k) lo = mid + 1; else hi = mid;
+      if (rb[3 * mid] < k)
+        lo = mid + 1;
+      else
+        hi = mid;
     }
     if (lo < rb.size() / 3 && rb[3 * lo] == k) return {rb[3 * lo + 1], rb[3 * lo + 2]};
     return {0, 0};
@@ -404,8 +409,8 @@ CWire pattern_wire(const BlockSparseMatrix<double>& c) {
   return w;
 }
 
-std::int64_t merge_into(BlockSparseMatrix<double>& c, double beta, double alpha,
-                        const PanelView& p, bool retain, double eps) {
+std::int64_t merge_into(BlockSparseMatrix<double>& c, double beta, double alpha, const PanelView& p,
+                        bool retain, double eps) {
   const auto& rows = c.distribution().row_blocks();
   const auto& cols = c.distribution().col_blocks();
   auto l = c.local();

@@ -12,14 +12,13 @@
 namespace tessel::sparse {
 
 SpVolumeModel volume_model(Context& ctx, const BlockSparseMatrix<double>& a,
-                           const BlockSparseMatrix<double>& b,
-                           const BlockSparseMatrix<double>& c, const SpMultiplyOptions& options) {
+                           const BlockSparseMatrix<double>& b, const BlockSparseMatrix<double>& c,
+                           const SpMultiplyOptions& options) {
   double t[4] = {0, 0, 0, 0};
   auto sum = [](const BlockSparseMatrix<double>& m, double per_block) {
     double s = 0;
-    m.for_each_block([&](int, int, const double*, int nr, int nc) {
-      s += per_block + 8.0 * nr * nc;
-    });
+    m.for_each_block(
+        [&](int, int, const double*, int nr, int nc) { s += per_block + 8.0 * nr * nc; });
     return s;
   };
   t[0] = sum(a, detail::kMetaBytes);
@@ -29,8 +28,10 @@ SpVolumeModel volume_model(Context& ctx, const BlockSparseMatrix<double>& a,
   t[3] = options.retain_sparsity ? 8.0 * static_cast<double>(c.local_nblocks()) : 0.0;
   ctx.comm().allreduce(t, 4, MPI_SUM);
   SpVolumeModel m{t[0], t[1], t[2], t[3], options.retain_sparsity};
-  if (options.product_bytes_hint > 0) m.c = options.product_bytes_hint;
-  else if (m.c == 0) m.c = std::max(m.a, m.b);
+  if (options.product_bytes_hint > 0)
+    m.c = options.product_bytes_hint;
+  else if (m.c == 0)
+    m.c = std::max(m.a, m.b);
   return m;
 }
 
@@ -63,15 +64,15 @@ void check_shapes(const Context& ctx, SpOp opa, const BlockSparseMatrix<double>&
                "spgemm: C must not be the same matrix as A or B (use a copy)");
   for (const BlockSparseMatrix<double>* m : {&a, &b, &c}) {
     const auto& d = m->distribution();
-    TESSEL_CHECK(d.nranks() == ctx.size(), GridError, "spgemm: ", m->name(), " is on a ",
-                 d.pr(), "x", d.pc(), " grid but the context has ", ctx.size(), " ranks");
+    TESSEL_CHECK(d.nranks() == ctx.size(), GridError, "spgemm: ", m->name(), " is on a ", d.pr(),
+                 "x", d.pc(), " grid but the context has ", ctx.size(), " ranks");
   }
   const auto& dc = c.distribution();
   for (const auto* m : {&a, &b}) {
     const auto& d = m->distribution();
     TESSEL_CHECK(d.pr() == dc.pr() && d.pc() == dc.pc(), GridError, "spgemm: ", m->name(),
-                 " is on a ", d.pr(), "x", d.pc(), " grid but C (", c.name(), ") on ", dc.pr(),
-                 "x", dc.pc(), " (expected one grid)");
+                 " is on a ", d.pr(), "x", d.pc(), " grid but C (", c.name(), ") on ", dc.pr(), "x",
+                 dc.pc(), " (expected one grid)");
   }
   const auto& da = a.distribution();
   const auto& db = b.distribution();
@@ -116,9 +117,9 @@ const BlockSparseMatrix<double>* conform(Context& ctx, SpOp op, const BlockSpars
 }
 /// Conform the operands, run the executor: this rank's product panel in `res`.
 void run_multiply(Context& ctx, const SpgemmPlan& plan, double alpha, SpOp opa,
-                  const BlockSparseMatrix<double>& a,
-                  SpOp opb, const BlockSparseMatrix<double>& b, const BlockSparseMatrix<double>& c,
-                  const SpMultiplyOptions& options, SpMultiplyCache* cache, detail::ExecResult& res) {
+                  const BlockSparseMatrix<double>& a, SpOp opb, const BlockSparseMatrix<double>& b,
+                  const BlockSparseMatrix<double>& c, const SpMultiplyOptions& options,
+                  SpMultiplyCache* cache, detail::ExecResult& res) {
   const Distribution& dc = c.distribution();
   // Conform: op(A) rows as C's, k blocks on the plan's images; op(B) likewise.
   const auto& da = a.distribution();
@@ -164,7 +165,8 @@ SpMultiplyReport multiply(Context& ctx, double alpha, SpOp opa, const BlockSpars
                           SpMultiplyCache* cache) {
   check_shapes(ctx, opa, a, opb, b, c);
   ctx.agree([&] {
-    for (const BlockSparseMatrix<double>* m : {&a, &b, static_cast<const BlockSparseMatrix<double>*>(&c)})
+    for (const BlockSparseMatrix<double>* m :
+         {&a, &b, static_cast<const BlockSparseMatrix<double>*>(&c)})
       TESSEL_CHECK(m->is_finalized(), InputError, "spgemm: ", m->name(),
                    " has blocks put since the last finalize() (call finalize() first)");
   });
@@ -182,8 +184,8 @@ SpMultiplyReport multiply(Context& ctx, double alpha, SpOp opa, const BlockSpars
   libxsmm_init();
 
   CommLedger& ledger = ctx.ledger();
-  const char* names[] = {detail::kPhaseA, detail::kPhaseB, detail::kPhaseC, detail::kPhaseSetup,
-                         detail::kPhaseConform, detail::kPhaseCPattern};
+  const char* names[] = {detail::kPhaseA,     detail::kPhaseB,       detail::kPhaseC,
+                         detail::kPhaseSetup, detail::kPhaseConform, detail::kPhaseCPattern};
   constexpr int kPhases = 6;
   SpPanelBytes before[kPhases];
   for (int x = 0; x < kPhases; ++x) before[x] = phase_bytes(ledger, names[x]);
@@ -195,15 +197,14 @@ SpMultiplyReport multiply(Context& ctx, double alpha, SpOp opa, const BlockSpars
   rep.partial_blocks_dropped = res.partial_blocks_dropped;
   rep.product_blocks = res.product.view().nblocks;
   rep.product_values = res.product.view().ndata;
-  rep.blocks_filtered =
-      detail::merge_into(c, beta, alpha, res.product.view(), options.retain_sparsity,
-                         options.filter_eps);
+  rep.blocks_filtered = detail::merge_into(c, beta, alpha, res.product.view(),
+                                           options.retain_sparsity, options.filter_eps);
   rep.flops = res.stats.flops;
   rep.blocks_multiplied = res.stats.multiplied;
   rep.blocks_skipped = res.stats.skipped;
   rep.windows_created = res.windows_created;
-  SpPanelBytes* outs[] = {&rep.a_panels, &rep.b_panels, &rep.c_panels, &rep.setup, &rep.conform,
-                          &rep.c_pattern};
+  SpPanelBytes* outs[] = {&rep.a_panels, &rep.b_panels, &rep.c_panels,
+                          &rep.setup,    &rep.conform,  &rep.c_pattern};
   for (int x = 0; x < kPhases; ++x) *outs[x] = diff(phase_bytes(ledger, names[x]), before[x]);
   return rep;
 }

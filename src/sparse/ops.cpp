@@ -67,7 +67,8 @@ Matrix move_blocks(const Context& ctx, const Matrix& a, Distribution to, bool tr
     }
     t.resize(static_cast<std::size_t>(r) * c);
     for (int j = 0; j < c; ++j)
-      for (int i = 0; i < r; ++i) t[static_cast<std::size_t>(i) * c + j] = x[static_cast<std::size_t>(j) * r + i];
+      for (int i = 0; i < r; ++i)
+        t[static_cast<std::size_t>(i) * c + j] = x[static_cast<std::size_t>(j) * r + i];
     b.put_block(bc, br, t.data());
   });
   BlockSparseAccess::exchange_pending(b);
@@ -166,7 +167,8 @@ void add(Matrix& a, double alpha, const Matrix& b, double beta) {
       double* z = out.append(bc, n);
       const double* x = ca == bc ? la.data + (*la.offset)[static_cast<std::size_t>(ka++)] : nullptr;
       const double* y = cb == bc ? lb.data + (*lb.offset)[static_cast<std::size_t>(kb++)] : nullptr;
-      for (std::int64_t e = 0; e < n; ++e) z[e] = (x ? alpha * x[e] : 0.0) + (y ? beta * y[e] : 0.0);
+      for (std::int64_t e = 0; e < n; ++e)
+        z[e] = (x ? alpha * x[e] : 0.0) + (y ? beta * y[e] : 0.0);
     }
     out.end_row();
   }
@@ -174,7 +176,8 @@ void add(Matrix& a, double alpha, const Matrix& b, double beta) {
 }
 
 void filter(Matrix& a, double eps) {
-  TESSEL_CHECK(eps >= 0, InputError, "filter: eps = ", eps, " for ", a.name(), ", expected eps >= 0");
+  TESSEL_CHECK(eps >= 0, InputError, "filter: eps = ", eps, " for ", a.name(),
+               ", expected eps >= 0");
   if (eps == 0) return;
   BlockSparseAccess::sort_local(a);
   const auto& d = a.distribution();

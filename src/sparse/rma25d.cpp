@@ -39,7 +39,7 @@ constexpr int kTagHead = comm::tag::kRma25dHead, kTagIdx = comm::tag::kRma25dMet
 /// Image sizes of every member of a sub-communicator (`per` images each): [member][q].
 struct Directory {
   int per = 1;
-  std::vector<ImageSize> size;             // member * per + q
+  std::vector<ImageSize> size;                   // member * per + q
   std::vector<std::int64_t> meta_off, data_off;  // element offsets within the member's window
   void build(const comm::Comm& c, const std::vector<ImageSize>& mine) {
     per = static_cast<int>(mine.size());
@@ -115,8 +115,7 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
   {
     PhaseScope ph(ledger, kPhaseSetup);
     bool same = st.key_comm == ctx.comm().raw() && st.key_ledger == &ctx.ledger() &&
-                st.pr == plan.pr && st.pc == plan.pc &&
-                st.layers == L && !st.a_meta.is_null();
+                st.pr == plan.pr && st.pc == plan.pc && st.layers == L && !st.a_meta.is_null();
     int grow = !same || need[0] > st.a_meta.size() || need[1] > st.a_data.size() ||
                need[2] > st.b_meta.size() || need[3] > st.b_data.size();
     int any_grow = 0;
@@ -292,8 +291,10 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
     bool last = s + 1 == plan.ticks;
     for (std::size_t p = 0; p < panels.size(); ++p) {
       auto x = p / static_cast<std::size_t>(plan.lc), y = p % static_cast<std::size_t>(plan.lc);
-      multiply_images(fa[buf][x].view, fb[buf][y].view, *ops.rows, *ops.inner, *ops.cols,
-                      opt.eps, p == own ? opt.allowed : foreign_allowed[p] ? &*foreign_allowed[p] : nullptr,
+      multiply_images(fa[buf][x].view, fb[buf][y].view, *ops.rows, *ops.inner, *ops.cols, opt.eps,
+                      p == own             ? opt.allowed
+                      : foreign_allowed[p] ? &*foreign_allowed[p]
+                                           : nullptr,
                       acc[p], res.stats, opt.comm_only);
       if (last && p != own) {  // this partial panel is complete: send it to its owner now
         PhaseScope ph(ledger, kPhaseC);
@@ -305,8 +306,10 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
         out_heads[2 * p] = static_cast<std::int64_t>(o.idx.size());
         out_heads[2 * p + 1] = static_cast<std::int64_t>(o.data.size());
         ctx.comm().isend(&out_heads[2 * p], 2, dest, kTagHead, rs_send);
-        ctx.comm().isend(o.idx.data(), static_cast<std::int64_t>(o.idx.size()), dest, kTagIdx, rs_send);
-        ctx.comm().isend(o.data.data(), static_cast<std::int64_t>(o.data.size()), dest, kTagData, rs_send);
+        ctx.comm().isend(o.idx.data(), static_cast<std::int64_t>(o.idx.size()), dest, kTagIdx,
+                         rs_send);
+        ctx.comm().isend(o.data.data(), static_cast<std::int64_t>(o.data.size()), dest, kTagData,
+                         rs_send);
       }
     }
   }
@@ -322,8 +325,10 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
     }
     rs_c.wait_all();
     for (auto& in : incoming) {  // accumulate on the owner
-      if (masked) acc[own].add_masked(in, my_pattern);
-      else acc[own].add(in);
+      if (masked)
+        acc[own].add_masked(in, my_pattern);
+      else
+        acc[own].add(in);
     }
     rs_send.wait_all();
   }

@@ -52,8 +52,9 @@ struct PanelBuf {
 struct CWire {
   std::vector<std::int32_t> idx;
   std::vector<double> data;
-  std::int64_t bytes() const { return static_cast<std::int64_t>(idx.size()) * 4 +
-                                      static_cast<std::int64_t>(data.size()) * 8; }
+  std::int64_t bytes() const {
+    return static_cast<std::int64_t>(idx.size()) * 4 + static_cast<std::int64_t>(data.size()) * 8;
+  }
 };
 
 /// Size of one image: blocks and values.
@@ -66,11 +67,11 @@ struct ImageSize {
 /// kv[brow]; images first .. first + count - 1 are packed back to back into meta/data (in
 /// image order, each sorted by (row, column)). Returns each image's size. Pure.
 std::vector<ImageSize> image_sizes(const LocalBlocks<double>& m, const BlockSizes& rows,
-                                   const BlockSizes& cols, const std::vector<int>& kv,
-                                   bool by_col, int first, int count);
+                                   const BlockSizes& cols, const std::vector<int>& kv, bool by_col,
+                                   int first, int count);
 void pack_images(const LocalBlocks<double>& m, const BlockSizes& rows, const BlockSizes& cols,
-                 const std::vector<int>& kv, bool by_col, int first, int count,
-                 std::int64_t* meta, double* data);
+                 const std::vector<int>& kv, bool by_col, int first, int count, std::int64_t* meta,
+                 double* data);
 
 /// Statistics of the local kernel.
 struct KernelStats {
@@ -149,8 +150,8 @@ void multiply_images(const PanelView& a, const PanelView& b, const BlockSizes& r
 /// C = beta C + alpha P on this rank's local blocks (P: the product panel of this rank), then
 /// drop blocks of norm < eps (eps > 0). retain: C's pattern is kept (P blocks outside are
 /// dropped). Returns the number of blocks dropped by the final filter.
-std::int64_t merge_into(BlockSparseMatrix<double>& c, double beta, double alpha,
-                        const PanelView& p, bool retain, double eps);
+std::int64_t merge_into(BlockSparseMatrix<double>& c, double beta, double alpha, const PanelView& p,
+                        bool retain, double eps);
 
 /// The pattern of C's local blocks as an accumulator (for retain_sparsity; mark()ed, no values).
 CAccumulator pattern_of(const BlockSparseMatrix<double>& c);

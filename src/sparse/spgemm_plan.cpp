@@ -84,8 +84,8 @@ int choose_layers(int pr, int pc, const SpVolumeModel& m, int max_layers, std::s
     os.setf(std::ios::fixed);
     os.precision(2);
     for (const auto& x : pred)
-      os << " L=" << x.layers << ": " << x.a * 1e-6 << " + " << x.b * 1e-6 << " + "
-         << x.c * 1e-6 << (m.retain ? " + pattern " : "")
+      os << " L=" << x.layers << ": " << x.a * 1e-6 << " + " << x.b * 1e-6 << " + " << x.c * 1e-6
+         << (m.retain ? " + pattern " : "")
          << (m.retain ? std::to_string(x.pattern * 1e-6) : std::string()) << " = "
          << x.total() * 1e-6 << ";";
     *note = os.str();
@@ -120,8 +120,8 @@ SpgemmPlan make_spgemm_plan(SpAlgorithm alg, int pr, int pc, int layers,
       L = choose_layers(pr, pc, *model, 4, &note);
     } else {
       L = 1;
-      note = detail::concat("layers auto without panel sizes: L = 1 (valid on ", pr, "x", pc,
-                            ": ", list(valid), "; multiply() chooses by eq. 7 from the sizes)");
+      note = detail::concat("layers auto without panel sizes: L = 1 (valid on ", pr, "x", pc, ": ",
+                            list(valid), "; multiply() chooses by eq. 7 from the sizes)");
     }
   } else {
     bool ok = false;
@@ -171,7 +171,8 @@ int SpgemmPlan::layer_of(int i, int j) const { return (j / side_c) * lr + i / si
 
 int SpgemmPlan::rma_image(int i, int j, int s) const {
   int ii = i % side_r, jj = j % side_c;
-  long long off = static_cast<long long>(ii) * b_per_row() + static_cast<long long>(jj) * a_per_col();
+  long long off =
+      static_cast<long long>(ii) * b_per_row() + static_cast<long long>(jj) * a_per_col();
   return mod(off + layer_of(i, j) + static_cast<long long>(layers) * s, v);
 }
 
@@ -196,8 +197,10 @@ std::vector<SpRead> SpgemmPlan::reads(int i, int j) const {
       out.push_back({-1, 'B', img, j, rank_of(b_home_row(img), j)});
     }
     for (int t = 0; t < v; ++t) {
-      if (t < v - a) out.push_back({t, 'A', cannon_image(i, j, t + a), i, rank_of(i, mod(j + 1, pc))});
-      if (t < v - b) out.push_back({t, 'B', cannon_image(i, j, t + b), j, rank_of(mod(i + 1, pr), j)});
+      if (t < v - a)
+        out.push_back({t, 'A', cannon_image(i, j, t + a), i, rank_of(i, mod(j + 1, pc))});
+      if (t < v - b)
+        out.push_back({t, 'B', cannon_image(i, j, t + b), j, rank_of(mod(i + 1, pr), j)});
     }
     return out;
   }
@@ -223,8 +226,10 @@ SpgemmPlan::Volume SpgemmPlan::predict(
   int me = rank_of(i, j);
   for (const SpRead& r : reads(i, j)) {
     if (r.from == me) continue;
-    if (r.matrix == 'A') vol.a += a_image_bytes(r.panel, r.image);
-    else vol.b += b_image_bytes(r.image, r.panel);
+    if (r.matrix == 'A')
+      vol.a += a_image_bytes(r.panel, r.image);
+    else
+      vol.b += b_image_bytes(r.image, r.panel);
   }
   if (algorithm == SpAlgorithm::Rma25d && layers > 1)
     for (auto [m, n] : rma_panels(i, j))
@@ -245,7 +250,10 @@ std::string SpgemmPlan::describe(int rank) const {
        << " B images (double-buffered shift)\n";
   } else {
     os << "  L = " << layers << " layers (" << lr << " x " << lc << "), 3D topology " << side_r
-       << " x " << side_c << " x " << layers << (pr == pc ? " (eq. 5)" : layers > 1 ? " (eq. 4)" : "")
+       << " x " << side_c << " x " << layers
+       << (pr == pc     ? " (eq. 5)"
+           : layers > 1 ? " (eq. 4)"
+                        : "")
        << "\n"
        << "  V = lcm(PR, PC, L) = " << v << " images along k; " << ticks << " ticks of " << layers
        << " panel products each\n"
@@ -263,7 +271,9 @@ std::string SpgemmPlan::describe(int rank) const {
     os << "  reads of rank " << rank << " = P(" << i << "," << j << "):";
     int last = -2;
     for (const SpRead& r : reads(i, j)) {
-      if (r.tick != last) os << "\n    " << (r.tick < 0 ? std::string("pre-shift") : "tick " + std::to_string(r.tick)) << ":";
+      if (r.tick != last)
+        os << "\n    " << (r.tick < 0 ? std::string("pre-shift") : "tick " + std::to_string(r.tick))
+           << ":";
       last = r.tick;
       os << " " << r.matrix << "(" << (r.matrix == 'A' ? r.panel : r.image) << ","
          << (r.matrix == 'A' ? r.image : r.panel) << ")<-" << r.from;
@@ -289,9 +299,12 @@ std::vector<int> k_images(const SpgemmPlan& plan, int nk, const std::vector<int>
   }
   for (int kb = 0; kb < nk; ++kb) {
     auto k = static_cast<std::size_t>(kb);
-    if (a_col) kv[k] = (*a_col)[k] * a + kb % a;
-    else if (b_row) kv[k] = (*b_row)[k] * b + kb % b;
-    else kv[k] = kb % plan.v;
+    if (a_col)
+      kv[k] = (*a_col)[k] * a + kb % a;
+    else if (b_row)
+      kv[k] = (*b_row)[k] * b + kb % b;
+    else
+      kv[k] = kb % plan.v;
   }
   return kv;
 }

@@ -50,7 +50,8 @@ std::vector<double> second_derivative_weights(int order) {
   }
   std::vector<double> w(static_cast<std::size_t>(r + 1));
   w[0] = c[2][0];
-  for (int k = 1; k <= r; ++k) w[static_cast<std::size_t>(k)] = c[2][static_cast<std::size_t>(2 * k - 1)];
+  for (int k = 1; k <= r; ++k)
+    w[static_cast<std::size_t>(k)] = c[2][static_cast<std::size_t>(2 * k - 1)];
   return w;
 }
 

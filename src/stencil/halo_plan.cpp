@@ -12,10 +12,12 @@ namespace tessel::stencil {
 namespace {
 
 void check_owner(const Mesh& mesh, const std::vector<int>& owner, int ranks) {
-  TESSEL_CHECK(static_cast<std::int64_t>(owner.size()) == mesh.size(), Error, "halo plan: owner has ",
-               owner.size(), " entries for a mesh of ", mesh.size(), " points");
+  TESSEL_CHECK(static_cast<std::int64_t>(owner.size()) == mesh.size(), Error,
+               "halo plan: owner has ", owner.size(), " entries for a mesh of ", mesh.size(),
+               " points");
   for (int o : owner)
-    TESSEL_CHECK(o >= 0 && o < ranks, Error, "halo plan: owner rank ", o, " outside 0 .. ", ranks - 1);
+    TESSEL_CHECK(o >= 0 && o < ranks, Error, "halo plan: owner rank ", o, " outside 0 .. ",
+                 ranks - 1);
 }
 
 // Calls f(axis, s, neighbour global index or -1) for the 6 r stencil neighbours of g.
@@ -35,11 +37,13 @@ void for_each_neighbor(const Mesh& mesh, std::int64_t g, int r, F&& f) {
 
 }  // namespace
 
-HaloPlan make_halo_plan(const Mesh& mesh, const std::vector<int>& owner, int ranks, int order, int rank) {
+HaloPlan make_halo_plan(const Mesh& mesh, const std::vector<int>& owner, int ranks, int order,
+                        int rank) {
   HaloPlan p;
   p.radius = stencil_radius(order);
   check_owner(mesh, owner, ranks);
-  TESSEL_CHECK(rank >= 0 && rank < ranks, Error, "halo plan: rank ", rank, " outside 0 .. ", ranks - 1);
+  TESSEL_CHECK(rank >= 0 && rank < ranks, Error, "halo plan: rank ", rank, " outside 0 .. ",
+               ranks - 1);
   p.rank = rank, p.ranks = ranks, p.order = order;
   const int r = p.radius, nb = 6 * r;
   for (std::int64_t g = 0; g < mesh.size(); ++g)
@@ -66,7 +70,8 @@ HaloPlan make_halo_plan(const Mesh& mesh, const std::vector<int>& owner, int ran
     return owner[static_cast<std::size_t>(a)] < owner[static_cast<std::size_t>(b)];
   });
   const std::int32_t nloc = static_cast<std::int32_t>(p.points.size());
-  for (std::size_t j = 0; j < p.ghosts.size(); ++j) ghost_index[p.ghosts[j]] = nloc + static_cast<std::int32_t>(j);
+  for (std::size_t j = 0; j < p.ghosts.size(); ++j)
+    ghost_index[p.ghosts[j]] = nloc + static_cast<std::int32_t>(j);
 
   // Receive side: one piece per owner of ghosts, in ghost order.
   for (std::size_t j = 0; j < p.ghosts.size();) {
@@ -90,28 +95,33 @@ HaloPlan make_halo_plan(const Mesh& mesh, const std::vector<int>& owner, int ran
   p.neighbors.assign(static_cast<std::size_t>(nloc) * static_cast<std::size_t>(nb), -1);
   for (std::int32_t i = 0; i < nloc; ++i) {
     bool touches_ghost = false;
-    for_each_neighbor(mesh, p.points[static_cast<std::size_t>(i)], r, [&](int axis, int s, std::int64_t q) {
-      if (q < 0) return;
-      std::int32_t e;
-      if (owner[static_cast<std::size_t>(q)] == rank) {
-        e = static_cast<std::int32_t>(std::lower_bound(p.points.begin(), p.points.end(), q) - p.points.begin());
-      } else {
-        e = ghost_index.at(q);
-        touches_ghost = true;
-      }
-      p.neighbors[static_cast<std::size_t>(i) * static_cast<std::size_t>(nb) + static_cast<std::size_t>(axis * 2 * r + s)] = e;
-    });
+    for_each_neighbor(
+        mesh, p.points[static_cast<std::size_t>(i)], r, [&](int axis, int s, std::int64_t q) {
+          if (q < 0) return;
+          std::int32_t e;
+          if (owner[static_cast<std::size_t>(q)] == rank) {
+            e = static_cast<std::int32_t>(std::lower_bound(p.points.begin(), p.points.end(), q) -
+                                          p.points.begin());
+          } else {
+            e = ghost_index.at(q);
+            touches_ghost = true;
+          }
+          p.neighbors[static_cast<std::size_t>(i) * static_cast<std::size_t>(nb) +
+                      static_cast<std::size_t>(axis * 2 * r + s)] = e;
+        });
     (touches_ghost ? p.boundary : p.inner).push_back(i);
   }
   return p;
 }
 
-PartitionReport partition_report(const Mesh& mesh, const std::vector<int>& owner, int ranks, int order) {
+PartitionReport partition_report(const Mesh& mesh, const std::vector<int>& owner, int ranks,
+                                 int order) {
   const int r = stencil_radius(order);
   check_owner(mesh, owner, ranks);
   PartitionReport rep;
   const std::size_t P = static_cast<std::size_t>(ranks);
-  rep.points.assign(P, 0), rep.ghosts.assign(P, 0), rep.sent_points.assign(P, 0), rep.neighbors.assign(P, 0);
+  rep.points.assign(P, 0), rep.ghosts.assign(P, 0), rep.sent_points.assign(P, 0),
+      rep.neighbors.assign(P, 0);
   for (int q = 0; q < ranks; ++q) {
     HaloPlan hp = make_halo_plan(mesh, owner, ranks, order, q);
     const std::size_t Q = static_cast<std::size_t>(q);
@@ -125,7 +135,8 @@ PartitionReport partition_report(const Mesh& mesh, const std::vector<int>& owner
   }
   for (std::int64_t g = 0; g < mesh.size(); ++g)
     for_each_neighbor(mesh, g, r, [&](int, int, std::int64_t q) {
-      if (q > g && owner[static_cast<std::size_t>(q)] != owner[static_cast<std::size_t>(g)]) ++rep.edge_cut;
+      if (q > g && owner[static_cast<std::size_t>(q)] != owner[static_cast<std::size_t>(g)])
+        ++rep.edge_cut;
     });
   return rep;
 }
@@ -138,11 +149,13 @@ std::string PartitionReport::describe() const {
       mx = std::max(mx, static_cast<double>(x));
       s += static_cast<double>(x);
     }
-    return fmt::format("min {:g}, mean {:.1f}, max {:g}", mn, s / static_cast<double>(v.size()), mx);
+    return fmt::format("min {:g}, mean {:.1f}, max {:g}", mn, s / static_cast<double>(v.size()),
+                       mx);
   };
-  return fmt::format("points per rank: {}\nghost points per rank: {}\nneighbours per rank: {}\n"
-                     "points sent per rank (one vector): {}\nedge cut: {} stencil edges\n",
-                     mmm(points), mmm(ghosts), mmm(neighbors), mmm(sent_points), edge_cut);
+  return fmt::format(
+      "points per rank: {}\nghost points per rank: {}\nneighbours per rank: {}\n"
+      "points sent per rank (one vector): {}\nedge cut: {} stencil edges\n",
+      mmm(points), mmm(ghosts), mmm(neighbors), mmm(sent_points), edge_cut);
 }
 
 }  // namespace tessel::stencil

@@ -28,8 +28,9 @@ const char* to_string(PotentialKind k) {
   return "?";
 }
 
-std::vector<double> potential_values(const Mesh& mesh, const HaloPlan& plan, PotentialKind kind, double omega,
-                                     const std::vector<Atom>& atoms, double softening) {
+std::vector<double> potential_values(const Mesh& mesh, const HaloPlan& plan, PotentialKind kind,
+                                     double omega, const std::vector<Atom>& atoms,
+                                     double softening) {
   std::vector<double> v(plan.points.size(), 0.0);
   for (std::size_t i = 0; i < v.size(); ++i) {
     const auto x = mesh.position(plan.points[i]);
@@ -47,13 +48,19 @@ std::vector<double> potential_values(const Mesh& mesh, const HaloPlan& plan, Pot
   return v;
 }
 
-Hamiltonian::Hamiltonian(Context& ctx, const HaloPlan& plan, std::vector<double> potential, double h,
-                         HamiltonianOptions opt)
-    : ctx_(ctx), plan_(plan), v_(std::move(potential)), c_(second_derivative_weights(plan.order)),
-      scale_(-0.5 / (h * h)), opt_(opt) {
-  TESSEL_CHECK(static_cast<std::int64_t>(v_.size()) == plan.local_size(), DimensionMismatch, "Hamiltonian: ",
-               v_.size(), " potential values for ", plan.local_size(), " local points");
-  TESSEL_CHECK(std::isfinite(h) && h > 0, InputError, "Hamiltonian: spacing h = ", h, ": expected > 0");
+Hamiltonian::Hamiltonian(Context& ctx, const HaloPlan& plan, std::vector<double> potential,
+                         double h, HamiltonianOptions opt)
+    : ctx_(ctx),
+      plan_(plan),
+      v_(std::move(potential)),
+      c_(second_derivative_weights(plan.order)),
+      scale_(-0.5 / (h * h)),
+      opt_(opt) {
+  TESSEL_CHECK(static_cast<std::int64_t>(v_.size()) == plan.local_size(), DimensionMismatch,
+               "Hamiltonian: ", v_.size(), " potential values for ", plan.local_size(),
+               " local points");
+  TESSEL_CHECK(std::isfinite(h) && h > 0, InputError, "Hamiltonian: spacing h = ", h,
+               ": expected > 0");
   TESSEL_CHECK(opt_.test_every >= 0, InputError, "Hamiltonian: test_every = ", opt_.test_every,
                " (expected >= 1, or 0 for the default)");
 }
@@ -70,7 +77,8 @@ double Hamiltonian::kinetic_bound() const {
 comm::Exchanger& Hamiltonian::exchanger(int width) {
   auto it = ex_.find(width);
   if (it == ex_.end())
-    it = ex_.emplace(width, comm::make_exchanger(ctx_.comm(), plan_.exchange, width, opt_.exchange)).first;
+    it = ex_.emplace(width, comm::make_exchanger(ctx_.comm(), plan_.exchange, width, opt_.exchange))
+             .first;
   return *it->second;
 }
 
@@ -98,8 +106,8 @@ void Hamiltonian::apply(const double* x, double* y, int width) {
   // 1. Start the exchange: receives first (p2p posts them before packing), pack, post.
   ex.post_receives();
   const double tk = tr ? tr->now() : 0;
-  kernels::pack(x, plan_.send_items.data(), static_cast<std::int64_t>(plan_.send_items.size()), width,
-                ex.send_buffer());
+  kernels::pack(x, plan_.send_items.data(), static_cast<std::int64_t>(plan_.send_items.size()),
+                width, ex.send_buffer());
   if (tr) tr->span("compute", "stencil pack", tk);
   ex.start();
   const double tpack = clock.seconds() - t0;
@@ -115,9 +123,11 @@ void Hamiltonian::apply(const double* x, double* y, int width) {
     // overlapped order.
     kernels::apply_potential(v_.data(), x, nloc, width, y);
     kernels::apply_laplacian(plan_.inner.data(), static_cast<std::int64_t>(plan_.inner.size()),
-                             plan_.neighbors.data(), r, c_.data(), scale_, x, ghost, nloc, width, y);
-    kernels::apply_laplacian(plan_.boundary.data(), static_cast<std::int64_t>(plan_.boundary.size()),
-                             plan_.neighbors.data(), r, c_.data(), scale_, x, ghost, nloc, width, y);
+                             plan_.neighbors.data(), r, c_.data(), scale_, x, ghost, nloc, width,
+                             y);
+    kernels::apply_laplacian(
+        plan_.boundary.data(), static_cast<std::int64_t>(plan_.boundary.size()),
+        plan_.neighbors.data(), r, c_.data(), scale_, x, ghost, nloc, width, y);
   } else {
     // Progress: one MPI_Testsome pass per call until the exchange has completed. Open MPI has
     // no asynchronous progress thread: a rendezvous message (above the eager limit) moves only
@@ -138,7 +148,8 @@ void Hamiltonian::apply(const double* x, double* y, int width) {
     const double tc = clock.seconds(), ttest0 = ttest, tsv = tr ? tr->now() : 0;
     const std::int64_t vblock = block * (6 * r + 1);
     for (std::int64_t b = 0; b < nloc; b += vblock) {
-      kernels::apply_potential(v_.data() + b, x + b * width, std::min(vblock, nloc - b), width, y + b * width);
+      kernels::apply_potential(v_.data() + b, x + b * width, std::min(vblock, nloc - b), width,
+                               y + b * width);
       progress();
     }
     if (tr) tr->span("compute", "stencil potential", tsv);
@@ -146,8 +157,9 @@ void Hamiltonian::apply(const double* x, double* y, int width) {
     const double tsi = tr ? tr->now() : 0;
     const std::int64_t n_inner = static_cast<std::int64_t>(plan_.inner.size());
     for (std::int64_t b = 0; b < n_inner; b += block) {
-      kernels::apply_laplacian(plan_.inner.data() + b, std::min(block, n_inner - b), plan_.neighbors.data(), r,
-                               c_.data(), scale_, x, ghost, nloc, width, y);
+      kernels::apply_laplacian(plan_.inner.data() + b, std::min(block, n_inner - b),
+                               plan_.neighbors.data(), r, c_.data(), scale_, x, ghost, nloc, width,
+                               y);
       progress();
     }
     if (tr) tr->span("compute", "stencil inner", tsi);
@@ -159,8 +171,9 @@ void Hamiltonian::apply(const double* x, double* y, int width) {
     tex += ttest + twait;
     // 5. The Laplacian on the boundary points.
     const double tsb = tr ? tr->now() : 0;
-    kernels::apply_laplacian(plan_.boundary.data(), static_cast<std::int64_t>(plan_.boundary.size()),
-                             plan_.neighbors.data(), r, c_.data(), scale_, x, ghost, nloc, width, y);
+    kernels::apply_laplacian(
+        plan_.boundary.data(), static_cast<std::int64_t>(plan_.boundary.size()),
+        plan_.neighbors.data(), r, c_.data(), scale_, x, ghost, nloc, width, y);
     if (tr) tr->span("compute", "stencil boundary", tsb);
   }
   const double total = clock.seconds() - t0;

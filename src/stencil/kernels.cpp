@@ -8,7 +8,8 @@ namespace tessel::stencil::kernels {
 void pack(const double* x, const std::int32_t* items, std::int64_t n, int w, double* out) {
   const std::size_t W = static_cast<std::size_t>(w);
   for (std::int64_t k = 0; k < n; ++k)
-    std::memcpy(out + static_cast<std::size_t>(k) * W, x + static_cast<std::size_t>(items[k]) * W, W * sizeof(double));
+    std::memcpy(out + static_cast<std::size_t>(k) * W, x + static_cast<std::size_t>(items[k]) * W,
+                W * sizeof(double));
 }
 
 void apply_potential(const double* v, const double* x, std::int64_t n, int w, double* y) {
@@ -22,8 +23,8 @@ void apply_potential(const double* v, const double* x, std::int64_t n, int w, do
 }
 
 void apply_laplacian(const std::int32_t* list, std::int64_t count, const std::int32_t* nbrs, int r,
-                     const double* c, double scale, const double* x, const double* ghost, std::int64_t nloc,
-                     int w, double* y) {
+                     const double* c, double scale, const double* x, const double* ghost,
+                     std::int64_t nloc, int w, double* y) {
   constexpr int kChunk = 16;
   const std::size_t W = static_cast<std::size_t>(w), NB = static_cast<std::size_t>(6 * r);
   double acc[kChunk];
@@ -40,7 +41,8 @@ void apply_laplacian(const std::int32_t* list, std::int64_t count, const std::in
           if (e < 0) continue;
           const double ck = c[s < r ? r - s : s - r + 1];
           const double* u = (e < nloc ? x + static_cast<std::size_t>(e) * W
-                                      : ghost + static_cast<std::size_t>(e - nloc) * W) + b0;
+                                      : ghost + static_cast<std::size_t>(e - nloc) * W) +
+                            b0;
           for (std::size_t b = 0; b < nbk; ++b) acc[b] += ck * u[b];
         }
       double* yi = y + i * W + b0;

@@ -15,7 +15,7 @@ void apply_potential(const double* v, const double* x, std::int64_t n, int w, do
 /// -r..-1, 1..r of c[|k|] u[nbr, :]), where u is x for nbr < nloc and ghost[nbr - nloc]
 /// otherwise, and nbr = -1 contributes nothing. nbrs: 6 r entries per local point.
 void apply_laplacian(const std::int32_t* list, std::int64_t count, const std::int32_t* nbrs, int r,
-                     const double* c, double scale, const double* x, const double* ghost, std::int64_t nloc,
-                     int w, double* y);
+                     const double* c, double scale, const double* x, const double* ghost,
+                     std::int64_t nloc, int w, double* y);
 
 }  // namespace tessel::stencil::kernels

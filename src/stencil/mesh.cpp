@@ -62,8 +62,10 @@ void Mesh::index_points() {
   std::array<int, 3> lo{INT_MAX, INT_MAX, INT_MAX}, hi{INT_MIN, INT_MIN, INT_MIN};
   for (const auto& c : coords_)
     for (int d = 0; d < 3; ++d) {
-      lo[static_cast<std::size_t>(d)] = std::min(lo[static_cast<std::size_t>(d)], c[static_cast<std::size_t>(d)]);
-      hi[static_cast<std::size_t>(d)] = std::max(hi[static_cast<std::size_t>(d)], c[static_cast<std::size_t>(d)]);
+      lo[static_cast<std::size_t>(d)] =
+          std::min(lo[static_cast<std::size_t>(d)], c[static_cast<std::size_t>(d)]);
+      hi[static_cast<std::size_t>(d)] =
+          std::max(hi[static_cast<std::size_t>(d)], c[static_cast<std::size_t>(d)]);
     }
   std::size_t cells = 1;
   for (std::size_t d = 0; d < 3; ++d) {
@@ -74,7 +76,8 @@ void Mesh::index_points() {
   lookup_.assign(cells, -1);
   for (std::size_t g = 0; g < coords_.size(); ++g) {
     const auto& c = coords_[g];
-    const std::size_t a = static_cast<std::size_t>(c[0] - lo_[0]), b = static_cast<std::size_t>(c[1] - lo_[1]),
+    const std::size_t a = static_cast<std::size_t>(c[0] - lo_[0]),
+                      b = static_cast<std::size_t>(c[1] - lo_[1]),
                       k = static_cast<std::size_t>(c[2] - lo_[2]);
     lookup_[(a * static_cast<std::size_t>(n_[1]) + b) * static_cast<std::size_t>(n_[2]) + k] =
         static_cast<std::int32_t>(g);
@@ -88,8 +91,8 @@ Mesh Mesh::box(double length, double spacing) {
                ": expected a finite value > 0");
   const double q = length / spacing;
   const long long n = std::llround(q);
-  TESSEL_CHECK(std::abs(q - static_cast<double>(n)) <= 1e-9 * std::max(1.0, q) && n >= 2, InputError,
-               "box length L = ", length, " and spacing h = ", spacing, ": L/h = ", q,
+  TESSEL_CHECK(std::abs(q - static_cast<double>(n)) <= 1e-9 * std::max(1.0, q) && n >= 2,
+               InputError, "box length L = ", length, " and spacing h = ", spacing, ": L/h = ", q,
                " must be an integer >= 2 (the walls lie on grid points)");
   TESSEL_CHECK(n <= 2001, InputError, "box L/h = ", n, ": at most 2001 points per axis");
   Mesh m;
@@ -99,8 +102,8 @@ Mesh Mesh::box(double length, double spacing) {
     for (int j = 1; j < n; ++j)
       for (int k = 1; k < n; ++k) m.coords_.push_back({i, j, k});
   m.index_points();
-  m.desc_ = fmt::format("box L = {:g} bohr, h = {:g} bohr: {}^3 = {} points", length, spacing, n - 1,
-                        m.coords_.size());
+  m.desc_ = fmt::format("box L = {:g} bohr, h = {:g} bohr: {}^3 = {} points", length, spacing,
+                        n - 1, m.coords_.size());
   return m;
 }
 
@@ -109,8 +112,10 @@ Mesh Mesh::spheres(const std::vector<Atom>& atoms, double radius, double spacing
                ": expected a finite value > 0");
   TESSEL_CHECK(std::isfinite(radius) && radius >= 0, InputError, "radius r = ", radius,
                ": expected a finite value > 0");
-  TESSEL_CHECK(radius > 0, InputError, "empty mesh: radius r = 0 (the mesh is the union of spheres of radius r)");
-  TESSEL_CHECK(!atoms.empty(), InputError, "empty mesh: no atoms (the mesh is the union of spheres around them)");
+  TESSEL_CHECK(radius > 0, InputError,
+               "empty mesh: radius r = 0 (the mesh is the union of spheres of radius r)");
+  TESSEL_CHECK(!atoms.empty(), InputError,
+               "empty mesh: no atoms (the mesh is the union of spheres around them)");
   Mesh m;
   m.h_ = spacing;
   m.origin_ = {0, 0, 0};
@@ -127,13 +132,14 @@ Mesh Mesh::spheres(const std::vector<Atom>& atoms, double radius, double spacing
   for (std::size_t d = 0; d < 3; ++d) {
     ilo[d] = static_cast<long long>(std::floor(lo[d] / spacing));
     ihi[d] = static_cast<long long>(std::ceil(hi[d] / spacing));
-    TESSEL_CHECK(std::abs(static_cast<double>(ilo[d])) < 1e6 && std::abs(static_cast<double>(ihi[d])) < 1e6,
-                 InputError, "mesh extent ", lo[d], " .. ", hi[d], " bohr at h = ", spacing,
-                 ": more than 10^6 points per axis");
+    TESSEL_CHECK(
+        std::abs(static_cast<double>(ilo[d])) < 1e6 && std::abs(static_cast<double>(ihi[d])) < 1e6,
+        InputError, "mesh extent ", lo[d], " .. ", hi[d], " bohr at h = ", spacing,
+        ": more than 10^6 points per axis");
     cells *= static_cast<double>(ihi[d] - ilo[d] + 1);
   }
-  TESSEL_CHECK(cells <= 4e9, InputError, "mesh bounding box of ", cells, " grid points at h = ", spacing,
-               ": too large (at most 4e9)");
+  TESSEL_CHECK(cells <= 4e9, InputError, "mesh bounding box of ", cells,
+               " grid points at h = ", spacing, ": too large (at most 4e9)");
   const double r2 = radius * radius * (1 + 1e-12);
   for (long long i = ilo[0]; i <= ihi[0]; ++i)
     for (long long j = ilo[1]; j <= ihi[1]; ++j)
@@ -151,8 +157,8 @@ Mesh Mesh::spheres(const std::vector<Atom>& atoms, double radius, double spacing
   TESSEL_CHECK(!m.coords_.empty(), InputError, "empty mesh: no grid point of spacing h = ", spacing,
                " lies within radius r = ", radius, " of any of the ", atoms.size(), " atoms");
   m.index_points();
-  m.desc_ = fmt::format("{} spheres of r = {:g} bohr, h = {:g} bohr: {} points", atoms.size(), radius, spacing,
-                        m.coords_.size());
+  m.desc_ = fmt::format("{} spheres of r = {:g} bohr, h = {:g} bohr: {} points", atoms.size(),
+                        radius, spacing, m.coords_.size());
   return m;
 }
 

@@ -49,18 +49,20 @@ std::vector<int> metis_parts(const Mesh& mesh, int parts, int order) {
   idx_t options[METIS_NOPTIONS];
   METIS_SetDefaultOptions(options);
   options[METIS_OPTION_SEED] = 1;  // fixed: the same partition on every rank and run
-  int rc = parts > 8 ? METIS_PartGraphKway(&nv, &ncon, xadj.data(), adjncy.data(), nullptr, nullptr,
-                                           nullptr, &np, nullptr, nullptr, options, &objval, part.data())
-                     : METIS_PartGraphRecursive(&nv, &ncon, xadj.data(), adjncy.data(), nullptr, nullptr,
-                                                nullptr, &np, nullptr, nullptr, options, &objval, part.data());
-  TESSEL_CHECK(rc == METIS_OK, GridError, "METIS failed (code ", rc, ") partitioning ", nv, " points into ",
-               parts, " parts");
+  int rc =
+      parts > 8
+          ? METIS_PartGraphKway(&nv, &ncon, xadj.data(), adjncy.data(), nullptr, nullptr, nullptr,
+                                &np, nullptr, nullptr, options, &objval, part.data())
+          : METIS_PartGraphRecursive(&nv, &ncon, xadj.data(), adjncy.data(), nullptr, nullptr,
+                                     nullptr, &np, nullptr, nullptr, options, &objval, part.data());
+  TESSEL_CHECK(rc == METIS_OK, GridError, "METIS failed (code ", rc, ") partitioning ", nv,
+               " points into ", parts, " parts");
   return std::vector<int>(part.begin(), part.end());
 }
 
 // Recursive coordinate bisection of pts[b, e) into parts [p0, p0 + np).
-void rcb(const Mesh& mesh, std::vector<std::int64_t>& pts, std::size_t b, std::size_t e, int p0, int np,
-         std::vector<int>& owner) {
+void rcb(const Mesh& mesh, std::vector<std::int64_t>& pts, std::size_t b, std::size_t e, int p0,
+         int np, std::vector<int>& owner) {
   if (np == 1) {
     for (std::size_t i = b; i < e; ++i) owner[static_cast<std::size_t>(pts[i])] = p0;
     return;
@@ -78,10 +80,15 @@ void rcb(const Mesh& mesh, std::vector<std::int64_t>& pts, std::size_t b, std::s
     if (hi[d] - lo[d] > hi[axis] - lo[axis]) axis = d;
   const int n1 = np / 2;
   const std::size_t cnt = e - b;
-  const std::size_t cut = b + static_cast<std::size_t>((static_cast<unsigned __int128>(cnt) * static_cast<unsigned>(n1)) /
-                                                       static_cast<unsigned>(np));
-  auto key = [&](std::int64_t g) { return std::make_pair(mesh.coords(g)[static_cast<std::size_t>(axis)], g); };
-  std::nth_element(pts.begin() + static_cast<std::ptrdiff_t>(b), pts.begin() + static_cast<std::ptrdiff_t>(cut),
+  const std::size_t cut =
+      b +
+      static_cast<std::size_t>((static_cast<unsigned __int128>(cnt) * static_cast<unsigned>(n1)) /
+                               static_cast<unsigned>(np));
+  auto key = [&](std::int64_t g) {
+    return std::make_pair(mesh.coords(g)[static_cast<std::size_t>(axis)], g);
+  };
+  std::nth_element(pts.begin() + static_cast<std::ptrdiff_t>(b),
+                   pts.begin() + static_cast<std::ptrdiff_t>(cut),
                    pts.begin() + static_cast<std::ptrdiff_t>(e),
                    [&](std::int64_t x, std::int64_t y) { return key(x) < key(y); });
   rcb(mesh, pts, b, cut, p0, n1, owner);
@@ -93,8 +100,8 @@ void rcb(const Mesh& mesh, std::vector<std::int64_t>& pts, std::size_t b, std::s
 std::vector<int> partition_mesh(const Mesh& mesh, int parts, Partitioner how, int order) {
   check_order(order);
   TESSEL_CHECK(parts >= 1, GridError, "partition: ", parts, " parts (expected >= 1)");
-  TESSEL_CHECK(parts <= mesh.size(), GridError, "more ranks than points: ", parts, " ranks for a mesh of ",
-               mesh.size(), " points (", mesh.describe(), ")");
+  TESSEL_CHECK(parts <= mesh.size(), GridError, "more ranks than points: ", parts,
+               " ranks for a mesh of ", mesh.size(), " points (", mesh.describe(), ")");
   std::vector<int> owner(static_cast<std::size_t>(mesh.size()), 0);
   if (parts == 1) return owner;
   if (how == Partitioner::Metis) {

@@ -51,7 +51,8 @@ std::int64_t p2p_phase(const Comm& c, std::int64_t s) {
   std::vector<double> out(static_cast<std::size_t>(ring)), in(static_cast<std::size_t>(ring), -1);
   for (std::int64_t i = 0; i < ring; ++i) out[static_cast<std::size_t>(i)] = dval(me, i);
   auto pair_len = [&](int a, int b) { return (1 + (a + b) % 7) * s; };  // symmetric in a, b
-  std::vector<std::vector<int>> sends(static_cast<std::size_t>(p)), recvs(static_cast<std::size_t>(p));
+  std::vector<std::vector<int>> sends(static_cast<std::size_t>(p)),
+      recvs(static_cast<std::size_t>(p));
   char empty_out = 0, empty_in = 0;
   {
     RequestSet rs;
@@ -96,7 +97,8 @@ std::int64_t rma_phase(const Comm& c, std::int64_t s) {
   auto len = [&](int t) { return (1 + (me + t) % 5) * s; };
   auto off = [&](int t) { return (me * 7 + t) % (dcount(t) - len(t) + 1); };
   std::vector<std::vector<double>> got(static_cast<std::size_t>(p));
-  std::vector<double> put_src(static_cast<std::size_t>(3 * s)), acc_src(static_cast<std::size_t>(2 * s), 0.5);
+  std::vector<double> put_src(static_cast<std::size_t>(3 * s)),
+      acc_src(static_cast<std::size_t>(2 * s), 0.5);
   for (std::int64_t j = 0; j < 3 * s; ++j) put_src[static_cast<std::size_t>(j)] = -dval(me, j);
   std::vector<int> ig(static_cast<std::size_t>(5 * p), -1);
   {
@@ -253,17 +255,25 @@ int main(int argc, char** argv) {
                            "rma_put_bytes",  "rma_get_bytes", "rma_acc_bytes",  "rma_ops",
                            "coll_bytes",     "coll_calls"};
     constexpr int kN = 10;
-    std::int64_t sum[kN + 1] = {t.p2p_sent_bytes, t.p2p_sent_msgs, t.p2p_recv_bytes,
-                                t.p2p_recv_msgs,  t.rma_put_bytes, t.rma_get_bytes,
-                                t.rma_acc_bytes,  t.rma_ops,       t.coll_bytes,
-                                t.coll_calls,     bad};
+    std::int64_t sum[kN + 1] = {t.p2p_sent_bytes,
+                                t.p2p_sent_msgs,
+                                t.p2p_recv_bytes,
+                                t.p2p_recv_msgs,
+                                t.rma_put_bytes,
+                                t.rma_get_bytes,
+                                t.rma_acc_bytes,
+                                t.rma_ops,
+                                t.coll_bytes,
+                                t.coll_calls,
+                                bad};
     std::int64_t mx[kN];
     for (int i = 0; i < kN; ++i) mx[i] = sum[i];
     quiet.allreduce(sum, kN + 1, MPI_SUM);
     quiet.allreduce(mx, kN, MPI_MAX);
     if (sum[kN] != 0) {
       if (rank == 0)
-        std::fprintf(stderr, "rma_probe: %lld wrong values moved\n", static_cast<long long>(sum[kN]));
+        std::fprintf(stderr, "rma_probe: %lld wrong values moved\n",
+                     static_cast<long long>(sum[kN]));
       rc = 1;
     }
     if (rank == 0) {

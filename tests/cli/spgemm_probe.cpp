@@ -54,7 +54,8 @@ int main(int argc, char** argv) {
       o.layers = 1;  // the largest valid L <= 4: C partials go point-to-point
       for (int L : valid_layers(C.distribution().pr(), C.distribution().pc()))
         if (L <= 4) o.layers = L;
-      for (int rep = 0; rep < 2; ++rep) multiply(ctx, 1.0, SpOp::N, A, SpOp::N, A, 0.0, C, o, &cache);
+      for (int rep = 0; rep < 2; ++rep)
+        multiply(ctx, 1.0, SpOp::N, A, SpOp::N, A, 0.0, C, o, &cache);
       o.filter_eps = 1e-8;
       multiply(ctx, 1.0, SpOp::T, A, SpOp::N, A, 0.5, C, o, &cache);
       o.layers = 0;  // auto: the eq. 7 choice's allreduce is counted too

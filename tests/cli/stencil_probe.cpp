@@ -28,15 +28,18 @@ int main(int argc, char** argv) {
     }
     comm::pcontrol(0);
     Context ctx(MPI_COMM_WORLD);
-    auto mesh = stencil::Mesh::spheres({{"C", 0, 0, 0}, {"C", 2.5, 0.5, 0}, {"O", -1.5, 1.5, 0.5}}, 2.2, 0.4);
+    auto mesh = stencil::Mesh::spheres({{"C", 0, 0, 0}, {"C", 2.5, 0.5, 0}, {"O", -1.5, 1.5, 0.5}},
+                                       2.2, 0.4);
     auto owner = stencil::partition_mesh(mesh, ctx.size(), stencil::Partitioner::Metis, 6);
     auto plan = stencil::make_halo_plan(mesh, owner, ctx.size(), 6, ctx.rank());
     std::vector<double> v(static_cast<std::size_t>(plan.local_size()), 0.1);
     std::vector<std::unique_ptr<stencil::Hamiltonian>> hs;
-    for (auto s : {comm::ExchangeStrategy::Alltoallv, comm::ExchangeStrategy::Ialltoallv, comm::ExchangeStrategy::Neighbor,
-                   comm::ExchangeStrategy::Persistent, comm::ExchangeStrategy::P2P}) {
+    for (auto s : {comm::ExchangeStrategy::Alltoallv, comm::ExchangeStrategy::Ialltoallv,
+                   comm::ExchangeStrategy::Neighbor, comm::ExchangeStrategy::Persistent,
+                   comm::ExchangeStrategy::P2P}) {
       if (s == comm::ExchangeStrategy::Persistent && !comm::have_persistent_neighbor()) continue;
-      hs.push_back(std::make_unique<stencil::Hamiltonian>(ctx, plan, v, mesh.spacing(), stencil::HamiltonianOptions{s, true, 64}));
+      hs.push_back(std::make_unique<stencil::Hamiltonian>(
+          ctx, plan, v, mesh.spacing(), stencil::HamiltonianOptions{s, true, 64}));
     }
     const int w = 3;
     std::vector<double> x(static_cast<std::size_t>(plan.local_size() * w), 1.0), y(x.size());
@@ -50,19 +53,23 @@ int main(int argc, char** argv) {
     comm::pcontrol(0);
     const PhaseCounts t = ctx.ledger().total();
     comm::Comm quiet(ctx.comm().raw(), nullptr);
-    const char* names[] = {"p2p_sent_bytes", "p2p_sent_msgs", "p2p_recv_bytes", "p2p_recv_msgs", "coll_bytes", "coll_calls"};
+    const char* names[] = {"p2p_sent_bytes", "p2p_sent_msgs", "p2p_recv_bytes",
+                           "p2p_recv_msgs",  "coll_bytes",    "coll_calls"};
     constexpr int kN = 6;
-    std::int64_t sum[kN] = {t.p2p_sent_bytes, t.p2p_sent_msgs, t.p2p_recv_bytes, t.p2p_recv_msgs, t.coll_bytes, t.coll_calls};
+    std::int64_t sum[kN] = {t.p2p_sent_bytes, t.p2p_sent_msgs, t.p2p_recv_bytes,
+                            t.p2p_recv_msgs,  t.coll_bytes,    t.coll_calls};
     std::int64_t mx[kN];
     for (int i = 0; i < kN; ++i) mx[i] = sum[i];
     quiet.allreduce(sum, kN, MPI_SUM);
     quiet.allreduce(mx, kN, MPI_MAX);
     if (rank == 0) {
-      std::string js = "{\"ranks\": " + std::to_string(ctx.size()) + ", \"strategies\": " + std::to_string(hs.size());
+      std::string js = "{\"ranks\": " + std::to_string(ctx.size()) +
+                       ", \"strategies\": " + std::to_string(hs.size());
       for (int a = 0; a < 2; ++a) {
         const std::int64_t* val = a == 0 ? sum : mx;
         js += a == 0 ? ", \"total\": {" : ", \"max\": {";
-        for (int i = 0; i < kN; ++i) js += std::string(i ? ", " : "") + "\"" + names[i] + "\": " + std::to_string(val[i]);
+        for (int i = 0; i < kN; ++i)
+          js += std::string(i ? ", " : "") + "\"" + names[i] + "\": " + std::to_string(val[i]);
         js += "}";
       }
       js += "}\n";

@@ -35,7 +35,8 @@ inline const std::string& as_file(const std::string& bytes, const char* ext) {
   static std::string path;
   if (path.empty()) {
     const char* dir = std::getenv("TMPDIR");
-    path = std::string(dir && *dir ? dir : "/tmp") + "/tessel_fuzz." + std::to_string(::getpid()) + ext;
+    path = std::string(dir && *dir ? dir : "/tmp") + "/tessel_fuzz." + std::to_string(::getpid()) +
+           ext;
     std::atexit([] { std::remove(path.c_str()); });
   }
   std::FILE* f = std::fopen(path.c_str(), "wb");

@@ -12,10 +12,13 @@ namespace tessel::testing {
 
 /// A DistMatrix (block-cyclic, nb 8 on a 1 x p grid) from the full column-major n x n `a`
 /// held on every rank.
-inline dense::DistMatrix<double> dense_of(const Context& ctx, const std::vector<double>& a, std::int64_t n) {
+inline dense::DistMatrix<double> dense_of(const Context& ctx, const std::vector<double>& a,
+                                          std::int64_t n) {
   auto lay = layout::Layout::block_cyclic(n, n, 8, 8, 1, ctx.size(), 0, 0, ctx.size());
   dense::DistMatrix<double> m(ctx, lay);
-  m.for_each_local([&](std::int64_t i, std::int64_t j, double& v) { v = a[static_cast<std::size_t>(j * n + i)]; });
+  m.for_each_local([&](std::int64_t i, std::int64_t j, double& v) {
+    v = a[static_cast<std::size_t>(j * n + i)];
+  });
   return m;
 }
 
@@ -34,12 +37,15 @@ inline std::vector<double> full_of(const Context& ctx, const dense::DistMatrix<d
   const std::int64_t n = m.rows();
   std::vector<double> f(static_cast<std::size_t>(n * m.cols()), 0.0);
   const_cast<dense::DistMatrix<double>&>(m).for_each_local(
-      [&](std::int64_t i, std::int64_t j, double& v) { f[static_cast<std::size_t>(j * n + i)] = v; });
+      [&](std::int64_t i, std::int64_t j, double& v) {
+        f[static_cast<std::size_t>(j * n + i)] = v;
+      });
   ctx.comm().allreduce(f.data(), static_cast<int>(f.size()), MPI_SUM);
   return f;
 }
 inline std::vector<double> full_of(const Context& ctx, const sparse::BlockSparseMatrix<double>& m) {
-  auto lay = layout::Layout::block_cyclic(m.rows(), m.cols(), 8, 8, 1, ctx.size(), 0, 0, ctx.size());
+  auto lay =
+      layout::Layout::block_cyclic(m.rows(), m.cols(), 8, 8, 1, ctx.size(), 0, 0, ctx.size());
   return full_of(ctx, sparse::to_dense(ctx, m, lay));
 }
 

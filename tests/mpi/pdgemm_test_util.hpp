@@ -21,9 +21,9 @@ void Cblacs_gridexit(int ctxt);
 namespace pdgemm_test {
 
 template <class T>
-using PgemmFn = void (*)(const char*, const char*, const int*, const int*, const int*, const T*, const T*,
-                         const int*, const int*, const int*, const T*, const int*, const int*, const int*,
-                         const T*, T*, const int*, const int*, const int*);
+using PgemmFn = void (*)(const char*, const char*, const int*, const int*, const int*, const T*,
+                         const T*, const int*, const int*, const int*, const T*, const int*,
+                         const int*, const int*, const T*, T*, const int*, const int*, const int*);
 
 /// Debian's ScaLAPACK routine `sym` (e.g. "pdgemm_"), or nullptr.
 template <class T>
@@ -56,9 +56,11 @@ struct Dim {
 
 template <class T>
 T value(std::uint32_t seed, int i, int j) {
-  std::mt19937 r(seed * 7919u + static_cast<std::uint32_t>(i) * 131u + static_cast<std::uint32_t>(j));
+  std::mt19937 r(seed * 7919u + static_cast<std::uint32_t>(i) * 131u +
+                 static_cast<std::uint32_t>(j));
   std::uniform_real_distribution<double> u(-1, 1);
-  if constexpr (std::is_floating_point_v<T>) return static_cast<T>(u(r));
+  if constexpr (std::is_floating_point_v<T>)
+    return static_cast<T>(u(r));
   else {
     double re = u(r), im = u(r);
     return T(static_cast<typename T::value_type>(re), static_cast<typename T::value_type>(im));
@@ -75,21 +77,25 @@ struct Local {
 };
 
 template <class T>
-Local<T> make(int ctxt, int M, int N, int imb, int inb, int mb, int nb, int rsrc, int csrc, bool type2,
-              int pad, std::uint32_t seed) {
+Local<T> make(int ctxt, int M, int N, int imb, int inb, int mb, int nb, int rsrc, int csrc,
+              bool type2, int pad, std::uint32_t seed) {
   int nprow, npcol, myrow, mycol;
   Cblacs_gridinfo(ctxt, &nprow, &npcol, &myrow, &mycol);
   Dim r(M, imb, mb, rsrc, nprow, myrow), c(N, inb, nb, csrc, npcol, mycol);
   const int lld = c.extent == 0 ? 1 : std::max(1, r.extent) + pad;
   Local<T> x;
-  if (type2) x.desc = {2, ctxt, M, N, imb, inb, mb, nb, rsrc, csrc, lld};
-  else x.desc = {1, ctxt, M, N, mb, nb, rsrc, csrc, lld};
+  if (type2)
+    x.desc = {2, ctxt, M, N, imb, inb, mb, nb, rsrc, csrc, lld};
+  else
+    x.desc = {1, ctxt, M, N, mb, nb, rsrc, csrc, lld};
   x.data.assign(static_cast<std::size_t>(lld) * std::max(1, c.extent), T(-7));
   for (int j = 0; j < N; ++j)
     for (int i = 0; i < M; ++i)
-      if (r.proc[static_cast<std::size_t>(i)] == myrow && c.proc[static_cast<std::size_t>(j)] == mycol)
+      if (r.proc[static_cast<std::size_t>(i)] == myrow &&
+          c.proc[static_cast<std::size_t>(j)] == mycol)
         x.data[static_cast<std::size_t>(c.local[static_cast<std::size_t>(j)]) * lld +
-               static_cast<std::size_t>(r.local[static_cast<std::size_t>(i)])] = value<T>(seed, i, j);
+               static_cast<std::size_t>(r.local[static_cast<std::size_t>(i)])] =
+            value<T>(seed, i, j);
   return x;
 }
 

@@ -41,11 +41,17 @@ inline std::vector<double> with_spectrum(const std::vector<double>& e) {
   std::int64_t n = static_cast<std::int64_t>(e.size());
   std::vector<double> v(e.size()), a(e.size() * e.size());
   double vv = 0;
-  for (std::int64_t i = 0; i < n; ++i) { v[i] = 1.0 + 0.37 * i; vv += v[i] * v[i]; }
+  for (std::int64_t i = 0; i < n; ++i) {
+    v[i] = 1.0 + 0.37 * i;
+    vv += v[i] * v[i];
+  }
   // (H diag(e) H)_ij = e_i d_ij - 2 w_i (e_i + e_j) w_j + 4 w_i w_j sum_q e_q w_q^2, w = v/|v|
   std::vector<double> w(e.size());
   double ew = 0;
-  for (std::int64_t i = 0; i < n; ++i) { w[i] = v[i] / std::sqrt(vv); ew += e[i] * w[i] * w[i]; }
+  for (std::int64_t i = 0; i < n; ++i) {
+    w[i] = v[i] / std::sqrt(vv);
+    ew += e[i] * w[i] * w[i];
+  }
   for (std::int64_t j = 0; j < n; ++j)
     for (std::int64_t i = 0; i <= j; ++i) {
       double s = (i == j ? e[i] : 0.0) - 2 * w[i] * w[j] * (e[i] + e[j]) + 4 * w[i] * w[j] * ew;

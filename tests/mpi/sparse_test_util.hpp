@@ -53,18 +53,23 @@ inline sparse::Distribution make_dist(DistKind kind, const std::vector<int>& rs,
 /// stored.
 struct DenseRef {
   sparse::BlockSizes rows, cols;
-  std::vector<double> a;       // rows.extent() x cols.extent(), column-major
-  std::vector<char> stored;    // [brow * cols.count() + bcol]
+  std::vector<double> a;     // rows.extent() x cols.extent(), column-major
+  std::vector<char> stored;  // [brow * cols.count() + bcol]
   std::int64_t m() const { return rows.extent(); }
   std::int64_t n() const { return cols.extent(); }
-  bool has(int br, int bc) const { return stored[static_cast<std::size_t>(br) * cols.count() + bc] != 0; }
+  bool has(int br, int bc) const {
+    return stored[static_cast<std::size_t>(br) * cols.count() + bc] != 0;
+  }
   double& at(std::int64_t i, std::int64_t j) { return a[static_cast<std::size_t>(j * m() + i)]; }
-  double at(std::int64_t i, std::int64_t j) const { return a[static_cast<std::size_t>(j * m() + i)]; }
+  double at(std::int64_t i, std::int64_t j) const {
+    return a[static_cast<std::size_t>(j * m() + i)];
+  }
   /// Block (br, bc) column-major.
   std::vector<double> block(int br, int bc) const {
     std::vector<double> b;
     for (int j = 0; j < cols.size(bc); ++j)
-      for (int i = 0; i < rows.size(br); ++i) b.push_back(at(rows.offset(br) + i, cols.offset(bc) + j));
+      for (int i = 0; i < rows.size(br); ++i)
+        b.push_back(at(rows.offset(br) + i, cols.offset(bc) + j));
     return b;
   }
 };
@@ -88,7 +93,8 @@ inline DenseRef fill_random(sparse::BlockSparseMatrix<double>& a, std::mt19937& 
     for (int bc = 0; bc < d.col_blocks().count(); ++bc) {
       if (u(rng) * 0.5 + 0.5 >= fill) continue;
       const int putter = static_cast<int>(rng() % static_cast<unsigned>(nranks));
-      std::vector<double> v(static_cast<std::size_t>(d.row_blocks().size(br)) * d.col_blocks().size(bc));
+      std::vector<double> v(static_cast<std::size_t>(d.row_blocks().size(br)) *
+                            d.col_blocks().size(bc));
       for (auto& x : v) x = u(rng);
       ref.stored[static_cast<std::size_t>(br) * d.col_blocks().count() + bc] = 1;
       for (int j = 0; j < d.col_blocks().size(bc); ++j)
@@ -103,12 +109,14 @@ inline DenseRef fill_random(sparse::BlockSparseMatrix<double>& a, std::mt19937& 
 
 /// The whole dense matrix of `a` on every rank (to_dense into a block-cyclic layout, then
 /// gathered on rank 0 and broadcast with plain MPI: test plumbing, not the library).
-inline std::vector<double> dense_of(const Context& ctx, const sparse::BlockSparseMatrix<double>& a) {
+inline std::vector<double> dense_of(const Context& ctx,
+                                    const sparse::BlockSparseMatrix<double>& a) {
   auto [pr, pc] = sparse::Distribution::default_grid(ctx.size());
   auto lay = layout::Layout::block_cyclic(a.rows(), a.cols(), 3, 2, pr, pc, 0, 0, ctx.size());
   auto full = dense::gather(ctx, sparse::to_dense(ctx, a, lay), 0);
   full.resize(static_cast<std::size_t>(a.rows() * a.cols()));
-  if (!full.empty()) MPI_Bcast(full.data(), static_cast<int>(full.size()), MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  if (!full.empty())
+    MPI_Bcast(full.data(), static_cast<int>(full.size()), MPI_DOUBLE, 0, MPI_COMM_WORLD);
   return full;
 }
 
@@ -118,8 +126,8 @@ inline double max_abs_diff(const std::vector<double>& x, const std::vector<doubl
   return m;
 }
 
-using sparse::BlockSparseMatrix;
 using sparse::BlockSizes;
+using sparse::BlockSparseMatrix;
 using sparse::Distribution;
 
 inline int world_size() {
@@ -187,12 +195,12 @@ inline std::vector<Setup> setups(std::mt19937& rng, int p, bool square = false) 
   auto s = random_sizes(rng, 6);
   out.push_back({make_dist(DistKind::AllOnZero, s, s, pr, pc, rng), "all on rank 0"});
   // fewer blocks than ranks along both dimensions
-  if (square) out.push_back({make_dist(DistKind::Random, {23}, {23}, pr, pc, rng), "tiny"});
-  else out.push_back({make_dist(DistKind::Random, {23}, {1, 13}, pr, pc, rng), "tiny"});
+  if (square)
+    out.push_back({make_dist(DistKind::Random, {23}, {23}, pr, pc, rng), "tiny"});
+  else
+    out.push_back({make_dist(DistKind::Random, {23}, {1, 13}, pr, pc, rng), "tiny"});
   return out;
 }
-
-
 
 /// The reference of A^T.
 inline DenseRef transposed(const DenseRef& r) {
@@ -209,7 +217,8 @@ inline DenseRef transposed(const DenseRef& r) {
 inline void set_block(DenseRef& r, int br, int bc, const std::vector<double>& v, bool stored) {
   for (int j = 0; j < r.cols.size(bc); ++j)
     for (int i = 0; i < r.rows.size(br); ++i)
-      r.at(r.rows.offset(br) + i, r.cols.offset(bc) + j) = v[static_cast<std::size_t>(j) * r.rows.size(br) + i];
+      r.at(r.rows.offset(br) + i, r.cols.offset(bc) + j) =
+          v[static_cast<std::size_t>(j) * r.rows.size(br) + i];
   r.stored[static_cast<std::size_t>(br) * r.cols.count() + bc] = stored;
 }
 

@@ -18,7 +18,6 @@ using namespace tessel;
 using namespace tessel::sparse;
 using namespace tessel::testing;
 
-
 TEST(BlockSparse, PutRemoteAndFinalize) {
   Context ctx(MPI_COMM_WORLD);
   std::mt19937 rng(11);
@@ -87,7 +86,8 @@ TEST(BlockSparse, AccumulateFromSeveralRanks) {
         const int puts = 1 + static_cast<int>(rng() % 4);
         for (int t = 0; t < puts; ++t) {
           const int putter = static_cast<int>(rng() % static_cast<unsigned>(p));
-          std::vector<double> v(static_cast<std::size_t>(d.row_blocks().size(br)) * d.col_blocks().size(bc));
+          std::vector<double> v(static_cast<std::size_t>(d.row_blocks().size(br)) *
+                                d.col_blocks().size(bc));
           for (auto& x : v) x = u(rng);
           for (int j = 0; j < d.col_blocks().size(bc); ++j)
             for (int i = 0; i < d.row_blocks().size(br); ++i)
@@ -153,7 +153,8 @@ TEST(BlockSparse, LocalPutsVisibleBeforeFinalize) {
       if (d.owner(br, bc) == a.rank()) {
         ref.stored[static_cast<std::size_t>(br) * d.col_blocks().count() + bc] = 1;
         for (int j = 0; j < s[bc]; ++j)
-          for (int i = 0; i < s[br]; ++i) ref.at(d.row_blocks().offset(br) + i, d.col_blocks().offset(bc) + j) = br * 100.0 + bc;
+          for (int i = 0; i < s[br]; ++i)
+            ref.at(d.row_blocks().offset(br) + i, d.col_blocks().offset(bc) + j) = br * 100.0 + bc;
       }
   check_storage(a, ref);
   a.clear();
@@ -197,12 +198,14 @@ TEST(BlockSparse, DenseRoundTrip) {
     SCOPED_TRACE(std::string(s.what) + ": " + s.dist.describe());
     BlockSparseMatrix<double> a(ctx, s.dist, "A");
     DenseRef ref = fill_random(a, rng, 0.5, ctx.size());
-    auto lay = layout::Layout::block_cyclic(a.rows(), a.cols(), 4, 3, 1, ctx.size(), 0, 0, ctx.size());
+    auto lay =
+        layout::Layout::block_cyclic(a.rows(), a.cols(), 4, 3, 1, ctx.size(), 0, 0, ctx.size());
     auto x = to_dense(ctx, a, lay);
     auto b = from_dense(ctx, x, s.dist, 0.0, "B");
     check_storage(b, ref);
     // onto another distribution, dropping the blocks of norm <= eps
-    auto d2 = Distribution::random(s.dist.row_blocks(), s.dist.col_blocks(), s.dist.pr(), s.dist.pc(), 99);
+    auto d2 = Distribution::random(s.dist.row_blocks(), s.dist.col_blocks(), s.dist.pr(),
+                                   s.dist.pc(), 99);
     const double eps = 1.5;
     auto c = from_dense(ctx, x, d2, eps);
     DenseRef ref2 = ref;
@@ -249,10 +252,10 @@ TEST(BlockSparseErrors, BadDistributionEntry) {
   Context ctx(MPI_COMM_WORLD);
   auto [pr, pc] = Distribution::default_grid(ctx.size());
   BlockSizes r({4, 5}), c({1, 13, 4});
-  EXPECT_THROW(Distribution(r, c, pr, pc, {0, pr}, {0, 0, 0}), InputError);       // row >= PR
-  EXPECT_THROW(Distribution(r, c, pr, pc, {0, 0}, {0, -1, 0}), InputError);       // negative
-  EXPECT_THROW(Distribution(r, c, pr, pc, {0, 0}, {0, 0}), InputError);           // too short
-  EXPECT_THROW(BlockSizes({4, 0}), InputError);                                    // empty block
+  EXPECT_THROW(Distribution(r, c, pr, pc, {0, pr}, {0, 0, 0}), InputError);  // row >= PR
+  EXPECT_THROW(Distribution(r, c, pr, pc, {0, 0}, {0, -1, 0}), InputError);  // negative
+  EXPECT_THROW(Distribution(r, c, pr, pc, {0, 0}, {0, 0}), InputError);      // too short
+  EXPECT_THROW(BlockSizes({4, 0}), InputError);                              // empty block
   EXPECT_THROW(Distribution::random(r, c, 0, pc), GridError);
 }
 

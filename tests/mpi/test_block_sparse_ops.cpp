@@ -73,7 +73,8 @@ TEST(BlockSparseOps, LocalUpdatesAgainstDense) {
       add(x, 0.5, b, -2.0);
       rx = ra;
       for (std::size_t e = 0; e < rx.a.size(); ++e) rx.a[e] = 0.5 * ra.a[e] - 2.0 * rb.a[e];
-      for (std::size_t k = 0; k < rx.stored.size(); ++k) rx.stored[k] = ra.stored[k] || rb.stored[k];
+      for (std::size_t k = 0; k < rx.stored.size(); ++k)
+        rx.stored[k] = ra.stored[k] || rb.stored[k];
       check_storage(x, rx);
       EXPECT_LE(max_abs_diff(dense_of(ctx, x), rx.a), 1e-14);
       EXPECT_EQ(nblocks(ctx, x), count_stored(rx));
@@ -143,7 +144,8 @@ TEST(BlockSparseOps, RedistributeRoundTripAndVolume) {
     DenseRef ra = fill_random(a, rng, 0.5, ctx.size());
     for (auto [pr, pc] : grids(ctx.size()))
       for (DistKind kind : {DistKind::Random, DistKind::Given}) {
-        auto to = make_dist(kind, s.dist.row_blocks().sizes(), s.dist.col_blocks().sizes(), pr, pc, rng);
+        auto to =
+            make_dist(kind, s.dist.row_blocks().sizes(), s.dist.col_blocks().sizes(), pr, pc, rng);
         // the byte formula: each of my blocks whose owner changes costs a 16-byte header + data
         std::int64_t want_bytes = 0, want_msgs = 0;
         std::vector<char> to_rank(static_cast<std::size_t>(ctx.size()), 0);
@@ -186,7 +188,8 @@ TEST(BlockSparseOpsErrors, MismatchedDistributions) {
   EXPECT_THROW(shift(a, 1.0), DimensionMismatch);
   // redistribution: other block sizes, other rank count; transpose onto a wrong shape
   EXPECT_THROW(redistribute(ctx, a, Distribution::random(r, r, pr, pc)), DimensionMismatch);
-  EXPECT_THROW(redistribute(ctx, a, Distribution::random(r, c, 1, ctx.size() + 1)), DimensionMismatch);
+  EXPECT_THROW(redistribute(ctx, a, Distribution::random(r, c, 1, ctx.size() + 1)),
+               DimensionMismatch);
   EXPECT_THROW(transpose(ctx, a, Distribution::random(r, c, pr, pc)), DimensionMismatch);
   EXPECT_THROW(transpose(ctx, a, Distribution::random(c, r, 1, ctx.size() + 1)), DimensionMismatch);
 }

@@ -74,8 +74,9 @@ TEST(Density, SignOfKnownSpectrum) {
       auto r = solvers::sign(alg, m, 3.0, o);
       EXPECT_LT(max_diff(tt::full_of(ctx, r.X), want), 1e-10) << kind << " order " << order;
       if (ctx.rank() == 0)
-        std::printf("  sign %s order %d: %d iterations, %lld multiplications, residual %.2e\n", kind,
-                    order, r.iterations, static_cast<long long>(r.multiplications), r.residual);
+        std::printf("  sign %s order %d: %d iterations, %lld multiplications, residual %.2e\n",
+                    kind, order, r.iterations, static_cast<long long>(r.multiplications),
+                    r.residual);
     }
   });
 }
@@ -98,8 +99,8 @@ TEST(Density, InverseSqrtAndInverseOfKnownSpectrum) {
       auto x = solvers::inverse(alg, m, o);
       EXPECT_LT(max_diff(tt::full_of(ctx, x.X), want_inv), 1e-8) << kind << " order " << order;
       if (ctx.rank() == 0)
-        std::printf("  inverse sqrt %s order %d: %d iterations, %lld multiplications\n", kind, order,
-                    z.iterations, static_cast<long long>(z.multiplications));
+        std::printf("  inverse sqrt %s order %d: %d iterations, %lld multiplications\n", kind,
+                    order, z.iterations, static_cast<long long>(z.multiplications));
     }
     auto h = solvers::inverse_hotelling(alg, m);
     EXPECT_LT(max_diff(tt::full_of(ctx, h.X), want_inv), 1e-8) << kind << " hotelling";
@@ -121,7 +122,8 @@ TEST(Density, PyscfAgainstDensePurification) {
     auto dir = tt::pyscf_dir();
     auto F = io::read_npy<double>(ctx, (dir / (tag + "_F_orth.npy")).string(), lay);
     auto fullF = tt::full_of(ctx, F);
-    auto dref = tt::full_of(ctx, io::read_npy<double>(ctx, (dir / (tag + "_D_ref.npy")).string(), lay));
+    auto dref =
+        tt::full_of(ctx, io::read_npy<double>(ctx, (dir / (tag + "_D_ref.npy")).string(), lay));
     std::vector<double> eye(static_cast<std::size_t>(n * n), 0.0);
     for (std::int64_t i = 0; i < n; ++i) eye[static_cast<std::size_t>(i * n + i)] = 1.0;
     for (auto method : {DensityMethod::Sign, DensityMethod::Trs4, DensityMethod::Canonical,
@@ -146,9 +148,10 @@ TEST(Density, PyscfAgainstDensePurification) {
           trace = r.trace_ps;
           mu_found = r.mu;
           if (ctx.rank() == 0)
-            std::printf("  %s %s %s: %d iterations, %d sign evaluations, %lld multiplications, mu %.6f\n",
-                        tag.c_str(), use_sparse ? "sparse" : "dense", solvers::to_string(method).c_str(),
-                        r.iterations, r.sign_evaluations, static_cast<long long>(r.multiplications), r.mu);
+            std::printf(
+                "  %s %s %s: %d iterations, %d sign evaluations, %lld multiplications, mu %.6f\n",
+                tag.c_str(), use_sparse ? "sparse" : "dense", solvers::to_string(method).c_str(),
+                r.iterations, r.sign_evaluations, static_cast<long long>(r.multiplications), r.mu);
         };
         if (use_sparse) {
           solvers::SparseAlgebra alg(ctx);
@@ -159,16 +162,20 @@ TEST(Density, PyscfAgainstDensePurification) {
           run(alg, F, tt::dense_of(ctx, eye, n));
         }
         const char* what = use_sparse ? "sparse" : "dense";
-        EXPECT_LT(max_diff(p, dref), 1e-10) << tag << " " << what << " " << solvers::to_string(method);
+        EXPECT_LT(max_diff(p, dref), 1e-10)
+            << tag << " " << what << " " << solvers::to_string(method);
         if (!dpur.empty())
-          EXPECT_LT(max_diff(p, dpur), 1e-10) << tag << " " << what << " " << solvers::to_string(method);
+          EXPECT_LT(max_diff(p, dpur), 1e-10)
+              << tag << " " << what << " " << solvers::to_string(method);
         EXPECT_NEAR(trace, static_cast<double>(nocc), 1e-8);
         double be_ref = 0;
         for (std::size_t q = 0; q < fullF.size(); ++q) be_ref += 2 * dref[q] * fullF[q];
         EXPECT_NEAR(be, be_ref, 1e-9);
         if (method != DensityMethod::McWeeny) {
-          EXPECT_GT(mu_found, tt::json_number(tag, "homo")) << what << " " << solvers::to_string(method);
-          EXPECT_LT(mu_found, tt::json_number(tag, "lumo")) << what << " " << solvers::to_string(method);
+          EXPECT_GT(mu_found, tt::json_number(tag, "homo"))
+              << what << " " << solvers::to_string(method);
+          EXPECT_LT(mu_found, tt::json_number(tag, "lumo"))
+              << what << " " << solvers::to_string(method);
         }
       }
     }
@@ -197,8 +204,10 @@ TEST(Density, NonsymmetricFormAndEnergyWeighted) {
   both(ctx, H, n, [&](auto& alg, const auto& h, const char* kind) {
     using M = std::decay_t<decltype(h)>;
     M s;
-    if constexpr (std::is_same_v<M, Dense>) s = tt::dense_of(ctx, S, n);
-    else s = tt::sparse_of(ctx, S, tt::water_sizes(n));
+    if constexpr (std::is_same_v<M, Dense>)
+      s = tt::dense_of(ctx, S, n);
+    else
+      s = tt::sparse_of(ctx, S, tt::water_sizes(n));
     for (bool nonsym : {false, true}) {
       solvers::DensityOptions o;
       o.nonsymmetric = nonsym;
@@ -231,37 +240,57 @@ TEST(Density, Errors) {
   auto S = tt::with_spectrum(spectrum(n, 0.5, 2.0, 0.0));
   auto H = tt::with_spectrum(spectrum(n, -1.0, 1.0, 0.05));
   auto Hbad = H;
-  Hbad[3 * n + 1] += 1e-3;  // not symmetric
+  Hbad[3 * n + 1] += 1e-3;                                     // not symmetric
   auto Sneg = tt::with_spectrum(spectrum(n, -0.5, 2.0, 0.1));  // not positive definite
   auto msg = [&](const std::function<void()>& f) { return tt::message_of(f); };
   both(ctx, H, n, [&](auto& alg, const auto& h, const char* kind) {
     using M = std::decay_t<decltype(h)>;
     auto make = [&](const std::vector<double>& a) {
-      if constexpr (std::is_same_v<M, Dense>) return tt::dense_of(ctx, a, n);
-      else return tt::sparse_of(ctx, a, tt::water_sizes(n));
+      if constexpr (std::is_same_v<M, Dense>)
+        return tt::dense_of(ctx, a, n);
+      else
+        return tt::sparse_of(ctx, a, tt::water_sizes(n));
     };
     M s = make(S);
-    EXPECT_NE(msg([&] { solvers::density(alg, make(Hbad), s, 8); }).find("H is not symmetric"), std::string::npos) << kind;
-    EXPECT_NE(msg([&] { solvers::density(alg, h, make(Sneg), 8); }).find("not positive definite"), std::string::npos) << kind;
-    EXPECT_NE(msg([&] { solvers::inverse_sqrt(alg, make(Sneg)); }).find("not positive definite"), std::string::npos) << kind;
-    EXPECT_NE(msg([&] { solvers::density(alg, h, s, 7); }).find("electrons = 7"), std::string::npos) << kind;
-    EXPECT_NE(msg([&] { solvers::density(alg, h, s, 0); }).find("electrons = 0"), std::string::npos) << kind;
-    EXPECT_NE(msg([&] { solvers::density(alg, h, s, 2 * n); }).find("at most"), std::string::npos) << kind;
+    EXPECT_NE(msg([&] { solvers::density(alg, make(Hbad), s, 8); }).find("H is not symmetric"),
+              std::string::npos)
+        << kind;
+    EXPECT_NE(msg([&] { solvers::density(alg, h, make(Sneg), 8); }).find("not positive definite"),
+              std::string::npos)
+        << kind;
+    EXPECT_NE(msg([&] { solvers::inverse_sqrt(alg, make(Sneg)); }).find("not positive definite"),
+              std::string::npos)
+        << kind;
+    EXPECT_NE(msg([&] { solvers::density(alg, h, s, 7); }).find("electrons = 7"), std::string::npos)
+        << kind;
+    EXPECT_NE(msg([&] { solvers::density(alg, h, s, 0); }).find("electrons = 0"), std::string::npos)
+        << kind;
+    EXPECT_NE(msg([&] { solvers::density(alg, h, s, 2 * n); }).find("at most"), std::string::npos)
+        << kind;
     solvers::DensityOptions o;
     o.mu = 50.0;
-    EXPECT_NE(msg([&] { solvers::density(alg, h, s, 8, o); }).find("outside the spectrum"), std::string::npos) << kind;
+    EXPECT_NE(msg([&] { solvers::density(alg, h, s, 8, o); }).find("outside the spectrum"),
+              std::string::npos)
+        << kind;
     o.mu = -50.0;
-    EXPECT_NE(msg([&] { solvers::density(alg, h, s, 8, o); }).find("outside the spectrum"), std::string::npos) << kind;
+    EXPECT_NE(msg([&] { solvers::density(alg, h, s, 8, o); }).find("outside the spectrum"),
+              std::string::npos)
+        << kind;
     solvers::DensityOptions bad;
     bad.sign_order = 5;
-    EXPECT_NE(msg([&] { solvers::density(alg, h, s, 8, bad); }).find("sign order"), std::string::npos) << kind;
+    EXPECT_NE(msg([&] { solvers::density(alg, h, s, 8, bad); }).find("sign order"),
+              std::string::npos)
+        << kind;
     bad = {};
     bad.method = DensityMethod::McWeeny;
-    EXPECT_NE(msg([&] { solvers::density(alg, h, s, 8, bad); }).find("mcweeny"), std::string::npos) << kind;
+    EXPECT_NE(msg([&] { solvers::density(alg, h, s, 8, bad); }).find("mcweeny"), std::string::npos)
+        << kind;
     auto Hnan = H;
     Hnan[5] = NAN;
     if constexpr (std::is_same_v<M, Dense>)  // (from_dense drops a block whose norm is NaN)
-      EXPECT_NE(msg([&] { solvers::density(alg, make(Hnan), s, 8); }).find("NaN"), std::string::npos) << kind;
+      EXPECT_NE(msg([&] { solvers::density(alg, make(Hnan), s, 8); }).find("NaN"),
+                std::string::npos)
+          << kind;
   });
   // Block sizes that do not match; a negative filter eps; a filter eps so large that the
   // occupation is lost.
@@ -273,7 +302,8 @@ TEST(Density, Errors) {
     EXPECT_THROW(solvers::density(alg, h, s, 8), DimensionMismatch);
     sparse::SpMultiplyOptions neg;
     neg.filter_eps = -1e-6;
-    EXPECT_NE(msg([&] { solvers::SparseAlgebra a(ctx, neg); }).find("filter eps"), std::string::npos);
+    EXPECT_NE(msg([&] { solvers::SparseAlgebra a(ctx, neg); }).find("filter eps"),
+              std::string::npos);
     sparse::SpMultiplyOptions big;
     big.filter_eps = 1.0;
     solvers::SparseAlgebra coarse(ctx, big);
@@ -284,11 +314,12 @@ TEST(Density, Errors) {
       std::string what = "(no error)";
       try {
         auto r = solvers::density(coarse, h, sp, 8, o);
-        if (ctx.rank() == 0) std::printf("  eps 1.0: occ %.6f idem %.3e be %.6f\n", 2 * r.trace_ps, r.idempotency, r.band_energy);
-      } catch (const Error& e) {
-        what = e.what();
-      }
-      if (ctx.rank() == 0) std::printf("  eps 1.0 %s: %s\n", solvers::to_string(m).c_str(), what.c_str());
+        if (ctx.rank() == 0)
+          std::printf("  eps 1.0: occ %.6f idem %.3e be %.6f\n", 2 * r.trace_ps, r.idempotency,
+                      r.band_energy);
+      } catch (const Error& e) { what = e.what(); }
+      if (ctx.rank() == 0)
+        std::printf("  eps 1.0 %s: %s\n", solvers::to_string(m).c_str(), what.c_str());
       EXPECT_NE(what, "(no error)") << solvers::to_string(m);
     }
   }

@@ -27,7 +27,8 @@ using solvers::DensityMethod;
 namespace {
 
 std::filesystem::path cp2k_dir(const std::string& sys) {
-  if (const char* e = std::getenv("TESSEL_SHARED_DATA")) return std::filesystem::path(e) / "cp2k" / sys;
+  if (const char* e = std::getenv("TESSEL_SHARED_DATA"))
+    return std::filesystem::path(e) / "cp2k" / sys;
   return std::filesystem::path(TESSEL_SOURCE_DIR) / ".." / "shared" / "data" / "cp2k" / sys;
 }
 
@@ -35,7 +36,8 @@ double meta(const std::string& sys, const std::string& key) {
   std::ifstream in(cp2k_dir(sys) / "meta.json");
   std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::smatch m;
-  if (!std::regex_search(s, m, std::regex("\"" + key + "\"\\s*:\\s*([-+0-9.eE]+)"))) return std::nan("");
+  if (!std::regex_search(s, m, std::regex("\"" + key + "\"\\s*:\\s*([-+0-9.eE]+)")))
+    return std::nan("");
   return std::stod(m[1]);
 }
 
@@ -110,17 +112,18 @@ void check_case(Context& ctx, const System& s, const sparse::BlockSparseMatrix<d
   auto r = solvers::density(alg, H, S, s.electrons, o);
   const double tol = c.eps > 0 ? 1e-5 : 1e-9;
   const std::string what = s.name + " " + solvers::to_string(c.method) +
-                           (c.alg == sparse::SpAlgorithm::Cannon ? " cannon" : " rma25d") + " eps " +
-                           std::to_string(c.eps);
+                           (c.alg == sparse::SpAlgorithm::Cannon ? " cannon" : " rma25d") +
+                           " eps " + std::to_string(c.eps);
   EXPECT_NEAR(r.band_energy, s.exact, tol) << what;
   EXPECT_NEAR(2 * r.trace_ps, static_cast<double>(s.electrons), c.eps > 0 ? 1e-5 : 1e-8) << what;
   EXPECT_GT(r.mu, meta(s.name, "homo")) << what;
   EXPECT_LT(r.mu, meta(s.name, "lumo")) << what;
   if (ctx.rank() == 0)
-    std::printf("  %s: dE %.2e, 2tr(PS) - N %.2e, mu %.5f, %d it, %d sign ev, %lld mult, idem %.1e\n",
-                what.c_str(), r.band_energy - s.exact, 2 * r.trace_ps - static_cast<double>(s.electrons),
-                r.mu, r.iterations, r.sign_evaluations, static_cast<long long>(r.multiplications),
-                r.idempotency);
+    std::printf(
+        "  %s: dE %.2e, 2tr(PS) - N %.2e, mu %.5f, %d it, %d sign ev, %lld mult, idem %.1e\n",
+        what.c_str(), r.band_energy - s.exact, 2 * r.trace_ps - static_cast<double>(s.electrons),
+        r.mu, r.iterations, r.sign_evaluations, static_cast<long long>(r.multiplications),
+        r.idempotency);
 }
 
 }  // namespace
@@ -137,13 +140,14 @@ TEST(DensityCp2k, Water32SzvSignAndTrs4BothAlgorithms) {
   // runs all 8.
   using A = sparse::SpAlgorithm;
   const std::vector<Case> cases = {
-      {DensityMethod::Sign, A::Cannon, 0.0},   {DensityMethod::Trs4, A::Rma25d, 1e-6},
-      {DensityMethod::Trs4, A::Cannon, 0.0},   {DensityMethod::Sign, A::Rma25d, 1e-6},
-      {DensityMethod::Sign, A::Rma25d, 0.0},   {DensityMethod::Trs4, A::Cannon, 1e-6},
-      {DensityMethod::Trs4, A::Rma25d, 0.0},   {DensityMethod::Sign, A::Cannon, 1e-6}};
+      {DensityMethod::Sign, A::Cannon, 0.0}, {DensityMethod::Trs4, A::Rma25d, 1e-6},
+      {DensityMethod::Trs4, A::Cannon, 0.0}, {DensityMethod::Sign, A::Rma25d, 1e-6},
+      {DensityMethod::Sign, A::Rma25d, 0.0}, {DensityMethod::Trs4, A::Cannon, 1e-6},
+      {DensityMethod::Trs4, A::Rma25d, 0.0}, {DensityMethod::Sign, A::Cannon, 1e-6}};
   // np1: sign cannon 0, np2: trs4 rma25d 1e-6, np4: trs4 cannon 0, np9: sign rma25d 1e-6
   const std::vector<int> counts = {1, 2, 4, 9};
-  const int slot = static_cast<int>(std::find(counts.begin(), counts.end(), ctx.size()) - counts.begin()) % 4;
+  const int slot =
+      static_cast<int>(std::find(counts.begin(), counts.end(), ctx.size()) - counts.begin()) % 4;
   const bool full = std::getenv("TESSEL_TEST_FULL") != nullptr;
   for (std::size_t k = 0; k < cases.size(); ++k)
     if (full || k == static_cast<std::size_t>(slot)) check_case(ctx, s, H, S, cases[k]);
@@ -166,7 +170,8 @@ TEST(DensityCp2k, Water32DzvpSignAndTrs4) {
                                    {DensityMethod::Trs4, A::Rma25d, 1e-6},
                                    {DensityMethod::Sign, A::Rma25d, 1e-6}};
   const std::vector<int> counts = {1, 2, 4, 9};
-  const int slot = static_cast<int>(std::find(counts.begin(), counts.end(), ctx.size()) - counts.begin()) % 4;
+  const int slot =
+      static_cast<int>(std::find(counts.begin(), counts.end(), ctx.size()) - counts.begin()) % 4;
   const bool full = std::getenv("TESSEL_TEST_FULL") != nullptr;
   for (std::size_t k = 0; k < cases.size(); ++k)
     if (full || k == static_cast<std::size_t>(slot)) check_case(ctx, s, H, S, cases[k]);
@@ -176,8 +181,7 @@ TEST(DensityCp2k, Water32DzvpSignAndTrs4) {
 // accuracy target of issue 9: only with TESSEL_LONG_TESTS=1 (minutes per method here).
 TEST(DensityCp2k, Water256SzvEps1e6Long) {
   Context ctx(MPI_COMM_WORLD);
-  if (!long_tests())
-    GTEST_SKIP() << "set TESSEL_LONG_TESTS=1 to run the 256-water case";
+  if (!long_tests()) GTEST_SKIP() << "set TESSEL_LONG_TESTS=1 to run the 256-water case";
   System s;
   if (!load("h2o-256-szv", s)) GTEST_SKIP() << "no ../shared/data/cp2k/h2o-256-szv";
   auto H = tt::sparse_of(ctx, s.H, s.sizes);

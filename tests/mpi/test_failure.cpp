@@ -53,8 +53,10 @@ TEST(Failure, AgreeEndsEveryRankWithTheSameErrorForAnyException) {
       }
       const std::string rank = "rank " + std::to_string(bad);
       if (kind == 0) EXPECT_TRUE(contains(msg, "bad_alloc") && contains(msg, rank)) << msg;
-      if (kind == 1) EXPECT_TRUE(contains(msg, "user callback failed") && contains(msg, rank)) << msg;
-      if (kind == 2) EXPECT_TRUE(contains(msg, "not derived from std::exception") && contains(msg, rank)) << msg;
+      if (kind == 1)
+        EXPECT_TRUE(contains(msg, "user callback failed") && contains(msg, rank)) << msg;
+      if (kind == 2)
+        EXPECT_TRUE(contains(msg, "not derived from std::exception") && contains(msg, rank)) << msg;
       if (kind == 3) EXPECT_EQ(msg, "bad input here");
       // every rank holds the same message
       int len = static_cast<int>(msg.size()), lmin = len, lmax = len;
@@ -69,7 +71,8 @@ TEST(Failure, PurifyOnStepThrowingOnOneRankEndsEveryRank) {
   Context ctx(MPI_COMM_WORLD);
   const std::int64_t n = 24;
   std::vector<double> e(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) e[static_cast<std::size_t>(i)] = (i < n / 2 ? -1.0 : 1.0) + 0.01 * i;
+  for (std::int64_t i = 0; i < n; ++i)
+    e[static_cast<std::size_t>(i)] = (i < n / 2 ? -1.0 : 1.0) + 0.01 * i;
   const auto f = tessel::testing::with_spectrum(e);
   const auto lay = layout::Layout::block_cyclic(n, n, 4, 4, 1, ctx.size(), 0, 0, ctx.size());
   auto F = dense::scatter(ctx, f.data(), lay);
@@ -151,18 +154,20 @@ void exchange_with_failure(bool node_shared, int bad) {
   const auto t0 = Clock::now();
   std::string what;
   try {
-    layout::redistribute(ctx.comm(), src, a.data(), std::max<std::int64_t>(1, src.local_rows(ctx.rank())),
-                         dst, b.data(), std::max<std::int64_t>(1, dst.local_rows(ctx.rank())), opt);
-  } catch (const std::runtime_error& e) {
-    what = e.what();
-  }
+    layout::redistribute(ctx.comm(), src, a.data(),
+                         std::max<std::int64_t>(1, src.local_rows(ctx.rank())), dst, b.data(),
+                         std::max<std::int64_t>(1, dst.local_rows(ctx.rank())), opt);
+  } catch (const std::runtime_error& e) { what = e.what(); }
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
   if (p == 1) {
     EXPECT_EQ(what, "injected failure after posting");
     return;
   }
-  if (ctx.rank() == bad) EXPECT_EQ(what, "injected failure after posting");
-  else EXPECT_TRUE(contains(what, "left an exchange with an error")) << "rank " << ctx.rank() << ": '" << what << "'";
+  if (ctx.rank() == bad)
+    EXPECT_EQ(what, "injected failure after posting");
+  else
+    EXPECT_TRUE(contains(what, "left an exchange with an error"))
+        << "rank " << ctx.rank() << ": '" << what << "'";
   EXPECT_LT(secs, 20.0) << "rank " << ctx.rank();
   // The Context is marked: its next wait fails at once on every rank.
   EXPECT_THROW(ctx.comm().barrier(), PeerFailure);
@@ -212,7 +217,9 @@ PiecesRun redistribute_run(std::int64_t limit) {
     PhaseScope ph(ctx.ledger(), "test");
     auto Y = dense::redistribute(ctx, X, dst);
     std::vector<double> g(static_cast<std::size_t>(n * n), 0.0);
-    Y.for_each_local([&](std::int64_t i, std::int64_t j, double& v) { g[static_cast<std::size_t>(j * n + i)] = v; });
+    Y.for_each_local([&](std::int64_t i, std::int64_t j, double& v) {
+      g[static_cast<std::size_t>(j * n + i)] = v;
+    });
     // a collective in pieces too
     ctx.comm().allreduce(g.data(), static_cast<int>(g.size()), MPI_SUM);
     r.out = g;

@@ -61,8 +61,8 @@ void run_case(Context& ctx, std::mt19937& rng, Case cs, Op opa, Op opb, T alpha,
   }
 }
 
-const Case kShapes[] = {{17, 13, 11}, {1, 9, 7},  {9, 1, 7},   {8, 7, 1},  {40, 3, 150},
-                        {3, 50, 2},   {64, 64, 64}, {31, 29, 97}, {0, 5, 3},  {5, 4, 0}};
+const Case kShapes[] = {{17, 13, 11}, {1, 9, 7},    {9, 1, 7},    {8, 7, 1}, {40, 3, 150},
+                        {3, 50, 2},   {64, 64, 64}, {31, 29, 97}, {0, 5, 3}, {5, 4, 0}};
 
 }  // namespace
 
@@ -73,8 +73,9 @@ TEST(Multiply, DoubleAllOpsBothAlgorithms) {
     for (const Case& cs : kShapes)
       for (Op oa : {Op::N, Op::T})
         for (Op ob : {Op::N, Op::T}) {
-          std::string what = to_string(alg) + " " + std::to_string(cs.m) + "x" + std::to_string(cs.n) +
-                             "x" + std::to_string(cs.k) + " " + to_string(oa) + to_string(ob);
+          std::string what = to_string(alg) + " " + std::to_string(cs.m) + "x" +
+                             std::to_string(cs.n) + "x" + std::to_string(cs.k) + " " +
+                             to_string(oa) + to_string(ob);
           run_case<double>(ctx, rng, cs, oa, ob, 1.0, 0.0, alg, 0, what + " a=1 b=0");
           run_case<double>(ctx, rng, cs, oa, ob, -0.5, 2.0, alg, 3, what + " a=-.5 b=2 rounds=3");
         }
@@ -110,7 +111,8 @@ TEST(Multiply, PlanLayoutVolumeMatchesFormula) {
     MultiplyOptions opt;
     opt.rounds = 3;
     opt.algorithm = Algorithm::Optimal;
-    opt.machine = words_only_machine();  // the words-minimising plan (checked against Theorem 2 below)
+    opt.machine =
+        words_only_machine();  // the words-minimising plan (checked against Theorem 2 below)
     auto rep = multiply(ctx, 1.0, Op::N, A, Op::N, B, 0.0, C, opt);
     const auto& pl = rep.plan;
     const std::int64_t got = ctx.ledger().total("gemm/rounds").p2p_recv_bytes +
@@ -119,8 +121,11 @@ TEST(Multiply, PlanLayoutVolumeMatchesFormula) {
     const int r = ctx.rank();
     if (r < pl.used()) {
       const int i = r % pl.pm, j = (r / pl.pm) % pl.pn, l = r / (pl.pm * pl.pn);
-      auto len = [](std::int64_t n, int parts, int x) { return split_begin(n, parts, x + 1) - split_begin(n, parts, x); };
-      const std::int64_t mi = len(cs.m, pl.pm, i), nj = len(cs.n, pl.pn, j), kl = len(cs.k, pl.pk, l);
+      auto len = [](std::int64_t n, int parts, int x) {
+        return split_begin(n, parts, x + 1) - split_begin(n, parts, x);
+      };
+      const std::int64_t mi = len(cs.m, pl.pm, i), nj = len(cs.n, pl.pn, j),
+                         kl = len(cs.k, pl.pk, l);
       for (int t = 0; t < pl.rounds; ++t) {
         const std::int64_t kr = len(kl, pl.rounds, t);
         want += mi * (kr - len(kr, pl.pn, j));  // A panel split by its k columns over j
@@ -179,7 +184,8 @@ TEST(Multiply, SummaOnCallersLayoutAnyPlacement) {
     // row holds no rows of C still gets the B panels of its column (and vice versa).
     const auto at = std::find(ranks.begin(), ranks.end(), ctx.rank()) - ranks.begin();
     const bool in = at < q;
-    std::vector<char> my_row(static_cast<std::size_t>(cs.m), 0), my_col(static_cast<std::size_t>(cs.n), 0);
+    std::vector<char> my_row(static_cast<std::size_t>(cs.m), 0),
+        my_col(static_cast<std::size_t>(cs.n), 0);
     for (std::int64_t i = 0; i < cs.m; ++i) my_row[i] = in && (i / 4 + pr - 1) % pr == at / pc;
     for (std::int64_t j = 0; j < cs.n; ++j) my_col[j] = in && (j / 3) % pc == at % pc;
     for (std::int64_t j = 0; j < cs.n; ++j)  // the owner map agrees with it
@@ -196,8 +202,8 @@ TEST(Multiply, SummaOnCallersLayoutAnyPlacement) {
     auto got = gather(ctx, C);
     if (ctx.rank() == 0) {
       std::vector<double> ref = fc;
-      tessel::testing::ref_gemm('N', 'N', cs.m, cs.n, cs.k, 1.5, fa.data(), cs.m, fb.data(), cs.k, 0.5,
-                                ref.data(), cs.m);
+      tessel::testing::ref_gemm('N', 'N', cs.m, cs.n, cs.k, 1.5, fa.data(), cs.m, fb.data(), cs.k,
+                                0.5, ref.data(), cs.m);
       EXPECT_LE(frob_diff(got, ref), 1e-12 * std::max(1.0, frob(ref)));
     }
   }
@@ -236,19 +242,22 @@ TEST(Multiply, SummaOnCallersLayout) {
       // column pcol, that another rank holds (C's block-cyclic map, ScaLAPACK's INDXG2P).
       const auto oa = tessel::testing::owner_map(ctx, la), ob = tessel::testing::owner_map(ctx, lb);
       const int prow = ctx.rank() / pc, pcol = ctx.rank() % pc;
-      std::vector<char> my_row(static_cast<std::size_t>(cs.m), 0), my_col(static_cast<std::size_t>(cs.n), 0);
+      std::vector<char> my_row(static_cast<std::size_t>(cs.m), 0),
+          my_col(static_cast<std::size_t>(cs.n), 0);
       for (std::int64_t i = 0; i < cs.m; ++i) my_row[i] = (i / 5) % pr == prow;
       for (std::int64_t j = 0; j < cs.n; ++j) my_col[j] = (j / 3 + (pc - 1)) % pc == pcol;
       double summa_words = 0;
       for (std::int64_t q = 0; q < cs.k; ++q) {
         for (std::int64_t i = 0; i < cs.m; ++i)
-          if (my_row[i] && oa[static_cast<std::size_t>(q * cs.m + i)] != ctx.rank()) summa_words += 1;
+          if (my_row[i] && oa[static_cast<std::size_t>(q * cs.m + i)] != ctx.rank())
+            summa_words += 1;
         for (std::int64_t j = 0; j < cs.n; ++j)
-          if (my_col[j] && ob[static_cast<std::size_t>(j * cs.k + q)] != ctx.rank()) summa_words += 1;
+          if (my_col[j] && ob[static_cast<std::size_t>(j * cs.k + q)] != ctx.rank())
+            summa_words += 1;
       }
       summa_words = ctx.comm().allreduce_value(summa_words, MPI_MAX);
-      const double recv = ctx.comm().allreduce_value(
-          static_cast<double>(measured.p2p_recv_bytes), MPI_MAX);
+      const double recv =
+          ctx.comm().allreduce_value(static_cast<double>(measured.p2p_recv_bytes), MPI_MAX);
       if (rep.executed.rfind("summa2d on", 0) == 0) {
         EXPECT_EQ(ctx.ledger().total("gemm/redistribute").p2p_recv_bytes, 0);
         EXPECT_EQ(recv, summa_words * 8);
@@ -268,8 +277,8 @@ TEST(Multiply, SummaOnCallersLayout) {
       auto got = gather(ctx, C);
       if (ctx.rank() == 0) {
         std::vector<double> ref = fc;
-        tessel::testing::ref_gemm('N', 'N', cs.m, cs.n, cs.k, 2.0, fa.data(), cs.m, fb.data(), cs.k, -1.0,
-                                  ref.data(), cs.m);
+        tessel::testing::ref_gemm('N', 'N', cs.m, cs.n, cs.k, 2.0, fa.data(), cs.m, fb.data(), cs.k,
+                                  -1.0, ref.data(), cs.m);
         EXPECT_LE(frob_diff(got, ref), 1e-12 * std::max(1.0, frob(ref)));
       }
     }
@@ -294,7 +303,9 @@ TEST(Multiply, InputsAlreadyInThePlanLayouts) {
         std::vector<double> fa(ar * ac), fb(cs.k * cs.n), fc(cs.m * cs.n);
         for (auto& x : fa) x = tessel::testing::random_value<double>(rng);
         for (auto& x : fb) x = tessel::testing::random_value<double>(rng);
-        for (auto& x : fc) x = beta == 0.0 ? std::numeric_limits<double>::quiet_NaN() : tessel::testing::random_value<double>(rng);
+        for (auto& x : fc)
+          x = beta == 0.0 ? std::numeric_limits<double>::quiet_NaN()
+                          : tessel::testing::random_value<double>(rng);
         auto A = scatter(ctx, fa.data(), L.a);
         auto B = scatter(ctx, fb.data(), L.b);
         auto C = scatter(ctx, fc.data(), L.c);
@@ -305,10 +316,11 @@ TEST(Multiply, InputsAlreadyInThePlanLayouts) {
         if (ctx.rank() == 0) {
           std::vector<double> ref = fc;
           if (beta == 0.0) std::fill(ref.begin(), ref.end(), 0.0);
-          tessel::testing::ref_gemm(oa == Op::N ? 'N' : 'T', 'N', cs.m, cs.n, cs.k, 1.25, fa.data(), ar,
-                                    fb.data(), cs.k, beta, ref.data(), cs.m);
+          tessel::testing::ref_gemm(oa == Op::N ? 'N' : 'T', 'N', cs.m, cs.n, cs.k, 1.25, fa.data(),
+                                    ar, fb.data(), cs.k, beta, ref.data(), cs.m);
           EXPECT_LE(frob_diff(got, ref), 1e-12 * std::max(1.0, frob(ref)))
-              << cs.m << "x" << cs.n << "x" << cs.k << " grid " << plan.pm << "x" << plan.pn << "x" << plan.pk;
+              << cs.m << "x" << cs.n << "x" << cs.k << " grid " << plan.pm << "x" << plan.pn << "x"
+              << plan.pk;
         }
       }
 }
@@ -389,7 +401,8 @@ TEST(Multiply, CostModelWordsEqualLedger) {
     for (Op oa : {Op::N, Op::T})
       for (int rounds : {0, 3}) {
         const bool at = oa != Op::N;
-        auto la = layout::Layout::block_cyclic(at ? cs.k : cs.m, at ? cs.m : cs.k, 8, 8, pr, pc, 0, 0, p);
+        auto la =
+            layout::Layout::block_cyclic(at ? cs.k : cs.m, at ? cs.m : cs.k, 8, 8, pr, pc, 0, 0, p);
         auto lb = layout::Layout::block_cyclic(cs.k, cs.n, 8, 8, pr, pc, 0, 0, p);
         auto lc = layout::Layout::block_cyclic(cs.m, cs.n, 8, 8, pr, pc, 0, 0, p);
         MultiplyOptions opt;
@@ -407,20 +420,23 @@ TEST(Multiply, CostModelWordsEqualLedger) {
             DistMatrix<double> A(ctx, la), B(ctx, lb), C(ctx, lc);
             rep = multiply(ctx, 1.0, oa, A, Op::N, B, 0.0, C, opt);
           }
-          const GemmCost want = price_gemm_rank(rep.plan, rep.plan.machine, cplx == 1, &cl, ctx.rank());
+          const GemmCost want =
+              price_gemm_rank(rep.plan, rep.plan.machine, cplx == 1, &cl, ctx.rank());
           const double bpw = cplx ? 16 : 8;
           auto plan_phase = ctx.ledger().total("gemm/rounds");
           plan_phase += ctx.ledger().total("gemm/reduce");
           const auto redist = ctx.ledger().total("gemm/redistribute");
-          const std::string what = std::to_string(cs.m) + "x" + std::to_string(cs.n) + "x" + std::to_string(cs.k) +
-                                   " op " + to_string(oa) + " rounds " + std::to_string(rounds) +
-                                   (cplx ? " complex" : " double") + "\n" + rep.plan.to_string();
+          const std::string what = std::to_string(cs.m) + "x" + std::to_string(cs.n) + "x" +
+                                   std::to_string(cs.k) + " op " + to_string(oa) + " rounds " +
+                                   std::to_string(rounds) + (cplx ? " complex" : " double") + "\n" +
+                                   rep.plan.to_string();
           EXPECT_EQ(plan_phase.p2p_recv_bytes, want.plan_words() * bpw) << what;
           EXPECT_EQ(redist.p2p_recv_bytes, want.redist_words * bpw) << what;
           EXPECT_EQ(plan_phase.p2p_recv_msgs + redist.p2p_recv_msgs, want.messages) << what;
           // and the busiest rank's words never fall below the receive lower bound
           const double worst = ctx.comm().allreduce_value(
-              static_cast<double>(plan_phase.p2p_recv_bytes + redist.p2p_recv_bytes) / bpw, MPI_MAX);
+              static_cast<double>(plan_phase.p2p_recv_bytes + redist.p2p_recv_bytes) / bpw,
+              MPI_MAX);
           EXPECT_GE(worst, rep.plan.recv_bound_words() * (1 - 1e-12)) << what;
         }
       }

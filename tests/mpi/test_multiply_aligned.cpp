@@ -39,7 +39,9 @@ std::pair<int, int> grid_of(int p, bool flat) {
   return {a, p / a};
 }
 
-struct Counts { int aligned = 0, caller_grid = 0, runs = 0; };
+struct Counts {
+  int aligned = 0, caller_grid = 0, runs = 0;
+};
 
 template <class T>
 void run(Context& ctx, std::mt19937& rng, Case cs, Op oa, Op ob, std::pair<int, int> grid, int nb,
@@ -77,9 +79,10 @@ void run(Context& ctx, std::mt19937& rng, Case cs, Op oa, Op ob, std::pair<int, 
   const double bpw = cplx ? 16 : 8;
   const CallerLayouts cl{at, bt, la, lb, lc};
   const GemmCost want = price_gemm_rank(rep.plan, rep.plan.machine, cplx, &cl, ctx.rank());
-  const std::string what = std::to_string(cs.m) + "x" + std::to_string(cs.n) + "x" + std::to_string(cs.k) +
-                           " op " + to_string(oa) + to_string(ob) + " grid " + std::to_string(pr) + "x" + std::to_string(pc) +
-                           " nb " + std::to_string(nb) + (cplx ? " complex" : " double") + " ran " +
+  const std::string what = std::to_string(cs.m) + "x" + std::to_string(cs.n) + "x" +
+                           std::to_string(cs.k) + " op " + to_string(oa) + to_string(ob) +
+                           " grid " + std::to_string(pr) + "x" + std::to_string(pc) + " nb " +
+                           std::to_string(nb) + (cplx ? " complex" : " double") + " ran " +
                            rep.executed + "\n" + rep.plan.to_string();
   EXPECT_EQ(rounds.p2p_recv_bytes, want.plan_words() * bpw) << what;
   EXPECT_EQ(redist.p2p_recv_bytes, want.redist_words * bpw) << what;
@@ -96,8 +99,9 @@ void run(Context& ctx, std::mt19937& rng, Case cs, Op oa, Op ob, std::pair<int, 
     std::vector<T> ref = fc;
     auto oc = [](Op o) { return o == Op::N ? 'N' : (o == Op::T ? 'T' : 'C'); };
     tessel::testing::ref_gemm(oc(oa), oc(ob), static_cast<int>(cs.m), static_cast<int>(cs.n),
-                              static_cast<int>(cs.k), alpha, fa.data(), static_cast<int>(ar), fb.data(),
-                              static_cast<int>(br), beta, ref.data(), static_cast<int>(cs.m));
+                              static_cast<int>(cs.k), alpha, fa.data(), static_cast<int>(ar),
+                              fb.data(), static_cast<int>(br), beta, ref.data(),
+                              static_cast<int>(cs.m));
     EXPECT_LE(frob_diff(got, ref), 1e-12 * std::max(1.0, frob(ref))) << what;
   }
 }
@@ -108,7 +112,8 @@ TEST(MultiplyAligned, PlansThatKeepTheCallersDataMatchBlasAndLedger) {
   Context ctx(MPI_COMM_WORLD);
   std::mt19937 rng(13);
   Counts counts;
-  for (Case cs : {Case{24, 24, 600}, Case{200, 8, 8}, Case{37, 41, 43}, Case{64, 64, 64}, Case{48, 40, 16}, Case{96, 96, 8}})
+  for (Case cs : {Case{24, 24, 600}, Case{200, 8, 8}, Case{37, 41, 43}, Case{64, 64, 64},
+                  Case{48, 40, 16}, Case{96, 96, 8}})
     for (bool flat : {false, true})
       for (Op oa : {Op::N, Op::T})
         for (Algorithm alg : {Algorithm::Optimal, Algorithm::Auto}) {
@@ -124,5 +129,6 @@ TEST(MultiplyAligned, PlansThatKeepTheCallersDataMatchBlasAndLedger) {
   // run on the caller's grid itself where that grid is 2D (on a 1 x p grid an aligned 1 x p x 1
   // plan is the same schedule with balanced columns, and wins the ties).
   if (ctx.size() > 1) EXPECT_GT(counts.aligned, 0) << "of " << counts.runs;
-  if (grid_of(ctx.size(), false).first > 1) EXPECT_GT(counts.caller_grid, 0) << "of " << counts.runs;
+  if (grid_of(ctx.size(), false).first > 1)
+    EXPECT_GT(counts.caller_grid, 0) << "of " << counts.runs;
 }

@@ -124,9 +124,7 @@ void expect_input_error_everywhere(const Context& ctx, F&& f,
   } catch (const InputError& e) {
     threw = true;
     msg = e.what();
-  } catch (const std::exception& e) {
-    msg = std::string("not an InputError: ") + e.what();
-  }
+  } catch (const std::exception& e) { msg = std::string("not an InputError: ") + e.what(); }
   EXPECT_TRUE(threw) << msg;
   int all = ctx.comm().allreduce_value(threw ? 1 : 0, MPI_MIN);
   EXPECT_EQ(all, 1) << "some rank did not throw";
@@ -169,7 +167,10 @@ void round_trips(const Context& ctx, const TempDir& dir, unsigned seed0) {
     const unsigned seed = seed0 + static_cast<unsigned>(trial);
     std::int64_t m = 1 + rng() % 23, n = 1 + rng() % 19;
     if (trial == 0) m = n = 1;
-    if (trial == 1) { m = 17; n = 1; }
+    if (trial == 1) {
+      m = 17;
+      n = 1;
+    }
     auto l1 = random_layout(rng, m, n, p, trial);
     auto l2 = random_layout(rng, m, n, p, trial + 1);
     const std::string path = dir / ("rt_" + std::to_string(trial) + ".npy");
@@ -184,8 +185,8 @@ void round_trips(const Context& ctx, const TempDir& dir, unsigned seed0) {
       return l2;
     });
     EXPECT_EQ(y.layout(), l2);
-    EXPECT_EQ(count_bad(y, seed), 0) << "trial " << trial << " " << l1.describe() << " -> "
-                                     << l2.describe();
+    EXPECT_EQ(count_bad(y, seed), 0)
+        << "trial " << trial << " " << l1.describe() << " -> " << l2.describe();
     // and against the gathered matrix, independently of the file view
     auto full = dense::gather(ctx, y);
     if (ctx.rank() == 0) {
@@ -230,9 +231,11 @@ TEST(Npy, WriteFromViewWithPaddedLeadingDimensionAndOverwrite) {
   auto g = grid_for(ctx.size(), 1);
   auto l = layout::Layout::block_cyclic(m, n, 3, 2, g.first, g.second, 0, 0, ctx.size());
   const std::int64_t ld = l.local_rows(ctx.rank()) + 3;
-  std::vector<double> store(static_cast<std::size_t>(ld * std::max<std::int64_t>(1, l.local_cols(ctx.rank()))), -1.0);
+  std::vector<double> store(
+      static_cast<std::size_t>(ld * std::max<std::int64_t>(1, l.local_cols(ctx.rank()))), -1.0);
   auto v = dense::DistMatrix<double>::view(l, ctx.rank(), store.data(), ld);
-  v.for_each_local([&](std::int64_t i, std::int64_t j, double& x) { x = value_at<double>(i, j, 7); });
+  v.for_each_local(
+      [&](std::int64_t i, std::int64_t j, double& x) { x = value_at<double>(i, j, 7); });
   const std::string path = dir / "view.npy";
   io::write_npy(ctx, path, make_matrix<double>(ctx, l, 3));  // first version
   io::write_npy(ctx, path, v);                               // replaced in place
@@ -433,12 +436,11 @@ TEST(Npy, ErrorsAreCollective) {
   }
   ctx.comm().barrier();
 
-  expect_input_error_everywhere(
-      ctx, [&] { io::read_npy<double>(ctx, dir / "trunc.npy", any); },
-      {dir / "trunc.npy", "truncated", "208 bytes", "expected 288"});
-  expect_input_error_everywhere(
-      ctx, [&] { io::read_npy<double>(ctx, dir / "short_header.npy", any); },
-      {dir / "short_header.npy", "truncated"});
+  expect_input_error_everywhere(ctx, [&] { io::read_npy<double>(ctx, dir / "trunc.npy", any); },
+                                {dir / "trunc.npy", "truncated", "208 bytes", "expected 288"});
+  expect_input_error_everywhere(ctx,
+                                [&] { io::read_npy<double>(ctx, dir / "short_header.npy", any); },
+                                {dir / "short_header.npy", "truncated"});
   expect_input_error_everywhere(ctx, [&] { io::read_npy<double>(ctx, dir / "text.npy", any); },
                                 {dir / "text.npy", "not a .npy file"});
   expect_input_error_everywhere(ctx, [&] { io::read_npy<double>(ctx, dir / "i4.npy", any); },
@@ -453,9 +455,9 @@ TEST(Npy, ErrorsAreCollective) {
                                 {dir / "missing.npy", "No such file"});
   expect_input_error_everywhere(ctx, [&] { io::read_npy_header(ctx, dir / "missing.npy"); },
                                 {dir / "missing.npy"});
-  expect_input_error_everywhere(
-      ctx, [&] { io::read_npy<double>(ctx, dir / "a_directory.npy", any); },
-      {dir / "a_directory.npy", "directory"});
+  expect_input_error_everywhere(ctx,
+                                [&] { io::read_npy<double>(ctx, dir / "a_directory.npy", any); },
+                                {dir / "a_directory.npy", "directory"});
 
   // a make_layout that throws on one rank only: every rank throws it
   {
@@ -486,8 +488,9 @@ TEST(Npy, ErrorsAreCollective) {
                                 {dir / "a_directory.npy", "rename"});
   ctx.comm().barrier();
   if (ctx.rank() == 0) {
-    std::vector<std::string> want = {"a_directory.npy", "bad_dict.npy", "d3.npy", "i4.npy",
-                                     "ok.npy", "short_header.npy", "text.npy", "trunc.npy"};
+    std::vector<std::string> want = {"a_directory.npy", "bad_dict.npy", "d3.npy",
+                                     "i4.npy",          "ok.npy",       "short_header.npy",
+                                     "text.npy",        "trunc.npy"};
     EXPECT_EQ(dir.entries(), want);
     EXPECT_TRUE(fs::is_empty(dir / "a_directory.npy"));
   }

@@ -92,7 +92,8 @@ TEST(P2PColl, BroadcastEveryRootCountSegment) {
         EXPECT_TRUE(t.done());
         EXPECT_TRUE(rs.empty());
         // count 0: data() may be null, and memcmp of a null pointer is undefined (UBSan).
-        ASSERT_EQ(ref.empty() ? 0 : std::memcmp(buf.data(), ref.data(), ref.size() * sizeof(double)), 0)
+        ASSERT_EQ(
+            ref.empty() ? 0 : std::memcmp(buf.data(), ref.data(), ref.size() * sizeof(double)), 0)
             << "count " << count << " seg " << seg << " root " << root;
         // Chain formula: B bytes in s segments; non-roots receive B in s messages; all but the
         // last of the chain (root + m - 1) send B in s messages.

@@ -20,26 +20,33 @@ struct Case {
   bool type2;
   std::string str() const {
     return std::string(1, ta) + tb + " m n k " + std::to_string(m) + " " + std::to_string(n) + " " +
-           std::to_string(k) + " ia ja " + std::to_string(ia) + " " + std::to_string(ja) + " ib jb " +
-           std::to_string(ib) + " " + std::to_string(jb) + " ic jc " + std::to_string(ic) + " " +
-           std::to_string(jc) + " C " + std::to_string(cm) + "x" + std::to_string(cn) + " mb " +
-           std::to_string(mb[2]) + " imb " + std::to_string(imb[2]) + (type2 ? " type 2" : " type 1");
+           std::to_string(k) + " ia ja " + std::to_string(ia) + " " + std::to_string(ja) +
+           " ib jb " + std::to_string(ib) + " " + std::to_string(jb) + " ic jc " +
+           std::to_string(ic) + " " + std::to_string(jc) + " C " + std::to_string(cm) + "x" +
+           std::to_string(cn) + " mb " + std::to_string(mb[2]) + " imb " + std::to_string(imb[2]) +
+           (type2 ? " type 2" : " type 1");
   }
 };
 
 template <class T>
-void run(int ctxt, const Case& c, const char* sym, PgemmFn<T> mine, std::uint32_t seed, double tol) {
+void run(int ctxt, const Case& c, const char* sym, PgemmFn<T> mine, std::uint32_t seed,
+         double tol) {
   auto ref = reference<T>(sym);
   ASSERT_NE(ref, nullptr) << sym;
-  Local<T> A = make<T>(ctxt, c.am, c.an, c.imb[0], c.inb[0], c.mb[0], c.nb[0], c.rsrc[0], c.csrc[0], c.type2, 1, seed);
-  Local<T> B = make<T>(ctxt, c.bm, c.bn, c.imb[1], c.inb[1], c.mb[1], c.nb[1], c.rsrc[1], c.csrc[1], c.type2, 0, seed + 1);
-  Local<T> C1 = make<T>(ctxt, c.cm, c.cn, c.imb[2], c.inb[2], c.mb[2], c.nb[2], c.rsrc[2], c.csrc[2], c.type2, 2, seed + 2);
+  Local<T> A = make<T>(ctxt, c.am, c.an, c.imb[0], c.inb[0], c.mb[0], c.nb[0], c.rsrc[0], c.csrc[0],
+                       c.type2, 1, seed);
+  Local<T> B = make<T>(ctxt, c.bm, c.bn, c.imb[1], c.inb[1], c.mb[1], c.nb[1], c.rsrc[1], c.csrc[1],
+                       c.type2, 0, seed + 1);
+  Local<T> C1 = make<T>(ctxt, c.cm, c.cn, c.imb[2], c.inb[2], c.mb[2], c.nb[2], c.rsrc[2],
+                        c.csrc[2], c.type2, 2, seed + 2);
   Local<T> C2 = C1;
   const T alpha = T(1.5), beta = (seed % 2) ? T(0) : T(-0.5);
-  mine(&c.ta, &c.tb, &c.m, &c.n, &c.k, &alpha, A.data.data(), &c.ia, &c.ja, A.desc.data(), B.data.data(), &c.ib,
-       &c.jb, B.desc.data(), &beta, C1.data.data(), &c.ic, &c.jc, C1.desc.data());
-  ref(&c.ta, &c.tb, &c.m, &c.n, &c.k, &alpha, A.data.data(), &c.ia, &c.ja, A.desc.data(), B.data.data(), &c.ib,
-      &c.jb, B.desc.data(), &beta, C2.data.data(), &c.ic, &c.jc, C2.desc.data());
+  mine(&c.ta, &c.tb, &c.m, &c.n, &c.k, &alpha, A.data.data(), &c.ia, &c.ja, A.desc.data(),
+       B.data.data(), &c.ib, &c.jb, B.desc.data(), &beta, C1.data.data(), &c.ic, &c.jc,
+       C1.desc.data());
+  ref(&c.ta, &c.tb, &c.m, &c.n, &c.k, &alpha, A.data.data(), &c.ia, &c.ja, A.desc.data(),
+      B.data.data(), &c.ib, &c.jb, B.desc.data(), &beta, C2.data.data(), &c.ic, &c.jc,
+      C2.desc.data());
   auto [err, nrm] = diff(C1.data, C2.data);
   EXPECT_LE(err, tol * std::max(1.0, nrm)) << sym << " " << c.str();
 }
@@ -53,7 +60,9 @@ int last_block(int n, int ib, int nb) {
 // Random corner cases (the same on every process: one generator seeded alike).
 Case draw(std::mt19937& g, int pr, int pc, bool type2) {
   Case c{};
-  auto u = [&](int lo, int hi) { return lo + static_cast<int>(g() % static_cast<unsigned>(hi - lo + 1)); };
+  auto u = [&](int lo, int hi) {
+    return lo + static_cast<int>(g() % static_cast<unsigned>(hi - lo + 1));
+  };
   c.ta = u(0, 1) ? 'T' : 'N';
   c.tb = u(0, 1) ? 'T' : 'N';
   c.type2 = type2;
@@ -140,7 +149,8 @@ TEST(PdgemmCorners, SweepMatchesScalapack) {
     std::mt19937 g(static_cast<unsigned>(pr * 10 + pc));
     for (int t = 0; t < 24; ++t) {
       const Case c = draw(g, pr, pc, t % 2 == 1);
-      if (ctxt >= 0) run<double>(ctxt, c, "pdgemm_", &pdgemm_, static_cast<std::uint32_t>(t), 1e-12);
+      if (ctxt >= 0)
+        run<double>(ctxt, c, "pdgemm_", &pdgemm_, static_cast<std::uint32_t>(t), 1e-12);
     }
   });
 }

@@ -48,8 +48,8 @@ int info_of(PgemmFn<T> f, const Args& x, bool* c_unchanged) {
   const std::vector<T> c0 = C;
   const T alpha = T(2), beta = T(3);
   g_info = 0;
-  f(&x.ta, &x.tb, &x.m, &x.n, &x.k, &alpha, A.data(), &x.ia, &x.ja, x.da.data(), B.data(), &x.ib, &x.jb,
-    x.db.data(), &beta, C.data(), &x.ic, &x.jc, x.dc.data());
+  f(&x.ta, &x.tb, &x.m, &x.n, &x.k, &alpha, A.data(), &x.ia, &x.ja, x.da.data(), B.data(), &x.ib,
+    &x.jb, x.db.data(), &beta, C.data(), &x.ic, &x.jc, x.dc.data());
   if (c_unchanged) *c_unchanged = C == c0;
   return g_info;
 }
@@ -84,7 +84,8 @@ std::vector<Probe> probes(int ctxt, bool type2, int nprow, int npcol, int myrow,
     int Args::*i;
     int Args::*j;
   };
-  const Mat mats[] = {{7, &Args::da, &Args::ia, &Args::ja}, {11, &Args::db, &Args::ib, &Args::jb},
+  const Mat mats[] = {{7, &Args::da, &Args::ia, &Args::ja},
+                      {11, &Args::db, &Args::ib, &Args::jb},
                       {16, &Args::dc, &Args::ic, &Args::jc}};
   for (const Mat& mt : mats) {
     const std::string nm(1, mt.pos == 7 ? 'A' : (mt.pos == 11 ? 'B' : 'C'));
@@ -99,13 +100,15 @@ std::vector<Probe> probes(int ctxt, bool type2, int nprow, int npcol, int myrow,
       add([&](Args& a) { (a.*(mt.d))[static_cast<std::size_t>(e)] = -2; }, code,
           "desc" + nm + "[" + std::to_string(e) + "] = -2");
       if (e2 == 8 || e2 == 9 || e2 == 10) {
-        add([&](Args& a) {
+        add(
+            [&](Args& a) {
               auto& d = a.*(mt.d);
               if (e2 == 8) d[static_cast<std::size_t>(e)] = nprow;
               if (e2 == 9) d[static_cast<std::size_t>(e)] = npcol;
               if (e2 == 10) d[static_cast<std::size_t>(e)] = (myrow == 0 && mycol == 0) ? 1 : 0;
             },
-            -((mt.pos + 3) * 100 + e2 + 1), "desc" + nm + " entry " + std::to_string(e2 + 1) + " out of range");
+            -((mt.pos + 3) * 100 + e2 + 1),
+            "desc" + nm + " entry " + std::to_string(e2 + 1) + " out of range");
       }
     }
   }
@@ -139,15 +142,16 @@ void check_all(const char* sym, PgemmFn<T> mine) {
         const int ours = info_of<T>(mine, p.x, &unchanged);
         // The same code as ScaLAPACK on every process (0 where ScaLAPACK finds nothing: a
         // leading dimension is checked against the process's own rows).
-        EXPECT_EQ(ours, theirs) << sym << " " << p.what << " grid " << nprow << "x" << npcol << " process {"
-                                << myrow << "," << mycol << "}";
+        EXPECT_EQ(ours, theirs) << sym << " " << p.what << " grid " << nprow << "x" << npcol
+                                << " process {" << myrow << "," << mycol << "}";
         hit[i] = ours == p.expected;
         EXPECT_TRUE(unchanged) << sym << " " << p.what;
       }
       // As PBLAS's tester (PCHKPBE): the expected code on at least one process of the grid.
       MPI_Allreduce(MPI_IN_PLACE, hit.data(), static_cast<int>(hit.size()), MPI_INT, MPI_MAX, grid);
       for (std::size_t i = 0; i < ps.size(); ++i)
-        EXPECT_EQ(hit[i], 1) << sym << " " << ps[i].what << ": no process reported " << ps[i].expected;
+        EXPECT_EQ(hit[i], 1) << sym << " " << ps[i].what << ": no process reported "
+                             << ps[i].expected;
     }
     // A legal call reports nothing.
     bool unchanged = true;
@@ -178,8 +182,9 @@ TEST(PdgemmErrors, ReturnedByTesselEntryPoints) {
   std::vector<double> A(4, 1), B(4, 1), C(4, 1);
   const double alpha = 1, beta = 0;
   g_aborts = 0;
-  EXPECT_EQ(tessel_pdgemm(&x.ta, &x.tb, &x.m, &x.n, &x.k, &alpha, A.data(), &x.ia, &x.ja, x.da.data(), B.data(),
-                          &x.ib, &x.jb, x.db.data(), &beta, C.data(), &x.ic, &x.jc, x.dc.data()),
+  EXPECT_EQ(tessel_pdgemm(&x.ta, &x.tb, &x.m, &x.n, &x.k, &alpha, A.data(), &x.ia, &x.ja,
+                          x.da.data(), B.data(), &x.ib, &x.jb, x.db.data(), &beta, C.data(), &x.ic,
+                          &x.jc, x.dc.data()),
             -1407);
   EXPECT_EQ(g_aborts, 0);  // tessel_p?gemm return INFO instead of calling PB_Cabort
   EXPECT_EQ(C, std::vector<double>(4, 1));

@@ -53,7 +53,8 @@ System load(Context& ctx, const std::string& tag) {
   return s;
 }
 
-solvers::PurifyOptions options(const System& s, PurifyMethod m, dense::SscAlgorithm a, int n_dup = 0) {
+solvers::PurifyOptions options(const System& s, PurifyMethod m, dense::SscAlgorithm a,
+                               int n_dup = 0) {
   solvers::PurifyOptions o;
   o.method = m;
   if (m == PurifyMethod::McWeeny) o.mu = s.mu;
@@ -82,7 +83,8 @@ void check(Context& ctx, const System& s, const solvers::PurifyOptions& o, doubl
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   auto g = dense::gather(ctx, res.D), gr = dense::gather(ctx, s.Dref);
   const std::string what = s.tag + " " + solvers::to_string(o.method) + " alg " +
-                           dense::to_string(o.ssc.algorithm) + " n_dup " + std::to_string(res.n_dup);
+                           dense::to_string(o.ssc.algorithm) + " n_dup " +
+                           std::to_string(res.n_dup);
   EXPECT_EQ(res.method, o.method);
   if (ctx.rank() != 0) return;
   double err = tt::frob_diff(g, gr) / tt::frob(gr), tr = 0;
@@ -103,15 +105,16 @@ void check(Context& ctx, const System& s, const solvers::PurifyOptions& o, doubl
   const double nd = static_cast<double>(s.n);
   EXPECT_DOUBLE_EQ(res.flops, steps * per_step * 2 * nd * nd * nd) << what;
   EXPECT_GE(res.seconds, res.ssc_seconds * 0.999) << what;
-  std::printf("  %-20s %-9s alg %-2s n_dup %d: %3d it, |D-Dref|/|Dref| = %.2e, |trD-nocc| = %.1e, "
-              "2tr(DF) = %.10f, %s, %.2f s\n",
-              s.tag.c_str(), solvers::to_string(o.method).c_str(),
-              dense::to_string(o.ssc.algorithm).c_str(), res.n_dup, res.iterations, err,
-              std::abs(tr - static_cast<double>(s.nocc)), res.band_energy, res.mesh.c_str(), secs);
+  std::printf(
+      "  %-20s %-9s alg %-2s n_dup %d: %3d it, |D-Dref|/|Dref| = %.2e, |trD-nocc| = %.1e, "
+      "2tr(DF) = %.10f, %s, %.2f s\n",
+      s.tag.c_str(), solvers::to_string(o.method).c_str(),
+      dense::to_string(o.ssc.algorithm).c_str(), res.n_dup, res.iterations, err,
+      std::abs(tr - static_cast<double>(s.nocc)), res.band_energy, res.mesh.c_str(), secs);
 }
 
-dense::DistMatrix<double> scatter_full(Context& ctx, const std::vector<double>& full, std::int64_t n,
-                                       std::int64_t nb) {
+dense::DistMatrix<double> scatter_full(Context& ctx, const std::vector<double>& full,
+                                       std::int64_t n, std::int64_t nb) {
   auto lay = layout::Layout::block_cyclic(n, n, nb, nb, 1, ctx.size(), 0, 0, ctx.size());
   return dense::scatter(ctx, full.data(), lay);
 }
@@ -206,10 +209,17 @@ TEST(Purify, Errors) {
     if (which == 0) o.tol = 0;
     if (which == 1) o.max_iter = 0;
     if (which == 2) o.stall_window = 1;
-    if (which == 3) { o.method = PurifyMethod::McWeeny; o.mu = std::nan(""); }
+    if (which == 3) {
+      o.method = PurifyMethod::McWeeny;
+      o.mu = std::nan("");
+    }
     msg = message_of([&] { solvers::purify(ctx, F, 4, o); });
-    EXPECT_NE(msg.find(which == 0 ? "tol = 0" : which == 1 ? "max_iter = 0"
-                       : which == 2 ? "stall_window = 1" : "mu = nan"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(which == 0   ? "tol = 0"
+                       : which == 1 ? "max_iter = 0"
+                       : which == 2 ? "stall_window = 1"
+                                    : "mu = nan"),
+              std::string::npos)
+        << msg;
   }
 }
 
@@ -250,6 +260,7 @@ TEST(Purify, ZeroGapEveryMethod) {
     o.method = m;
     o.mu = 0.3;  // McWeeny: mu at the degenerate level
     auto msg = message_of([&] { solvers::purify(ctx, Z, nocc, o); });
-    EXPECT_NE(msg.find("no clear occupation"), std::string::npos) << solvers::to_string(m) << ": " << msg;
+    EXPECT_NE(msg.find("no clear occupation"), std::string::npos)
+        << solvers::to_string(m) << ": " << msg;
   }
 }

@@ -34,10 +34,12 @@ dense::DistMatrix<double> make_f(Context& ctx, std::int64_t n, std::int64_t nocc
 }
 
 // Collective: true on every rank when the local blocks of a and b (same layout) are bitwise equal.
-bool same_bits(Context& ctx, const dense::DistMatrix<double>& a, const dense::DistMatrix<double>& b) {
+bool same_bits(Context& ctx, const dense::DistMatrix<double>& a,
+               const dense::DistMatrix<double>& b) {
   int bad = 0;
   for (std::int64_t j = 0; j < a.local_cols(); ++j)
-    if (std::memcmp(&a.local(0, j), &b.local(0, j), static_cast<std::size_t>(a.local_rows()) * 8) != 0)
+    if (std::memcmp(&a.local(0, j), &b.local(0, j), static_cast<std::size_t>(a.local_rows()) * 8) !=
+        0)
       bad = 1;
   return ctx.comm().allreduce_value(bad, MPI_MAX) == 0;
 }
@@ -51,8 +53,8 @@ std::string temp_path(Context& ctx, const std::string& tag) {
 // Runs purify with a checkpoint every `every` steps, stopped after `stop`; restarts from the
 // file read into a block-cyclic layout of block size 5; the result must equal `full` bitwise.
 void stop_and_resume(Context& ctx, const dense::DistMatrix<double>& F, std::int64_t nocc,
-                     solvers::PurifyOptions o, const solvers::PurifyResult& full, int every, int stop,
-                     const std::string& what) {
+                     solvers::PurifyOptions o, const solvers::PurifyResult& full, int every,
+                     int stop, const std::string& what) {
   const std::string path = temp_path(ctx, "lib");
   io::CheckpointRecord::Pairs given = {{"what", what}};
   o.checkpoint_every = every;
@@ -94,8 +96,8 @@ void stop_and_resume(Context& ctx, const dense::DistMatrix<double>& F, std::int6
   auto res = solvers::purify(ctx, F, nocc, r);
   EXPECT_FALSE(res.stopped);
   EXPECT_EQ(res.iterations, full.iterations) << what;
-  EXPECT_EQ(std::memcmp(&res.band_energy, &full.band_energy, 8), 0) << what << ": band energy "
-      << res.band_energy << " vs " << full.band_energy;
+  EXPECT_EQ(std::memcmp(&res.band_energy, &full.band_energy, 8), 0)
+      << what << ": band energy " << res.band_energy << " vs " << full.band_energy;
   EXPECT_EQ(std::memcmp(&res.idempotency_error, &full.idempotency_error, 8), 0) << what;
   EXPECT_TRUE(same_bits(ctx, res.D, full.D)) << what << ": D differs from the uninterrupted run";
   if (ctx.rank() == 0) std::remove(path.c_str());
@@ -107,7 +109,8 @@ TEST(PurifyCheckpoint, ResumedRunIsBitwiseIdentical) {
   Context ctx(MPI_COMM_WORLD);
   const std::int64_t n = 40, nocc = 17;
   auto F = make_f(ctx, n, nocc, 4);
-  for (auto m : {PurifyMethod::Canonical, PurifyMethod::Trs2, PurifyMethod::Trs4, PurifyMethod::McWeeny}) {
+  for (auto m :
+       {PurifyMethod::Canonical, PurifyMethod::Trs2, PurifyMethod::Trs4, PurifyMethod::McWeeny}) {
     for (double tol : {1e-11, 1e-30}) {  // 1e-30: ends at the rounding floor (the best iterate)
       solvers::PurifyOptions o;
       o.method = m;
@@ -140,11 +143,16 @@ TEST(PurifyCheckpoint, StateTextRoundTripIsExact) {
   io::put_purify_state(rec, st);
   auto back = io::get_purify_state(rec, "x");
   EXPECT_EQ(back.iteration, st.iteration);
-  for (auto [a, b] : {std::pair{back.hmin, st.hmin}, {back.hmax, st.hmax}, {back.trace_f, st.trace_f},
-                      {back.start_a, st.start_a}, {back.start_b, st.start_b}, {back.best_err, st.best_err}})
+  for (auto [a, b] : {std::pair{back.hmin, st.hmin},
+                      {back.hmax, st.hmax},
+                      {back.trace_f, st.trace_f},
+                      {back.start_a, st.start_a},
+                      {back.start_b, st.start_b},
+                      {back.best_err, st.best_err}})
     EXPECT_EQ(std::memcmp(&a, &b, 8), 0) << a << " vs " << b;
   ASSERT_EQ(back.coefficients.size(), st.coefficients.size());
-  EXPECT_EQ(std::memcmp(back.coefficients.data(), st.coefficients.data(), 8 * st.coefficients.size()), 0);
+  EXPECT_EQ(
+      std::memcmp(back.coefficients.data(), st.coefficients.data(), 8 * st.coefficients.size()), 0);
   ASSERT_EQ(back.history.size(), st.history.size());
   EXPECT_EQ(std::memcmp(back.history.data(), st.history.data(), 8 * st.history.size()), 0);
   EXPECT_EQ(back.best_iteration, 2);

@@ -54,9 +54,12 @@ void check_pyscf(const std::string& tag) {
   auto fo = dense::gather(ctx, Forth), dr = dense::gather(ctx, Dref);
   std::vector<double> S, F, Dexp;
   if (ctx.rank() == 0) {
-    S = tt::with_spectrum(overlap_spectrum(n, [](double x) { return x; }, lo, hi));
-    auto sh = tt::with_spectrum(overlap_spectrum(n, [](double x) { return std::sqrt(x); }, lo, hi));
-    auto si = tt::with_spectrum(overlap_spectrum(n, [](double x) { return 1 / std::sqrt(x); }, lo, hi));
+    S = tt::with_spectrum(overlap_spectrum(
+        n, [](double x) { return x; }, lo, hi));
+    auto sh = tt::with_spectrum(overlap_spectrum(
+        n, [](double x) { return std::sqrt(x); }, lo, hi));
+    auto si = tt::with_spectrum(overlap_spectrum(
+        n, [](double x) { return 1 / std::sqrt(x); }, lo, hi));
     F = tt::matmul(tt::matmul(sh, fo, n), sh, n);
     for (std::int64_t j = 0; j < n; ++j)  // exactly symmetric
       for (std::int64_t i = 0; i < j; ++i) F[j * n + i] = F[i * n + j];
@@ -64,8 +67,8 @@ void check_pyscf(const std::string& tag) {
   }
   auto Sd = dense::scatter(ctx, S.data(), lay(ctx, n));
   auto Fd = dense::scatter(ctx, F.data(), lay(ctx, n));
-  for (auto m : {PurifyMethod::Canonical, PurifyMethod::McWeeny, PurifyMethod::Trs2,
-                 PurifyMethod::Trs4}) {
+  for (auto m :
+       {PurifyMethod::Canonical, PurifyMethod::McWeeny, PurifyMethod::Trs2, PurifyMethod::Trs4}) {
     solvers::PurifyOptions o;
     o.method = m;
     o.mu = mu;
@@ -82,10 +85,11 @@ void check_pyscf(const std::string& tag) {
       for (std::int64_t q = 0; q < n; ++q) trds += g[q * n + i] * S[i * n + q];
     EXPECT_LE(err, 1e-10) << solvers::to_string(m);
     EXPECT_NEAR(trds, static_cast<double>(nocc), 1e-10) << solvers::to_string(m);
-    std::printf("  %s (S cond %.0f) %-9s non-orthogonal: %d NS steps, %d it, |D-Dexp|/|Dexp| = %.2e, "
-                "|tr(DS)-nocc| = %.1e, 2tr(DF) - orth = %.1e\n",
-                tag.c_str(), hi / lo, solvers::to_string(m).c_str(), res.ns_iterations, res.iterations, err,
-                std::abs(trds - static_cast<double>(nocc)), res.band_energy - orth.band_energy);
+    std::printf(
+        "  %s (S cond %.0f) %-9s non-orthogonal: %d NS steps, %d it, |D-Dexp|/|Dexp| = %.2e, "
+        "|tr(DS)-nocc| = %.1e, 2tr(DF) - orth = %.1e\n",
+        tag.c_str(), hi / lo, solvers::to_string(m).c_str(), res.ns_iterations, res.iterations, err,
+        std::abs(trds - static_cast<double>(nocc)), res.band_energy - orth.band_energy);
   }
 }
 

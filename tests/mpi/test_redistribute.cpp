@@ -35,10 +35,10 @@ TEST(Redistribute, RoundTripBetweenRandomLayouts) {
     std::int64_t m = 1 + rng() % 37, n = 1 + rng() % 29;
     auto g1 = grid_for(ctx.size(), trial);
     auto g2 = grid_for(ctx.size(), trial + 1);
-    auto l1 = layout::Layout::block_cyclic(m, n, 1 + rng() % 5, 1 + rng() % 6, g1.first,
-                                           g1.second, 0, g1.second - 1, ctx.size());
-    auto l2 = layout::Layout::block_cyclic(m, n, 1 + rng() % 7, 1 + rng() % 4, g2.first,
-                                           g2.second, g2.first - 1, 0, ctx.size());
+    auto l1 = layout::Layout::block_cyclic(m, n, 1 + rng() % 5, 1 + rng() % 6, g1.first, g1.second,
+                                           0, g1.second - 1, ctx.size());
+    auto l2 = layout::Layout::block_cyclic(m, n, 1 + rng() % 7, 1 + rng() % 4, g2.first, g2.second,
+                                           g2.first - 1, 0, ctx.size());
     std::vector<double> full(static_cast<std::size_t>(m * n));
     for (std::size_t i = 0; i < full.size(); ++i) full[i] = static_cast<double>(i) + 0.5;
     auto a = dense::scatter(ctx, full.data(), l1);
@@ -53,9 +53,9 @@ TEST(Redistribute, RoundTripBetweenRandomLayouts) {
     if (ctx.rank() == 0) EXPECT_EQ(back, full) << "trial " << trial;
     // the ledger equals an element-by-element count of the moves (independent of the
     // library's plan), and so does the prediction redist_volume
-    const auto v = tessel::testing::brute_volume(tessel::testing::owner_map(ctx, l1),
-                                                 tessel::testing::owner_map(ctx, l2), ctx.rank(),
-                                                 ctx.size());
+    const auto v =
+        tessel::testing::brute_volume(tessel::testing::owner_map(ctx, l1),
+                                      tessel::testing::owner_map(ctx, l2), ctx.rank(), ctx.size());
     const auto pred = layout::redist_volume(l1, l2, ctx.rank());
     EXPECT_EQ(pred.send_elems, v.send_elems);
     EXPECT_EQ(pred.recv_elems, v.recv_elems);
@@ -129,9 +129,9 @@ void check_node_shared(Context& ctx, const layout::Layout& l1, const layout::Lay
   EXPECT_EQ(bad, 0) << "trial " << trial << " node_size " << node_size;
 
   const auto t = ctx.ledger().total();  // before owner_map's allreduces
-  const auto v = tessel::testing::brute_volume(tessel::testing::owner_map(ctx, l1),
-                                               tessel::testing::owner_map(ctx, l2), ctx.rank(),
-                                               ctx.size());
+  const auto v =
+      tessel::testing::brute_volume(tessel::testing::owner_map(ctx, l1),
+                                    tessel::testing::owner_map(ctx, l2), ctx.rank(), ctx.size());
   const auto sz = static_cast<std::int64_t>(sizeof(T));
   EXPECT_EQ(t.p2p_sent_bytes + t.shm_bytes, v.send_elems * sz) << "trial " << trial;
   EXPECT_EQ(t.p2p_sent_msgs + t.shm_msgs, v.send_msgs) << "trial " << trial;
@@ -190,20 +190,22 @@ TEST(Redistribute, AlltoallvExecutorMovesThePlanInOneCollective) {
       layout::redistribute(ctx.comm(), l1, a.data(), a.ld(), l2, coll.data(), coll.ld(), opt);
     }
     const auto t = ctx.ledger().total();
-    const std::size_t bytes = static_cast<std::size_t>(l2.local_rows(ctx.rank()) * l2.local_cols(ctx.rank())) *
-                              sizeof(std::complex<double>);
+    const std::size_t bytes =
+        static_cast<std::size_t>(l2.local_rows(ctx.rank()) * l2.local_cols(ctx.rank())) *
+        sizeof(std::complex<double>);
     if (bytes > 0) EXPECT_EQ(std::memcmp(plain.data(), coll.data(), bytes), 0) << "trial " << trial;
     int bad = 0;
     coll.for_each_local([&](std::int64_t i, std::int64_t j, std::complex<double>& v) {
       if (v != value_at<std::complex<double>>(i, j, trial)) ++bad;
     });
     EXPECT_EQ(bad, 0) << "trial " << trial;
-    const auto v = tessel::testing::brute_volume(tessel::testing::owner_map(ctx, l1),
-                                                 tessel::testing::owner_map(ctx, l2), ctx.rank(), p);
+    const auto v = tessel::testing::brute_volume(
+        tessel::testing::owner_map(ctx, l1), tessel::testing::owner_map(ctx, l2), ctx.rank(), p);
     EXPECT_EQ(t.p2p_sent_bytes + t.p2p_recv_bytes + t.shm_bytes, 0) << "trial " << trial;
     // the same agreed checks as the p2p call, and the alltoallv
     EXPECT_EQ(t.coll_calls, agree.coll_calls + 1) << "trial " << trial;
-    EXPECT_EQ(t.coll_bytes - agree.coll_bytes, (v.send_elems + v.recv_elems) * 16) << "trial " << trial;
+    EXPECT_EQ(t.coll_bytes - agree.coll_bytes, (v.send_elems + v.recv_elems) * 16)
+        << "trial " << trial;
   }
   layout::RedistOptions both;
   both.alltoallv = both.node_shared = true;
@@ -227,16 +229,18 @@ TEST(Redistribute, NodeSharedOneNodeMovesNoP2pBytes) {
       comm::SharedWindow<double> w(node.comm(), 1);
     } catch (const MpiError& e) {
       shm_ok = false;
-      if (ctx.rank() == 0) std::printf("no shared window (%s): checking the p2p fallback\n", e.what());
+      if (ctx.rank() == 0)
+        std::printf("no shared window (%s): checking the p2p fallback\n", e.what());
     }
   }
   for (int trial = 0; trial < 6; ++trial) {
     std::int64_t m = 1 + rng() % 50, n = 1 + rng() % 50;
     auto l1 = random_layout(rng, m, n, p);
     auto l2 = random_layout(rng, m, n, p);
-    std::vector<double> a(static_cast<std::size_t>(std::max<std::int64_t>(
-        1, l1.local_rows(ctx.rank()) * l1.local_cols(ctx.rank())))), b(static_cast<std::size_t>(
-        std::max<std::int64_t>(1, l2.local_rows(ctx.rank()) * l2.local_cols(ctx.rank()))));
+    std::vector<double> a(static_cast<std::size_t>(
+        std::max<std::int64_t>(1, l1.local_rows(ctx.rank()) * l1.local_cols(ctx.rank())))),
+        b(static_cast<std::size_t>(
+            std::max<std::int64_t>(1, l2.local_rows(ctx.rank()) * l2.local_cols(ctx.rank()))));
     for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<double>(i);
     layout::RedistOptions opt;
     opt.node_shared = true;
@@ -244,12 +248,13 @@ TEST(Redistribute, NodeSharedOneNodeMovesNoP2pBytes) {
     ctx.ledger().reset();
     {
       PhaseScope ph(ctx.ledger(), "shm");
-      layout::redistribute(ctx.comm(), l1, a.data(), std::max<std::int64_t>(1, l1.local_rows(ctx.rank())),
-                           l2, b.data(), std::max<std::int64_t>(1, l2.local_rows(ctx.rank())), opt);
+      layout::redistribute(ctx.comm(), l1, a.data(),
+                           std::max<std::int64_t>(1, l1.local_rows(ctx.rank())), l2, b.data(),
+                           std::max<std::int64_t>(1, l2.local_rows(ctx.rank())), opt);
     }
     const auto t = ctx.ledger().total();  // before owner_map's allreduces
-    const auto v = tessel::testing::brute_volume(tessel::testing::owner_map(ctx, l1),
-                                                 tessel::testing::owner_map(ctx, l2), ctx.rank(), p);
+    const auto v = tessel::testing::brute_volume(
+        tessel::testing::owner_map(ctx, l1), tessel::testing::owner_map(ctx, l2), ctx.rank(), p);
     if (!shm_ok) {
       EXPECT_EQ(t.shm_bytes, 0);
       EXPECT_EQ(t.p2p_sent_bytes, v.send_elems * 8) << "trial " << trial;
@@ -283,7 +288,8 @@ TEST(Redistribute, NodeSharedReusesTheContextsNodeCommAndWindow) {
     const auto src = layout::Layout::block_cyclic(n, n, 3, n, p, 1, 0, 0, p);
     const auto dst = layout::Layout::block_cyclic(n, n, n, 2, 1, p, 0, 0, p);
     dense::DistMatrix<double> a(ctx, src), b(ctx, dst);
-    a.for_each_local([&](std::int64_t i, std::int64_t j, double& v) { v = value_at<double>(i, j, trial); });
+    a.for_each_local(
+        [&](std::int64_t i, std::int64_t j, double& v) { v = value_at<double>(i, j, trial); });
     layout::redistribute(c, src, a.data(), a.ld(), dst, b.data(), b.ld(), opt);
     int bad = 0;
     b.for_each_local([&](std::int64_t i, std::int64_t j, double& v) {
@@ -306,8 +312,10 @@ TEST(Redistribute, NodeSharedReusesTheContextsNodeCommAndWindow) {
   run(ctx.comm(), 41, 5);
   const int grown = ctx.cache().creations();
   // grown on the ranks that have a window (a node where MPI cannot make one: never made)
-  if (peer && first == 2) EXPECT_EQ(grown, first + 1);
-  else EXPECT_EQ(grown, first);
+  if (peer && first == 2)
+    EXPECT_EQ(grown, first + 1);
+  else
+    EXPECT_EQ(grown, first);
   run(ctx.comm(), 41, 6);
   run(ctx.comm(), 7, 7);
   EXPECT_EQ(ctx.cache().creations(), grown);
@@ -409,19 +417,25 @@ TEST(ProcessGrid2D, PlacementGivesRowAndColumnCommunicators) {
     }
     EXPECT_EQ(grid.prow(), at / g.second);
     EXPECT_EQ(grid.pcol(), at % g.second);
-    std::vector<int> row(static_cast<std::size_t>(grid.row().size())), col(static_cast<std::size_t>(grid.col().size()));
+    std::vector<int> row(static_cast<std::size_t>(grid.row().size())),
+        col(static_cast<std::size_t>(grid.col().size()));
     const int me = ctx.rank();
     grid.row().allgather(&me, 1, row.data());
     grid.col().allgather(&me, 1, col.data());
     ASSERT_EQ(static_cast<int>(row.size()), g.second);
     ASSERT_EQ(static_cast<int>(col.size()), g.first);
     for (int j = 0; j < g.second; ++j)
-      EXPECT_EQ(row[static_cast<std::size_t>(j)], placement[static_cast<std::size_t>(grid.prow() * g.second + j)]);
+      EXPECT_EQ(row[static_cast<std::size_t>(j)],
+                placement[static_cast<std::size_t>(grid.prow() * g.second + j)]);
     for (int i = 0; i < g.first; ++i)
-      EXPECT_EQ(col[static_cast<std::size_t>(i)], placement[static_cast<std::size_t>(i * g.second + grid.pcol())]);
+      EXPECT_EQ(col[static_cast<std::size_t>(i)],
+                placement[static_cast<std::size_t>(i * g.second + grid.pcol())]);
   }
   // Bad placements: GridError on every rank, before any communication.
-  EXPECT_THROW(layout::ProcessGrid2D(ctx.comm(), 1, p, std::vector<int>(static_cast<std::size_t>(p + 1), 0)), GridError);
+  EXPECT_THROW(
+      layout::ProcessGrid2D(ctx.comm(), 1, p, std::vector<int>(static_cast<std::size_t>(p + 1), 0)),
+      GridError);
   EXPECT_THROW(layout::ProcessGrid2D(ctx.comm(), 1, 1, std::vector<int>{p}), GridError);
-  if (p > 1) EXPECT_THROW(layout::ProcessGrid2D(ctx.comm(), 1, 2, std::vector<int>{0, 0}), GridError);
+  if (p > 1)
+    EXPECT_THROW(layout::ProcessGrid2D(ctx.comm(), 1, 2, std::vector<int>{0, 0}), GridError);
 }

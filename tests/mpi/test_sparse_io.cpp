@@ -92,8 +92,9 @@ void expect_input_error(F&& f, const std::vector<std::string>& parts) {
     f();
     ADD_FAILURE() << "expected InputError containing " << parts.front();
   } catch (const InputError& e) {
-    for (const auto& p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
-        << "message: " << e.what() << "\nexpected to contain: " << p;
+    for (const auto& p : parts)
+      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
+          << "message: " << e.what() << "\nexpected to contain: " << p;
   }
 }
 
@@ -162,23 +163,27 @@ TEST(SparseIo, Cp2kCsrMalformedFilesFailOnEveryRank) {
     std::vector<std::string> expect;
   };
   const std::vector<Case> cases = {
-      {"missing value", [](auto& l, std::size_t k) { l[k] = l[k].substr(0, 16); },
+      {"missing value",
+       [](auto& l, std::size_t k) { l[k] = l[k].substr(0, 16); },
        {"expected a real number after the indices"}},
-      {"not a number", [](auto& l, std::size_t k) { l[k] = l[k].substr(0, 16) + " 1.0x"; },
+      {"not a number",
+       [](auto& l, std::size_t k) { l[k] = l[k].substr(0, 16) + " 1.0x"; },
        {"expected a real number"}},
       {"extra field", [](auto& l, std::size_t k) { l[k] += " 7"; }, {"nothing more"}},
       {"row out of range",
        [](auto& l, std::size_t k) { l[k] = "13 " + l[k].substr(8); },
        {"row 13 is out of range", "1 <= row <= 12"}},
-      {"column zero", [](auto& l, std::size_t k) { l[k] = l[k].substr(0, 8) + " 0 1.0"; },
+      {"column zero",
+       [](auto& l, std::size_t k) { l[k] = l[k].substr(0, 8) + " 0 1.0"; },
        {"column 0 is out of range"}},
-      {"unsorted", [](auto& l, std::size_t k) { std::swap(l[k], l[k - 1]); },
+      {"unsorted",
+       [](auto& l, std::size_t k) { std::swap(l[k], l[k - 1]); },
        {"expected lines sorted by row, then column"}},
       {"duplicate", [](auto& l, std::size_t k) { l[k] = l[k - 1]; }, {"duplicate entry"}},
   };
   // Error lines spread over the file so that they fall in every rank's byte range.
-  for (std::size_t k : {std::size_t(1), std::size_t(37), std::size_t(72), std::size_t(101),
-                        std::size_t(143)})
+  for (std::size_t k :
+       {std::size_t(1), std::size_t(37), std::size_t(72), std::size_t(101), std::size_t(143)})
     for (const auto& c : cases)
       for (bool gz : {false, true}) {
         SCOPED_TRACE(std::string(c.what) + " at line " + std::to_string(k + 1) +
@@ -245,7 +250,8 @@ TEST(SparseIo, Cp2kCsrTruncatedGzipAndMissingFile) {
   expect_input_error([&] { read_cp2k_csr(ctx, p, bs, bs); }, {p, "gzip stream is", "line"});
   put_file(p, whole.substr(0, whole.size() / 2));
   expect_input_error([&] { read_cp2k_csr(ctx, p, bs, bs); }, {p, "truncated", "line"});
-  expect_input_error([&] { read_cp2k_csr(ctx, p + ".none", bs, bs); }, {"cannot read", p + ".none"});
+  expect_input_error([&] { read_cp2k_csr(ctx, p + ".none", bs, bs); },
+                     {"cannot read", p + ".none"});
   put_file(p, "");
   expect_input_error([&] { read_cp2k_csr(ctx, p, bs, bs); }, {p, "no entries"});
 }
@@ -315,8 +321,9 @@ TEST(SparseIo, MatrixMarketHandWritten) {
   const Distribution d = Distribution::random(bs, bs, pr, pc, 2);
   // general, entries in no particular order, a comment line and a blank line
   const std::string p = tmp_path("g.mtx");
-  put_file(p, "%%MatrixMarket matrix coordinate real general\n% comment\n6 6 5\n"
-              "6 1 -2.5\n1 1 1.0\n\n5 5 3e-3\n2 3 7\n1 6 4\n");
+  put_file(p,
+           "%%MatrixMarket matrix coordinate real general\n% comment\n6 6 5\n"
+           "6 1 -2.5\n1 1 1.0\n\n5 5 3e-3\n2 3 7\n1 6 4\n");
   auto g = read_matrix_market(ctx, p, d);
   DenseRef ref = empty_ref(d);
   ref.at(5, 0) = -2.5, ref.at(0, 0) = 1, ref.at(4, 4) = 3e-3, ref.at(1, 2) = 7, ref.at(0, 5) = 4;
@@ -327,7 +334,8 @@ TEST(SparseIo, MatrixMarketHandWritten) {
   auto s = read_matrix_market(ctx, p, d);
   DenseRef sr = empty_ref(d);
   sr.at(5, 0) = sr.at(0, 5) = -2.5, sr.at(0, 0) = 1, sr.at(4, 3) = sr.at(3, 4) = 2;
-  for (auto [br, bc] : {std::pair{2, 0}, {0, 2}, {0, 0}, {1, 0}, {0, 1}}) sr.stored[br * 3 + bc] = 1;
+  for (auto [br, bc] : {std::pair{2, 0}, {0, 2}, {0, 0}, {1, 0}, {0, 1}})
+    sr.stored[br * 3 + bc] = 1;
   check_storage(s, sr);
 
   const std::string hdr = "%%MatrixMarket matrix coordinate real general\n";
@@ -402,8 +410,11 @@ TEST(SparseIo, MatrixMarketAndNpyFromScipy) {
     const std::string cmd =
         "/usr/bin/python3 -c \"import numpy as np, scipy.sparse as sp, scipy.io as sio\n"
         "a = sp.random(17, 17, density=0.2, random_state=4); a = (a + a.T).tocoo()\n"
-        "sio.mmwrite('" + mtx + "', a, symmetry='symmetric')\n"
-        "np.save('" + npy + "', a.toarray())\" 2>/dev/null";
+        "sio.mmwrite('" +
+        mtx +
+        "', a, symmetry='symmetric')\n"
+        "np.save('" +
+        npy + "', a.toarray())\" 2>/dev/null";
     ok = std::system(cmd.c_str()) == 0;
   }
   MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);

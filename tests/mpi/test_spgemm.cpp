@@ -40,7 +40,7 @@ struct CaseRun {
   std::vector<double> got, want;  // dense C after the multiply, reference
   double scale = 1;               // max |reference|
   SpMultiplyReport rep;
-  DenseRef c_ref;                 // C's pattern before the multiply
+  DenseRef c_ref;                   // C's pattern before the multiply
   std::int64_t c_local_blocks = 0;  // this rank's blocks of C before the multiply
 };
 
@@ -117,8 +117,8 @@ TEST(Spgemm, MatchesDenseMultiply) {
         cs.beta = seed % 2 ? -0.5 : 0.0;
         CaseRun r = run_case(ctx, cs);
         double err = max_abs_diff(r.got, r.want) / r.scale;
-        EXPECT_LE(err, 1e-12) << to_string(alg) << " L=" << L << " " << pr << "x" << pc
-                              << " seed " << cs.seed;
+        EXPECT_LE(err, 1e-12) << to_string(alg) << " L=" << L << " " << pr << "x" << pc << " seed "
+                              << cs.seed;
         EXPECT_EQ(r.rep.plan.layers, L);
         EXPECT_EQ(r.rep.blocks_skipped, 0);
       }
@@ -205,8 +205,8 @@ TEST(Spgemm, RetainPatternSentOnceWithCache) {
       for (int call = 0; call < 5; ++call) {
         BlockSparseMatrix<double> C = call < 3 ? C0 : C1;
         auto rep = multiply(ctx, 1.0, SpOp::N, A, SpOp::N, B, 0.5, C, o, &cache);
-        std::string what = std::to_string(pr) + "x" + std::to_string(pc) + " L=" +
-                           std::to_string(L) + " call " + std::to_string(call);
+        std::string what = std::to_string(pr) + "x" + std::to_string(pc) +
+                           " L=" + std::to_string(L) + " call " + std::to_string(call);
         EXPECT_EQ(rep.c_pattern.sent, (L - 1) * want[call]) << what;
         BlockSparseMatrix<double> Cn = call < 3 ? C0 : C1;  // the same without a cache
         multiply(ctx, 1.0, SpOp::N, A, SpOp::N, B, 0.5, Cn, o);
@@ -329,53 +329,53 @@ TEST(Spgemm, FilteringWithinBound) {
   auto [pr, pc] = Distribution::default_grid(world_size());
   std::int64_t partial_dropped = 0;
   for (auto alg : {SpAlgorithm::Cannon, SpAlgorithm::Rma25d})
-   for (int L : layer_choices(alg, pr, pc)) {
-    std::mt19937 rng(3);
-    auto ms = random_sizes(rng, 8), ks = random_sizes(rng, 8);
-    auto d = Distribution::random(BlockSizes(ms), BlockSizes(ks), pr, pc, 9);
-    auto dk = Distribution::random(BlockSizes(ks), BlockSizes(ms), pr, pc, 11);
-    auto dc = Distribution::random(BlockSizes(ms), BlockSizes(ms), pr, pc, 13);
-    BlockSparseMatrix<double> A(ctx, d, "A"), B(ctx, dk, "B"), C(ctx, dc, "C");
-    fill_random(A, rng, 0.7, ctx.size());
-    fill_random(B, rng, 0.7, ctx.size());
-    // scale block (r, c) by 10^-(r + c) / 2: products from 1 down to 1e-14
-    for (auto* M : {&A, &B})
-      M->for_each_block([](int br, int bc, double* x, int nr, int nc) {
-        double s = std::pow(10.0, -0.5 * (br + bc));
-        for (int e = 0; e < nr * nc; ++e) x[e] *= s;
+    for (int L : layer_choices(alg, pr, pc)) {
+      std::mt19937 rng(3);
+      auto ms = random_sizes(rng, 8), ks = random_sizes(rng, 8);
+      auto d = Distribution::random(BlockSizes(ms), BlockSizes(ks), pr, pc, 9);
+      auto dk = Distribution::random(BlockSizes(ks), BlockSizes(ms), pr, pc, 11);
+      auto dc = Distribution::random(BlockSizes(ms), BlockSizes(ms), pr, pc, 13);
+      BlockSparseMatrix<double> A(ctx, d, "A"), B(ctx, dk, "B"), C(ctx, dc, "C");
+      fill_random(A, rng, 0.7, ctx.size());
+      fill_random(B, rng, 0.7, ctx.size());
+      // scale block (r, c) by 10^-(r + c) / 2: products from 1 down to 1e-14
+      for (auto* M : {&A, &B})
+        M->for_each_block([](int br, int bc, double* x, int nr, int nc) {
+          double s = std::pow(10.0, -0.5 * (br + bc));
+          for (int e = 0; e < nr * nc; ++e) x[e] *= s;
+        });
+      A.update_norms();
+      B.update_norms();
+      auto a = dense_of(ctx, A), b = dense_of(ctx, B);
+      int m = static_cast<int>(A.rows()), k = static_cast<int>(A.cols());
+      std::vector<double> want(static_cast<std::size_t>(m) * m, 0.0);
+      const double alpha = 1.5, eps = 1e-4;
+      ref_gemm('N', 'N', m, m, k, alpha, a.data(), m, b.data(), k, 0.0, want.data(), m);
+      SpMultiplyOptions o;
+      o.algorithm = alg;
+      o.layers = L;
+      o.filter_eps = eps;
+      auto rep = multiply(ctx, alpha, SpOp::N, A, SpOp::N, B, 0.0, C, o);
+      partial_dropped += rep.partial_blocks_dropped;
+      if (L == 1) EXPECT_EQ(rep.partial_blocks_dropped, 0);
+      auto got = dense_of(ctx, C);
+      double err = 0;
+      for (std::size_t x = 0; x < got.size(); ++x) err += (got[x] - want[x]) * (got[x] - want[x]);
+      err = std::sqrt(err);
+      int V = std::lcm(pr, pc);
+      if (alg == SpAlgorithm::Rma25d) V = std::lcm(V, rep.plan.layers);
+      double bound = alpha * eps * V * std::sqrt(8.0) + eps * std::sqrt(64.0) * (L > 1 ? 2 : 1);
+      EXPECT_LE(err, bound) << to_string(alg) << " L=" << L;
+      EXPECT_GT(err, 0.0);  // something was dropped
+      std::int64_t skipped = rep.blocks_skipped + rep.blocks_filtered;
+      MPI_Allreduce(MPI_IN_PLACE, &skipped, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+      EXPECT_GT(skipped, 0);
+      C.for_each_block([&](int, int, const double* x, int nr, int nc) {
+        double s = 0;
+        for (int e = 0; e < nr * nc; ++e) s += x[e] * x[e];
+        EXPECT_GE(std::sqrt(s), eps);
       });
-    A.update_norms();
-    B.update_norms();
-    auto a = dense_of(ctx, A), b = dense_of(ctx, B);
-    int m = static_cast<int>(A.rows()), k = static_cast<int>(A.cols());
-    std::vector<double> want(static_cast<std::size_t>(m) * m, 0.0);
-    const double alpha = 1.5, eps = 1e-4;
-    ref_gemm('N', 'N', m, m, k, alpha, a.data(), m, b.data(), k, 0.0, want.data(), m);
-    SpMultiplyOptions o;
-    o.algorithm = alg;
-    o.layers = L;
-    o.filter_eps = eps;
-    auto rep = multiply(ctx, alpha, SpOp::N, A, SpOp::N, B, 0.0, C, o);
-    partial_dropped += rep.partial_blocks_dropped;
-    if (L == 1) EXPECT_EQ(rep.partial_blocks_dropped, 0);
-    auto got = dense_of(ctx, C);
-    double err = 0;
-    for (std::size_t x = 0; x < got.size(); ++x) err += (got[x] - want[x]) * (got[x] - want[x]);
-    err = std::sqrt(err);
-    int V = std::lcm(pr, pc);
-    if (alg == SpAlgorithm::Rma25d) V = std::lcm(V, rep.plan.layers);
-    double bound = alpha * eps * V * std::sqrt(8.0) + eps * std::sqrt(64.0) * (L > 1 ? 2 : 1);
-    EXPECT_LE(err, bound) << to_string(alg) << " L=" << L;
-    EXPECT_GT(err, 0.0);  // something was dropped
-    std::int64_t skipped = rep.blocks_skipped + rep.blocks_filtered;
-    MPI_Allreduce(MPI_IN_PLACE, &skipped, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
-    EXPECT_GT(skipped, 0);
-    C.for_each_block([&](int, int, const double* x, int nr, int nc) {
-      double s = 0;
-      for (int e = 0; e < nr * nc; ++e) s += x[e] * x[e];
-      EXPECT_GE(std::sqrt(s), eps);
-    });
-  }
+    }
   MPI_Allreduce(MPI_IN_PLACE, &partial_dropped, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
   if (pr == 2 && pc == 2) EXPECT_GT(partial_dropped, 0);  // L = 4 exercised the partial filter
 }
@@ -492,113 +492,125 @@ TEST(Spgemm, PanelBytesMatchEq7) {
   for (auto [pr, pc] : grids(p))
     for (auto alg : {SpAlgorithm::Cannon, SpAlgorithm::Rma25d})
       for (int L : layer_choices(alg, pr, pc))
-       for (bool retain : {false, true}) {
-        std::mt19937 rng(seed++);
-        int V = std::lcm(pr, pc);
-        int lr = 1, lc = 1;
-        if (alg == SpAlgorithm::Rma25d) {
-          V = std::lcm(V, L);
-          if (pr == pc) lr = lc = static_cast<int>(std::lround(std::sqrt(L)));
-          else if (pr > pc) lr = L;
-          else lc = L;
-        }
-        const int a = V / pc, b = V / pr, sr = pr / lr, sc = pc / lc;
-        auto ms = random_sizes(rng, 7), ks = random_sizes(rng, 9), ns = random_sizes(rng, 6);
-        auto dc = Distribution::random(BlockSizes(ms), BlockSizes(ns), pr, pc, rng());
-        std::vector<int> acol(ks.size()), brow(ks.size()), img(ks.size());
-        for (std::size_t k = 0; k < ks.size(); ++k) {
-          int v = static_cast<int>(rng() % static_cast<unsigned>(V));
-          acol[k] = v / a;
-          brow[k] = v / b;
-          img[k] = std::max(acol[k] * a, brow[k] * b);  // the documented first common image
-        }
-        Distribution da(BlockSizes(ms), BlockSizes(ks), pr, pc, dc.row_dist(), acol);
-        Distribution db(BlockSizes(ks), BlockSizes(ns), pr, pc, brow, dc.col_dist());
-        BlockSparseMatrix<double> A(ctx, da, "A"), B(ctx, db, "B"), C(ctx, dc, "C");
-        DenseRef ra = fill_random(A, rng, 0.5, p), rb = fill_random(B, rng, 0.5, p);
-        std::optional<DenseRef> rc;  // retain: C's fixed pattern
-        if (retain) rc = fill_random(C, rng, 0.4, p);
-        const std::int64_t c_mine = C.local_nblocks();
-        SpMultiplyOptions o;
-        o.algorithm = alg;
-        o.layers = L;
-        o.retain_sparsity = retain;
-        auto rep = multiply(ctx, 1.0, SpOp::N, A, SpOp::N, B, 0.0, C, o);
-        EXPECT_EQ(rep.conform.recv + rep.conform.sent, 0);
+        for (bool retain : {false, true}) {
+          std::mt19937 rng(seed++);
+          int V = std::lcm(pr, pc);
+          int lr = 1, lc = 1;
+          if (alg == SpAlgorithm::Rma25d) {
+            V = std::lcm(V, L);
+            if (pr == pc)
+              lr = lc = static_cast<int>(std::lround(std::sqrt(L)));
+            else if (pr > pc)
+              lr = L;
+            else
+              lc = L;
+          }
+          const int a = V / pc, b = V / pr, sr = pr / lr, sc = pc / lc;
+          auto ms = random_sizes(rng, 7), ks = random_sizes(rng, 9), ns = random_sizes(rng, 6);
+          auto dc = Distribution::random(BlockSizes(ms), BlockSizes(ns), pr, pc, rng());
+          std::vector<int> acol(ks.size()), brow(ks.size()), img(ks.size());
+          for (std::size_t k = 0; k < ks.size(); ++k) {
+            int v = static_cast<int>(rng() % static_cast<unsigned>(V));
+            acol[k] = v / a;
+            brow[k] = v / b;
+            img[k] = std::max(acol[k] * a, brow[k] * b);  // the documented first common image
+          }
+          Distribution da(BlockSizes(ms), BlockSizes(ks), pr, pc, dc.row_dist(), acol);
+          Distribution db(BlockSizes(ks), BlockSizes(ns), pr, pc, brow, dc.col_dist());
+          BlockSparseMatrix<double> A(ctx, da, "A"), B(ctx, db, "B"), C(ctx, dc, "C");
+          DenseRef ra = fill_random(A, rng, 0.5, p), rb = fill_random(B, rng, 0.5, p);
+          std::optional<DenseRef> rc;  // retain: C's fixed pattern
+          if (retain) rc = fill_random(C, rng, 0.4, p);
+          const std::int64_t c_mine = C.local_nblocks();
+          SpMultiplyOptions o;
+          o.algorithm = alg;
+          o.layers = L;
+          o.retain_sparsity = retain;
+          auto rep = multiply(ctx, 1.0, SpOp::N, A, SpOp::N, B, 0.0, C, o);
+          EXPECT_EQ(rep.conform.recv + rep.conform.sent, 0);
 
-        auto bsz = [](int r, int c) { return static_cast<std::int64_t>(r) * c; };
-        auto s_a = [&](int m, int v) {
-          std::int64_t s = 0;
-          for (int r = 0; r < static_cast<int>(ms.size()); ++r)
+          auto bsz = [](int r, int c) { return static_cast<std::int64_t>(r) * c; };
+          auto s_a = [&](int m, int v) {
+            std::int64_t s = 0;
+            for (int r = 0; r < static_cast<int>(ms.size()); ++r)
+              for (int k = 0; k < static_cast<int>(ks.size()); ++k)
+                if (dc.row_owner(r) == m && img[static_cast<std::size_t>(k)] == v && ra.has(r, k))
+                  s += 32 +
+                       8 * bsz(ms[static_cast<std::size_t>(r)], ks[static_cast<std::size_t>(k)]);
+            return s;
+          };
+          auto s_b = [&](int v, int n) {
+            std::int64_t s = 0;
             for (int k = 0; k < static_cast<int>(ks.size()); ++k)
-              if (dc.row_owner(r) == m && img[static_cast<std::size_t>(k)] == v && ra.has(r, k))
-                s += 32 + 8 * bsz(ms[static_cast<std::size_t>(r)], ks[static_cast<std::size_t>(k)]);
-          return s;
-        };
-        auto s_b = [&](int v, int n) {
-          std::int64_t s = 0;
-          for (int k = 0; k < static_cast<int>(ks.size()); ++k)
-            for (int c = 0; c < static_cast<int>(ns.size()); ++c)
-              if (dc.col_owner(c) == n && img[static_cast<std::size_t>(k)] == v && rb.has(k, c))
-                s += 32 + 8 * bsz(ks[static_cast<std::size_t>(k)], ns[static_cast<std::size_t>(c)]);
-          return s;
-        };
-        const int i = me / pc, j = me % pc;
-        std::int64_t ea = 0, eb = 0, ec = 0;
-        if (alg == SpAlgorithm::Cannon) {
-          for (int v = 0; v < V; ++v) ea += s_a(i, v), eb += s_b(v, j);
-          for (int q = 0; q < a; ++q) {
-            int w = (j * a + i * b + q) % V;
-            if (w / a == j) ea -= s_a(i, w);
-          }
-          for (int q = 0; q < b; ++q) {
-            int w = (j * a + i * b + q) % V;
-            if (w / b == i) eb -= s_b(w, j);
-          }
-        } else {
-          const int ii = i % sr, jj = j % sc, l = (j / sc) * lr + i / sr;
-          std::vector<int> mine;
-          for (int s = 0; s < V / L; ++s) mine.push_back((ii * b + jj * a + l + L * s) % V);
-          for (int v : mine) {
-            for (int x = 0; x < lr; ++x)
-              if (x * sr + ii != i || v / a != j) ea += s_a(x * sr + ii, v);
-            for (int y = 0; y < lc; ++y)
-              if (v / b != i || y * sc + jj != j) eb += s_b(v, y * sc + jj);
-          }
-          for (int x = 0; x < lr; ++x)
-            for (int y = 0; y < lc; ++y) {
-              int m = x * sr + ii, n = y * sc + jj;
-              if (m == i && n == j) continue;
-              ec += 16;
-              std::int64_t npat = 0;  // retain: the owner's pattern blocks (bitmap: 4 B per 32)
-              for (int r = 0; r < static_cast<int>(ms.size()); ++r)
-                for (int c = 0; c < static_cast<int>(ns.size()); ++c) {
-                  if (dc.row_owner(r) != m || dc.col_owner(c) != n) continue;
-                  if (rc && !rc->has(r, c)) continue;  // outside the owner's pattern
-                  if (rc) ++npat;
-                  bool any = false;
-                  for (int k = 0; k < static_cast<int>(ks.size()) && !any; ++k)
-                    any = ra.has(r, k) && rb.has(k, c) &&
-                          std::find(mine.begin(), mine.end(), img[static_cast<std::size_t>(k)]) != mine.end();
-                  if (any) ec += (rc ? 0 : 8) + 8 * bsz(ms[static_cast<std::size_t>(r)], ns[static_cast<std::size_t>(c)]);
-                }
-              if (rc) ec += 4 * ((npat + 31) / 32);
+              for (int c = 0; c < static_cast<int>(ns.size()); ++c)
+                if (dc.col_owner(c) == n && img[static_cast<std::size_t>(k)] == v && rb.has(k, c))
+                  s += 32 +
+                       8 * bsz(ks[static_cast<std::size_t>(k)], ns[static_cast<std::size_t>(c)]);
+            return s;
+          };
+          const int i = me / pc, j = me % pc;
+          std::int64_t ea = 0, eb = 0, ec = 0;
+          if (alg == SpAlgorithm::Cannon) {
+            for (int v = 0; v < V; ++v) ea += s_a(i, v), eb += s_b(v, j);
+            for (int q = 0; q < a; ++q) {
+              int w = (j * a + i * b + q) % V;
+              if (w / a == j) ea -= s_a(i, w);
             }
+            for (int q = 0; q < b; ++q) {
+              int w = (j * a + i * b + q) % V;
+              if (w / b == i) eb -= s_b(w, j);
+            }
+          } else {
+            const int ii = i % sr, jj = j % sc, l = (j / sc) * lr + i / sr;
+            std::vector<int> mine;
+            for (int s = 0; s < V / L; ++s) mine.push_back((ii * b + jj * a + l + L * s) % V);
+            for (int v : mine) {
+              for (int x = 0; x < lr; ++x)
+                if (x * sr + ii != i || v / a != j) ea += s_a(x * sr + ii, v);
+              for (int y = 0; y < lc; ++y)
+                if (v / b != i || y * sc + jj != j) eb += s_b(v, y * sc + jj);
+            }
+            for (int x = 0; x < lr; ++x)
+              for (int y = 0; y < lc; ++y) {
+                int m = x * sr + ii, n = y * sc + jj;
+                if (m == i && n == j) continue;
+                ec += 16;
+                std::int64_t npat = 0;  // retain: the owner's pattern blocks (bitmap: 4 B per 32)
+                for (int r = 0; r < static_cast<int>(ms.size()); ++r)
+                  for (int c = 0; c < static_cast<int>(ns.size()); ++c) {
+                    if (dc.row_owner(r) != m || dc.col_owner(c) != n) continue;
+                    if (rc && !rc->has(r, c)) continue;  // outside the owner's pattern
+                    if (rc) ++npat;
+                    bool any = false;
+                    for (int k = 0; k < static_cast<int>(ks.size()) && !any; ++k)
+                      any = ra.has(r, k) && rb.has(k, c) &&
+                            std::find(mine.begin(), mine.end(), img[static_cast<std::size_t>(k)]) !=
+                                mine.end();
+                    if (any)
+                      ec += (rc ? 0 : 8) + 8 * bsz(ms[static_cast<std::size_t>(r)],
+                                                   ns[static_cast<std::size_t>(c)]);
+                  }
+                if (rc) ec += 4 * ((npat + 31) / 32);
+              }
+          }
+          EXPECT_EQ(rep.a_panels.recv, ea)
+              << to_string(alg) << " L=" << L << " " << pr << "x" << pc << " rank " << me;
+          EXPECT_EQ(rep.b_panels.recv, eb)
+              << to_string(alg) << " L=" << L << " " << pr << "x" << pc << " rank " << me;
+          EXPECT_EQ(rep.c_panels.sent, ec) << to_string(alg) << " L=" << L << " " << pr << "x" << pc
+                                           << " rank " << me << " retain " << retain;
+          const std::int64_t others = alg == SpAlgorithm::Rma25d && retain ? L - 1 : 0;
+          EXPECT_EQ(rep.c_pattern.sent, others * (16 + 8 * c_mine))
+              << pr << "x" << pc << " L=" << L;
+          std::int64_t moved = ea + eb + ec;  // the check is not vacuous
+          MPI_Allreduce(MPI_IN_PLACE, &moved, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+          if (p > 1) EXPECT_GT(moved, 0);
+          if (L > 1) {
+            std::int64_t c = ec;
+            MPI_Allreduce(MPI_IN_PLACE, &c, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+            EXPECT_GT(c, 0);
+          }
         }
-        EXPECT_EQ(rep.a_panels.recv, ea) << to_string(alg) << " L=" << L << " " << pr << "x" << pc << " rank " << me;
-        EXPECT_EQ(rep.b_panels.recv, eb) << to_string(alg) << " L=" << L << " " << pr << "x" << pc << " rank " << me;
-        EXPECT_EQ(rep.c_panels.sent, ec) << to_string(alg) << " L=" << L << " " << pr << "x" << pc << " rank " << me << " retain " << retain;
-        const std::int64_t others = alg == SpAlgorithm::Rma25d && retain ? L - 1 : 0;
-        EXPECT_EQ(rep.c_pattern.sent, others * (16 + 8 * c_mine)) << pr << "x" << pc << " L=" << L;
-        std::int64_t moved = ea + eb + ec;  // the check is not vacuous
-        MPI_Allreduce(MPI_IN_PLACE, &moved, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
-        if (p > 1) EXPECT_GT(moved, 0);
-        if (L > 1) {
-          std::int64_t c = ec;
-          MPI_Allreduce(MPI_IN_PLACE, &c, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
-          EXPECT_GT(c, 0);
-        }
-      }
 }
 
 // rma25d's windows are kept in the caller's cache: created once, reused while the panels fit,

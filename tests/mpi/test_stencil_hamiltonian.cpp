@@ -22,10 +22,13 @@ using namespace tessel::stencil;
 namespace {
 
 const std::vector<comm::ExchangeStrategy> kStrategies = {
-    comm::ExchangeStrategy::Alltoallv, comm::ExchangeStrategy::Ialltoallv, comm::ExchangeStrategy::Neighbor,
-    comm::ExchangeStrategy::Persistent, comm::ExchangeStrategy::P2P};
+    comm::ExchangeStrategy::Alltoallv, comm::ExchangeStrategy::Ialltoallv,
+    comm::ExchangeStrategy::Neighbor, comm::ExchangeStrategy::Persistent,
+    comm::ExchangeStrategy::P2P};
 
-double value(std::int64_t g, int b) { return std::sin(0.37 * static_cast<double>(g) + 1.1 * b) + 0.01 * b; }
+double value(std::int64_t g, int b) {
+  return std::sin(0.37 * static_cast<double>(g) + 1.1 * b) + 0.01 * b;
+}
 
 // Serial H x at every mesh point, the same arithmetic sequence per point as the kernels.
 std::vector<double> serial_apply(const Mesh& m, const std::vector<double>& v, int order, int w) {
@@ -53,18 +56,21 @@ std::vector<double> serial_apply(const Mesh& m, const std::vector<double>& v, in
 }
 
 // Runs every strategy and order on `owner`, comparing bitwise with the serial result.
-void check_all(Context& ctx, const Mesh& m, const std::vector<int>& owner, int order, const std::vector<int>& widths) {
+void check_all(Context& ctx, const Mesh& m, const std::vector<int>& owner, int order,
+               const std::vector<int>& widths) {
   const int P = ctx.size(), me = ctx.rank();
   HaloPlan plan = make_halo_plan(m, owner, P, order, me);
   std::vector<double> vglob(static_cast<std::size_t>(m.size()));
-  for (std::int64_t g = 0; g < m.size(); ++g) vglob[static_cast<std::size_t>(g)] = 0.3 * std::cos(0.11 * static_cast<double>(g));
+  for (std::int64_t g = 0; g < m.size(); ++g)
+    vglob[static_cast<std::size_t>(g)] = 0.3 * std::cos(0.11 * static_cast<double>(g));
   std::vector<double> vloc;
   for (auto g : plan.points) vloc.push_back(vglob[static_cast<std::size_t>(g)]);
   for (int w : widths) {
     const auto ref = serial_apply(m, vglob, order, w);
     std::vector<double> x(static_cast<std::size_t>(plan.local_size() * w)), y(x.size());
     for (std::size_t i = 0; i < plan.points.size(); ++i)
-      for (int b = 0; b < w; ++b) x[i * static_cast<std::size_t>(w) + static_cast<std::size_t>(b)] = value(plan.points[i], b);
+      for (int b = 0; b < w; ++b)
+        x[i * static_cast<std::size_t>(w) + static_cast<std::size_t>(b)] = value(plan.points[i], b);
     for (auto s : kStrategies) {
       if (s == comm::ExchangeStrategy::Persistent && !comm::have_persistent_neighbor()) {
         Hamiltonian h(ctx, plan, vloc, m.spacing(), {s, true});
@@ -72,8 +78,9 @@ void check_all(Context& ctx, const Mesh& m, const std::vector<int>& owner, int o
         continue;
       }
       for (bool overlap : {true, false}) {
-        SCOPED_TRACE(::testing::Message() << comm::to_string(s) << " overlap " << overlap << " width " << w
-                                          << " order " << order << " ranks " << P);
+        SCOPED_TRACE(::testing::Message()
+                     << comm::to_string(s) << " overlap " << overlap << " width " << w << " order "
+                     << order << " ranks " << P);
         HamiltonianOptions opt{s, overlap, 7};
         Hamiltonian h(ctx, plan, vloc, m.spacing(), opt);
         ctx.ledger().reset();
@@ -90,10 +97,12 @@ void check_all(Context& ctx, const Mesh& m, const std::vector<int>& owner, int o
         EXPECT_EQ(bad, 0);
         // Ledger: two applies, each the plan's items x width doubles.
         const auto k = ctx.ledger().total("stencil/halo");
-        const std::int64_t bytes = 2 * w * 8 * (plan.exchange.send_items() + plan.exchange.recv_items());
+        const std::int64_t bytes =
+            2 * w * 8 * (plan.exchange.send_items() + plan.exchange.recv_items());
         if (s == comm::ExchangeStrategy::P2P) {
           EXPECT_EQ(k.p2p_sent_bytes + k.p2p_recv_bytes, bytes);
-          EXPECT_EQ(k.p2p_sent_msgs, 2 * static_cast<std::int64_t>(plan.exchange.send_peers.size()));
+          EXPECT_EQ(k.p2p_sent_msgs,
+                    2 * static_cast<std::int64_t>(plan.exchange.send_peers.size()));
           EXPECT_EQ(k.coll_calls, 0);
         } else {
           EXPECT_EQ(k.coll_bytes, bytes);
@@ -106,7 +115,11 @@ void check_all(Context& ctx, const Mesh& m, const std::vector<int>& owner, int o
 }
 
 std::vector<Atom> molecule() {
-  return {{"C", 0, 0, 0}, {"C", 1.4, 0.3, 0}, {"H", -0.6, 1.1, 0.4}, {"O", 3.9, 0, 0.5}, {"H", 2.5, -1.5, 0}};
+  return {{"C", 0, 0, 0},
+          {"C", 1.4, 0.3, 0},
+          {"H", -0.6, 1.1, 0.4},
+          {"O", 3.9, 0, 0.5},
+          {"H", 2.5, -1.5, 0}};
 }
 
 }  // namespace
@@ -114,7 +127,8 @@ std::vector<Atom> molecule() {
 TEST(StencilHamiltonian, BitIdenticalToSerialMetis) {
   Context ctx(MPI_COMM_WORLD);
   Mesh m = Mesh::spheres(molecule(), 1.7, 0.45);
-  for (int order : {4, 12}) check_all(ctx, m, partition_mesh(m, ctx.size(), Partitioner::Metis, order), order, {1, 3});
+  for (int order : {4, 12})
+    check_all(ctx, m, partition_mesh(m, ctx.size(), Partitioner::Metis, order), order, {1, 3});
 }
 
 TEST(StencilHamiltonian, BitIdenticalToSerialGeometric) {
@@ -126,7 +140,8 @@ TEST(StencilHamiltonian, BitIdenticalToSerialGeometric) {
 TEST(StencilHamiltonian, BoxMeshOrder2And8) {
   Context ctx(MPI_COMM_WORLD);
   Mesh m = Mesh::box(4.0, 0.5);
-  for (int order : {2, 8}) check_all(ctx, m, partition_mesh(m, ctx.size(), Partitioner::Metis, order), order, {1});
+  for (int order : {2, 8})
+    check_all(ctx, m, partition_mesh(m, ctx.size(), Partitioner::Metis, order), order, {1});
 }
 
 // Rank 0 owns an isolated sphere (degree 0); the other ranks share a second one.
@@ -137,13 +152,17 @@ TEST(StencilHamiltonian, ZeroDegreeRank) {
   std::vector<int> owner(static_cast<std::size_t>(m.size()));
   std::vector<std::int64_t> far;
   for (std::int64_t g = 0; g < m.size(); ++g) {
-    if (m.position(g)[0] < 10) owner[static_cast<std::size_t>(g)] = 0;
-    else far.push_back(g);
+    if (m.position(g)[0] < 10)
+      owner[static_cast<std::size_t>(g)] = 0;
+    else
+      far.push_back(g);
   }
   for (std::size_t i = 0; i < far.size(); ++i)
-    owner[static_cast<std::size_t>(far[i])] = P == 1 ? 0 : 1 + static_cast<int>(i * static_cast<std::size_t>(P - 1) / far.size());
+    owner[static_cast<std::size_t>(far[i])] =
+        P == 1 ? 0 : 1 + static_cast<int>(i * static_cast<std::size_t>(P - 1) / far.size());
   HaloPlan plan = make_halo_plan(m, owner, P, 4, ctx.rank());
-  if (ctx.rank() == 0) EXPECT_TRUE(plan.exchange.send_peers.empty() && plan.exchange.recv_peers.empty());
+  if (ctx.rank() == 0)
+    EXPECT_TRUE(plan.exchange.send_peers.empty() && plan.exchange.recv_peers.empty());
   check_all(ctx, m, owner, 4, {1, 2});
 }
 
@@ -155,7 +174,8 @@ TEST(StencilHamiltonian, EmptyGraph) {
   for (int q = 0; q < P; ++q) atoms.push_back({"H", 10.0 * q, 0, 0});
   Mesh m = Mesh::spheres(atoms, 1.2, 0.5);
   std::vector<int> owner(static_cast<std::size_t>(m.size()));
-  for (std::int64_t g = 0; g < m.size(); ++g) owner[static_cast<std::size_t>(g)] = static_cast<int>(std::lround(m.position(g)[0] / 10.0));
+  for (std::int64_t g = 0; g < m.size(); ++g)
+    owner[static_cast<std::size_t>(g)] = static_cast<int>(std::lround(m.position(g)[0] / 10.0));
   check_all(ctx, m, owner, 6, {3});
 }
 
@@ -185,9 +205,13 @@ TEST(StencilExchangePlan, PackedPlanEveryStrategy) {
   Context ctx(MPI_COMM_WORLD);
   const int P = ctx.size(), me = ctx.rank(), w = 3;
   auto count = [](int from, int to) { return static_cast<std::int64_t>((from + 2 * to) % 3); };
-  auto val = [](int from, int to, std::int64_t k, int b) { return 1000.0 * from + 100.0 * to + 10.0 * k + b; };
+  auto val = [](int from, int to, std::int64_t k, int b) {
+    return 1000.0 * from + 100.0 * to + 10.0 * k + b;
+  };
   std::vector<std::int64_t> send(static_cast<std::size_t>(P)), recv(send);
-  for (int q = 0; q < P; ++q) send[static_cast<std::size_t>(q)] = count(me, q), recv[static_cast<std::size_t>(q)] = count(q, me);
+  for (int q = 0; q < P; ++q)
+    send[static_cast<std::size_t>(q)] = count(me, q),
+    recv[static_cast<std::size_t>(q)] = count(q, me);
   const auto plan = comm::ExchangePlan::from_counts(send, recv, me);
   for (auto s : kStrategies) {
     if (s == comm::ExchangeStrategy::Persistent && !comm::have_persistent_neighbor()) continue;
@@ -200,14 +224,14 @@ TEST(StencilExchangePlan, PackedPlanEveryStrategy) {
         for (std::int64_t k = 0; k < count(me, q); ++k, ++at)
           for (int b = 0; b < w; ++b) sb[at * w + b] = val(me, q, k, b) + round;
       ex->start();
-      for (int i = 0; i < 3 && !ex->test(); ++i) {
-      }
+      for (int i = 0; i < 3 && !ex->test(); ++i) {}
       ex->wait();
       EXPECT_TRUE(ex->test());  // completed: test stays true
       int bad = 0;
       for (int q = 0, at = 0; q < P; ++q)
         for (std::int64_t k = 0; k < count(q, me); ++k, ++at)
-          for (int b = 0; b < w; ++b) bad += ex->recv_buffer()[at * w + b] != val(q, me, k, b) + round;
+          for (int b = 0; b < w; ++b)
+            bad += ex->recv_buffer()[at * w + b] != val(q, me, k, b) + round;
       EXPECT_EQ(bad, 0);
     }
   }
@@ -234,12 +258,14 @@ TEST(StencilExchangePlan, RankLeavingAnExchangeEndsEveryRank) {
       ex->start();
       ex->wait();
       ctx.comm().barrier();
-    } catch (const std::exception& e) {
-      what = e.what();
-    }
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (me == bad) EXPECT_EQ(what, "injected failure before sending");
-    else EXPECT_NE(what.find("left an exchange with an error"), std::string::npos) << "rank " << me << ": " << what;
+    } catch (const std::exception& e) { what = e.what(); }
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (me == bad)
+      EXPECT_EQ(what, "injected failure before sending");
+    else
+      EXPECT_NE(what.find("left an exchange with an error"), std::string::npos)
+          << "rank " << me << ": " << what;
     EXPECT_LT(secs, 20.0);
   }
 }

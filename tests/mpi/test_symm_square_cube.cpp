@@ -54,8 +54,10 @@ Ref make_ref(std::int64_t n, unsigned seed) {
   r.d2.resize(r.d.size());
   r.d3.resize(r.d.size());
   int ni = static_cast<int>(n);
-  tessel::testing::ref_gemm('N', 'N', ni, ni, ni, 1.0, r.d.data(), ni, r.d.data(), ni, 0.0, r.d2.data(), ni);
-  tessel::testing::ref_gemm('N', 'N', ni, ni, ni, 1.0, r.d.data(), ni, r.d2.data(), ni, 0.0, r.d3.data(), ni);
+  tessel::testing::ref_gemm('N', 'N', ni, ni, ni, 1.0, r.d.data(), ni, r.d.data(), ni, 0.0,
+                            r.d2.data(), ni);
+  tessel::testing::ref_gemm('N', 'N', ni, ni, ni, 1.0, r.d.data(), ni, r.d2.data(), ni, 0.0,
+                            r.d3.data(), ni);
   return r;
 }
 
@@ -77,8 +79,10 @@ std::pair<std::vector<double>, std::vector<double>> run_plane0(Context& ctx,
   D.for_each_local([&](std::int64_t i, std::int64_t j, double& v) {
     v = full[static_cast<std::size_t>(j * n + i)];
   });
-  if (cube) ssc.run(D.data(), D2.data(), D3.data());
-  else ssc.run_square(D.data(), D2.data());
+  if (cube)
+    ssc.run(D.data(), D2.data(), D3.data());
+  else
+    ssc.run_square(D.data(), D2.data());
   // on every rank (the checks run on every rank; dense::gather fills the root only)
   auto g2 = tessel::testing::gather_all(ctx, D2);
   std::vector<double> g3;
@@ -90,8 +94,14 @@ std::pair<std::vector<double>, std::vector<double>> run_plane0(Context& ctx,
 struct Volume {
   std::int64_t coll_bytes = 0, coll_calls = 0;
   std::int64_t sent_bytes = 0, sent_msgs = 0, recv_bytes = 0, recv_msgs = 0;
-  void send(std::int64_t doubles) { sent_bytes += 8 * doubles; sent_msgs += 1; }
-  void recv(std::int64_t doubles) { recv_bytes += 8 * doubles; recv_msgs += 1; }
+  void send(std::int64_t doubles) {
+    sent_bytes += 8 * doubles;
+    sent_msgs += 1;
+  }
+  void recv(std::int64_t doubles) {
+    recv_bytes += 8 * doubles;
+    recv_msgs += 1;
+  }
 };
 
 void expect_volume(const PhaseCounts& k, const Volume& v, const std::string& where) {
@@ -125,8 +135,9 @@ void check_run_volume(Context& ctx, dense::SymmSquareCube& ssc, const Ref& ref, 
   } else {
     EXPECT_EQ(rel.coll_calls, m.inactive_ranks() > 0 ? 1 : 0) << where;
     EXPECT_EQ(rel.coll_bytes, 0) << where;
-    expect_volume(k, model(), where + " P(" + std::to_string(m.i()) + "," +
-                                 std::to_string(m.j()) + "," + std::to_string(m.k()) + ")");
+    expect_volume(k, model(),
+                  where + " P(" + std::to_string(m.i()) + "," + std::to_string(m.j()) + "," +
+                      std::to_string(m.k()) + ")");
   }
   std::int64_t sr[2] = {k.p2p_sent_bytes, k.p2p_recv_bytes};
   ctx.comm().allreduce(sr, 2, MPI_SUM);
@@ -144,8 +155,10 @@ TEST(SymmSquareCube, MatchesSerialBlas) {
     auto full = random_symmetric(n, static_cast<unsigned>(n));
     std::vector<double> r2(full.size()), r3(full.size());
     int ni = static_cast<int>(n);
-    tessel::testing::ref_gemm('N', 'N', ni, ni, ni, 1.0, full.data(), ni, full.data(), ni, 0.0, r2.data(), ni);
-    tessel::testing::ref_gemm('N', 'N', ni, ni, ni, 1.0, full.data(), ni, r2.data(), ni, 0.0, r3.data(), ni);
+    tessel::testing::ref_gemm('N', 'N', ni, ni, ni, 1.0, full.data(), ni, full.data(), ni, 0.0,
+                              r2.data(), ni);
+    tessel::testing::ref_gemm('N', 'N', ni, ni, ni, 1.0, full.data(), ni, r2.data(), ni, 0.0,
+                              r3.data(), ni);
     auto lay = tessel::testing::random_layout(rng, n, n, ctx.size());
     auto D = dense::scatter(ctx, full.data(), lay);
     for (auto alg : kAll)
@@ -163,10 +176,10 @@ TEST(SymmSquareCube, MatchesSerialBlas) {
         auto g2 = dense::gather(ctx, res.d2);
         auto g3 = dense::gather(ctx, res.d3);
         if (ctx.rank() == 0) {
-          EXPECT_LE(rel_err(g2, r2), 1e-13) << "alg " << dense::to_string(alg) << " n=" << n
-                                            << " nd=" << nd << " " << res.mesh;
-          EXPECT_LE(rel_err(g3, r3), 1e-13) << "alg " << dense::to_string(alg) << " n=" << n
-                                            << " nd=" << nd << " " << res.mesh;
+          EXPECT_LE(rel_err(g2, r2), 1e-13)
+              << "alg " << dense::to_string(alg) << " n=" << n << " nd=" << nd << " " << res.mesh;
+          EXPECT_LE(rel_err(g3, r3), 1e-13)
+              << "alg " << dense::to_string(alg) << " n=" << n << " nd=" << nd << " " << res.mesh;
         }
       }
   }
@@ -228,7 +241,8 @@ TEST(SymmSquareCube, VolumeMatchesModelAndInactiveRanksAreSilent) {
       if (kk == 0) {
         std::vector<double> r2(full.size());
         int ni = static_cast<int>(n);
-        tessel::testing::ref_gemm('N', 'N', ni, ni, ni, 1.0, full.data(), ni, full.data(), ni, 0.0, r2.data(), ni);
+        tessel::testing::ref_gemm('N', 'N', ni, ni, ni, 1.0, full.data(), ni, full.data(), ni, 0.0,
+                                  r2.data(), ni);
         double worst = 0;
         D2.for_each_local([&](std::int64_t a, std::int64_t b, double& v) {
           worst = std::max(worst, std::abs(v - r2[static_cast<std::size_t>(b * n + a)]));
@@ -303,7 +317,8 @@ TEST(SymmSquareCube, SquareOnlyMatchesSerialBlas) {
     auto full = random_symmetric(n, 11 + static_cast<unsigned>(n));
     std::vector<double> r2(full.size());
     int ni = static_cast<int>(n);
-    tessel::testing::ref_gemm('N', 'N', ni, ni, ni, 1.0, full.data(), ni, full.data(), ni, 0.0, r2.data(), ni);
+    tessel::testing::ref_gemm('N', 'N', ni, ni, ni, 1.0, full.data(), ni, full.data(), ni, 0.0,
+                              r2.data(), ni);
     for (auto alg : kAll)
       for (int nd : {1, 2}) {
         dense::SscOptions o;
@@ -319,8 +334,8 @@ TEST(SymmSquareCube, SquareOnlyMatchesSerialBlas) {
         ssc.run_square(D.data(), D2.data());
         auto g2 = dense::gather(ctx, D2);
         if (ctx.rank() == 0)
-          EXPECT_LE(rel_err(g2, r2), 1e-13) << "alg " << dense::to_string(alg) << " n=" << n
-                                            << " nd=" << nd;
+          EXPECT_LE(rel_err(g2, r2), 1e-13)
+              << "alg " << dense::to_string(alg) << " n=" << n << " nd=" << nd;
       }
   }
 }
@@ -534,9 +549,7 @@ TEST(SymmSquareCube, MeshErrors) {
   auto message = [&](SscAlgorithm alg, int p, int c, int R) -> std::string {
     try {
       make(alg, p, c, R);
-    } catch (const GridError& e) {
-      return e.what();
-    }
+    } catch (const GridError& e) { return e.what(); }
     return "(no throw)";
   };
   for (auto alg : kAll) {
@@ -607,10 +620,10 @@ TEST(SymmSquareCube, ShmMovesOnOffBitIdentical) {
             auto res = dense::symm_square_cube(ctx, D, o);
             g[on][0] = dense::gather(ctx, res.d2);
             g[on][1] = dense::gather(ctx, res.d3);
-            const std::string where = "node_size " + std::to_string(node_size) + " n=" +
-                                      std::to_string(n) + " active=" + std::to_string(active) +
-                                      " alg " + dense::to_string(alg) + " shm_moves=" +
-                                      std::to_string(on);
+            const std::string where = "node_size " + std::to_string(node_size) +
+                                      " n=" + std::to_string(n) +
+                                      " active=" + std::to_string(active) + " alg " +
+                                      dense::to_string(alg) + " shm_moves=" + std::to_string(on);
             const auto in = ctx.ledger().total("ssc/redistribute");
             // the plain volume of the three moves (D in; D^2, D^3 out), counted element by
             // element from the two layouts' owners (not by the library's redist_volume)

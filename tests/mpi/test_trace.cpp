@@ -41,7 +41,8 @@ std::string shared_tmp(const std::string& stem) {
   return "/tmp/" + stem + "." + std::to_string(pid) + ".json";
 }
 
-const char* const kKinds[] = {"p2p_send", "p2p_recv", "coll", "rma_put", "rma_get", "rma_acc", "shm"};
+const char* const kKinds[] = {"p2p_send", "p2p_recv", "coll", "rma_put",
+                              "rma_get",  "rma_acc",  "shm"};
 
 std::vector<std::int64_t> ledger_bytes(const PhaseCounts& k) {
   return {k.p2p_sent_bytes, k.p2p_recv_bytes, k.coll_bytes, k.rma_put_bytes,
@@ -54,7 +55,8 @@ std::vector<std::vector<std::int64_t>> traced_run(Context& ctx, const std::strin
   const int p = ctx.size();
   auto lay = layout::Layout::block_cyclic(n, n, 5, 5, 1, p, 0, 0, p);
   DistMatrix<double> A(ctx, lay), B(ctx, lay), C(ctx, lay), F(ctx, lay);
-  A.for_each_local([](std::int64_t i, std::int64_t j, double& x) { x = std::sin(1.0 + i + 2.0 * j); });
+  A.for_each_local(
+      [](std::int64_t i, std::int64_t j, double& x) { x = std::sin(1.0 + i + 2.0 * j); });
   B.for_each_local([](std::int64_t i, std::int64_t j, double& x) { x = std::cos(0.5 * i - j); });
   // F: eigenvalues near -1 (first half) and +1 (second half), a gap of about 2.
   F.for_each_local([&](std::int64_t i, std::int64_t j, double& x) {
@@ -163,16 +165,19 @@ TEST(Trace, FileStructureAndBytesMatchTheLedger) {
     std::sort(spans.begin(), spans.end(), [](const auto& a, const auto& b) {
       return a.first != b.first ? a.first < b.first : a.second > b.second;
     });
-    std::vector<double> open;  // ends of the enclosing spans
+    std::vector<double> open;   // ends of the enclosing spans
     const double eps = 0.0021;  // ts and dur are rounded to 1 ns each
     for (const auto& [b, e] : spans) {
       while (!open.empty() && open.back() <= b + eps) open.pop_back();
-      if (!open.empty()) EXPECT_LE(e, open.back() + eps) << "rank " << r << ": span [" << b << ", " << e << "] overlaps its parent";
+      if (!open.empty())
+        EXPECT_LE(e, open.back() + eps)
+            << "rank " << r << ": span [" << b << ", " << e << "] overlaps its parent";
       open.push_back(e);
     }
     // The bytes of the transfer events equal the ledger's counters of this rank, per kind.
     for (std::size_t k = 0; k < std::size(kKinds); ++k)
-      EXPECT_EQ(bytes[static_cast<std::size_t>(r)][kKinds[k]], ledger[static_cast<std::size_t>(r)][k])
+      EXPECT_EQ(bytes[static_cast<std::size_t>(r)][kKinds[k]],
+                ledger[static_cast<std::size_t>(r)][k])
           << "rank " << r << ", " << kKinds[k];
   }
   EXPECT_GE(phases, p);   // every rank opens the multiply's and purify's phases

@@ -29,16 +29,18 @@ inline void ref_gemm(char ta, char tb, int m, int n, int k, double al, const dou
   if (m && n) dgemm_(&ta, &tb, &m, &n, &k, &al, a, &lda, b, &ldb, &be, c, &ldc);
 }
 inline void ref_gemm(char ta, char tb, int m, int n, int k, std::complex<double> al,
-                     const std::complex<double>* a, int lda, const std::complex<double>* b,
-                     int ldb, std::complex<double> be, std::complex<double>* c, int ldc) {
+                     const std::complex<double>* a, int lda, const std::complex<double>* b, int ldb,
+                     std::complex<double> be, std::complex<double>* c, int ldc) {
   if (m && n) zgemm_(&ta, &tb, &m, &n, &k, &al, a, &lda, b, &ldb, &be, c, &ldc);
 }
 
 template <class T>
 T random_value(std::mt19937& rng) {
   std::uniform_real_distribution<double> u(-1.0, 1.0);
-  if constexpr (std::is_same_v<T, double>) return u(rng);
-  else return T(u(rng), u(rng));
+  if constexpr (std::is_same_v<T, double>)
+    return u(rng);
+  else
+    return T(u(rng), u(rng));
 }
 
 /// A random block-cyclic layout of m x n over some grid of at most p ranks (same on all ranks
@@ -109,15 +111,21 @@ struct BruteVolume {
   std::int64_t send_elems = 0, recv_elems = 0;
   int send_msgs = 0, recv_msgs = 0;
 };
-inline BruteVolume brute_volume(const std::vector<int>& src, const std::vector<int>& dst,
-                                int rank, int p) {
+inline BruteVolume brute_volume(const std::vector<int>& src, const std::vector<int>& dst, int rank,
+                                int p) {
   BruteVolume v;
   std::vector<char> to(static_cast<std::size_t>(p), 0), from(to);
   for (std::size_t e = 0; e < src.size(); ++e) {
     const int s = src[e], d = dst[e];
     if (s < 0 || d < 0 || s == d) continue;
-    if (s == rank) { ++v.send_elems; to[static_cast<std::size_t>(d)] = 1; }
-    if (d == rank) { ++v.recv_elems; from[static_cast<std::size_t>(s)] = 1; }
+    if (s == rank) {
+      ++v.send_elems;
+      to[static_cast<std::size_t>(d)] = 1;
+    }
+    if (d == rank) {
+      ++v.recv_elems;
+      from[static_cast<std::size_t>(s)] = 1;
+    }
   }
   for (char c : to) v.send_msgs += c;
   for (char c : from) v.recv_msgs += c;

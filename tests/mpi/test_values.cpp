@@ -34,10 +34,9 @@ std::vector<double> random_vec(std::size_t n, unsigned seed) {
 // (allreduce of a full array in which each element is set by its owner only).
 std::vector<double> everywhere(const Context& ctx, const DistMatrix<double>& x) {
   std::vector<double> full(static_cast<std::size_t>(x.rows() * x.cols()), 0.0);
-  const_cast<DistMatrix<double>&>(x).for_each_local(
-      [&](std::int64_t i, std::int64_t j, double& v) {
-        full[static_cast<std::size_t>(j * x.rows() + i)] = v;
-      });
+  const_cast<DistMatrix<double>&>(x).for_each_local([&](std::int64_t i, std::int64_t j, double& v) {
+    full[static_cast<std::size_t>(j * x.rows() + i)] = v;
+  });
   ctx.comm().allreduce(full.data(), static_cast<int>(full.size()), MPI_SUM);
   return full;
 }
@@ -47,8 +46,10 @@ std::vector<double> everywhere(const Context& ctx, const DistMatrix<double>& x) 
 // ---------------------------------------------------------------- test helpers
 TEST(Values, FrobDiffRefusesAShortResult) {
   const std::vector<double> ref = {1.0, 2.0, 3.0};
-  EXPECT_EQ(tessel::testing::frob_diff(std::vector<double>{}, ref), std::numeric_limits<double>::infinity());
-  EXPECT_EQ(tessel::testing::frob_diff(std::vector<double>{1.0, 2.0}, ref), std::numeric_limits<double>::infinity());
+  EXPECT_EQ(tessel::testing::frob_diff(std::vector<double>{}, ref),
+            std::numeric_limits<double>::infinity());
+  EXPECT_EQ(tessel::testing::frob_diff(std::vector<double>{1.0, 2.0}, ref),
+            std::numeric_limits<double>::infinity());
   EXPECT_EQ(tessel::testing::frob_diff(ref, ref), 0.0);
 }
 
@@ -92,7 +93,8 @@ TEST(Values, CopyOfViewIsAViewOfTheSameStorage) {
   const std::int64_t n = 7;
   const auto lay = square_cyclic(n, ctx.size());
   std::vector<double> store(static_cast<std::size_t>(std::max<std::int64_t>(
-      1, lay.local_rows(ctx.rank()) * lay.local_cols(ctx.rank()))), 1.0);
+                                1, lay.local_rows(ctx.rank()) * lay.local_cols(ctx.rank()))),
+                            1.0);
   auto v = DistMatrix<double>::view(lay, ctx.rank(), store.data(),
                                     std::max<std::int64_t>(1, lay.local_rows(ctx.rank())));
   DistMatrix<double> w = v;
@@ -131,7 +133,8 @@ TEST(Values, SscResultCopyIsIndependent) {
   // and D^2 itself against serial BLAS
   std::vector<double> ref(d.size());
   const int ni = static_cast<int>(n);
-  tessel::testing::ref_gemm('N', 'N', ni, ni, ni, 1.0, d.data(), ni, d.data(), ni, 0.0, ref.data(), ni);
+  tessel::testing::ref_gemm('N', 'N', ni, ni, ni, 1.0, d.data(), ni, d.data(), ni, 0.0, ref.data(),
+                            ni);
   EXPECT_LE(tessel::testing::frob_diff(d2, ref), 1e-13);
 }
 
@@ -175,8 +178,10 @@ void aliased_multiply(Algorithm alg, char which, double beta) {
   std::vector<double> ref = everywhere(ctx, C);  // C's old contents
   const double alpha = 0.75;
   auto rep = multiply(ctx, alpha, Op::N, A, Op::N, B, beta, C, opt);
-  if (alg == Algorithm::Summa2D) EXPECT_EQ(rep.executed, "summa2d on the caller's layout");
-  else EXPECT_EQ(rep.executed.rfind("optimal", 0), 0u) << rep.executed;
+  if (alg == Algorithm::Summa2D)
+    EXPECT_EQ(rep.executed, "summa2d on the caller's layout");
+  else
+    EXPECT_EQ(rep.executed.rfind("optimal", 0), 0u) << rep.executed;
   const int ni = static_cast<int>(n);
   tessel::testing::ref_gemm('N', 'N', ni, ni, ni, alpha, fa.data(), ni, fb.data(), ni, beta,
                             ref.data(), ni);
@@ -204,12 +209,14 @@ TEST(Values, MultiplyWithCOverlappingPartOfA) {
   auto A = DistMatrix<double>::view(big.sub(0, 0, m, m), ctx.rank(), Big.data(), Big.ld());
   auto C = DistMatrix<double>::view(big.sub(3, 3, m, m), ctx.rank(), Big.data(), Big.ld());
   const auto fb = random_vec(static_cast<std::size_t>(m * m), 32);
-  auto B = scatter(ctx, fb.data(), layout::Layout::block_cyclic(m, m, 3, 3, 1, 1, 0, 0, ctx.size()));
+  auto B =
+      scatter(ctx, fb.data(), layout::Layout::block_cyclic(m, m, 3, 3, 1, 1, 0, 0, ctx.size()));
   std::vector<double> fa(static_cast<std::size_t>(m * m)), ref(fa.size());
   for (std::int64_t j = 0; j < m; ++j)
     for (std::int64_t i = 0; i < m; ++i) {
       fa[static_cast<std::size_t>(j * m + i)] = fbig[static_cast<std::size_t>(j * n + i)];
-      ref[static_cast<std::size_t>(j * m + i)] = fbig[static_cast<std::size_t>((j + 3) * n + i + 3)];
+      ref[static_cast<std::size_t>(j * m + i)] =
+          fbig[static_cast<std::size_t>((j + 3) * n + i + 3)];
     }
   multiply(ctx, 1.0, Op::N, A, Op::N, B, 1.0, C);
   const int mi = static_cast<int>(m);
@@ -231,7 +238,8 @@ TEST(Values, RedistributeRefusesShortLeadingDimensionOnOneRank) {
     std::vector<double> a(static_cast<std::size_t>(std::max<std::int64_t>(1, lr_a) * n), 1.0),
         b(static_cast<std::size_t>(std::max<std::int64_t>(1, lr_b) * n), 0.0);
     std::int64_t lda = std::max<std::int64_t>(1, lr_a), ldb = std::max<std::int64_t>(1, lr_b);
-    const bool holds = (side == 0 ? lr_a : lr_b) > 1 && (side == 0 ? src : dst).local_cols(ctx.rank()) > 0;
+    const bool holds =
+        (side == 0 ? lr_a : lr_b) > 1 && (side == 0 ? src : dst).local_cols(ctx.rank()) > 0;
     // The failing rank: the highest rank with more than one local row on that side.
     int last = holds ? ctx.rank() : -1;
     ctx.comm().allreduce(&last, 1, MPI_MAX);
@@ -241,7 +249,8 @@ TEST(Values, RedistributeRefusesShortLeadingDimensionOnOneRank) {
       layout::redistribute(ctx.comm(), src, a.data(), lda, dst, b.data(), ldb);
       ADD_FAILURE() << "no throw on rank " << ctx.rank() << " (side " << side << ")";
     } catch (const LayoutMismatch& e) {
-      EXPECT_NE(std::string(e.what()).find(side == 0 ? "lda" : "ldb"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(side == 0 ? "lda" : "ldb"), std::string::npos)
+          << e.what();
     }
   }
 }

@@ -31,7 +31,9 @@ double value(int r, std::int64_t i) { return 1000.0 * r + static_cast<double>(i)
 // The slice rank `me` reads from rank `t`: a length and an offset that differ per pair and
 // stay within t's window.
 std::int64_t slice_len(int me, int t) { return 1 + (me + 2 * t) % 5; }
-std::int64_t slice_off(int me, int t) { return (3 * me + t) % (local_count(t) - slice_len(me, t) + 1); }
+std::int64_t slice_off(int me, int t) {
+  return (3 * me + t) % (local_count(t) - slice_len(me, t) + 1);
+}
 
 void expect_only_rma(const PhaseCounts& c, std::int64_t put, std::int64_t get, std::int64_t acc,
                      std::int64_t ops) {
@@ -168,18 +170,18 @@ TEST(Window, CountingEdgeCasesAndOtherTypes) {
   {
     LockAllEpoch epoch(w);
     RequestSet rs;
-    w.rget(buf.data(), 6, me, 0, rs);                 // self: 96 get bytes, 1 op
-    w.rget(buf.data(), 0, (me + 1) % p, 6, rs);       // zero count at the end: 0 bytes, 1 op
-    w.rget(buf.data(), 6, MPI_PROC_NULL, 0, rs);      // not counted
-    w.put(buf.data(), 3, MPI_PROC_NULL, 0);           // not counted
-    w.accumulate(buf.data(), 2, MPI_PROC_NULL, 0);    // not counted
+    w.rget(buf.data(), 6, me, 0, rs);               // self: 96 get bytes, 1 op
+    w.rget(buf.data(), 0, (me + 1) % p, 6, rs);     // zero count at the end: 0 bytes, 1 op
+    w.rget(buf.data(), 6, MPI_PROC_NULL, 0, rs);    // not counted
+    w.put(buf.data(), 3, MPI_PROC_NULL, 0);         // not counted
+    w.accumulate(buf.data(), 2, MPI_PROC_NULL, 0);  // not counted
     rs.wait_all();
   }
   for (int i = 0; i < 6; ++i) EXPECT_EQ(buf[static_cast<std::size_t>(i)], C(me, i));
   {
     LockAllEpoch epoch(wi);
     for (int t = 1; t < p; ++t) wi.accumulate(ones, 3, t, 0);  // 24 acc bytes, 1 op each
-    wi.accumulate(ones, 0, 0, 0);                             // into rank 0's empty window
+    wi.accumulate(ones, 0, 0, 0);                              // into rank 0's empty window
   }
   ctx.comm().barrier();
   const PhaseCounts c = ctx.ledger().total("edge");
@@ -208,12 +210,12 @@ TEST(Window, ChecksMoveAndEpochs) {
     LockAllEpoch epoch(w);
     EXPECT_TRUE(w.locked_all());
     EXPECT_THROW(w.lock_all(), tessel::Error);
-    EXPECT_THROW(w.rget(buf, 6, 0, 0, rs), tessel::Error);   // past the end
-    EXPECT_THROW(w.rget(buf, 2, 0, 4, rs), tessel::Error);   // past the end
-    EXPECT_THROW(w.put(buf, 1, p, 0), tessel::Error);        // no such rank
-    EXPECT_THROW(w.put(buf, 1, 0, -1), tessel::Error);       // negative offset
+    EXPECT_THROW(w.rget(buf, 6, 0, 0, rs), tessel::Error);  // past the end
+    EXPECT_THROW(w.rget(buf, 2, 0, 4, rs), tessel::Error);  // past the end
+    EXPECT_THROW(w.put(buf, 1, p, 0), tessel::Error);       // no such rank
+    EXPECT_THROW(w.put(buf, 1, 0, -1), tessel::Error);      // negative offset
     EXPECT_THROW(w.accumulate(buf, -1, 0, 0), tessel::Error);
-    EXPECT_THROW(w.fence(), tessel::Error);                  // inside a lock_all epoch
+    EXPECT_THROW(w.fence(), tessel::Error);  // inside a lock_all epoch
   }
   EXPECT_FALSE(w.locked_all());
   EXPECT_THROW(w.unlock_all(), tessel::Error);
@@ -263,7 +265,8 @@ TEST(SharedWindow, StoresIntoPeersAreSeenAfterPublish) {
       w.lock_all();
       const int right = (me + 1) % nn;
       double* dst = w.peer_data(right);
-      for (std::int64_t i = 0; i < 3 + right; ++i) dst[i] = 100.0 * ctx.rank() + static_cast<double>(i);
+      for (std::int64_t i = 0; i < 3 + right; ++i)
+        dst[i] = 100.0 * ctx.rank() + static_cast<double>(i);
       w.record_transfer(3 + right);
       w.publish(nc);
       const int left = (me + nn - 1) % nn;

@@ -37,7 +37,8 @@ TEST(BlockSizes, RejectsNonPositiveSizes) {
     BlockSizes({4, 0}, "row block sizes");
     FAIL();
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("row block sizes: block 1 has size 0"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("row block sizes: block 1 has size 0"), std::string::npos)
+        << e.what();
   }
 }
 
@@ -87,7 +88,8 @@ TEST(Distribution, RandomIsReproducibleAndBalanced) {
       std::int64_t el = 0;
       for (int br : d.local_block_rows(g)) el += b.size(br);
       // greedy on the least loaded: within one largest block of the mean
-      EXPECT_NEAR(static_cast<double>(el), b.extent() / static_cast<double>(pr), 23.0) << pr << " x " << pc;
+      EXPECT_NEAR(static_cast<double>(el), b.extent() / static_cast<double>(pr), 23.0)
+          << pr << " x " << pc;
     }
     for (int g = 0; g < pc; ++g) {
       std::int64_t el = 0;

@@ -52,15 +52,15 @@ void brute_grids(i64 m, i64 n, i64 k, int p, double delta, F&& f) {
 std::string message_of(const std::string& text) {
   try {
     machine_model_from_json(text, "test.json");
-  } catch (const tessel::InputError& e) {
-    return e.what();
-  }
+  } catch (const tessel::InputError& e) { return e.what(); }
   ADD_FAILURE() << "no InputError for " << text;
   return {};
 }
 
-struct Shape { i64 m, n, k; };
-const std::vector<Shape> kShapes = {{2048, 2048, 2048}, {512, 512, 65536}, {65536, 512, 512},
+struct Shape {
+  i64 m, n, k;
+};
+const std::vector<Shape> kShapes = {{2048, 2048, 2048}, {512, 512, 65536},  {65536, 512, 512},
                                     {8192, 8192, 256},  {1000, 1000, 1000}, {37, 41, 43},
                                     {1, 1000, 1000},    {300, 7, 5000},     {64, 64, 64}};
 
@@ -170,11 +170,15 @@ TEST(RecvBound, PlanNeverBelowBound) {
         g.pk = pk;
         g.rounds = 1;
         const double bound = g.recv_bound_words();
-        ASSERT_GE(g.recv_words(), bound * (1 - 1e-12)) << s.m << "x" << s.n << "x" << s.k << " p " << p << " grid " << pm << "x" << pn << "x" << pk;
+        ASSERT_GE(g.recv_words(), bound * (1 - 1e-12))
+            << s.m << "x" << s.n << "x" << s.k << " p " << p << " grid " << pm << "x" << pn << "x"
+            << pk;
         double exact = 0;
         for (int r = 0; r < g.used(); ++r)
-          exact = std::max(exact, price_gemm_rank(g, MachineModel{}, false, nullptr, r).plan_words());
-        ASSERT_GE(exact, bound * (1 - 1e-12)) << s.m << "x" << s.n << "x" << s.k << " p " << p << " grid " << pm << "x" << pn << "x" << pk;
+          exact =
+              std::max(exact, price_gemm_rank(g, MachineModel{}, false, nullptr, r).plan_words());
+        ASSERT_GE(exact, bound * (1 - 1e-12)) << s.m << "x" << s.n << "x" << s.k << " p " << p
+                                              << " grid " << pm << "x" << pn << "x" << pk;
         ++checked;
       });
       for (double delta : {0.0, 0.15, 0.3}) {
@@ -191,12 +195,14 @@ TEST(RecvBound, WithRedistributionFromBlockCyclic) {
   for (const Shape& s : {Shape{300, 200, 500}, Shape{64, 64, 2048}, Shape{37, 41, 43}})
     for (int p : {2, 3, 5, 6, 8}) {
       const int pr = p == 8 ? 2 : 1, pc = p / pr;
-      CallerLayouts cl{false, false, tessel::layout::Layout::block_cyclic(s.m, s.k, 16, 16, pr, pc, 0, 0, p),
+      CallerLayouts cl{false, false,
+                       tessel::layout::Layout::block_cyclic(s.m, s.k, 16, 16, pr, pc, 0, 0, p),
                        tessel::layout::Layout::block_cyclic(s.k, s.n, 16, 16, pr, pc, 0, 0, p),
                        tessel::layout::Layout::block_cyclic(s.m, s.n, 16, 16, pr, pc, 0, 0, p)};
       GemmPlan g = make_gemm_plan(req(s.m, s.n, s.k, p, MachineModel{}), &cl);
       double worst = 0;
-      for (int r = 0; r < p; ++r) worst = std::max(worst, price_gemm_rank(g, g.machine, false, &cl, r).words());
+      for (int r = 0; r < p; ++r)
+        worst = std::max(worst, price_gemm_rank(g, g.machine, false, &cl, r).words());
       EXPECT_GE(worst, g.recv_bound_words() * (1 - 1e-12)) << g.to_string();
     }
 }
@@ -225,7 +231,8 @@ TEST(GemmCost, FreeFlopsChoosesFewestWords) {
           for (int j = 0; j < pn; ++j)
             for (int l = 0; l < pk; ++l) {
               const i64 mi = part(s.m, pm, i), nj = part(s.n, pn, j), kl = part(s.k, pk, l);
-              const double w = double(mi) * (kl - part(kl, pn, j)) + double(kl) * (nj - part(nj, pm, i)) +
+              const double w = double(mi) * (kl - part(kl, pn, j)) +
+                               double(kl) * (nj - part(nj, pm, i)) +
                                double(pk - 1) * mi * part(nj, pk, l);
               worst = std::max(worst, w);
             }
@@ -259,7 +266,8 @@ TEST(GemmCost, TallSkinnyKeepsEveryRankByDefault) {
   EXPECT_EQ(g.used(), 8) << g.to_string();
   EXPECT_EQ(g.pk, 8) << g.to_string();
   EXPECT_EQ(make_gemm_plan(req(512, 512, 65536, 8, words_only_machine())).used(), 7);
-  CallerLayouts cl{false, false, tessel::layout::Layout::block_cyclic(512, 65536, 128, 128, 2, 4, 0, 0, 8),
+  CallerLayouts cl{false, false,
+                   tessel::layout::Layout::block_cyclic(512, 65536, 128, 128, 2, 4, 0, 0, 8),
                    tessel::layout::Layout::block_cyclic(65536, 512, 128, 128, 2, 4, 0, 0, 8),
                    tessel::layout::Layout::block_cyclic(512, 512, 128, 128, 2, 4, 0, 0, 8)};
   GemmPlan h = make_gemm_plan(req(512, 512, 65536, 8, MachineModel{}), &cl);
@@ -301,7 +309,8 @@ TEST(GemmCost, PartsAddUpAndMatchHandCount) {
   EXPECT_DOUBLE_EQ(c.compute_s, 2.0 * 1024 * 1024 * 1024 / mm.dgemm_flops);
   EXPECT_NEAR(c.rounds_bw_s, 2.0 * 1024 * 512 * 8 / mm.inter.bandwidth_bps, 1e-15);
   EXPECT_DOUBLE_EQ(c.overlap_s, 0.0);
-  EXPECT_NEAR(c.total_s(), c.compute_s + c.rounds_bw_s + c.rounds_lat_s + c.reduce_bw_s + c.reduce_lat_s, 1e-15);
+  EXPECT_NEAR(c.total_s(),
+              c.compute_s + c.rounds_bw_s + c.rounds_lat_s + c.reduce_bw_s + c.reduce_lat_s, 1e-15);
   // Complex: twice the bytes, four times the flops.
   GemmCost z = price_gemm_plan(g, mm, true);
   EXPECT_NEAR(z.rounds_bw_s, 2 * c.rounds_bw_s, 1e-15);
@@ -317,7 +326,8 @@ TEST(GemmCost, PartsAddUpAndMatchHandCount) {
   mm.intra = LinkModel{0.0, 1e12};
   g.rounds = 1;
   GemmCost n2 = price_gemm_rank(g, mm, false, nullptr, 0);
-  EXPECT_NEAR(n2.rounds_bw_s, 1024.0 * 512 * 8 / mm.inter.bandwidth_bps + 1024.0 * 512 * 8 / 1e12, 1e-15);
+  EXPECT_NEAR(n2.rounds_bw_s, 1024.0 * 512 * 8 / mm.inter.bandwidth_bps + 1024.0 * 512 * 8 / 1e12,
+              1e-15);
 }
 
 TEST(GemmCost, ExplainShowsTimeAndRunnersUp) {
@@ -395,8 +405,8 @@ TEST(GemmAligned, InputsThatAlignWithNothingKeepTheRedistributingPlan) {
       EXPECT_EQ(std::make_tuple(g.pm, g.pn, g.pk), std::make_tuple(own.pm, own.pn, own.pk));
       // Everything on one rank: no split keeps more on the busiest rank; the balanced plan runs.
       using tessel::layout::Layout;
-      const CallerLayouts one{false, false, Layout::on_rank(s.m, s.k, 0, p), Layout::on_rank(s.k, s.n, 0, p),
-                              Layout::on_rank(s.m, s.n, 0, p)};
+      const CallerLayouts one{false, false, Layout::on_rank(s.m, s.k, 0, p),
+                              Layout::on_rank(s.k, s.n, 0, p), Layout::on_rank(s.m, s.n, 0, p)};
       // (The caller's grid is 1 x 1 there: rank 0 alone, which a slow network may prefer.)
       r.allow_caller_grid = false;
       const GemmPlan h = make_gemm_plan(r, &one);

@@ -44,9 +44,7 @@ template <class E>
 std::string message_of(const GemmPlanRequest& r) {
   try {
     make_gemm_plan(r);
-  } catch (const E& e) {
-    return e.what();
-  }
+  } catch (const E& e) { return e.what(); }
   ADD_FAILURE() << "no exception of the expected kind";
   return {};
 }
@@ -98,10 +96,13 @@ TEST(GemmPlan, CubeVolumeMatchesHandFormulaAndTheorem2) {
 }
 
 TEST(GemmPlan, UnlimitedMemoryWithinTheorem2Bound) {
-  struct Case { i64 m, n, k; int p; };
-  for (Case c : {Case{2048, 2048, 2048, 8}, Case{4096, 4096, 4096, 64},
-                 Case{512, 512, 65536, 8}, Case{65536, 512, 512, 8}, Case{1000, 1000, 1000, 125},
-                 Case{3000, 3000, 3000, 27}, Case{256, 256, 1 << 20, 64}}) {
+  struct Case {
+    i64 m, n, k;
+    int p;
+  };
+  for (Case c : {Case{2048, 2048, 2048, 8}, Case{4096, 4096, 4096, 64}, Case{512, 512, 65536, 8},
+                 Case{65536, 512, 512, 8}, Case{1000, 1000, 1000, 125}, Case{3000, 3000, 3000, 27},
+                 Case{256, 256, 1 << 20, 64}}) {
     auto g = make_gemm_plan(req(c.m, c.n, c.k, c.p));
     EXPECT_LE(g.recv_words(), g.bound_words()) << g.to_string();
     // Theorem 2 formula computed here independently.
@@ -121,8 +122,7 @@ TEST(GemmPlan, Theorem2WithMemoryBudget) {
   const double mnk = 4096.0 * 4096.0 * 4096.0;
   for (double S : {1024.0 * 1024.0, 4096.0, 65536.0, 1e9}) {
     g.memory_words = S;
-    double expect =
-        std::min(2 * mnk / (64 * std::sqrt(S)) + S, 3 * std::pow(mnk / 64, 2.0 / 3));
+    double expect = std::min(2 * mnk / (64 * std::sqrt(S)) + S, 3 * std::pow(mnk / 64, 2.0 / 3));
     EXPECT_NEAR(g.bound_words(), expect, 1e-9 * expect) << S;
   }
   // By AM-GM the first term is never below the second: the min is always 3 (mnk/p)^(2/3)
@@ -177,7 +177,11 @@ TEST(GemmPlan, PrimeRankCountsSquareTallFlat) {
 
 TEST(GemmPlan, OptimalAgainstBruteForceModel) {
   // For every q in the delta window and every grid, the chosen plan's volume is minimal.
-  struct Case { i64 m, n, k; int p; double delta; };
+  struct Case {
+    i64 m, n, k;
+    int p;
+    double delta;
+  };
   for (Case c : {Case{2000, 3000, 500, 24, 0.1}, Case{777, 999, 12345, 30, 0.03},
                  Case{5000, 100, 5000, 12, 0.0}, Case{4096, 4096, 4096, 65, 0.03}}) {
     auto r = req(c.m, c.n, c.k, c.p);
@@ -189,7 +193,8 @@ TEST(GemmPlan, OptimalAgainstBruteForceModel) {
     for (int q = lo; q <= c.p; ++q)
       for (int pm = 1; pm <= q; ++pm)
         for (int pn = 1; pm * pn <= q; ++pn)
-          if (q % (pm * pn) == 0) best = std::min(best, model_recv(c.m, c.n, c.k, pm, pn, q / (pm * pn)));
+          if (q % (pm * pn) == 0)
+            best = std::min(best, model_recv(c.m, c.n, c.k, pm, pn, q / (pm * pn)));
     EXPECT_NEAR(g.recv_words(), best, 1e-9 * best) << g.to_string();
   }
   // The paper's Figure 5: 65 ranks, square: dropping one rank to 4x4x4 lowers the volume.
@@ -255,9 +260,9 @@ TEST(GemmPlan, SmallDimensionsCapRanks) {
 }
 
 TEST(GemmPlan, RoundsAutomaticUnlimited) {
-  EXPECT_EQ(make_gemm_plan(req(2048, 2048, 2048, 8)).rounds, 2);   // dk 1024 -> 2
-  EXPECT_EQ(make_gemm_plan(req(512, 512, 65536, 8)).rounds, 8);    // dk 8192 -> clamp 8
-  EXPECT_EQ(make_gemm_plan(req(300, 300, 300, 1)).rounds, 1);      // dk 300 -> 1
+  EXPECT_EQ(make_gemm_plan(req(2048, 2048, 2048, 8)).rounds, 2);  // dk 1024 -> 2
+  EXPECT_EQ(make_gemm_plan(req(512, 512, 65536, 8)).rounds, 8);   // dk 8192 -> clamp 8
+  EXPECT_EQ(make_gemm_plan(req(300, 300, 300, 1)).rounds, 1);     // dk 300 -> 1
   auto g = make_gemm_plan(req(2048, 2048, 2048, 8));
   EXPECT_EQ(g.k_per_round(), 512);
   EXPECT_DOUBLE_EQ(g.memory_words_needed(), model_memory(2048, 2048, 2048, 2, 2, 2, 2));
@@ -293,8 +298,7 @@ TEST(GemmPlan, RoundsSatisfyMemoryBudget) {
     auto g = make_gemm_plan(r);
     SCOPED_TRACE(g.to_string());
     EXPECT_LE(g.memory_words_needed(), S);
-    EXPECT_DOUBLE_EQ(g.memory_words_needed(),
-                     model_memory(n, n, n, g.pm, g.pn, g.pk, g.rounds));
+    EXPECT_DOUBLE_EQ(g.memory_words_needed(), model_memory(n, n, n, g.pm, g.pn, g.pk, g.rounds));
     EXPECT_GE(g.rounds, 1);
     EXPECT_LE(g.rounds, g.dom_k());
     // Minimal: either the overlap count or one round fewer would not fit.
@@ -375,8 +379,7 @@ TEST(GemmPlan, SummaMatches2DFormula) {
     EXPECT_EQ(s.used(), p);
     EXPECT_EQ(s.pk, 1);
     double dm = cdiv(m, s.pm), dn = cdiv(n, s.pn);
-    EXPECT_DOUBLE_EQ(s.recv_words(),
-                     dm * k * (s.pn - 1) / s.pn + k * dn * (s.pm - 1) / s.pm);
+    EXPECT_DOUBLE_EQ(s.recv_words(), dm * k * (s.pn - 1) / s.pn + k * dn * (s.pm - 1) / s.pm);
     EXPECT_EQ(s.rounds, cdiv(k, 256));
     auto opt = make_gemm_plan(req(m, n, k, p));
     EXPECT_LE(opt.recv_words(), s.recv_words() * (1 + 1e-12));
@@ -430,10 +433,10 @@ TEST(GemmPlan, ExplainTextHasEveryNumber) {
   r.memory_words = 1e7;
   auto g = make_gemm_plan(r);
   std::string s = g.to_string();
-  for (const char* want : {"2 x 2 x 2", "no rank idle", "1024 x 1024 x 1024", "rounds over k: 2",
-                           "k per round <= 512", "A 524288", "B 524288", "C 524288",
-                           "total 1572864", "must receive", "1572864 words; predicted / bound = 1.000",
-                           "predicted time", "budget 10000000 words"})
+  for (const char* want :
+       {"2 x 2 x 2", "no rank idle", "1024 x 1024 x 1024", "rounds over k: 2", "k per round <= 512",
+        "A 524288", "B 524288", "C 524288", "total 1572864", "must receive",
+        "1572864 words; predicted / bound = 1.000", "predicted time", "budget 10000000 words"})
     EXPECT_NE(s.find(want), std::string::npos) << want << "\n" << s;
   auto idle = req(1000, 1000, 1000, 7);
   idle.delta = 0.2;  // 6 ranks (1x2x3 or 2x3x1: ~500333 words) beat 7x1x1 (~857143 words)

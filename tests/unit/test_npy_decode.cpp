@@ -31,9 +31,7 @@ template <class F>
 std::string error_of(F&& f) {
   try {
     f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
+  } catch (const InputError& e) { return e.what(); }
   return "(no InputError)";
 }
 }  // namespace
@@ -73,9 +71,10 @@ TEST(NpyDecode, BadFilesThrowInputError) {
   EXPECT_NE(bad("i4_2x2.npy").find("dtype '<i4', expected '<f8'"), std::string::npos);
   EXPECT_NE(bad("f8_be_2x2.npy").find("big-endian"), std::string::npos);
   EXPECT_NE(bad("f8_3d.npy").find("3-D array"), std::string::npos);
-  EXPECT_NE(error_of([] { io::decode_npy<std::complex<double>>(
-                slurp(kCorpus / "fuzz_npy_data/f8_c_2x3.npy"), "x.npy"); })
-                .find("expected '<c16'"),
+  EXPECT_NE(error_of([] {
+              io::decode_npy<std::complex<double>>(slurp(kCorpus / "fuzz_npy_data/f8_c_2x3.npy"),
+                                                   "x.npy");
+            }).find("expected '<c16'"),
             std::string::npos);
   EXPECT_NE(error_of([] { io::decode_npy<double>("", "empty.npy"); }).find("not a .npy file"),
             std::string::npos);
@@ -90,16 +89,13 @@ TEST(NpyDecode, EveryCorpusFileDecodesOrThrowsInputError) {
       ++files;
       try {
         (void)io::parse_npy_header(bytes, f.path().string());
-      } catch (const InputError&) {
-      }
+      } catch (const InputError&) {}
       try {
         (void)io::decode_npy<double>(bytes, f.path().string());
-      } catch (const InputError&) {
-      }
+      } catch (const InputError&) {}
       try {
         (void)io::decode_npy<std::complex<double>>(bytes, f.path().string());
-      } catch (const InputError&) {
-      }
+      } catch (const InputError&) {}
     }
   }
   EXPECT_GT(files, 20);

@@ -12,10 +12,9 @@ using namespace tessel::io;
 namespace {
 // What numpy.save (NumPy 1.24) writes for np.zeros((3, 4)) (float64, C order): magic, version
 // 1.0, header length 118 (0x76) little-endian, the dictionary, 58 spaces, '\n' -> 128 bytes.
-const std::string kNumpyC34 =
-    std::string("\x93NUMPY\x01\x00\x76\x00", 10) +
-    "{'descr': '<f8', 'fortran_order': False, 'shape': (3, 4), }" +
-    "                                                          \n";
+const std::string kNumpyC34 = std::string("\x93NUMPY\x01\x00\x76\x00", 10) +
+                              "{'descr': '<f8', 'fortran_order': False, 'shape': (3, 4), }" +
+                              "                                                          \n";
 
 std::string with_dict(const std::string& dict, int major = 1) {
   std::string d = dict + "\n";
@@ -33,9 +32,7 @@ template <class F>
 std::string error_of(F&& f) {
   try {
     f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
+  } catch (const InputError& e) { return e.what(); }
   return "(no InputError)";
 }
 }  // namespace
@@ -67,8 +64,11 @@ TEST(NpyHeader, MakeMatchesNumpyBytes) {
 
 TEST(NpyHeader, RoundTrip) {
   for (bool fo : {false, true})
-    for (auto [m, n] : {std::pair<std::int64_t, std::int64_t>{0, 0}, {1, 1}, {7, 5},
-                        {123456789, 3}, {2, 98765432101LL}}) {
+    for (auto [m, n] : {std::pair<std::int64_t, std::int64_t>{0, 0},
+                        {1, 1},
+                        {7, 5},
+                        {123456789, 3},
+                        {2, 98765432101LL}}) {
       const std::string h = make_npy_header("<c16", fo, m, n);
       EXPECT_EQ(h.size() % 64, 0u) << h;
       EXPECT_EQ(h.back(), '\n');
@@ -105,35 +105,37 @@ TEST(NpyHeader, VersionsAndVariants) {
 }
 
 TEST(NpyHeader, MalformedThrows) {
-  EXPECT_NE(error_of([] { parse_npy_header("hello world, not numpy", "x.txt"); })
-                .find("x.txt is not a .npy file"),
+  EXPECT_NE(error_of([] {
+              parse_npy_header("hello world, not numpy", "x.txt");
+            }).find("x.txt is not a .npy file"),
             std::string::npos);
   EXPECT_NE(error_of([] { parse_npy_header(""); }).find("not a .npy file"), std::string::npos);
   EXPECT_NE(error_of([] { parse_npy_header(std::string("\x93NUM", 4)); }).find("not a .npy"),
             std::string::npos);
   EXPECT_NE(error_of([] { parse_npy_header(kNumpyC34.substr(0, 9)); }).find("truncated"),
             std::string::npos);
-  EXPECT_NE(error_of([] { parse_npy_header(kNumpyC34.substr(0, 100), "a.npy"); })
-                .find("a.npy is truncated: 100 bytes, but its header needs 128"),
+  EXPECT_NE(error_of([] {
+              parse_npy_header(kNumpyC34.substr(0, 100), "a.npy");
+            }).find("a.npy is truncated: 100 bytes, but its header needs 128"),
             std::string::npos);
   std::string v4 = kNumpyC34;
   v4[6] = 4;
   EXPECT_NE(error_of([&] { parse_npy_header(v4); }).find("unsupported .npy format version 4.0"),
             std::string::npos);
   const char* bad[] = {
-      "",                                                          // no dict
-      "['descr', '<f8']",                                          // not a dict
-      "{'descr': '<f8', 'fortran_order': False}",                  // missing shape
-      "{'descr': '<f8', 'shape': (3, 4)}",                         // missing fortran_order
-      "{'fortran_order': False, 'shape': (3, 4)}",                 // missing descr
-      "{'descr': '<f8', 'fortran_order': 0, 'shape': (3, 4)}",     // not a bool
-      "{'descr': '<f8', 'fortran_order': False, 'shape': 3}",      // not a tuple
-      "{'descr': '<f8', 'fortran_order': False, 'shape': (3, -4)}",  // negative
-      "{'descr': '<f8', 'fortran_order': False, 'shape': (3, 4.5)}",  // not integers
+      "",                                                                   // no dict
+      "['descr', '<f8']",                                                   // not a dict
+      "{'descr': '<f8', 'fortran_order': False}",                           // missing shape
+      "{'descr': '<f8', 'shape': (3, 4)}",                                  // missing fortran_order
+      "{'fortran_order': False, 'shape': (3, 4)}",                          // missing descr
+      "{'descr': '<f8', 'fortran_order': 0, 'shape': (3, 4)}",              // not a bool
+      "{'descr': '<f8', 'fortran_order': False, 'shape': 3}",               // not a tuple
+      "{'descr': '<f8', 'fortran_order': False, 'shape': (3, -4)}",         // negative
+      "{'descr': '<f8', 'fortran_order': False, 'shape': (3, 4.5)}",        // not integers
       "{'descr': '<f8', 'fortran_order': False, 'shape': (3, 4), 'x': 1}",  // extra key
       "{'descr': '<f8', 'descr': '<f8', 'fortran_order': False, 'shape': (3, 4)}",  // twice
-      "{'descr': '<f8', 'fortran_order': False, 'shape': (3, 4)",  // unterminated
-      "{'descr': '<f8 , 'fortran_order': False, 'shape': (3, 4)}",  // bad quoting
+      "{'descr': '<f8', 'fortran_order': False, 'shape': (3, 4)",                   // unterminated
+      "{'descr': '<f8 , 'fortran_order': False, 'shape': (3, 4)}",                  // bad quoting
       "{'descr': '<f8', 'fortran_order': False, 'shape': (3, 4)} extra",
       "{'descr': '<f8', 'fortran_order': False, 'shape': (99999999999999999999, 4)}",
   };
@@ -157,29 +159,31 @@ TEST(NpyHeader, CheckDtypeShapeAndSize) {
   EXPECT_EQ(error_of([&] { check_npy_header(i4, "<f8", "float64", 1000, "B.npy"); }),
             "B.npy: dtype '<i4', expected '<f8' (float64)");
   auto be = parse_npy_header(make_npy_header(">f8", false, 3, 4));
-  EXPECT_NE(error_of([&] { check_npy_header(be, "<f8", "float64", 1000, "C.npy"); })
-                .find("C.npy is big-endian"),
+  EXPECT_NE(error_of([&] {
+              check_npy_header(be, "<f8", "float64", 1000, "C.npy");
+            }).find("C.npy is big-endian"),
             std::string::npos);
-  auto d3 = parse_npy_header(
-      with_dict("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3, 4), }"));
+  auto d3 =
+      parse_npy_header(with_dict("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3, 4), }"));
   EXPECT_EQ(error_of([&] { check_npy_header(d3, "<f8", "float64", 1000, "D.npy"); }),
             "D.npy holds a 3-D array of shape (2, 3, 4), expected a 2-D matrix (or a 1-D vector)");
   auto d0 = parse_npy_header(with_dict("{'descr': '<f8', 'fortran_order': False, 'shape': ()}"));
-  EXPECT_NE(error_of([&] { check_npy_header(d0, "<f8", "float64", 1000, "E.npy"); })
-                .find("0-D array"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] { check_npy_header(d0, "<f8", "float64", 1000, "E.npy"); }).find("0-D array"),
+      std::string::npos);
   // 1-D is n x 1
   auto v = parse_npy_header(with_dict("{'descr': '<f8', 'fortran_order': False, 'shape': (5,)}"));
   EXPECT_NO_THROW(check_npy_header(v, "<f8", "float64", v.data_offset + 40, "v.npy"));
   EXPECT_THROW(check_npy_header(v, "<f8", "float64", v.data_offset + 39, "v.npy"), InputError);
   // absurd shapes do not overflow
   auto big = parse_npy_header(make_npy_header("<f8", true, 1LL << 40, 1LL << 40));
-  EXPECT_NE(error_of([&] { check_npy_header(big, "<f8", "float64", 1000, "F.npy"); })
-                .find("too large"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] { check_npy_header(big, "<f8", "float64", 1000, "F.npy"); }).find("too large"),
+      std::string::npos);
 }
 
 TEST(NpyHeader, ExpectShape) {
   EXPECT_NO_THROW(expect_shape("A.npy", 3, 4, 3, 4));
-  EXPECT_EQ(error_of([] { expect_shape("A.npy", 3, 5, 3, 4); }), "file A.npy is 3 x 4, expected 3 x 5");
+  EXPECT_EQ(error_of([] { expect_shape("A.npy", 3, 5, 3, 4); }),
+            "file A.npy is 3 x 4, expected 3 x 5");
 }

@@ -32,7 +32,9 @@ TEST(Partition, FirstBlockOfItsOwnSize) {
   // A first block larger than n, and first_nb 0 meaning nb.
   EXPECT_EQ(Partition1D::block_cyclic(4, 3, 2, 0, 9).intervals().size(), 1u);
   EXPECT_EQ(Partition1D::block_cyclic(10, 3, 3, 1, 0), Partition1D::block_cyclic(10, 3, 3, 1));
-  EXPECT_EQ(Layout::block_cyclic_inb(7, 9, 2, 4, 3, 5, 2, 2, 1, 0, 4).col_partition().intervals()[0].len, 4);
+  EXPECT_EQ(
+      Layout::block_cyclic_inb(7, 9, 2, 4, 3, 5, 2, 2, 1, 0, 4).col_partition().intervals()[0].len,
+      4);
   EXPECT_THROW(Partition1D::block_cyclic(10, 3, 2, 0, -1), tessel::LayoutMismatch);
   EXPECT_THROW(Layout::block_cyclic_inb(4, 4, 0, 1, 2, 2, 1, 1, 0, 0, 1), tessel::LayoutMismatch);
 }

@@ -67,9 +67,12 @@ void check_pair(const Layout& s, const Layout& d) {
     std::vector<std::int64_t> send(static_cast<std::size_t>(p), 0), recv(send);
     std::int64_t self = 0;
     for (const auto& e : all) {
-      if (e.src == r && e.dst == r) ++self;
-      else if (e.src == r) ++send[static_cast<std::size_t>(e.dst)];
-      else if (e.dst == r) ++recv[static_cast<std::size_t>(e.src)];
+      if (e.src == r && e.dst == r)
+        ++self;
+      else if (e.src == r)
+        ++send[static_cast<std::size_t>(e.dst)];
+      else if (e.dst == r)
+        ++recv[static_cast<std::size_t>(e.src)];
     }
     EXPECT_EQ(pl.self_elems(), self);
     int smsg = 0, rmsg = 0;
@@ -100,7 +103,8 @@ void check_pair(const Layout& s, const Layout& d) {
     // is exactly the brute force's elements of that pair.
     for (int q = 0; q < p; ++q) {
       const auto packed = unpack(pl.send_blocks, q);
-      if (q != r) EXPECT_EQ(packed, unpack(plans[static_cast<std::size_t>(q)].recv_blocks, r)) << "to " << q;
+      if (q != r)
+        EXPECT_EQ(packed, unpack(plans[static_cast<std::size_t>(q)].recv_blocks, r)) << "to " << q;
       std::multiset<Key> want, got(packed.begin(), packed.end());
       for (const auto& e : all)
         if (e.src == r && e.dst == q) want.insert({e.sr, e.sc, e.dr, e.dc});
@@ -149,6 +153,8 @@ TEST(RedistPlan, ExplainNamesTheBusiestRank) {
   const std::string s = explain_redistribution(src, dst, 2);
   EXPECT_NE(s.find("moves 48 elements in all"), std::string::npos) << s;
   EXPECT_NE(s.find("sends 48 elements in 3 messages"), std::string::npos) << s;
-  EXPECT_NE(s.find("rank 0: keeps 16; sends 3 messages, 48 elements (1: 16, 2: 16, 3: 16)"), std::string::npos) << s;
+  EXPECT_NE(s.find("rank 0: keeps 16; sends 3 messages, 48 elements (1: 16, 2: 16, 3: 16)"),
+            std::string::npos)
+      << s;
   EXPECT_NE(s.find("(2 more ranks)"), std::string::npos) << s;
 }

@@ -20,9 +20,13 @@ struct Dense {
   std::vector<double> v;  // column-major
   std::vector<char> has;
   Dense(const BlockSizes& rr, const BlockSizes& cc)
-      : r(rr), c(cc), v(static_cast<std::size_t>(rr.extent() * cc.extent()), 0.0),
+      : r(rr),
+        c(cc),
+        v(static_cast<std::size_t>(rr.extent() * cc.extent()), 0.0),
         has(static_cast<std::size_t>(rr.count() * cc.count()), 0) {}
-  double& at(std::int64_t i, std::int64_t j) { return v[static_cast<std::size_t>(j * r.extent() + i)]; }
+  double& at(std::int64_t i, std::int64_t j) {
+    return v[static_cast<std::size_t>(j * r.extent() + i)];
+  }
 };
 
 // A random image over all blocks with probability `fill`, block (i, j) scaled by scale(i, j).
@@ -73,7 +77,8 @@ std::vector<double> naive(Dense& a, Dense& b) {
   std::vector<double> c(static_cast<std::size_t>(m * n), 0.0);
   for (std::int64_t j = 0; j < n; ++j)
     for (std::int64_t l = 0; l < k; ++l)
-      for (std::int64_t i = 0; i < m; ++i) c[static_cast<std::size_t>(j * m + i)] += a.at(i, l) * b.at(l, j);
+      for (std::int64_t i = 0; i < m; ++i)
+        c[static_cast<std::size_t>(j * m + i)] += a.at(i, l) * b.at(l, j);
   return c;
 }
 
@@ -184,9 +189,12 @@ TEST(SpgemmKernel, WireFormatPartialDropAndSymbolic) {
   PanelView v = full.view();
   std::size_t q = 0;
   for (std::int64_t x = 0; x < v.nblocks; ++x) {
-    bool kept = q < wd.idx.size() / 2 && wd.idx[2 * q] == v.brow(x) && wd.idx[2 * q + 1] == v.bcol(x);
-    if (kept) ++q;
-    else EXPECT_LT(v.norm(x), thr) << v.brow(x) << "," << v.bcol(x);
+    bool kept =
+        q < wd.idx.size() / 2 && wd.idx[2 * q] == v.brow(x) && wd.idx[2 * q + 1] == v.bcol(x);
+    if (kept)
+      ++q;
+    else
+      EXPECT_LT(v.norm(x), thr) << v.brow(x) << "," << v.bcol(x);
   }
   EXPECT_EQ(q, wd.idx.size() / 2);
 }
@@ -197,8 +205,8 @@ TEST(SpgemmKernel, WireFormatPartialDropAndSymbolic) {
 // panel; with a threshold the dropped blocks are those pack_wire drops.
 TEST(SpgemmKernel, MaskedPartialRoundTrip) {
   std::mt19937 rng(9);
-  std::vector<int> s{4, 1, 1, 4, 1, 1, 4, 1, 1, 5, 4, 1, 1, 4, 1, 1, 4, 1, 1, 5, 4, 1, 1, 4, 1, 1, 4, 1, 1, 5,
-                     4, 1, 1, 4, 1, 1, 4, 1};
+  std::vector<int> s{4, 1, 1, 4, 1, 1, 4, 1, 1, 5, 4, 1, 1, 4, 1, 1, 4, 1, 1,
+                     5, 4, 1, 1, 4, 1, 1, 4, 1, 1, 5, 4, 1, 1, 4, 1, 1, 4, 1};
   BlockSizes bs(s);
   const int n = bs.count();
   CWire pattern;  // about half of all blocks, row-major sorted

@@ -21,8 +21,8 @@ TEST(SpgemmPlan, ValidLayers) {
   EXPECT_EQ(valid_layers(2, 4), (std::vector<int>{1, 2}));
   EXPECT_EQ(valid_layers(4, 2), (std::vector<int>{1, 2}));
   EXPECT_EQ(valid_layers(3, 9), (std::vector<int>{1, 3}));
-  EXPECT_EQ(valid_layers(2, 3), (std::vector<int>{1}));   // 3 not a multiple of 2
-  EXPECT_EQ(valid_layers(2, 8), (std::vector<int>{1}));   // 8 > 2^2
+  EXPECT_EQ(valid_layers(2, 3), (std::vector<int>{1}));  // 3 not a multiple of 2
+  EXPECT_EQ(valid_layers(2, 8), (std::vector<int>{1}));  // 8 > 2^2
   EXPECT_EQ(valid_layers(1, 4), (std::vector<int>{1}));
 }
 
@@ -128,8 +128,10 @@ TEST(SpgemmPlan, Rma25dCoversEveryImageOnce) {
           for (int s = 0; s < p.ticks; ++s)
             for (auto mn : p.rma_panels(i, j)) uses[mn].insert(p.rma_image(i, j, s));
           for (const auto& r : p.reads(i, j)) {
-            if (r.matrix == 'A') EXPECT_EQ(r.from, p.rank_of(r.panel, r.image / (p.v / pc)));
-            else EXPECT_EQ(r.from, p.rank_of(r.image / (p.v / pr), r.panel));
+            if (r.matrix == 'A')
+              EXPECT_EQ(r.from, p.rank_of(r.panel, r.image / (p.v / pc)));
+            else
+              EXPECT_EQ(r.from, p.rank_of(r.image / (p.v / pr), r.panel));
           }
         }
       ASSERT_EQ(static_cast<int>(uses.size()), pr * pc) << pr << "x" << pc << " L=" << L;
@@ -241,7 +243,7 @@ TEST(SpgemmPlan, KImages) {
   EXPECT_EQ(k_images(p, 4, &acol, &brow), (std::vector<int>{0, 1, 2, 3}));
   std::vector<int> bad{1, 0, 1, 1};  // k block 0: column 0 of A but row 1 of B
   EXPECT_EQ(k_images(p, 4, &acol, &bad), (std::vector<int>{0, 1, 2, 3}));  // A kept
-  auto q = make_spgemm_plan(SpAlgorithm::Cannon, 4, 2);  // V = 4, a = 2, b = 1
+  auto q = make_spgemm_plan(SpAlgorithm::Cannon, 4, 2);                    // V = 4, a = 2, b = 1
   std::vector<int> ac{0, 0, 1}, br{1, 0, 3};
   EXPECT_EQ(k_images(q, 3, &ac, &br), (std::vector<int>{1, 0, 3}));
   EXPECT_EQ(k_images(q, 3, nullptr, nullptr), (std::vector<int>{0, 1, 2}));

@@ -49,22 +49,22 @@ TEST(Mesh3D, ChooseGrid) {
   EXPECT_EQ(g(7, 10), (GridShape{2, 1}));
   EXPECT_EQ(g(8, 10), (GridShape{2, 2}));
   EXPECT_EQ(g(9, 10), (GridShape{3, 1}));
-  EXPECT_EQ(g(12, 10), (GridShape{3, 1}));   // 9 > 8
+  EXPECT_EQ(g(12, 10), (GridShape{3, 1}));  // 9 > 8
   EXPECT_EQ(g(16, 10), (GridShape{4, 1}));
   EXPECT_EQ(g(18, 10), (GridShape{3, 2}));
   EXPECT_EQ(g(27, 10), (GridShape{3, 3}));
-  EXPECT_EQ(g(64, 10), (GridShape{4, 4}));   // tie with 8x8x1: the larger c
-  EXPECT_EQ(g(27, 2), (GridShape{2, 2}));    // q <= n
+  EXPECT_EQ(g(64, 10), (GridShape{4, 4}));  // tie with 8x8x1: the larger c
+  EXPECT_EQ(g(27, 2), (GridShape{2, 2}));   // q <= n
   EXPECT_EQ(g(9, 1), (GridShape{1, 1}));
-  EXPECT_EQ(g(20, 10, 3), (GridShape{3, 2}));  // q forced
+  EXPECT_EQ(g(20, 10, 3), (GridShape{3, 2}));     // q forced
   EXPECT_EQ(g(20, 10, 0, 2), (GridShape{3, 2}));  // c forced
   EXPECT_EQ(g(20, 10, 0, 1), (GridShape{4, 1}));
   EXPECT_EQ(g(20, 10, 2, 1), (GridShape{2, 1}));
-  EXPECT_THROW(g(8, 10, 3), GridError);      // 9 > 8 ranks
-  EXPECT_THROW(g(8, 10, 2, 3), GridError);   // c > q
-  EXPECT_THROW(g(8, 10, 0, 3), GridError);   // c = 3 needs >= 27 ranks
+  EXPECT_THROW(g(8, 10, 3), GridError);     // 9 > 8 ranks
+  EXPECT_THROW(g(8, 10, 2, 3), GridError);  // c > q
+  EXPECT_THROW(g(8, 10, 0, 3), GridError);  // c = 3 needs >= 27 ranks
   EXPECT_THROW(g(8, 10, -1), GridError);
   EXPECT_THROW(g(8, 10, 0, -1), GridError);
-  EXPECT_THROW(g(27, 2, 3), GridError);      // q > n
+  EXPECT_THROW(g(27, 2, 3), GridError);  // q > n
   EXPECT_THROW(g(0, 10), GridError);
 }

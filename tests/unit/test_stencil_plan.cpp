@@ -28,7 +28,8 @@ std::string write_tmp(const std::string& name, const std::string& text) {
 
 // Three overlapping spheres and one apart: an irregular mesh of a few hundred points.
 Mesh small_molecule(double h = 0.5) {
-  std::vector<Atom> atoms = {{"C", 0, 0, 0}, {"C", 1.4, 0.3, 0}, {"H", -0.6, 1.1, 0.4}, {"O", 4.0, 0, 0.5}};
+  std::vector<Atom> atoms = {
+      {"C", 0, 0, 0}, {"C", 1.4, 0.3, 0}, {"H", -0.6, 1.1, 0.4}, {"O", 4.0, 0, 0.5}};
   return Mesh::spheres(atoms, 1.6, h);
 }
 
@@ -40,7 +41,8 @@ TEST(StencilFd, WeightsExactOnPolynomials) {
     ASSERT_EQ(static_cast<int>(c.size()), d / 2 + 1);
     for (int p = 0; p <= d + 1; ++p) {  // f = x^p, f''(0) = 2 for p = 2, else 0
       double s = (p == 0 ? c[0] : 0.0);
-      for (int k = 1; k <= d / 2; ++k) s += c[static_cast<std::size_t>(k)] * (std::pow(k, p) + std::pow(-k, p));
+      for (int k = 1; k <= d / 2; ++k)
+        s += c[static_cast<std::size_t>(k)] * (std::pow(k, p) + std::pow(-k, p));
       EXPECT_NEAR(s, p == 2 ? 2.0 : 0.0, 1e-9) << "order " << d << " x^" << p;
     }
   }
@@ -99,17 +101,18 @@ TEST(StencilMesh, SpheresAgainstDirectCount) {
         }
       }
   EXPECT_EQ(m.size(), count);
-  for (std::int64_t g = 1; g < m.size(); ++g) EXPECT_LT(m.coords(g - 1), m.coords(g));  // lexicographic numbering
+  for (std::int64_t g = 1; g < m.size(); ++g)
+    EXPECT_LT(m.coords(g - 1), m.coords(g));  // lexicographic numbering
 }
 
 TEST(StencilMesh, EmptyMeshAndBadSpacingThrow) {
   std::vector<Atom> one = {{"H", 0.25, 0.25, 0.25}};
-  EXPECT_THROW(Mesh::spheres({}, 2.0, 0.5), InputError);        // no atoms
-  EXPECT_THROW(Mesh::spheres(one, 0.0, 0.5), InputError);       // radius 0
-  EXPECT_THROW(Mesh::spheres(one, 0.1, 1.0), InputError);       // no grid point inside
-  EXPECT_THROW(Mesh::spheres(one, 2.0, 0.0), InputError);       // spacing 0
-  EXPECT_THROW(Mesh::spheres(one, 2.0, -1.0), InputError);      // spacing < 0
-  EXPECT_THROW(Mesh::spheres(one, -1.0, 0.5), InputError);      // radius < 0
+  EXPECT_THROW(Mesh::spheres({}, 2.0, 0.5), InputError);    // no atoms
+  EXPECT_THROW(Mesh::spheres(one, 0.0, 0.5), InputError);   // radius 0
+  EXPECT_THROW(Mesh::spheres(one, 0.1, 1.0), InputError);   // no grid point inside
+  EXPECT_THROW(Mesh::spheres(one, 2.0, 0.0), InputError);   // spacing 0
+  EXPECT_THROW(Mesh::spheres(one, 2.0, -1.0), InputError);  // spacing < 0
+  EXPECT_THROW(Mesh::spheres(one, -1.0, 0.5), InputError);  // radius < 0
 }
 
 TEST(StencilXyz, ReadsAndRejects) {
@@ -135,10 +138,13 @@ TEST(StencilPartition, BalancedDeterministicNonEmpty) {
       EXPECT_EQ(owner, partition_mesh(m, parts, how, 4));  // the same on every call (every rank)
       std::vector<std::int64_t> cnt(static_cast<std::size_t>(parts), 0);
       for (int o : owner) ++cnt[static_cast<std::size_t>(o)];
-      const auto mx = *std::max_element(cnt.begin(), cnt.end()), mn = *std::min_element(cnt.begin(), cnt.end());
+      const auto mx = *std::max_element(cnt.begin(), cnt.end()),
+                 mn = *std::min_element(cnt.begin(), cnt.end());
       EXPECT_GE(mn, 1) << to_string(how) << " " << parts;
-      if (how == Partitioner::Geometric) EXPECT_LE(mx - mn, 1);
-      else EXPECT_LE(static_cast<double>(mx), 1.1 * static_cast<double>(m.size()) / parts + 2);
+      if (how == Partitioner::Geometric)
+        EXPECT_LE(mx - mn, 1);
+      else
+        EXPECT_LE(static_cast<double>(mx), 1.1 * static_cast<double>(m.size()) / parts + 2);
     }
 }
 
@@ -171,7 +177,8 @@ TEST(StencilHaloPlan, AgainstBruteForceNeighbourSearch) {
   for (int order : {2, 6, 12})
     for (auto how : {Partitioner::Metis, Partitioner::Geometric})
       for (int P : {1, 2, 3, 5, 8}) {
-        SCOPED_TRACE(::testing::Message() << "order " << order << " " << to_string(how) << " P " << P);
+        SCOPED_TRACE(::testing::Message()
+                     << "order " << order << " " << to_string(how) << " P " << P);
         const int r = order / 2;
         auto owner = partition_mesh(m, P, how, order);
         std::vector<HaloPlan> plans;
@@ -181,7 +188,8 @@ TEST(StencilHaloPlan, AgainstBruteForceNeighbourSearch) {
           const HaloPlan& hp = plans[static_cast<std::size_t>(q)];
           // ghosts: every point of another rank that neighbours one of ours
           std::set<std::int64_t> ghosts;
-          std::vector<std::set<std::int64_t>> to(static_cast<std::size_t>(P));  // our points each rank needs
+          std::vector<std::set<std::int64_t>> to(
+              static_cast<std::size_t>(P));  // our points each rank needs
           for (std::int64_t i = 0; i < n; ++i) {
             if (owner[static_cast<std::size_t>(i)] != q) continue;
             for (std::int64_t j = 0; j < n; ++j)
@@ -211,8 +219,9 @@ TEST(StencilHaloPlan, AgainstBruteForceNeighbourSearch) {
             auto it = std::find(hs.exchange.recv_peers.begin(), hs.exchange.recv_peers.end(), q);
             ASSERT_NE(it, hs.exchange.recv_peers.end());
             const std::size_t ri = static_cast<std::size_t>(it - hs.exchange.recv_peers.begin());
-            std::vector<std::int64_t> theirs(hs.ghosts.begin() + hs.exchange.recv_offsets[ri],
-                                             hs.ghosts.begin() + hs.exchange.recv_offsets[ri] + hs.exchange.recv_counts[ri]);
+            std::vector<std::int64_t> theirs(
+                hs.ghosts.begin() + hs.exchange.recv_offsets[ri],
+                hs.ghosts.begin() + hs.exchange.recv_offsets[ri] + hs.exchange.recv_counts[ri]);
             EXPECT_EQ(theirs, got);
             ++npeers;
           }
@@ -228,19 +237,22 @@ TEST(StencilHaloPlan, AgainstBruteForceNeighbourSearch) {
                 auto qc = c;
                 qc[static_cast<std::size_t>(axis)] += k;
                 const std::int64_t want = m.find(qc[0], qc[1], qc[2]);
-                const std::int32_t e = hp.neighbors[i * static_cast<std::size_t>(nb) + static_cast<std::size_t>(axis * 2 * r + s)];
+                const std::int32_t e = hp.neighbors[i * static_cast<std::size_t>(nb) +
+                                                    static_cast<std::size_t>(axis * 2 * r + s)];
                 if (want < 0) {
                   EXPECT_EQ(e, -1);
                   continue;
                 }
                 ASSERT_GE(e, 0);
-                const std::int64_t got = e < hp.local_size() ? hp.points[static_cast<std::size_t>(e)]
-                                                              : hp.ghosts[static_cast<std::size_t>(e - hp.local_size())];
+                const std::int64_t got =
+                    e < hp.local_size() ? hp.points[static_cast<std::size_t>(e)]
+                                        : hp.ghosts[static_cast<std::size_t>(e - hp.local_size())];
                 EXPECT_EQ(got, want);
                 ghost_touched = ghost_touched || e >= hp.local_size();
               }
             const auto li = static_cast<std::int32_t>(i);
-            EXPECT_EQ(std::binary_search(hp.boundary.begin(), hp.boundary.end(), li), ghost_touched);
+            EXPECT_EQ(std::binary_search(hp.boundary.begin(), hp.boundary.end(), li),
+                      ghost_touched);
             EXPECT_EQ(std::binary_search(hp.inner.begin(), hp.inner.end(), li), !ghost_touched);
           }
         }
@@ -258,16 +270,16 @@ TEST(StencilExchangePlan, ValidateRejectsInconsistentPlans) {
   p.send_counts = {2, 3};
   p.send_offsets = {0, 2};
   EXPECT_NO_THROW(p.validate(3, 0));
-  EXPECT_THROW(p.validate(3, 1), Error);   // peer = self
-  EXPECT_THROW(p.validate(2, 0), Error);   // peer out of range
+  EXPECT_THROW(p.validate(3, 1), Error);  // peer = self
+  EXPECT_THROW(p.validate(2, 0), Error);  // peer out of range
   auto q = p;
-  q.send_offsets = {0, 1};                 // overlapping pieces
+  q.send_offsets = {0, 1};  // overlapping pieces
   EXPECT_THROW(q.validate(3, 0), Error);
   q = p;
-  q.send_peers = {2, 1};                   // not ascending
+  q.send_peers = {2, 1};  // not ascending
   EXPECT_THROW(q.validate(3, 0), Error);
   q = p;
-  q.recv_peers = {1};                      // sizes differ
+  q.recv_peers = {1};  // sizes differ
   EXPECT_THROW(q.validate(3, 0), Error);
   EXPECT_THROW(comm::parse_exchange_strategy("allgather"), InputError);
 }
@@ -277,10 +289,10 @@ TEST(StencilExchangePlan, ValidateRejectsInconsistentPlans) {
 TEST(StencilExchangePlan, FromCountsOfAPackedExchange) {
   const std::vector<std::int64_t> send = {3, 2, 0, 4}, recv = {1, 2, 5, 0};
   const auto p = comm::ExchangePlan::from_counts(send, recv, 1);
-  EXPECT_EQ(p.send_peers, (std::vector<int>{0, 3}));        // rank 2 gets nothing
+  EXPECT_EQ(p.send_peers, (std::vector<int>{0, 3}));  // rank 2 gets nothing
   EXPECT_EQ(p.send_counts, (std::vector<std::int64_t>{3, 4}));
   EXPECT_EQ(p.send_offsets, (std::vector<std::int64_t>{0, 5}));
-  EXPECT_EQ(p.recv_peers, (std::vector<int>{0, 2}));        // rank 3 sends nothing
+  EXPECT_EQ(p.recv_peers, (std::vector<int>{0, 2}));  // rank 3 sends nothing
   EXPECT_EQ(p.recv_counts, (std::vector<std::int64_t>{1, 5}));
   EXPECT_EQ(p.recv_offsets, (std::vector<std::int64_t>{0, 3}));
   EXPECT_EQ(p.self_count, 2);
@@ -290,10 +302,10 @@ TEST(StencilExchangePlan, FromCountsOfAPackedExchange) {
   EXPECT_EQ(p.recv_items(), 8);
   EXPECT_NO_THROW(p.validate(4, 1));
   auto q = p;
-  q.self_send = 4;                                          // self piece overlaps the piece to rank 3
+  q.self_send = 4;  // self piece overlaps the piece to rank 3
   EXPECT_THROW(q.validate(4, 1), Error);
   q = p;
-  q.self_recv = 7;                                          // leaves the receive buffer
+  q.self_recv = 7;  // leaves the receive buffer
   EXPECT_THROW(q.validate(4, 1), Error);
   EXPECT_THROW(comm::ExchangePlan::from_counts({1, 2}, {1, 3}, 1), Error);  // own piece 2 vs 3
   EXPECT_THROW(comm::ExchangePlan::from_counts({1, 2}, {1}, 0), Error);

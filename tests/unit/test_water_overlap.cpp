@@ -28,9 +28,13 @@ double orbital(double alpha, int l, const double* c, const double* r) {
 
 /// Overlap block by the midpoint rule on a cube around both centres (h = 0.2 bohr: the aliasing error of a Gaussian of exponent p is ~exp(-pi^2 / (p h^2))).
 std::vector<double> quadrature(bool oi, bool oj, const double* a, const double* b) {
-  struct Orb { double alpha; int l; };
+  struct Orb {
+    double alpha;
+    int l;
+  };
   auto orbs = [](bool o) {
-    return o ? std::vector<Orb>{{0.40, -1}, {0.30, 0}, {0.30, 1}, {0.30, 2}} : std::vector<Orb>{{0.18, -1}};
+    return o ? std::vector<Orb>{{0.40, -1}, {0.30, 0}, {0.30, 1}, {0.30, 2}}
+             : std::vector<Orb>{{0.18, -1}};
   };
   const auto x = orbs(oi), y = orbs(oj);
   std::vector<double> s(x.size() * y.size(), 0.0);
@@ -43,7 +47,8 @@ std::vector<double> quadrature(bool oi, bool oj, const double* a, const double* 
         for (std::size_t u = 0; u < x.size(); ++u) fx[u] = orbital(x[u].alpha, x[u].l, a, r);
         for (std::size_t v = 0; v < y.size(); ++v) fy[v] = orbital(y[v].alpha, y[v].l, b, r);
         for (std::size_t v = 0; v < y.size(); ++v)
-          for (std::size_t u = 0; u < x.size(); ++u) s[v * x.size() + u] += fx[u] * fy[v] * h * h * h;
+          for (std::size_t u = 0; u < x.size(); ++u)
+            s[v * x.size() + u] += fx[u] * fy[v] * h * h * h;
       }
   return s;
 }
@@ -54,7 +59,8 @@ TEST(WaterOverlap, AnalyticEqualsQuadrature) {
   WaterGeometry g;
   g.box = 200;  // large: the minimum image is the only one
   const double a[3] = {0, 0, 0}, b[3] = {1.3, -0.9, 2.1};
-  g.pos = {{100 + a[0], 100 + a[1], 100 + a[2]}, {100 + b[0], 100 + b[1], 100 + b[2]},
+  g.pos = {{100 + a[0], 100 + a[1], 100 + a[2]},
+           {100 + b[0], 100 + b[1], 100 + b[2]},
            {100 + b[0], 100 + b[1], 100 + b[2]}};
   g.is_oxygen = {1, 0, 1};
   double s[16], hm[16];
@@ -83,7 +89,9 @@ TEST(WaterOverlap, CutoffBoundsTheBlockNorm) {
   g.is_oxygen = {1, 1, 0, 0};
   double s[16], h[16];
   for (double r = rc; r < rc + 10; r += 0.37) {
-    g.pos = {{10, 10, 10}, {10 + r * 0.48, 10 + r * 0.6, 10 + r * 0.64}, {10 + r * 0.8, 10, 10 + r * 0.6},
+    g.pos = {{10, 10, 10},
+             {10 + r * 0.48, 10 + r * 0.6, 10 + r * 0.64},
+             {10 + r * 0.8, 10, 10 + r * 0.6},
              {10, 10, 10}};  // atom 3 (H) where atom 0 is: H-H at r from atom 2
     EXPECT_LT(water_block(g, 0, 1, 100.0, s, h), eps) << "O-O at " << r;
     EXPECT_LT(water_block(g, 0, 2, 100.0, s, h), eps) << "O-H at " << r;
@@ -92,6 +100,7 @@ TEST(WaterOverlap, CutoffBoundsTheBlockNorm) {
   // some pair of kinds reaches eps just inside the cutoff (H-H, the most diffuse)
   g.pos = {{10, 10, 10}, {10 + rc - 0.3, 10, 10}, {10, 10, 10 + rc - 0.3}, {10, 10, 10}};
   EXPECT_GE(std::max({water_block(g, 0, 1, 100.0, s, h), water_block(g, 0, 2, 100.0, s, h),
-                      water_block(g, 3, 2, 100.0, s, h)}), eps);
+                      water_block(g, 3, 2, 100.0, s, h)}),
+            eps);
   EXPECT_THROW(water_cutoff(0), tessel::InputError);
 }

@@ -138,7 +138,9 @@ class RequestSet {
   /// the handle): `req` is copied into the set, which completes it like any other request and
   /// then drops its copy (the request is inactive again and may be restarted). `then` (may be
   /// empty) runs when it completes. Not for a request that is not active.
-  void add_started(MPI_Request req, Then then = {}) { *add_entry(nullptr, std::move(then), false) = req; }
+  void add_started(MPI_Request req, Then then = {}) {
+    *add_entry(nullptr, std::move(then), false) = req;
+  }
   /// Remembers `c` (not null) as a communicator this set posts on: waits check it for failure
   /// notices; an abandoned set notifies it.
   void watch(MPI_Comm c);
@@ -173,11 +175,11 @@ class RequestSet {
   void abandon() noexcept;
 
   int uncaught_ = std::uncaught_exceptions();
-  std::vector<MPI_Comm> comms_;                          // watched communicators
-  std::vector<char> recv_;                               // parallel to reqs_: a p2p receive
+  std::vector<MPI_Comm> comms_;  // watched communicators
+  std::vector<char> recv_;       // parallel to reqs_: a p2p receive
   std::vector<MPI_Request> reqs_;
-  std::vector<Then> thens_;                              // parallel to reqs_
-  std::vector<std::shared_ptr<std::int64_t>> tokens_;   // parallel to reqs_ (may be null)
+  std::vector<Then> thens_;                            // parallel to reqs_
+  std::vector<std::shared_ptr<std::int64_t>> tokens_;  // parallel to reqs_ (may be null)
 };
 
 /// A communicator, owned (freed on destruction) or borrowed, plus the ledger it records into.
@@ -213,7 +215,9 @@ class Comm {
   int size() const { return size_; }
   CommLedger* ledger() const { return ledger_; }
   /// Not collective, for tests only (see TestSettings).
-  void set_testing(TestSettings s) { testing_ = std::make_shared<const TestSettings>(std::move(s)); }
+  void set_testing(TestSettings s) {
+    testing_ = std::make_shared<const TestSettings>(std::move(s));
+  }
   /// Most items one MPI call carries (INT_MAX unless lowered by TestSettings).
   std::int64_t max_message_items() const {
     return testing_ ? testing_->max_message_items : std::int64_t{INT_MAX};
@@ -263,7 +267,10 @@ class Comm {
     allreduce_raw(buf, count, mpi_type<T>(), sizeof(T), op);
   }
   template <class T>
-  T allreduce_value(T v, MPI_Op op) const { allreduce(&v, 1, op); return v; }
+  T allreduce_value(T v, MPI_Op op) const {
+    allreduce(&v, 1, op);
+    return v;
+  }
   /// Collective. Broadcast from root.
   template <class T>
   void bcast(T* buf, int count, int root) const {
@@ -281,12 +288,11 @@ class Comm {
   void init();
   void isend_bytes(const void* buf, std::int64_t count, MPI_Datatype t, std::size_t sz, int dest,
                    int tag, RequestSet& rs) const;
-  void irecv_bytes(void* buf, std::int64_t count, MPI_Datatype t, std::size_t sz, int src,
-                   int tag, RequestSet& rs) const;
+  void irecv_bytes(void* buf, std::int64_t count, MPI_Datatype t, std::size_t sz, int src, int tag,
+                   RequestSet& rs) const;
   void allreduce_raw(void* buf, int count, MPI_Datatype t, std::size_t sz, MPI_Op op) const;
   void bcast_raw(void* buf, int count, MPI_Datatype t, std::size_t sz, int root) const;
-  void allgather_raw(const void* send, int count, void* recv, MPI_Datatype t,
-                     std::size_t sz) const;
+  void allgather_raw(const void* send, int count, void* recv, MPI_Datatype t, std::size_t sz) const;
   PhaseCounts* counts() const { return ledger_ ? &ledger_->now() : nullptr; }
 
   MPI_Comm comm_ = MPI_COMM_NULL;

@@ -52,10 +52,11 @@ struct ExchangePlan {
   /// buffer comes from rank q; the caller's own piece is the self piece; peers with a zero
   /// count are left out. Throws Error when the sizes differ or the own piece's send and
   /// receive counts do.
-  static ExchangePlan from_counts(const std::vector<std::int64_t>& send, const std::vector<std::int64_t>& recv,
-                                  int rank);
+  static ExchangePlan from_counts(const std::vector<std::int64_t>& send,
+                                  const std::vector<std::int64_t>& recv, int rank);
 
-  std::int64_t send_items() const;  ///< sum of send_counts + self_count (the send buffer holds these)
+  std::int64_t send_items()
+      const;  ///< sum of send_counts + self_count (the send buffer holds these)
   std::int64_t recv_items() const;  ///< sum of recv_counts + self_count
   /// Pure. Throws Error when the plan is inconsistent for a communicator of `comm_size` ranks
   /// with caller `rank`: sizes of the vectors differ, a peer out of range, the caller or a
@@ -67,17 +68,19 @@ struct ExchangePlan {
 /// Not collective. Posts into `rs` one receive per receive peer of `plan` (point-to-point,
 /// recorded as p2p): plan.recv_counts[i] x width items of T into recv + recv_offsets[i] x width.
 template <class T>
-void post_plan_receives(const Comm& c, const ExchangePlan& plan, T* recv, std::int64_t width, int tag,
-                        RequestSet& rs) {
+void post_plan_receives(const Comm& c, const ExchangePlan& plan, T* recv, std::int64_t width,
+                        int tag, RequestSet& rs) {
   for (std::size_t i = 0; i < plan.recv_peers.size(); ++i)
-    c.irecv(recv + plan.recv_offsets[i] * width, plan.recv_counts[i] * width, plan.recv_peers[i], tag, rs);
+    c.irecv(recv + plan.recv_offsets[i] * width, plan.recv_counts[i] * width, plan.recv_peers[i],
+            tag, rs);
 }
 /// Not collective. Posts into `rs` one send per send peer of `plan`, then copies the self piece.
 template <class T>
-void post_plan_sends(const Comm& c, const ExchangePlan& plan, const T* send, T* recv, std::int64_t width, int tag,
-                     RequestSet& rs) {
+void post_plan_sends(const Comm& c, const ExchangePlan& plan, const T* send, T* recv,
+                     std::int64_t width, int tag, RequestSet& rs) {
   for (std::size_t i = 0; i < plan.send_peers.size(); ++i)
-    c.isend(send + plan.send_offsets[i] * width, plan.send_counts[i] * width, plan.send_peers[i], tag, rs);
+    c.isend(send + plan.send_offsets[i] * width, plan.send_counts[i] * width, plan.send_peers[i],
+            tag, rs);
   std::copy(send + plan.self_send * width, send + (plan.self_send + plan.self_count) * width,
             recv + plan.self_recv * width);
 }
@@ -96,12 +99,13 @@ struct AlltoallvCounts {
 /// buffers must stay valid until `rs` completes. Recorded as one collective call whose payload
 /// is (sum(send_counts) + sum(recv_counts)) x sizeof(T) bytes, shared/tools/commcount's rule.
 template <class T>
-void post_plan_alltoallv(const Comm& c, const AlltoallvCounts& k, const T* send, T* recv, RequestSet& rs) {
+void post_plan_alltoallv(const Comm& c, const AlltoallvCounts& k, const T* send, T* recv,
+                         RequestSet& rs) {
   post_alltoallv_bytes(c, k, send, recv, mpi_type<T>(), sizeof(T), rs);
 }
 /// The untyped form of post_plan_alltoallv (type `t` of `size` bytes).
-void post_alltoallv_bytes(const Comm& c, const AlltoallvCounts& k, const void* send, void* recv, MPI_Datatype t,
-                          std::size_t size, RequestSet& rs);
+void post_alltoallv_bytes(const Comm& c, const AlltoallvCounts& k, const void* send, void* recv,
+                          MPI_Datatype t, std::size_t size, RequestSet& rs);
 
 enum class ExchangeStrategy { Alltoallv, Ialltoallv, Neighbor, Persistent, P2P };
 /// Pure. "alltoallv", "ialltoallv", "neighbor", "persistent", "p2p"; InputError otherwise.

@@ -130,7 +130,7 @@ class File {
   void release() noexcept;
 
   MPI_File fh_ = MPI_FILE_NULL;
-  MPI_Comm comm_ = MPI_COMM_NULL;  // borrowed; the Comm given at open must outlive the File
+  MPI_Comm comm_ = MPI_COMM_NULL;     // borrowed; the Comm given at open must outlive the File
   std::int64_t max_items_ = INT_MAX;  // most items one MPI-IO call or type block carries
   int uncaught_ = std::uncaught_exceptions();  // at construction: tells unwinding apart
   CommLedger* ledger_ = nullptr;

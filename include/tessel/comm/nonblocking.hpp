@@ -59,27 +59,26 @@ Pending ireduce_sum(const Comm& c, const T* send, T* recv, std::int64_t count, i
                     RequestSet& rs, CollImpl impl = CollImpl::Mpi,
                     std::int64_t segment_bytes = kDefaultSegmentBytes) {
   if (impl == CollImpl::P2P)
-    return p2p_ireduce_raw(c, send, recv, count, mpi_type<T>(), sizeof(T), &add_items<T>, root,
-                           rs, segment_bytes);
+    return p2p_ireduce_raw(c, send, recv, count, mpi_type<T>(), sizeof(T), &add_items<T>, root, rs,
+                           segment_bytes);
   return ireduce_raw(c, send, recv, count, mpi_type<T>(), sizeof(T), MPI_SUM, root, rs);
 }
 /// Collective (nonblocking) over `c`: every rank's `recv` gets the sum of all `send` (must not
 /// alias). impl = Mpi: MPI_Iallreduce (recorded as count * sizeof(T) bytes, one call);
 /// impl = P2P: chain reduce to rank 0 pipelined into a chain broadcast (point-to-point).
 template <class T>
-Pending iallreduce_sum(const Comm& c, const T* send, T* recv, std::int64_t count,
-                       RequestSet& rs, CollImpl impl = CollImpl::Mpi,
+Pending iallreduce_sum(const Comm& c, const T* send, T* recv, std::int64_t count, RequestSet& rs,
+                       CollImpl impl = CollImpl::Mpi,
                        std::int64_t segment_bytes = kDefaultSegmentBytes) {
   if (impl == CollImpl::P2P)
-    return p2p_iallreduce_raw(c, send, recv, count, mpi_type<T>(), sizeof(T), &add_items<T>,
-                              rs, segment_bytes);
+    return p2p_iallreduce_raw(c, send, recv, count, mpi_type<T>(), sizeof(T), &add_items<T>, rs,
+                              segment_bytes);
   return iallreduce_raw(c, send, recv, count, mpi_type<T>(), sizeof(T), MPI_SUM, rs);
 }
 /// Collective (blocking) over `c`: ireduce_sum and wait; recorded as ireduce_sum.
 template <class T>
 void reduce_sum(const Comm& c, const T* send, T* recv, std::int64_t count, int root,
-                CollImpl impl = CollImpl::Mpi,
-                std::int64_t segment_bytes = kDefaultSegmentBytes) {
+                CollImpl impl = CollImpl::Mpi, std::int64_t segment_bytes = kDefaultSegmentBytes) {
   RequestSet rs;
   ireduce_sum(c, send, recv, count, root, rs, impl, segment_bytes);
   rs.wait_all();
@@ -105,13 +104,12 @@ void allreduce_sum(const Comm& c, const T* send, T* recv, std::int64_t count,
 /// Collective over `c`: posts MPI_Ibarrier and waits for it by MPI_Test every `poll`,
 /// sleeping in between (the wake-up signal of the seed's "inactive ranks"; they give up the
 /// core while they wait). Recorded as one collective call of 0 bytes.
-void sleep_barrier(const Comm& c,
-                   std::chrono::microseconds poll = std::chrono::milliseconds(10));
+void sleep_barrier(const Comm& c, std::chrono::microseconds poll = std::chrono::milliseconds(10));
 
-Pending ibcast_raw(const Comm& c, void* buf, std::int64_t count, MPI_Datatype t,
-                   std::size_t sz, int root, RequestSet& rs);
-Pending ireduce_raw(const Comm& c, const void* send, void* recv, std::int64_t count,
-                    MPI_Datatype t, std::size_t sz, MPI_Op op, int root, RequestSet& rs);
+Pending ibcast_raw(const Comm& c, void* buf, std::int64_t count, MPI_Datatype t, std::size_t sz,
+                   int root, RequestSet& rs);
+Pending ireduce_raw(const Comm& c, const void* send, void* recv, std::int64_t count, MPI_Datatype t,
+                    std::size_t sz, MPI_Op op, int root, RequestSet& rs);
 Pending iallreduce_raw(const Comm& c, const void* send, void* recv, std::int64_t count,
                        MPI_Datatype t, std::size_t sz, MPI_Op op, RequestSet& rs);
 

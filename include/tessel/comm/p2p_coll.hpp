@@ -76,9 +76,8 @@ using AddFn = void (*)(void* acc, const void* in, std::int64_t n);
 
 /// Collective (nonblocking) over `c`: chain broadcast of `count` items of type `t` (size `sz`)
 /// from `root`. Returns the token that is done once this rank's part is complete.
-Pending p2p_ibcast_raw(const Comm& c, void* buf, std::int64_t count, MPI_Datatype t,
-                       std::size_t sz, int root, RequestSet& rs,
-                       std::int64_t segment_bytes = kDefaultSegmentBytes);
+Pending p2p_ibcast_raw(const Comm& c, void* buf, std::int64_t count, MPI_Datatype t, std::size_t sz,
+                       int root, RequestSet& rs, std::int64_t segment_bytes = kDefaultSegmentBytes);
 /// Collective (nonblocking) over `c`: chain sum-reduction of `send` into `recv` on `root`
 /// (recv ignored elsewhere; must not alias send). `add` sums items of type `t`.
 Pending p2p_ireduce_raw(const Comm& c, const void* send, void* recv, std::int64_t count,

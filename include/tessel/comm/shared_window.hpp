@@ -98,12 +98,12 @@ class SharedWindowBase {
  private:
   void release() noexcept;
   MPI_Win win_ = MPI_WIN_NULL;
-  MPI_Comm comm_ = MPI_COMM_NULL;     // the node communicator (borrowed; see release())
+  MPI_Comm comm_ = MPI_COMM_NULL;              // the node communicator (borrowed; see release())
   int uncaught_ = std::uncaught_exceptions();  // at construction: tells unwinding apart
-  std::vector<void*> bases_;          // every node rank's memory, in this process
-  std::vector<std::int64_t> sizes_;   // elements exposed by each node rank
+  std::vector<void*> bases_;                   // every node rank's memory, in this process
+  std::vector<std::int64_t> sizes_;            // elements exposed by each node rank
   CommLedger* ledger_ = nullptr;
-  int rank_ = -1;                     // the caller's node rank
+  int rank_ = -1;  // the caller's node rank
   bool locked_ = false;
 };
 

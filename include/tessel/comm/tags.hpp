@@ -75,13 +75,34 @@ inline constexpr int kP2PBase = 16384;
 inline constexpr int kP2PWindow = 16384;
 
 namespace detail {
-inline constexpr int kAll[] = {kSscD2, kSscD3, kSscTranspose, kSsc25dSkewA, kSsc25dSkewB,
-                               kSsc25dShiftA, kSsc25dShiftB, kSscCheckPartner,
-                               kSscSymmetrizePartner, kGemmRoundsA, kGemmRoundsA + 1,
-                               kGemmRoundsB, kGemmRoundsB + 1, kGemmReduceC, kSummaPanelA, kSummaPanelB, kCannonMeta,
-                               kCannonData, kRma25dHead, kRma25dMeta, kRma25dData,
-                               kSparseFinalize, kSparsePattern, kSparseMmEntries, kRedistribute,
-                               kHalo, kTraceGather, kCreateGroup};
+inline constexpr int kAll[] = {kSscD2,
+                               kSscD3,
+                               kSscTranspose,
+                               kSsc25dSkewA,
+                               kSsc25dSkewB,
+                               kSsc25dShiftA,
+                               kSsc25dShiftB,
+                               kSscCheckPartner,
+                               kSscSymmetrizePartner,
+                               kGemmRoundsA,
+                               kGemmRoundsA + 1,
+                               kGemmRoundsB,
+                               kGemmRoundsB + 1,
+                               kGemmReduceC,
+                               kSummaPanelA,
+                               kSummaPanelB,
+                               kCannonMeta,
+                               kCannonData,
+                               kRma25dHead,
+                               kRma25dMeta,
+                               kRma25dData,
+                               kSparseFinalize,
+                               kSparsePattern,
+                               kSparseMmEntries,
+                               kRedistribute,
+                               kHalo,
+                               kTraceGather,
+                               kCreateGroup};
 constexpr bool all_distinct_and_below_failure() {
   constexpr int n = static_cast<int>(sizeof kAll / sizeof kAll[0]);
   for (int a = 0; a < n; ++a) {

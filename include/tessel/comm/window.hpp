@@ -89,8 +89,8 @@ class WindowBase {
   std::int64_t local_size() const { return count_; }
   void rget_bytes(void* origin, std::int64_t count, MPI_Datatype t, std::size_t sz, int target,
                   std::int64_t offset, RequestSet& rs);
-  void put_bytes(const void* origin, std::int64_t count, MPI_Datatype t, std::size_t sz,
-                 int target, std::int64_t offset);
+  void put_bytes(const void* origin, std::int64_t count, MPI_Datatype t, std::size_t sz, int target,
+                 std::int64_t offset);
   void accumulate_bytes(const void* origin, std::int64_t count, MPI_Datatype t, std::size_t sz,
                         int target, std::int64_t offset, MPI_Op op);
 
@@ -107,7 +107,7 @@ class WindowBase {
   MPI_Win win_ = MPI_WIN_NULL;
   MPI_Comm comm_ = MPI_COMM_NULL;  // borrowed: checked for failure notices before the free
   int uncaught_ = std::uncaught_exceptions();  // at construction: tells unwinding apart
-  std::int64_t max_items_ = INT_MAX;  // most items one MPI call carries (Comm's setting)
+  std::int64_t max_items_ = INT_MAX;           // most items one MPI call carries (Comm's setting)
   void* base_ = nullptr;
   std::int64_t count_ = 0;
   std::vector<std::int64_t> sizes_;  // elements exposed by each rank
@@ -155,8 +155,7 @@ class Window : public WindowBase {
   /// Not collective; inside a lock_all epoch. Posts MPI_Rget of `count` elements from
   /// `target`'s window at element `target_offset` into `origin`; the request completes in
   /// `rs` (origin is ready after rs.wait_all()). Records count*sizeof(T) get bytes, 1 op.
-  void rget(T* origin, std::int64_t count, int target, std::int64_t target_offset,
-            RequestSet& rs) {
+  void rget(T* origin, std::int64_t count, int target, std::int64_t target_offset, RequestSet& rs) {
     rget_bytes(origin, count, mpi_type<T>(), sizeof(T), target, target_offset, rs);
   }
   /// Not collective; inside an epoch (lock_all or fence). MPI_Put of `count` elements from

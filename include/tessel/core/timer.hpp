@@ -17,7 +17,9 @@ class Stopwatch {
   /// Seconds since the start.
   double seconds() const { return std::chrono::duration<double>(Clock::now() - t0_).count(); }
   /// Microseconds since the start (the trace's unit).
-  double microseconds() const { return std::chrono::duration<double, std::micro>(Clock::now() - t0_).count(); }
+  double microseconds() const {
+    return std::chrono::duration<double, std::micro>(Clock::now() - t0_).count();
+  }
   /// Seconds since the start; the start becomes now (per-step times of an iteration).
   double lap() {
     const auto t = Clock::now();

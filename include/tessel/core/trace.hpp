@@ -40,8 +40,7 @@ class Tracer {
   /// A span [t_begin, now()] of category `cat` on the main lane ("compute" for kernels).
   void span(const char* cat, const char* name, double t_begin, const std::string& args_json = "");
   /// A transfer posted now; returns its id for transfer_completed (kind: see the file comment).
-  std::uint64_t transfer_posted(const char* kind, int peer, std::int64_t bytes,
-                                double at = -1);
+  std::uint64_t transfer_posted(const char* kind, int peer, std::int64_t bytes, double at = -1);
   /// The transfer `id` completed now.
   void transfer_completed(std::uint64_t id);
   /// A transfer posted and completed at once (blocking calls; RMA put/accumulate, which
@@ -59,12 +58,12 @@ class Tracer {
 
  private:
   struct Event {
-    char ph;                 // 'X', 'b', 'e'
+    char ph;  // 'X', 'b', 'e'
     const char* cat;
     std::string name;
     double ts, dur;
-    std::uint64_t id;        // 'b'/'e'
-    std::string args;        // JSON object text or ""
+    std::uint64_t id;  // 'b'/'e'
+    std::string args;  // JSON object text or ""
   };
   struct Open {
     std::string name;

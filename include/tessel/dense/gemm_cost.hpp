@@ -46,16 +46,16 @@ struct CallerLayouts {
 
 /// Predicted cost of one rank (seconds, words, messages). total_s() is the predicted time.
 struct GemmCost {
-  int rank = 0;               ///< the rank it describes (the busiest, from price_gemm_plan)
-  double compute_s = 0;       ///< local GEMM at the machine's rate
-  double rounds_bw_s = 0;     ///< A and B panel words / bandwidth
-  double rounds_lat_s = 0;    ///< A and B panel messages x latency
-  double overlap_s = 0;       ///< <= 0: transfer hidden behind the GEMM by double buffering
+  int rank = 0;             ///< the rank it describes (the busiest, from price_gemm_plan)
+  double compute_s = 0;     ///< local GEMM at the machine's rate
+  double rounds_bw_s = 0;   ///< A and B panel words / bandwidth
+  double rounds_lat_s = 0;  ///< A and B panel messages x latency
+  double overlap_s = 0;     ///< <= 0: transfer hidden behind the GEMM by double buffering
   double reduce_bw_s = 0, reduce_lat_s = 0;  ///< reduce-scatter of C over pk
   double redist_bw_s = 0, redist_lat_s = 0;  ///< caller's layouts <-> plan layouts
   double rounds_words = 0, reduce_words = 0, redist_words = 0;  ///< received by this rank
-  double messages = 0;        ///< received by this rank
-  double flops = 0;           ///< local GEMM flops of this rank
+  double messages = 0;                                          ///< received by this rank
+  double flops = 0;                                             ///< local GEMM flops of this rank
   double total_s() const {
     return compute_s + rounds_bw_s + rounds_lat_s + overlap_s + reduce_bw_s + reduce_lat_s +
            redist_bw_s + redist_lat_s;

@@ -36,11 +36,11 @@ struct GemmPlanRequest {
   /// prime count such as 7 or 13 consider dropping one rank for a grid that factors. Does not
   /// apply to PlanKind::CallerGrid (the caller's grid is what it is).
   double delta = 0.15;
-  int rounds = 0;                    ///< 0 = automatic; else forced number of rounds over k
-  MachineModel machine;              ///< prices the candidates (defaults: machine_model.hpp)
-  bool complex = false;              ///< elements are complex<double> (16 bytes, 8 flops/madd)
-  bool a_transposed = false;         ///< stored A is k x m (op(A) = T or C)
-  bool b_transposed = false;         ///< stored B is n x k
+  int rounds = 0;             ///< 0 = automatic; else forced number of rounds over k
+  MachineModel machine;       ///< prices the candidates (defaults: machine_model.hpp)
+  bool complex = false;       ///< elements are complex<double> (16 bytes, 8 flops/madd)
+  bool a_transposed = false;  ///< stored A is k x m (op(A) = T or C)
+  bool b_transposed = false;  ///< stored B is n x k
   /// With caller layouts that allow it (summa2d_on_caller_applies), also consider 2D SUMMA on
   /// the caller's layouts as they are (PlanKind::CallerGrid). multiply() sets it for
   /// Algorithm::Auto only.
@@ -85,7 +85,7 @@ struct GemmPlan {
   double delta = 0.15;         ///< as requested
   double memory_words = 0;     ///< budget as requested (<= 0: unlimited)
   bool complex = false, a_transposed = false, b_transposed = false;  ///< as requested
-  MachineModel machine;        ///< the model the plan was priced on
+  MachineModel machine;  ///< the model the plan was priced on
   PlanKind kind = PlanKind::Grid;
   /// How m, n and k are split among the pm, pn and pk groups. Empty: balanced contiguous
   /// pieces (layout::split_begin), the plan's own layouts. Set (an aligned plan, made by
@@ -93,8 +93,8 @@ struct GemmPlan {
   /// storage packed in global order, whose pieces follow the caller's block-cyclic layouts so
   /// that ranks keep more of what they hold. Group sizes are those of the balanced split.
   std::optional<layout::Partition1D> split_m, split_n, split_k;
-  GemmCost cost;               ///< predicted cost of the busiest rank (with redistribution
-                               ///< when the caller's layouts were given)
+  GemmCost cost;  ///< predicted cost of the busiest rank (with redistribution
+                  ///< when the caller's layouts were given)
   std::vector<PlanCandidate> runners_up;  ///< the next best candidates, best first (<= 4)
 
   int used() const { return pm * pn * pk; }

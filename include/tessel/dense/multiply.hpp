@@ -26,8 +26,9 @@ std::string to_string(Algorithm a);
 struct MultiplyOptions {
   Algorithm algorithm = Algorithm::Auto;
   double memory_words = 0;  ///< per-rank budget S in elements; <= 0: unlimited
-  double delta = 0.15;      ///< fraction of ranks that may idle to lower the volume (seed 004 §7.1; see GemmPlanRequest)
-  int rounds = 0;           ///< 0: automatic; else the number of sequential rounds over k
+  double delta =
+      0.15;  ///< fraction of ranks that may idle to lower the volume (seed 004 §7.1; see GemmPlanRequest)
+  int rounds = 0;             ///< 0: automatic; else the number of sequential rounds over k
   bool check_finite = false;  ///< refuse NaN/Inf in A, B (and C when beta != 0)
   /// Prices the candidate plans (gemm_cost.hpp). Default: the documented defaults; the CLI
   /// and the p?gemm_ entry points use resolve_machine_model() (--machine, TESSEL_MACHINE).

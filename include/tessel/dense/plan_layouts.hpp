@@ -25,14 +25,14 @@ PlanCoords plan_coords(const GemmPlan& p, int rank);
 /// the gathered panel is column-major and contiguous.
 struct GatherSpec {
   bool k_in_cols = true;
-  int q = 1;                          ///< ranks in a gather group (pn for A, pm for B)
+  int q = 1;  ///< ranks in a gather group (pn for A, pm for B)
   /// This rank's free group (I_i or J_j) and K_l: first global index and size. An aligned
   /// plan's groups are unions of intervals (GemmPlan::part_m() ...); the panels hold them in
   /// local order, the executor only needs the sizes.
   std::int64_t free_begin = 0, free_len = 0;
   std::int64_t k_begin = 0, k_len = 0;
-  std::vector<int> members;           ///< ranks of the gather group, by piece index
-  int me = 0;                         ///< this rank's piece index
+  std::vector<int> members;  ///< ranks of the gather group, by piece index
+  int me = 0;                ///< this rank's piece index
 };
 
 struct PlanLayouts {

@@ -92,8 +92,8 @@ struct SscOptions {
 
 struct SscResult {
   DistMatrix<double> d2, d3;  ///< in D's layout
-  int p = 1;      ///< mesh edge (q for 2.5D)
-  int c = 1;      ///< mesh depth (p for the 3D algorithms, the replication c for 2.5D)
+  int p = 1;                  ///< mesh edge (q for 2.5D)
+  int c = 1;                  ///< mesh depth (p for the 3D algorithms, the replication c for 2.5D)
   int n_dup = 1;
   std::string mesh;  ///< Mesh3D::describe(), with the number of inactive ranks
 };
@@ -134,7 +134,9 @@ class SymmSquareCube {
   int n_dup() const { return n_dup_; }
   std::int64_t n() const { return n_; }
   /// Pure. Rows of block i.
-  std::int64_t block(int i) const { return layout::split_begin(n_, p(), i + 1) - layout::split_begin(n_, p(), i); }
+  std::int64_t block(int i) const {
+    return layout::split_begin(n_, p(), i + 1) - layout::split_begin(n_, p(), i);
+  }
 
   /// Collective over the active ranks only (mesh().global()): d, d2, d3 are this rank's
   /// plane-0 blocks (column-major, ld = rows; ignored off plane 0). Phase "ssc/compute".

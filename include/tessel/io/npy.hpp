@@ -26,11 +26,11 @@ namespace tessel::io {
 
 /// The parsed header of a .npy file.
 struct NpyHeader {
-  int major = 1, minor = 0;        ///< format version
-  std::string descr;               ///< dtype string, e.g. "<f8"
-  bool fortran_order = false;      ///< true: column-major data
+  int major = 1, minor = 0;         ///< format version
+  std::string descr;                ///< dtype string, e.g. "<f8"
+  bool fortran_order = false;       ///< true: column-major data
   std::vector<std::int64_t> shape;  ///< as written ((3, 4) -> {3, 4}; (5,) -> {5})
-  std::int64_t data_offset = 0;    ///< bytes before the data: magic, version, length, dict
+  std::int64_t data_offset = 0;     ///< bytes before the data: magic, version, length, dict
 
   /// Matrix rows/cols: shape for 2-D, n x 1 for 1-D (valid for ndim 1 and 2 only).
   std::int64_t rows() const { return shape.empty() ? 0 : shape[0]; }
@@ -39,13 +39,27 @@ struct NpyHeader {
 
 /// The dtype descr of T in a little-endian .npy file: "<f8" for double, "<c16" for
 /// std::complex<double>.
-template <class T> const char* npy_descr();
-template <> inline const char* npy_descr<double>() { return "<f8"; }
-template <> inline const char* npy_descr<std::complex<double>>() { return "<c16"; }
+template <class T>
+const char* npy_descr();
+template <>
+inline const char* npy_descr<double>() {
+  return "<f8";
+}
+template <>
+inline const char* npy_descr<std::complex<double>>() {
+  return "<c16";
+}
 /// NumPy's name of that dtype: "float64", "complex128".
-template <class T> const char* npy_dtype_name();
-template <> inline const char* npy_dtype_name<double>() { return "float64"; }
-template <> inline const char* npy_dtype_name<std::complex<double>>() { return "complex128"; }
+template <class T>
+const char* npy_dtype_name();
+template <>
+inline const char* npy_dtype_name<double>() {
+  return "float64";
+}
+template <>
+inline const char* npy_dtype_name<std::complex<double>>() {
+  return "complex128";
+}
 
 /// Pure. From the first bytes of a file (at least 12, or the whole file when shorter): the
 /// total header length (= data offset). Throws InputError, naming `name`, when the magic

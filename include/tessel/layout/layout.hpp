@@ -39,7 +39,9 @@ class Layout {
   const Partition1D& row_partition() const { return rows_; }
   const Partition1D& col_partition() const { return cols_; }
   int comm_size() const { return comm_size_; }
-  int owner(int gr, int gc) const { return owner_[static_cast<std::size_t>(gr) * cols_.groups() + gc]; }
+  int owner(int gr, int gc) const {
+    return owner_[static_cast<std::size_t>(gr) * cols_.groups() + gc];
+  }
   /// The (row group, column group) of `rank`, if it owns any.
   std::optional<std::pair<int, int>> groups_of(int rank) const;
   /// Local storage rows/cols of `rank` (0 x 0 when it owns nothing).

@@ -26,8 +26,8 @@ typedef double _Complex tessel_dcomplex;
 typedef float _Complex tessel_scomplex;
 #endif
 
-#define TESSEL_PGEMM_ARGS(T)                                                                   \
-  const char *transa, const char *transb, const int *m, const int *n, const int *k,          \
+#define TESSEL_PGEMM_ARGS(T)                                                                  \
+  const char *transa, const char *transb, const int *m, const int *n, const int *k,           \
       const T *alpha, const T *a, const int *ia, const int *ja, const int *desca, const T *b, \
       const int *ib, const int *jb, const int *descb, const T *beta, T *c, const int *ic,     \
       const int *jc, const int *descc

@@ -47,9 +47,9 @@ enum class ErrorMode { Pblas, Return };
 /// complex<float> are computed in double and rounded once at the end. Records traffic into
 /// `ledger` when given.
 template <class T>
-int pgemm(const char* rout, const Call& x, const T* alpha, const T* a, const T* b, const T* beta, T* c,
-          ErrorMode mode, const dense::MultiplyOptions& opt = {}, CommLedger* ledger = nullptr,
-          dense::MultiplyReport* report = nullptr);
+int pgemm(const char* rout, const Call& x, const T* alpha, const T* a, const T* b, const T* beta,
+          T* c, ErrorMode mode, const dense::MultiplyOptions& opt = {},
+          CommLedger* ledger = nullptr, dense::MultiplyReport* report = nullptr);
 
 /// As above with pdgemm_'s own arguments (1-based offsets, 9- or 11-integer descriptors);
 /// errors are returned, not passed to PB_Cabort.

@@ -23,29 +23,29 @@ namespace tessel::solvers {
 /// One solver iteration, for progress output.
 struct EigenStep {
   int iteration = 0;
-  double max_residual = 0;   ///< over the wanted states
-  double seconds = 0;        ///< wall time of this iteration (max over ranks not taken)
+  double max_residual = 0;  ///< over the wanted states
+  double seconds = 0;       ///< wall time of this iteration (max over ranks not taken)
 };
 
 struct EigenOptions {
-  int states = 4;            ///< wanted eigenpairs (>= 1)
-  int extra = -1;            ///< guard vectors in the block; -1: max(4, states / 4)
-  double tol = 1e-6;         ///< residual norm per state
+  int states = 4;     ///< wanted eigenpairs (>= 1)
+  int extra = -1;     ///< guard vectors in the block; -1: max(4, states / 4)
+  double tol = 1e-6;  ///< residual norm per state
   int max_iter = 300;
-  int degree = 0;            ///< Chebyshev degree; 0: from h, clamp(ceil(6 / h), 8, 40)
+  int degree = 0;  ///< Chebyshev degree; 0: from h, clamp(ceil(6 / h), 8, 40)
   int lanczos_steps = 40;
-  std::uint64_t seed = 7;    ///< start vectors: a hash of (seed, global point, column)
+  std::uint64_t seed = 7;  ///< start vectors: a hash of (seed, global point, column)
   std::function<void(const EigenStep&)> on_step;  ///< called on every rank after each iteration
 };
 
 struct EigenResult {
-  std::vector<double> values;      ///< the wanted eigenvalues, ascending
-  std::vector<double> residuals;   ///< their residual norms
-  std::vector<double> vectors;     ///< local_size x states, item-major, orthonormal
+  std::vector<double> values;     ///< the wanted eigenvalues, ascending
+  std::vector<double> residuals;  ///< their residual norms
+  std::vector<double> vectors;    ///< local_size x states, item-major, orthonormal
   int iterations = 0, degree = 0, block = 0;
   bool converged = false;
-  double lower = 0, upper = 0;     ///< Lanczos estimates of the spectrum's ends
-  std::int64_t applies = 0;        ///< H applications (counting each vector)
+  double lower = 0, upper = 0;  ///< Lanczos estimates of the spectrum's ends
+  std::int64_t applies = 0;     ///< H applications (counting each vector)
 };
 
 /// Collective over ctx (every rank of the Hamiltonian's plan). Throws InputError when
@@ -58,7 +58,8 @@ EigenResult chfsi(Context& ctx, stencil::Hamiltonian& h, std::int64_t mesh_point
 /// for comparison: Rayleigh-Ritz on the orthonormalised basis [X, W, P] (W the residuals made
 /// orthogonal to X, P the previous search directions), 3 (states + extra) H applies per
 /// iteration. Same options (degree and lanczos_steps unused), result and errors as chfsi.
-EigenResult lobpcg(Context& ctx, stencil::Hamiltonian& h, std::int64_t mesh_points, const EigenOptions& opt);
+EigenResult lobpcg(Context& ctx, stencil::Hamiltonian& h, std::int64_t mesh_points,
+                   const EigenOptions& opt);
 
 /// Collective over ctx: one step of the 4th-order Taylor expansion of exp(-i H dt) applied to
 /// `width` complex vectors stored as 2 width real columns (re, im of vector j in columns 2j,
@@ -66,6 +67,7 @@ EigenResult lobpcg(Context& ctx, stencil::Hamiltonian& h, std::int64_t mesh_poin
 void taylor_step(stencil::Hamiltonian& h, std::vector<double>& psi, int width, double dt);
 
 /// Collective over ctx: squared norms of the `width` columns of local_size x width vectors.
-std::vector<double> column_norms2(const Context& ctx, const std::vector<double>& x, std::int64_t n, int width);
+std::vector<double> column_norms2(const Context& ctx, const std::vector<double>& x, std::int64_t n,
+                                  int width);
 
 }  // namespace tessel::solvers

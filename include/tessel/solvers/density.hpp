@@ -52,15 +52,17 @@ struct SpectralBounds {
 
 /// Pure computation over a collective operator: `k` Lanczos steps of y = op(x) (x, y of
 /// length n replicated on every rank, the same on every rank) from a fixed start vector.
-SpectralBounds lanczos(const std::function<void(const std::vector<double>&, std::vector<double>&)>& op,
-                       std::int64_t n, int k);
+SpectralBounds lanczos(
+    const std::function<void(const std::vector<double>&, std::vector<double>&)>& op, std::int64_t n,
+    int k);
 /// Collective. lanczos over algebra.matvec(a).
 template <class M>
 SpectralBounds lanczos_bounds(Algebra<M>& alg, const M& a, int k = 30);
 
 struct InverseOptions {
-  int order = 2;           ///< Newton-Schulz order: 2 or 3
-  double tol = 1e-11;      ///< stop when ||I - Z S Z||_F / sqrt(n) < tol (or stagnation under filtering)
+  int order = 2;  ///< Newton-Schulz order: 2 or 3
+  double tol =
+      1e-11;  ///< stop when ||I - Z S Z||_F / sqrt(n) < tol (or stagnation under filtering)
   int max_iter = 100;
   int lanczos_steps = 30;  ///< for the scaling bounds of S
   ProgressFn on_step;
@@ -68,12 +70,12 @@ struct InverseOptions {
 
 template <class M>
 struct InverseResult {
-  M X;                       ///< S^-1/2 (inverse_sqrt) or S^-1 (inverse, inverse_hotelling)
+  M X;  ///< S^-1/2 (inverse_sqrt) or S^-1 (inverse, inverse_hotelling)
   int iterations = 0;
   std::int64_t multiplications = 0;
-  double residual = 0;       ///< final relative residual
-  SpectralBounds bounds;     ///< of S
-  double scale = 0;          ///< inverse_sqrt: s of Y0 = S/s
+  double residual = 0;    ///< final relative residual
+  SpectralBounds bounds;  ///< of S
+  double scale = 0;       ///< inverse_sqrt: s of Y0 = S/s
 };
 
 /// Collective. S^-1/2 by the coupled Newton-Schulz iteration (order 2: T = (3I - ZY)/2; order 3:
@@ -90,10 +92,10 @@ template <class M>
 InverseResult<M> inverse_hotelling(Algebra<M>& alg, const M& S, const InverseOptions& opt = {});
 
 struct SignOptions {
-  int order = 2;           ///< 2: X <- X(3I - X^2)/2; 3: X <- X(15I - 10X^2 + 3X^4)/8
-  double tol = 1e-12;      ///< stop when ||I - X^2||_F < tol ||X^2||_F (or stagnation)
+  int order = 2;       ///< 2: X <- X(3I - X^2)/2; 3: X <- X(15I - 10X^2 + 3X^4)/8
+  double tol = 1e-12;  ///< stop when ||I - X^2||_F < tol ||X^2||_F (or stagnation)
   int max_iter = 100;
-  double mu = 0;           ///< reported in the progress lines only
+  double mu = 0;  ///< reported in the progress lines only
   ProgressFn on_step;
 };
 
@@ -122,23 +124,23 @@ struct DensityOptions {
   /// Sign method: false = symmetric form P = Z (I - sign(Z H Z - mu I)) Z / 2 with Z = S^-1/2;
   /// true = P = (I - sign(S^-1 H - mu I)) S^-1 / 2 (the seed's eq. 1).
   bool nonsymmetric = false;
-  std::optional<double> mu;     ///< given: no search (must lie inside the spectrum)
-  double tol = 1e-12;           ///< sign: relative residual; purification: ||X - X^2||_F
+  std::optional<double> mu;  ///< given: no search (must lie inside the spectrum)
+  double tol = 1e-12;        ///< sign: relative residual; purification: ||X - X^2||_F
   int max_iter = 200;
   int max_sign_evaluations = 30;
-  double symmetry_tol = 1e-8;   ///< ||H - H^T||_F <= tol ||H||_F (and S)
-  double occupation_tol = 1e-2; ///< |2 tr(PS) - N| above this: "occupation lost" error
+  double symmetry_tol = 1e-8;    ///< ||H - H^T||_F <= tol ||H||_F (and S)
+  double occupation_tol = 1e-2;  ///< |2 tr(PS) - N| above this: "occupation lost" error
   /// ||P S P - P||_F / ||P||_F above this: "idempotency lost" error (2 more products)
   double idempotency_tol = 1e-2;
-  bool energy_weighted = false; ///< also W = P H P
-  InverseOptions inverse;       ///< for S^-1/2
+  bool energy_weighted = false;  ///< also W = P H P
+  InverseOptions inverse;        ///< for S^-1/2
   int lanczos_steps = 30;
   /// Filter thresholds of the stages on block-sparse matrices (docs/density.md, "Filtering
   /// by stage"); a negative value means the algebra's eps times the default factor below,
   /// 0 no filtering. The iteration itself (sign / purification) uses the algebra's eps.
-  double eps_inverse = -1;      ///< S^-1/2 (default factor kEpsInverseFactor)
-  double eps_transform = -1;    ///< Ht = Z H Z and P = Z Pt Z (default factor kEpsTransformFactor)
-  double eps_final = -1;        ///< the final McWeeny steps (default factor kEpsFinalFactor)
+  double eps_inverse = -1;    ///< S^-1/2 (default factor kEpsInverseFactor)
+  double eps_transform = -1;  ///< Ht = Z H Z and P = Z Pt Z (default factor kEpsTransformFactor)
+  double eps_final = -1;      ///< the final McWeeny steps (default factor kEpsFinalFactor)
   /// McWeeny steps P <- 3 PSP - 2 PSPSP on the final P with the true S, at eps_final (one
   /// product each beyond the idempotency check's PS and PSP): they remove the first-order band
   /// energy error of an inexact S^-1/2 and of the iteration's truncations. -1 = kFinalSteps.
@@ -155,26 +157,26 @@ inline constexpr int kFinalSteps = 1;
 
 template <class M>
 struct DensityResult {
-  M P;                      ///< density of one spin channel in the non-orthogonal basis
-  M W;                      ///< P H P when energy_weighted (else empty)
+  M P;  ///< density of one spin channel in the non-orthogonal basis
+  M W;  ///< P H P when energy_weighted (else empty)
   double mu = 0;
-  double band_energy = 0;   ///< 2 tr(P H)
+  double band_energy = 0;  ///< 2 tr(P H)
   /// 2 tr(Pt Ht) in the orthogonal basis before the back-transformation (= band_energy
   /// up to the filtering of P = Z Pt Z; a diagnostic)
   double band_energy_orthogonal = 0;
   /// The stage thresholds used (resolved from DensityOptions)
   double eps_inverse = 0, eps_transform = 0, eps_iteration = 0, eps_final = 0;
   int final_steps = 0;
-  double trace_ps = 0;      ///< tr(P S) (= electrons / 2)
-  double idempotency = 0;   ///< ||P S P - P||_F / ||P||_F of P before the final McWeeny steps
-  double residual = 0;      ///< last sign residual or ||X - X^2||_F of the purification
-  int iterations = 0;       ///< sign / purification steps, all mu evaluations together
-  int sign_evaluations = 0; ///< sign iterations run (mu search); 0 for purification
+  double trace_ps = 0;       ///< tr(P S) (= electrons / 2)
+  double idempotency = 0;    ///< ||P S P - P||_F / ||P||_F of P before the final McWeeny steps
+  double residual = 0;       ///< last sign residual or ||X - X^2||_F of the purification
+  int iterations = 0;        ///< sign / purification steps, all mu evaluations together
+  int sign_evaluations = 0;  ///< sign iterations run (mu search); 0 for purification
   int inverse_iterations = 0;
-  std::int64_t multiplications = 0;  ///< every product, S^-1/2 and basis changes included
+  std::int64_t multiplications = 0;           ///< every product, S^-1/2 and basis changes included
   double homo_lumo_lo = 0, homo_lumo_hi = 0;  ///< sign search: final bracket of mu
-  SpectralBounds bounds;    ///< of S^-1/2 H S^-1/2
-  double inverse_scale = 0; ///< s of S^-1/2's Y0 = S/s (for a peer running the same iteration)
+  SpectralBounds bounds;                      ///< of S^-1/2 H S^-1/2
+  double inverse_scale = 0;  ///< s of S^-1/2's Y0 = S/s (for a peer running the same iteration)
 };
 
 /// Collective. The density matrix of (H, S) with `electrons` electrons (even, 2 .. 2(n-1)).
@@ -197,8 +199,8 @@ struct PurifyGenericResult {
   int iterations = 0;
   double idempotency_error = 0;
   double mu = 0;
-  double trace = 0;        ///< tr X of the returned X
-  double band_energy = 0;  ///< 2 tr(X Ht) of the returned X
+  double trace = 0;           ///< tr X of the returned X
+  double band_energy = 0;     ///< 2 tr(X Ht) of the returned X
   std::int64_t products = 0;  ///< products of the steps actually used
   bool stopped = false;       ///< PurifyCheckpointing::stop_after ended it unconverged
 };
@@ -224,8 +226,8 @@ struct PurifyCheckpointing {
 
 template <class M>
 PurifyGenericResult<M> purify_generic(Algebra<M>& alg, const M& Ht, std::int64_t nocc,
-                                      PurifyMethod method, std::optional<double> mu,
-                                      double tol, int max_iter, const ProgressFn& on_step,
+                                      PurifyMethod method, std::optional<double> mu, double tol,
+                                      int max_iter, const ProgressFn& on_step,
                                       int stall_window = 40,
                                       const PurifyCheckpointing<M>& checkpointing = {});
 

@@ -58,12 +58,12 @@ struct PurifyStep {
 /// Everything computed once at step 0 (the spectral bounds, the starting guess) is kept here,
 /// so a resumed run never recomputes it. Shared by every algebra (purify_generic, density.hpp).
 struct PurifyState {
-  int iteration = 0;         ///< steps taken: X is the iterate that enters step `iteration` (>= 1)
-  double hmin = 0, hmax = 0; ///< Gershgorin bounds of the purified matrix (from step 0)
-  double trace_f = 0;        ///< its trace
-  double start_a = 0, start_b = 0;    ///< X0 = a F + b I (for mu)
-  std::vector<double> coefficients;   ///< c1..c4 of each step taken (4 per step), for mu
-  std::vector<double> history;        ///< ||X - X^2||_F of steps 0 .. iteration-1 (stall test)
+  int iteration = 0;          ///< steps taken: X is the iterate that enters step `iteration` (>= 1)
+  double hmin = 0, hmax = 0;  ///< Gershgorin bounds of the purified matrix (from step 0)
+  double trace_f = 0;         ///< its trace
+  double start_a = 0, start_b = 0;   ///< X0 = a F + b I (for mu)
+  std::vector<double> coefficients;  ///< c1..c4 of each step taken (4 per step), for mu
+  std::vector<double> history;       ///< ||X - X^2||_F of steps 0 .. iteration-1 (stall test)
   double best_err = std::numeric_limits<double>::infinity();  ///< lowest ||X - X^2||_F so far
   double best_trace = 0, best_energy = 0;  ///< tr X and 2 tr(X F) of that best iterate
   int best_iteration = 0, behind = 0;      ///< its step; steps since
@@ -121,19 +121,19 @@ struct PurifyOptions {
 };
 
 struct PurifyResult {
-  dense::DistMatrix<double> D;     ///< in F's layout
-  int iterations = 0;              ///< purification steps taken
-  double idempotency_error = 0;    ///< ||D - D^2||_F of the returned D (>= tol at the floor)
-  double trace_error = 0;          ///< |tr(D) - nocc|
-  double band_energy = 0;          ///< 2 tr(D F)
+  dense::DistMatrix<double> D;   ///< in F's layout
+  int iterations = 0;            ///< purification steps taken
+  double idempotency_error = 0;  ///< ||D - D^2||_F of the returned D (>= tol at the floor)
+  double trace_error = 0;        ///< |tr(D) - nocc|
+  double band_energy = 0;        ///< 2 tr(D F)
   int p = 1, n_dup = 1;
   std::string mesh;
   PurifyMethod method = PurifyMethod::Canonical;
-  double seconds = 0;              ///< wall time of the purification iterations
-  double ssc_seconds = 0;          ///< of which in SymmSquareCube (max over ranks)
-  double flops = 0;                ///< flops of the dense products: 2 n^3 per product
-  int ns_iterations = 0;           ///< Newton-Schulz steps (non-orthogonal path; else 0)
-  double ns_seconds = 0;           ///< wall time of S^-1/2 and the basis changes
+  double seconds = 0;      ///< wall time of the purification iterations
+  double ssc_seconds = 0;  ///< of which in SymmSquareCube (max over ranks)
+  double flops = 0;        ///< flops of the dense products: 2 n^3 per product
+  int ns_iterations = 0;   ///< Newton-Schulz steps (non-orthogonal path; else 0)
+  double ns_seconds = 0;   ///< wall time of S^-1/2 and the basis changes
   /// PurifyOptions::stop_after ended the run unconverged: D is the iterate after `iterations`
   /// steps (not a density matrix); the errors and energy are those of the last step's input.
   bool stopped = false;

@@ -163,15 +163,16 @@ class BlockSparseMatrix {
   /// Not collective. f(brow, bcol, const T* block, rows, cols) for every local block in CSR
   /// order (local blocks put since the last finalize() follow, in put order). The mutable
   /// overload lets f change the values and recomputes the norms afterwards.
-  void for_each_block(
-      const std::function<void(int, int, const T*, int, int)>& f) const;
+  void for_each_block(const std::function<void(int, int, const T*, int, int)>& f) const;
   void for_each_block(const std::function<void(int, int, T*, int, int)>& f);
 
   /// Not collective: blocks stored on this rank. Collective versions below. local() describes
   /// the sorted CSR: valid when is_finalized() (blocks put since are not in row_ptr).
   std::int64_t local_nblocks() const { return static_cast<std::int64_t>(col_.size()); }
   std::int64_t local_nnz() const { return static_cast<std::int64_t>(data_.size()); }
-  LocalBlocks<T> local() const { return {&brows_, &row_ptr_, &col_, &offset_, &norm_, data_.data()}; }
+  LocalBlocks<T> local() const {
+    return {&brows_, &row_ptr_, &col_, &offset_, &norm_, data_.data()};
+  }
   T* local_data() { return data_.data(); }
   /// Not collective. Recomputes the Frobenius norms after writes through local_data().
   void update_norms();

@@ -23,7 +23,7 @@ struct WaterOptions {
 
 /// Pure data: the atoms of the box (bohr), in atom order O, H, H of molecule 0, 1, ...
 struct WaterGeometry {
-  double box = 0;  ///< edge of the periodic cube in bohr
+  double box = 0;                          ///< edge of the periodic cube in bohr
   std::vector<std::array<double, 3>> pos;  ///< positions in [0, box)^3
   std::vector<int> is_oxygen;              ///< 1 for O, 0 for H
   int natoms() const { return static_cast<int>(pos.size()); }

@@ -78,8 +78,7 @@ void write_cp2k_csr(const Context& ctx, const BlockSparseMatrix<double>& a,
 /// Each rank parses a byte range of the entries; entries go to the owners of their blocks in
 /// one exchange (ledger phase "sparse/io").
 BlockSparseMatrix<double> read_matrix_market(const Context& ctx, const std::string& path,
-                                             const Distribution& dist,
-                                             const ReadOptions& opt = {});
+                                             const Distribution& dist, const ReadOptions& opt = {});
 BlockSparseMatrix<double> read_matrix_market(const Context& ctx, const std::string& path,
                                              const BlockSizes& rows, const BlockSizes& cols,
                                              const ReadOptions& opt = {});

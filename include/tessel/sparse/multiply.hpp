@@ -92,9 +92,8 @@ class SpMultiplyCache {
 /// distribution and one finalize() moves them, recorded as phase "spgemm/conform". `cache`
 /// keeps communicators and windows between calls; null = made for this call only. Errors (bad L, grid,
 /// sizes) are thrown on every rank before any panel moves.
-SpMultiplyReport multiply(Context& ctx, double alpha, SpOp opa,
-                          const BlockSparseMatrix<double>& a, SpOp opb,
-                          const BlockSparseMatrix<double>& b, double beta,
+SpMultiplyReport multiply(Context& ctx, double alpha, SpOp opa, const BlockSparseMatrix<double>& a,
+                          SpOp opb, const BlockSparseMatrix<double>& b, double beta,
                           BlockSparseMatrix<double>& c, const SpMultiplyOptions& options = {},
                           SpMultiplyCache* cache = nullptr);
 
@@ -105,8 +104,8 @@ SpMultiplyReport multiply(Context& ctx, double alpha, SpOp opa,
 /// products that fill in, which then favours larger L: pass the hint). With retain_sparsity
 /// also C's pattern (c_pattern: 8 bytes per block of C), which rma25d sends to the other layers.
 SpVolumeModel volume_model(Context& ctx, const BlockSparseMatrix<double>& a,
-                           const BlockSparseMatrix<double>& b,
-                           const BlockSparseMatrix<double>& c, const SpMultiplyOptions& options);
+                           const BlockSparseMatrix<double>& b, const BlockSparseMatrix<double>& c,
+                           const SpMultiplyOptions& options);
 
 /// Pure. "cannon" / "rma25d" (InputError otherwise, naming the value).
 SpAlgorithm parse_sp_algorithm(const std::string& s);

@@ -61,12 +61,12 @@ struct SpRead {
 struct SpgemmPlan {
   SpAlgorithm algorithm = SpAlgorithm::Cannon;
   int pr = 1, pc = 1;
-  int layers = 1;          // L
-  int lr = 1, lc = 1;      // L = lr * lc
+  int layers = 1;      // L
+  int lr = 1, lc = 1;  // L = lr * lc
   int side_r = 1, side_c = 1;
-  int v = 1;               // images along k
-  int ticks = 1;           // Cannon: V; rma25d: V / L
-  std::string note;        // why this L (layers = auto), empty otherwise
+  int v = 1;         // images along k
+  int ticks = 1;     // Cannon: V; rma25d: V / L
+  std::string note;  // why this L (layers = auto), empty otherwise
 
   int a_per_col() const { return v / pc; }  // a: images per process column of A
   int b_per_row() const { return v / pr; }  // b: images per process row of B

@@ -40,7 +40,8 @@ struct HaloPlan {
 /// Pure. The plan of `rank` for the partition `owner` (owner[g] in [0, ranks) for every mesh
 /// point) and finite-difference `order`. Throws InputError for a bad order, Error when owner
 /// does not match the mesh or names a rank outside [0, ranks).
-HaloPlan make_halo_plan(const Mesh& mesh, const std::vector<int>& owner, int ranks, int order, int rank);
+HaloPlan make_halo_plan(const Mesh& mesh, const std::vector<int>& owner, int ranks, int order,
+                        int rank);
 
 /// Pure. The seed's quantities of a partition, from every rank's plan: points per rank,
 /// edge cut (undirected stencil edges between different ranks), neighbours (distinct peers,
@@ -52,6 +53,7 @@ struct PartitionReport {
   /// Multi-line human summary: min / mean / max of each, and the cut.
   std::string describe() const;
 };
-PartitionReport partition_report(const Mesh& mesh, const std::vector<int>& owner, int ranks, int order);
+PartitionReport partition_report(const Mesh& mesh, const std::vector<int>& owner, int ranks,
+                                 int order);
 
 }  // namespace tessel::stencil

@@ -28,8 +28,9 @@ PotentialKind parse_potential(const std::string& s);
 const char* to_string(PotentialKind k);
 /// Pure. V at this plan's points: harmonic 1/2 omega^2 |x|^2; box 0 (walls from the mesh);
 /// soft Coulomb -sum_a Z_a / sqrt(|x - R_a|^2 + a^2) with Z = 1 per atom and a = softening.
-std::vector<double> potential_values(const Mesh& mesh, const HaloPlan& plan, PotentialKind kind, double omega,
-                                     const std::vector<Atom>& atoms, double softening);
+std::vector<double> potential_values(const Mesh& mesh, const HaloPlan& plan, PotentialKind kind,
+                                     double omega, const std::vector<Atom>& atoms,
+                                     double softening);
 
 struct HamiltonianOptions {
   comm::ExchangeStrategy exchange = comm::ExchangeStrategy::Neighbor;
@@ -51,7 +52,7 @@ struct ApplyTimes {
                              ///< (tests excluded): the most of the exchange the order can hide
   double compute = 0;        ///< potential + Laplacian (tests excluded)
   double total = 0;
-  long tests = 0;            ///< test() calls (overlapped order)
+  long tests = 0;  ///< test() calls (overlapped order)
   long applies = 0;
 };
 

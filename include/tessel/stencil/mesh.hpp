@@ -42,7 +42,9 @@ class Mesh {
   double spacing() const { return h_; }
   std::int64_t size() const { return static_cast<std::int64_t>(coords_.size()); }
   /// Grid coordinates (integers; position = origin + coords * h) of global point g.
-  const std::array<int, 3>& coords(std::int64_t g) const { return coords_[static_cast<std::size_t>(g)]; }
+  const std::array<int, 3>& coords(std::int64_t g) const {
+    return coords_[static_cast<std::size_t>(g)];
+  }
   /// Position of global point g.
   std::array<double, 3> position(std::int64_t g) const;
   /// Global index of the point at grid coordinates (i, j, k), or -1 when that point is not in
@@ -54,10 +56,10 @@ class Mesh {
  private:
   void index_points();
   double h_ = 0;
-  std::array<double, 3> origin_{};      // position of grid coordinate (0, 0, 0)
-  std::array<int, 3> lo_{}, n_{};       // padded lookup box: coordinates lo .. lo + n - 1
+  std::array<double, 3> origin_{};  // position of grid coordinate (0, 0, 0)
+  std::array<int, 3> lo_{}, n_{};   // padded lookup box: coordinates lo .. lo + n - 1
   std::vector<std::array<int, 3>> coords_;
-  std::vector<std::int32_t> lookup_;    // padded box -> global index or -1
+  std::vector<std::int32_t> lookup_;  // padded box -> global index or -1
   std::string desc_;
 };
 

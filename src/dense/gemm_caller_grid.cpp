@@ -22,15 +22,7 @@ GemmPlan caller_grid_plan(const GemmPlanRequest& req, const CallerLayouts& cl) {
                DimensionMismatch, "caller_grid_plan: C is ", cl.c.rows(), " x ", cl.c.cols(),
                " and A has ", cl.a.cols(), " columns, the request is m = ", req.m, ", n = ", req.n,
                ", k = ", req.k);
-  GemmPlan g;
-  g.m = req.m;
-  g.n = req.n;
-  g.k = req.k;
-  g.p = req.p;
-  g.delta = req.delta;
-  g.memory_words = req.memory_words;
-  g.complex = req.complex;
-  g.machine = req.machine;
+  GemmPlan g = detail::base_plan(req);
   g.kind = PlanKind::CallerGrid;
   g.pm = cl.c.row_partition().groups();
   g.pn = cl.c.col_partition().groups();

@@ -52,21 +52,6 @@ void validate(const GemmPlanRequest& req) {
                "multiply: memory budget is NaN (use <= 0 for unlimited)");
 }
 
-GemmPlan base_plan(const GemmPlanRequest& req) {
-  GemmPlan g;
-  g.m = req.m;
-  g.n = req.n;
-  g.k = req.k;
-  g.p = req.p;
-  g.delta = req.delta;
-  g.memory_words = req.memory_words;
-  g.complex = req.complex;
-  g.a_transposed = req.a_transposed;
-  g.b_transposed = req.b_transposed;
-  g.machine = req.machine;
-  return g;
-}
-
 /// The least t in [1, max(1, dk)] whose memory fits the budget; nullopt if none does.
 std::optional<int> min_rounds(const GemmPlan& g) {
   if (unlimited(g.memory_words)) return 1;
@@ -174,6 +159,21 @@ bool has_grid(int q, std::int64_t m, std::int64_t n, std::int64_t k) {
 }
 
 }  // namespace
+
+GemmPlan detail::base_plan(const GemmPlanRequest& req) {
+  GemmPlan g;
+  g.m = req.m;
+  g.n = req.n;
+  g.k = req.k;
+  g.p = req.p;
+  g.delta = req.delta;
+  g.memory_words = req.memory_words;
+  g.complex = req.complex;
+  g.a_transposed = req.a_transposed;
+  g.b_transposed = req.b_transposed;
+  g.machine = req.machine;
+  return g;
+}
 
 // ---- GemmPlan ------------------------------------------------------------------------------
 
@@ -505,7 +505,7 @@ double time_key(const GemmPlan& g) { return g.cost.total_s(); }
 
 GemmPlan make_gemm_plan(const GemmPlanRequest& req, const CallerLayouts* caller) {
   validate(req);
-  GemmPlan best = base_plan(req);
+  GemmPlan best = detail::base_plan(req);
   if (req.m == 0 || req.n == 0 || req.k == 0) return best;  // trivial 1x1x1, 1 round
 
   const int max_idle = gemm_max_idle(req.p, req.delta);
@@ -522,7 +522,7 @@ GemmPlan make_gemm_plan(const GemmPlanRequest& req, const CallerLayouts* caller)
   RoundsFit fit{req};
   for (int q = qhi; q >= qlo; --q) {
     for_each_grid(q, req.m, req.n, req.k, [&](int pm, int pn, int pk) {
-      GemmPlan g = base_plan(req);
+      GemmPlan g = detail::base_plan(req);
       g.pm = pm;
       g.pn = pn;
       g.pk = pk;
@@ -575,7 +575,7 @@ MachineModel words_only_machine() {
 
 GemmPlan make_summa_plan(const GemmPlanRequest& req) {
   validate(req);
-  GemmPlan best = base_plan(req);
+  GemmPlan best = detail::base_plan(req);
   if (req.m == 0 || req.n == 0 || req.k == 0) return best;
 
   int a = 1;  // the largest divisor of p with a*a <= p
@@ -586,7 +586,7 @@ GemmPlan make_summa_plan(const GemmPlanRequest& req) {
   RoundsFit fit{req};
   std::vector<GemmPlan> cands;
   for (int orient = 0; orient < (a == b ? 1 : 2); ++orient) {
-    GemmPlan g = base_plan(req);
+    GemmPlan g = detail::base_plan(req);
     g.pm = orient == 0 ? a : b;
     g.pn = orient == 0 ? b : a;
     g.pk = 1;

@@ -236,4 +236,10 @@ MachineModel words_only_machine();
 /// make_gemm_plan (delta is only recorded).
 GemmPlan make_summa_plan(const GemmPlanRequest& req);
 
+namespace detail {
+/// Pure. A plan with the request's fields (sizes, p, delta, memory budget, precision,
+/// transposes, machine) copied and nothing chosen yet: the start of every candidate.
+GemmPlan base_plan(const GemmPlanRequest& req);
+}  // namespace detail
+
 }  // namespace tessel::dense

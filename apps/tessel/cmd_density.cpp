@@ -23,6 +23,7 @@
 #include "tessel/sparse/convert.hpp"
 #include "tessel/sparse/generate.hpp"
 #include "tessel/sparse/io.hpp"
+#include "tessel/sparse/tiling.hpp"
 #include "tessel/core/timer.hpp"
 
 namespace tessel::app {
@@ -30,9 +31,12 @@ namespace {
 
 using sparse::BlockSparseMatrix;
 
+/// --tile auto: rows per tile (docs/density.md, "Tiles": measured on the CP2K water systems).
+constexpr int kAutoTile = 32;
+
 struct DensityArgs {
   std::string ks, overlap, blocks, generate, method = "sign", algorithm = "cannon", layers = "auto",
-                                             out, json;
+                                             tile = "auto", tiling = "cluster", out, json;
   std::optional<std::int64_t> electrons;
   std::optional<double> mu;
   int sign_order = 2, max_iter = 200;
@@ -126,6 +130,19 @@ int run_density(const DensityArgs& a) {
                                                  return l;
                                                });
   mo.filter_eps = a.eps;
+  const int tile = a.tile == "auto" ? kAutoTile
+                   : a.tile == "none"
+                       ? 1
+                       : parse_named("--tile", a.tile, "auto, none or an integer >= 1",
+                                     [](const std::string& v) {
+                                       std::size_t used = 0;
+                                       int t = 0;
+                                       try {
+                                         t = std::stoi(v, &used);
+                                       } catch (const std::exception&) { throw InputError("bad"); }
+                                       if (used != v.size() || t < 1) throw InputError("bad");
+                                       return t;
+                                     });
   const bool npy = a.out.size() > 4 && a.out.substr(a.out.size() - 4) == ".npy";
   const bool csr = a.out.size() > 4 && a.out.substr(a.out.size() - 4) == ".csr";
   TESSEL_CHECK(a.out.empty() || npy || csr, InputError, "--out '", a.out,
@@ -154,6 +171,20 @@ int run_density(const DensityArgs& a) {
   const Stopwatch t_in;
   Input in = read_input(ctx, a);
   const double read_seconds = t_in.seconds();
+  const int block_rows = in.H.distribution().row_blocks().count();
+  TESSEL_CHECK(a.tiling == "cluster" || a.tiling == "contiguous", InputError, "--tiling '",
+               a.tiling, "': expected cluster or contiguous");
+  // The solve (tiling included) is what the ledger and commcount see.
+  ctx.comm().barrier();
+  ctx.ledger().reset();
+  comm::pcontrol(2);
+  const Stopwatch t_tile;
+  const auto tl =
+      a.dense || tile == 1 || a.tiling == "contiguous"
+          ? sparse::Tiling::contiguous(in.H.distribution().row_blocks(), a.dense ? 1 : tile)
+          : sparse::cluster_tiling(ctx, in.S, tile);
+  const bool tiled = !tl.is_identity();
+  const double tile_seconds = t_tile.seconds();
   if (root)
     std::cout << fmt::format(
                      "tessel density: {}, {} electrons, method {}{}, {} ranks, {}, eps {:g}\n",
@@ -162,6 +193,9 @@ int run_density(const DensityArgs& a) {
                          ? fmt::format(" (order {})", a.sign_order)
                          : "",
                      ctx.size(), a.dense ? "dense" : a.algorithm, a.dense ? 0.0 : a.eps)
+              << (tiled ? fmt::format("tiles: {} (--tile {}, --tiling {}, {:.3f} s)\n",
+                                      tl.describe(), a.tile, a.tiling, tile_seconds)
+                        : std::string())
               << fmt::format("{:>14} {:>5} {:>12} {:>14} {:>12} {:>10} {:>9}\n", "stage", "iter",
                              "residual", "occupation", "mu", "blocks", "seconds")
               << std::flush;
@@ -175,15 +209,12 @@ int run_density(const DensityArgs& a) {
               << std::flush;
   };
   nlohmann::json j = run_header(ctx);
-  ctx.comm().barrier();
-  ctx.ledger().reset();
-  comm::pcontrol(2);
   const Stopwatch t0;
   double band = 0, band_orth = 0, mu = 0, trace_ps = 0, idem = 0, residual = 0, flops = 0;
   double eps_stage[4] = {0, 0, 0, 0};  // inverse, transform, iteration, final
   double bounds[2] = {0, 0}, inverse_scale = 0;
   int iters = 0, sign_ev = 0, inv_iters = 0, final_steps = 0;
-  std::int64_t mults = 0, p_blocks = 0;
+  std::int64_t mults = 0, p_blocks = 0, tiles_stored = -1;
   double p_occupation = 1.0;
   auto take = [&](const auto& r, auto& alg) {
     band = r.band_energy;
@@ -220,9 +251,21 @@ int run_density(const DensityArgs& a) {
     take(r, alg);
     if (npy) io::write_npy(ctx, a.out, r.P);
   } else {
+    // Tiles (sparse/tiling.hpp): the solver runs on groups of consecutive atomic blocks; the
+    // moves into and out of tiles are part of the timed solve.
+    const sparse::Distribution fine = in.H.distribution();
+    if (tiled) {
+      auto td = sparse::Distribution::random(tl.tiles(), tl.tiles(), fine.pr(), fine.pc());
+      in.H = sparse::to_tiles(ctx, in.H, tl, tl, td, "H");
+      in.S = sparse::to_tiles(ctx, in.S, tl, tl, td, "S");
+    }
     solvers::SparseAlgebra alg(ctx, mo);
     auto r = solve(alg, in.H, in.S, in.electrons, opt);
-    seconds = t0.seconds();
+    if (tiled) {
+      tiles_stored = sparse::nblocks(ctx, r.P);
+      r.P = sparse::from_tiles(ctx, r.P, tl, tl, fine, 0.0, "P");
+    }
+    seconds = t0.seconds() + tile_seconds;
     comm::pcontrol(0);
     take(r, alg);
     p_blocks = sparse::nblocks(ctx, r.P);
@@ -241,33 +284,36 @@ int run_density(const DensityArgs& a) {
       stats.empty() ? 0
                     : stats[0].recv_bytes.max + stats[0].coll_bytes.max + stats[0].rma_bytes.max;
   if (root) {
-    std::cout << fmt::format(
-                     "band energy 2 tr(PH): {:.10f} Eh (orthogonal basis 2 tr(Pt Ht): {:.10f})\n",
-                     band, band_orth)
-              << fmt::format(
-                     "filter eps by stage: S^-1/2 {:g}, basis changes {:g}, iteration {:g}, "
-                     "{} final McWeeny steps {:g}\n",
-                     eps_stage[0], eps_stage[1], eps_stage[2], final_steps, eps_stage[3])
-              << fmt::format("mu: {:.6f} Eh{}\n", mu, opt.mu ? " (given)" : "")
-              << fmt::format("tr(PS): {:.10f} (electrons 2 tr(PS) = {:.10f}, expected {})\n",
-                             trace_ps, 2 * trace_ps, in.electrons)
-              << fmt::format("idempotency ||PSP - P||_F / ||P||_F: {:.3e}\n", idem)
-              << fmt::format(
-                     "iterations: {} ({}), S^-1/2: {} Newton-Schulz steps; sign evaluations: {}\n",
-                     iters, a.method, inv_iters, sign_ev)
-              << fmt::format("multiplications: {} ({:.3g} GFLOP), residual {:.3e}\n", mults,
-                             flops / 1e9, residual)
-              << (a.dense ? std::string()
-                          : fmt::format("P: {} blocks stored ({:.2f}% of all)\n", p_blocks,
-                                        100 * p_occupation))
-              << fmt::format("time: {:.3f} s (input {:.3f} s)\n", seconds, read_seconds)
-              << fmt::format("bytes received per rank (max): {}\n", human_bytes(bytes_max))
-              << fmt::format("peak memory per rank (ru_maxrss): max {}, mean {}\n",
-                             human_bytes(rss_max), human_bytes(rss_mean))
-              << ledger_table(
-                     comm::ledger_stats(ctx.comm(), ctx.ledger(), {"spgemm", "gemm", "sparse", ""}),
-                     true)
-              << std::flush;
+    std::cout
+        << fmt::format("band energy 2 tr(PH): {:.10f} Eh (orthogonal basis 2 tr(Pt Ht): {:.10f})\n",
+                       band, band_orth)
+        << fmt::format(
+               "filter eps by stage: S^-1/2 {:g}, basis changes {:g}, iteration {:g}, "
+               "{} final McWeeny steps {:g}\n",
+               eps_stage[0], eps_stage[1], eps_stage[2], final_steps, eps_stage[3])
+        << fmt::format("mu: {:.6f} Eh{}\n", mu, opt.mu ? " (given)" : "")
+        << fmt::format("tr(PS): {:.10f} (electrons 2 tr(PS) = {:.10f}, expected {})\n", trace_ps,
+                       2 * trace_ps, in.electrons)
+        << fmt::format("idempotency ||PSP - P||_F / ||P||_F: {:.3e}\n", idem)
+        << fmt::format(
+               "iterations: {} ({}), S^-1/2: {} Newton-Schulz steps; sign evaluations: {}\n", iters,
+               a.method, inv_iters, sign_ev)
+        << fmt::format("multiplications: {} ({:.3g} GFLOP), residual {:.3e}\n", mults, flops / 1e9,
+                       residual)
+        << (a.dense ? std::string()
+                    : fmt::format(
+                          "P: {} blocks stored ({:.2f}% of all){}\n", p_blocks, 100 * p_occupation,
+                          tiles_stored >= 0 ? fmt::format(", {} tiles in the solver", tiles_stored)
+                                            : std::string()))
+        << fmt::format(
+               "time: {:.3f} s (input {:.3f} s{})\n", seconds, read_seconds,
+               tiled ? fmt::format(", tiling {:.3f} s included", tile_seconds) : std::string())
+        << fmt::format("bytes received per rank (max): {}\n", human_bytes(bytes_max))
+        << fmt::format("peak memory per rank (ru_maxrss): max {}, mean {}\n", human_bytes(rss_max),
+                       human_bytes(rss_mean))
+        << ledger_table(
+               comm::ledger_stats(ctx.comm(), ctx.ledger(), {"spgemm", "gemm", "sparse", ""}), true)
+        << std::flush;
   } else {
     (void)comm::ledger_stats(ctx.comm(), ctx.ledger(), {"spgemm", "gemm", "sparse", ""});
   }
@@ -301,7 +347,12 @@ int run_density(const DensityArgs& a) {
     j["maxrss_bytes_max"] = rss_max;
     j["maxrss_bytes_mean"] = rss_mean;
     j["n"] = in.H.rows();
-    j["block_rows"] = in.H.distribution().row_blocks().count();
+    j["block_rows"] = block_rows;
+    j["tile"] = tile;
+    j["tiles_stored"] = tiles_stored;
+    j["tiling"] = tiled ? a.tiling : "none";
+    j["tiles"] = tl.tiles().count();
+    j["tiling_seconds"] = tile_seconds;
     j["ledger"] = ledger_json(stats);
     write_json(ctx, a.json, j);
   }
@@ -348,6 +399,16 @@ std::function<int()> add_density(CLI::App& app) {
   s->add_option(
        "--layers", a->layers,
        "rma25d layers L (auto: the valid L <= 4 with the smallest eq. 7 volume, C from the output matrix's current pattern or an estimate; docs/sparse.md)")
+      ->capture_default_str();
+  s->add_option("--tile", a->tile,
+                "Solve on tiles of consecutive atomic blocks of about this many rows: auto (" +
+                    std::to_string(kAutoTile) +
+                    "), none (the atomic blocks) or an integer; docs/density.md")
+      ->capture_default_str();
+  s->add_option("--tiling", a->tiling,
+                "How atomic blocks are grouped into tiles: cluster (METIS on the overlap's "
+                "couplings: neighbouring atoms share a tile whatever their numbering) or "
+                "contiguous (consecutive blocks)")
       ->capture_default_str();
   s->add_flag("--dense", a->dense, "Run the same solver on dense matrices (dense::multiply)");
   s->add_flag("--nonsymmetric", a->nonsymmetric,

@@ -5,7 +5,8 @@
 
 Good runs: the CP2K 32-water SZV files (TRS4 and sign at eps 1e-6: band energy within 1e-5 Ha of
 meta.json's band_energy_exact, 2 tr(PS) = N to 1e-5; --out P.csr written; --json parsed), the
-generated water box (sign, --dense gives the same band energy as the block-sparse run at eps 0).
+generated water box (sign at eps 0: --dense, the atomic blocks (--tile none), the default clustered
+tiles and contiguous tiles give the same band energy).
 Errors: exit status 2, one 'tessel: error:' line (rank 0 only), no output file.
 Exit 0 when all pass, 1 otherwise, 77 (skip) never: the data-free cases always run.
 """
@@ -47,11 +48,14 @@ def main():
             meta = json.load(open(os.path.join(CP2K, "meta.json")))
             files = ["--ks", os.path.join(CP2K, "KS.csr"), "--overlap", os.path.join(CP2K, "S.csr"),
                      "--blocks", os.path.join(CP2K, "blocksizes.txt"), "--electrons", str(meta["n_electrons"])]
-            for method, alg in (("trs4", "cannon"), ("sign", "rma25d")):
-                out_csr = os.path.join(work, f"P_{method}.csr")
+            # default tiles (clustered, ~32 rows), contiguous tiles, and the atomic blocks
+            for method, alg, tile in (("trs4", "cannon", []), ("sign", "rma25d", ["--tiling", "contiguous"]),
+                                      ("trs4", "rma25d", ["--tile", "none"])):
+                out_csr = os.path.join(work, f"P_{method}_{len(tile)}.csr")
                 js = os.path.join(work, f"{method}.json")
-                p = run(files + ["--method", method, "--algorithm", alg, "--out", out_csr, "--json", js], work)
-                name = f"cp2k 32 szv {method} {alg}"
+                p = run(files + ["--method", method, "--algorithm", alg, "--out", out_csr, "--json", js] + tile,
+                        work)
+                name = f"cp2k 32 szv {method} {alg} {' '.join(tile) or 'tiles'}"
                 if p.returncode != 0:
                     problems.append(f"{name}: exit {p.returncode}: {p.stderr[-500:]}")
                     continue
@@ -65,6 +69,9 @@ def main():
                     problems.append(f"{name}: mu {r['mu']} not in (HOMO, LUMO)")
                 if not os.path.exists(out_csr) or os.path.getsize(out_csr) == 0:
                     problems.append(f"{name}: no {out_csr}")
+                want_tiles = "none" not in tile
+                if want_tiles != ("tiles:" in p.stdout) or (want_tiles and r["tiles"] >= 96):
+                    problems.append(f"{name}: tiles line/count wrong ({r['tiles']} tiles)")
                 if p.stdout.count("band energy") != 1:
                     problems.append(f"{name}: {p.stdout.count('band energy')} summaries (expected 1, rank 0)")
                 print(f"ok {name}: band energy {be:.10f} (exact {meta['band_energy_exact']}), "
@@ -72,9 +79,9 @@ def main():
         else:
             print("skip: no ../shared/data/cp2k/h2o-32-szv")
         energies = {}
-        for extra in ([], ["--dense"]):
+        for extra in ([], ["--dense"], ["--tile", "none"], ["--tile", "12", "--tiling", "contiguous"]):
             p = run(["--generate", "water:12", "--eps", "0"] + extra, work)
-            name = "generate water:12 sign" + (" --dense" if extra else "")
+            name = "generate water:12 sign " + (" ".join(extra) or "(default tiles)")
             if p.returncode != 0:
                 problems.append(f"{name}: exit {p.returncode}: {p.stderr[-500:]}")
                 continue
@@ -83,10 +90,10 @@ def main():
             if abs(electrons - 96) > 1e-8:
                 problems.append(f"{name}: 2 tr(PS) = {electrons}, expected 96")
             print(f"ok {name}: band energy {energies[name]:.12f}")
-        if len(energies) == 2:
+        if len(energies) == 4:
             v = list(energies.values())
-            if abs(v[0] - v[1]) > 1e-9:
-                problems.append(f"dense and block-sparse band energies differ: {v}")
+            if max(v) - min(v) > 1e-9:
+                problems.append(f"dense, block-sparse and tiled band energies differ: {v}")
 
         # ---- errors: exit 2, one message from rank 0, no output file
         blocks_bad = os.path.join(work, "bad_blocks.txt")
@@ -109,6 +116,9 @@ def main():
                               "--electrons", "8"], "nope.csr"),
             ("bad out", gen + ["--out", "P.txt"], "--out"),
             ("eps too large", gen + ["--eps", "10"], "eps"),
+            ("tile zero", gen + ["--tile", "0"], "--tile"),
+            ("tile not a number", gen + ["--tile", "big"], "--tile"),
+            ("bad tiling", gen + ["--tiling", "random"], "--tiling"),
         ]
         if os.path.exists(os.path.join(CP2K, "meta.json")):
             cases.append(("block sizes do not match", ["--ks", os.path.join(CP2K, "KS.csr"), "--overlap",

@@ -19,6 +19,7 @@
 
 #include "density_test_util.hpp"
 #include "tessel/solvers/density.hpp"
+#include "tessel/sparse/tiling.hpp"
 
 using namespace tessel;
 namespace tt = tessel::testing;
@@ -97,6 +98,7 @@ struct Case {
   DensityMethod method;
   sparse::SpAlgorithm alg;
   double eps;
+  int tile = 1;  ///< > 1: solve on clustered tiles of about this many rows (sparse/tiling.hpp)
 };
 
 // One density of s on block-sparse matrices, checked against meta.json.
@@ -109,11 +111,26 @@ void check_case(Context& ctx, const System& s, const sparse::BlockSparseMatrix<d
   solvers::DensityOptions o;
   o.method = c.method;
   if (c.eps > 0) o.tol = 1e-8;
-  auto r = solvers::density(alg, H, S, s.electrons, o);
   const double tol = c.eps > 0 ? 1e-5 : 1e-9;
   const std::string what = s.name + " " + solvers::to_string(c.method) +
                            (c.alg == sparse::SpAlgorithm::Cannon ? " cannon" : " rma25d") +
-                           " eps " + std::to_string(c.eps);
+                           " eps " + std::to_string(c.eps) +
+                           (c.tile > 1 ? " tiles " + std::to_string(c.tile) : "");
+  solvers::DensityResult<sparse::BlockSparseMatrix<double>> r;
+  if (c.tile > 1) {
+    // Into clustered tiles, solve, and P back into atomic blocks: the band energy recomputed
+    // from the atomic P and H checks the way back too.
+    const auto& d = H.distribution();
+    auto tl = sparse::cluster_tiling(ctx, S, c.tile);
+    ASSERT_FALSE(tl.is_identity()) << what;
+    auto td = sparse::Distribution::random(tl.tiles(), tl.tiles(), d.pr(), d.pc());
+    r = solvers::density(alg, sparse::to_tiles(ctx, H, tl, tl, td),
+                         sparse::to_tiles(ctx, S, tl, tl, td), s.electrons, o);
+    auto p = sparse::from_tiles(ctx, r.P, tl, tl, d);
+    EXPECT_NEAR(2 * sparse::dot(ctx, p, H), r.band_energy, 1e-9 * std::abs(s.exact)) << what;
+  } else {
+    r = solvers::density(alg, H, S, s.electrons, o);
+  }
   EXPECT_NEAR(r.band_energy, s.exact, tol) << what;
   EXPECT_NEAR(2 * r.trace_ps, static_cast<double>(s.electrons), c.eps > 0 ? 1e-5 : 1e-8) << what;
   EXPECT_GT(r.mu, meta(s.name, "homo")) << what;
@@ -188,6 +205,50 @@ TEST(DensityCp2k, Water256SzvEps1e6Long) {
   auto S = tt::sparse_of(ctx, s.S, s.sizes);
   for (auto m : {DensityMethod::Trs4, DensityMethod::Sign})
     check_case(ctx, s, H, S, {m, sparse::SpAlgorithm::Cannon, 1e-6});
+}
+
+// The same cases on clustered tiles of ~32 rows (what `tessel density` does by default):
+// sign and TRS4 with both algorithms at eps = 1e-6 at every rank count, and also at eps = 0
+// at 1 and 2 ranks (every case everywhere with TESSEL_TEST_FULL).
+TEST(DensityCp2k, Water32SzvTiles) {
+  Context ctx(MPI_COMM_WORLD);
+  System s;
+  if (!load("h2o-32-szv", s)) GTEST_SKIP() << "no ../shared/data/cp2k/h2o-32-szv";
+  auto H = tt::sparse_of(ctx, s.H, s.sizes);
+  auto S = tt::sparse_of(ctx, s.S, s.sizes);
+  using A = sparse::SpAlgorithm;
+  for (auto m : {DensityMethod::Sign, DensityMethod::Trs4})
+    for (auto a : {A::Cannon, A::Rma25d})
+      for (double eps : {0.0, 1e-6})
+        if (eps > 0 || ctx.size() <= 2 || std::getenv("TESSEL_TEST_FULL") != nullptr)
+          check_case(ctx, s, H, S, {m, a, eps, 32});
+}
+
+// DZVP and 256-water SZV on tiles, one case per rank count (np1: TRS4 Cannon, np2: sign
+// rma25d, np4: sign Cannon, np9: TRS4 rma25d; all at eps = 1e-6; every case at every rank
+// count with TESSEL_TEST_FULL).
+TEST(DensityCp2k, Water32DzvpAndWater256SzvTiles) {
+  Context ctx(MPI_COMM_WORLD);
+  using A = sparse::SpAlgorithm;
+  const std::vector<Case> cases = {{DensityMethod::Trs4, A::Cannon, 1e-6, 32},
+                                   {DensityMethod::Sign, A::Rma25d, 1e-6, 32},
+                                   {DensityMethod::Sign, A::Cannon, 1e-6, 32},
+                                   {DensityMethod::Trs4, A::Rma25d, 1e-6, 32}};
+  const std::vector<int> counts = {1, 2, 4, 9};
+  const int slot =
+      static_cast<int>(std::find(counts.begin(), counts.end(), ctx.size()) - counts.begin()) % 4;
+  const bool full = std::getenv("TESSEL_TEST_FULL") != nullptr;
+  for (const char* sys : {"h2o-32-dzvp", "h2o-256-szv"}) {
+    System s;
+    if (!load(sys, s)) {
+      if (ctx.rank() == 0) std::printf("  skipped: no ../shared/data/cp2k/%s\n", sys);
+      continue;
+    }
+    auto H = tt::sparse_of(ctx, s.H, s.sizes);
+    auto S = tt::sparse_of(ctx, s.S, s.sizes);
+    for (std::size_t k = 0; k < cases.size(); ++k)
+      if (full || k == static_cast<std::size_t>(slot)) check_case(ctx, s, H, S, cases[k]);
+  }
 }
 
 TEST(DensityCp2k, Water32SzvDenseAlgebra) {

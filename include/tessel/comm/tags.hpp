@@ -52,6 +52,8 @@ inline constexpr int kRma25dMeta = 812;
 inline constexpr int kRma25dData = 813;
 /// BlockSparseMatrix::finalize: the blocks that go to their owners.
 inline constexpr int kSparseFinalize = 7201;
+/// to_tiles / from_tiles (tiles_move.cpp): blocks to the owners of their tiles and back.
+inline constexpr int kSparseTiles = 7202;
 /// Sparse readers (io_common.cpp): every rank's block pattern to every rank.
 inline constexpr int kSparsePattern = 7301;
 /// MatrixMarket reader (io_mm_read.cpp): the entries to their owners.
@@ -75,34 +77,13 @@ inline constexpr int kP2PBase = 16384;
 inline constexpr int kP2PWindow = 16384;
 
 namespace detail {
-inline constexpr int kAll[] = {kSscD2,
-                               kSscD3,
-                               kSscTranspose,
-                               kSsc25dSkewA,
-                               kSsc25dSkewB,
-                               kSsc25dShiftA,
-                               kSsc25dShiftB,
-                               kSscCheckPartner,
-                               kSscSymmetrizePartner,
-                               kGemmRoundsA,
-                               kGemmRoundsA + 1,
-                               kGemmRoundsB,
-                               kGemmRoundsB + 1,
-                               kGemmReduceC,
-                               kSummaPanelA,
-                               kSummaPanelB,
-                               kCannonMeta,
-                               kCannonData,
-                               kRma25dHead,
-                               kRma25dMeta,
-                               kRma25dData,
-                               kSparseFinalize,
-                               kSparsePattern,
-                               kSparseMmEntries,
-                               kRedistribute,
-                               kHalo,
-                               kTraceGather,
-                               kCreateGroup};
+inline constexpr int kAll[] = {
+    kSscD2,           kSscD3,          kSscTranspose,    kSsc25dSkewA,          kSsc25dSkewB,
+    kSsc25dShiftA,    kSsc25dShiftB,   kSscCheckPartner, kSscSymmetrizePartner, kGemmRoundsA,
+    kGemmRoundsA + 1, kGemmRoundsB,    kGemmRoundsB + 1, kGemmReduceC,          kSummaPanelA,
+    kSummaPanelB,     kCannonMeta,     kCannonData,      kRma25dHead,           kRma25dMeta,
+    kRma25dData,      kSparseFinalize, kSparseTiles,     kSparsePattern,        kSparseMmEntries,
+    kRedistribute,    kHalo,           kTraceGather,     kCreateGroup};
 constexpr bool all_distinct_and_below_failure() {
   constexpr int n = static_cast<int>(sizeof kAll / sizeof kAll[0]);
   for (int a = 0; a < n; ++a) {

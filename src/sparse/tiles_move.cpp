@@ -145,8 +145,8 @@ Matrix to_tiles(const Context& ctx, const Matrix& a, const Tiling& rows, const T
 Matrix from_tiles(const Context& ctx, const Matrix& a, const Tiling& rows, const Tiling& cols,
                   Distribution to, double drop_below, std::string name) {
   check_move(ctx, a, rows.tiles(), cols.tiles(), to, rows.fine(), cols.fine(), "from_tiles");
-  TESSEL_CHECK(drop_below >= 0 && std::isfinite(drop_below), InputError,
-               "from_tiles: drop_below ", drop_below, ": expected >= 0");
+  TESSEL_CHECK(drop_below >= 0 && std::isfinite(drop_below), InputError, "from_tiles: drop_below ",
+               drop_below, ": expected >= 0");
   Packer pk(ctx.size());
   // Two passes over the same cut: count, then pack (keep() is deterministic).
   auto cut = [&](bool pack) {

@@ -11,8 +11,8 @@ namespace tessel::sparse {
 
 Tiling::Tiling(BlockSizes fine, const std::vector<int>& group_of) : fine_(std::move(fine)) {
   const int n = fine_.count();
-  TESSEL_CHECK(static_cast<int>(group_of.size()) == n, DimensionMismatch, "tiling: ",
-               group_of.size(), " group entries for ", n, " blocks");
+  TESSEL_CHECK(static_cast<int>(group_of.size()) == n, DimensionMismatch,
+               "tiling: ", group_of.size(), " group entries for ", n, " blocks");
   int ng = 0;
   for (int b = 0; b < n; ++b) {
     const int g = group_of[static_cast<std::size_t>(b)];

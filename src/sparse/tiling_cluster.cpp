@@ -49,12 +49,12 @@ Tiling Tiling::clustered(const BlockSizes& fine, const std::vector<Edge>& edges,
   METIS_SetDefaultOptions(options);
   options[METIS_OPTION_SEED] = 1;  // fixed: the same tiles on every run
   // METIS reads but does not change the arrays; its interface is not const.
-  const int rc = np > 8 ? METIS_PartGraphKway(&nv, &ncon, xadj.data(), adj.data(), vw.data(),
-                                              nullptr, wgt.data(), &np, nullptr, nullptr, options,
-                                              &objval, part.data())
-                        : METIS_PartGraphRecursive(&nv, &ncon, xadj.data(), adj.data(), vw.data(),
-                                                   nullptr, wgt.data(), &np, nullptr, nullptr,
-                                                   options, &objval, part.data());
+  const int rc =
+      np > 8 ? METIS_PartGraphKway(&nv, &ncon, xadj.data(), adj.data(), vw.data(), nullptr,
+                                   wgt.data(), &np, nullptr, nullptr, options, &objval, part.data())
+             : METIS_PartGraphRecursive(&nv, &ncon, xadj.data(), adj.data(), vw.data(), nullptr,
+                                        wgt.data(), &np, nullptr, nullptr, options, &objval,
+                                        part.data());
   TESSEL_CHECK(rc == METIS_OK, Error, "tiling: METIS failed (code ", rc, ") grouping ", n,
                " blocks into ", np, " tiles");
   // Parts numbered in order of their first fine block, empty ones dropped.
@@ -112,7 +112,8 @@ Tiling cluster_tiling(const Context& ctx, const BlockSparseMatrix<double>& a, in
     std::vector<Tiling::Edge> all(recv.size() / sizeof(Tiling::Edge));
     if (!all.empty()) std::memcpy(all.data(), recv.data(), all.size() * sizeof(Tiling::Edge));
     auto t = Tiling::clustered(d.row_blocks(), all, target);
-    for (int b = 0; b < d.row_blocks().count(); ++b) group[static_cast<std::size_t>(b)] = t.tile_of(b);
+    for (int b = 0; b < d.row_blocks().count(); ++b)
+      group[static_cast<std::size_t>(b)] = t.tile_of(b);
   });
   if (!group.empty()) c.bcast(group.data(), static_cast<int>(group.size()), 0);
   return Tiling(d.row_blocks(), group);

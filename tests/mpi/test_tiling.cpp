@@ -34,8 +34,8 @@ TEST(Tiling, RoundTripKeepsEveryElementAndBlock) {
   std::mt19937 rng(41);
   for (const auto& s : setups(rng, ctx.size()))
     for (int target : {1, 9, 30, 1000}) {
-      SCOPED_TRACE(std::string(s.what) + ": " + s.dist.describe() +
-                   ", target " + std::to_string(target));
+      SCOPED_TRACE(std::string(s.what) + ": " + s.dist.describe() + ", target " +
+                   std::to_string(target));
       BlockSparseMatrix<double> a(ctx, s.dist, "A");
       DenseRef ref = fill_random(a, rng, 0.4, ctx.size());
       auto rt = Tiling::contiguous(s.dist.row_blocks(), target);
@@ -116,7 +116,7 @@ TEST(Tiling, MismatchedStructuresAreRefusedOnEveryRank) {
   auto other = Tiling::contiguous(BlockSizes({4, 1, 1}), 6);
   auto td = Distribution::random(tl.tiles(), tl.tiles(), pr, pc);
   EXPECT_THROW(to_tiles(ctx, a, other, tl, td), DimensionMismatch);
-  EXPECT_THROW(to_tiles(ctx, a, tl, tl, d), DimensionMismatch);  // target not in tiles
+  EXPECT_THROW(to_tiles(ctx, a, tl, tl, d), DimensionMismatch);    // target not in tiles
   EXPECT_THROW(from_tiles(ctx, a, tl, tl, d), DimensionMismatch);  // a not in tiles
   auto t = to_tiles(ctx, a, tl, tl, td);
   EXPECT_THROW(from_tiles(ctx, t, tl, tl, d, -1.0), InputError);
@@ -124,9 +124,7 @@ TEST(Tiling, MismatchedStructuresAreRefusedOnEveryRank) {
     std::vector<double> v(16, 1.0);
     a.put_block(0, 0, v.data());  // not finalized on one rank only
   }
-  if (ctx.size() > 1) {
-    EXPECT_THROW(to_tiles(ctx, a, tl, tl, td), Error);
-  }
+  if (ctx.size() > 1) { EXPECT_THROW(to_tiles(ctx, a, tl, tl, td), Error); }
 }
 
 // cluster_tiling on a distributed matrix whose strong blocks join groups of 6 shuffled blocks
@@ -150,8 +148,9 @@ TEST(Tiling, ClusterTilingFindsTheStronglyCoupledGroups) {
     for (int r = 0; r < n; ++r)
       for (int c = 0; c < n; ++c) {
         const bool same = group[static_cast<std::size_t>(r)] == group[static_cast<std::size_t>(c)];
-        std::vector<double> v(static_cast<std::size_t>(bs.size(r)) * bs.size(c),
-                              r == c ? 1.0 : same ? 0.3 : 1e-8);
+        std::vector<double> v(static_cast<std::size_t>(bs.size(r)) * bs.size(c), r == c ? 1.0
+                                                                                 : same ? 0.3
+                                                                                        : 1e-8);
         s.put_block(r, c, v.data());
       }
   s.finalize();

@@ -78,5 +78,6 @@ TEST(Tiling, ClusteredRecoversTheCliquesWhateverTheNumbering) {
   EXPECT_EQ(Tiling::clustered(BlockSizes(std::vector<int>(32, 4)), e, 1000).tiles().count(), 1);
   EXPECT_TRUE(Tiling::clustered(BlockSizes(std::vector<int>(32, 4)), e, 4).is_identity());
   EXPECT_THROW(Tiling::clustered(BlockSizes(std::vector<int>(32, 4)), {{3, 3, 1}}, 32), InputError);
-  EXPECT_THROW(Tiling::clustered(BlockSizes(std::vector<int>(32, 4)), {{0, 40, 1}}, 32), InputError);
+  EXPECT_THROW(Tiling::clustered(BlockSizes(std::vector<int>(32, 4)), {{0, 40, 1}}, 32),
+               InputError);
 }

@@ -115,34 +115,24 @@ int run_density(const DensityArgs& a) {
   sparse::SpMultiplyOptions mo;
   mo.algorithm = parse_named("--algorithm", a.algorithm, "cannon or rma25d",
                              [](const std::string& v) { return sparse::parse_sp_algorithm(v); });
-  mo.layers = a.layers == "auto" ? 0
-                                 : parse_named("--layers", a.layers, "auto or an integer >= 1",
-                                               [](const std::string& v) {
-                                                 std::size_t used = 0;
-                                                 int l = 0;
-                                                 try {
-                                                   l = std::stoi(v, &used);
-                                                 } catch (const std::exception&) {
-                                                   throw InputError("bad");
-                                                 }
-                                                 if (used != v.size() || l < 1)
-                                                   throw InputError("bad");
-                                                 return l;
-                                               });
+  // An integer >= 1 (parse_named turns the throw into its message naming the option).
+  auto positive_int = [](const std::string& v) {
+    std::size_t used = 0;
+    int x = 0;
+    try {
+      x = std::stoi(v, &used);
+    } catch (const std::exception&) { throw InputError("bad"); }
+    if (used != v.size() || x < 1) throw InputError("bad");
+    return x;
+  };
+  mo.layers = a.layers == "auto"
+                  ? 0
+                  : parse_named("--layers", a.layers, "auto or an integer >= 1", positive_int);
   mo.filter_eps = a.eps;
-  const int tile = a.tile == "auto" ? kAutoTile
-                   : a.tile == "none"
-                       ? 1
-                       : parse_named("--tile", a.tile, "auto, none or an integer >= 1",
-                                     [](const std::string& v) {
-                                       std::size_t used = 0;
-                                       int t = 0;
-                                       try {
-                                         t = std::stoi(v, &used);
-                                       } catch (const std::exception&) { throw InputError("bad"); }
-                                       if (used != v.size() || t < 1) throw InputError("bad");
-                                       return t;
-                                     });
+  const int tile = a.tile == "auto"   ? kAutoTile
+                   : a.tile == "none" ? 1
+                                      : parse_named("--tile", a.tile,
+                                                    "auto, none or an integer >= 1", positive_int);
   const bool npy = a.out.size() > 4 && a.out.substr(a.out.size() - 4) == ".npy";
   const bool csr = a.out.size() > 4 && a.out.substr(a.out.size() - 4) == ".csr";
   TESSEL_CHECK(a.out.empty() || npy || csr, InputError, "--out '", a.out,

@@ -94,6 +94,15 @@ bool long_tests() {
   return e != nullptr && std::string(e) == "1";
 }
 
+// Rank count number i of {1, 2, 4, 9} runs case i of a case list (not the later ones), so
+// together they cover the list; TESSEL_TEST_FULL runs every case at every count.
+bool runs_case(const Context& ctx, std::size_t k) {
+  const std::vector<int> counts = {1, 2, 4, 9};
+  const auto slot = static_cast<std::size_t>(std::find(counts.begin(), counts.end(), ctx.size()) -
+                                             counts.begin());
+  return std::getenv("TESSEL_TEST_FULL") != nullptr || k == slot % 4;
+}
+
 struct Case {
   DensityMethod method;
   sparse::SpAlgorithm alg;
@@ -162,12 +171,8 @@ TEST(DensityCp2k, Water32SzvSignAndTrs4BothAlgorithms) {
       {DensityMethod::Sign, A::Rma25d, 0.0}, {DensityMethod::Trs4, A::Cannon, 1e-6},
       {DensityMethod::Trs4, A::Rma25d, 0.0}, {DensityMethod::Sign, A::Cannon, 1e-6}};
   // np1: sign cannon 0, np2: trs4 rma25d 1e-6, np4: trs4 cannon 0, np9: sign rma25d 1e-6
-  const std::vector<int> counts = {1, 2, 4, 9};
-  const int slot =
-      static_cast<int>(std::find(counts.begin(), counts.end(), ctx.size()) - counts.begin()) % 4;
-  const bool full = std::getenv("TESSEL_TEST_FULL") != nullptr;
   for (std::size_t k = 0; k < cases.size(); ++k)
-    if (full || k == static_cast<std::size_t>(slot)) check_case(ctx, s, H, S, cases[k]);
+    if (runs_case(ctx, k)) check_case(ctx, s, H, S, cases[k]);
 }
 
 // DZVP (13 x 13 and 5 x 5 blocks, n = 736): one case per rank count (np1: TRS4 Cannon eps 0,
@@ -186,12 +191,8 @@ TEST(DensityCp2k, Water32DzvpSignAndTrs4) {
                                    {DensityMethod::Sign, A::Cannon, 1e-6},
                                    {DensityMethod::Trs4, A::Rma25d, 1e-6},
                                    {DensityMethod::Sign, A::Rma25d, 1e-6}};
-  const std::vector<int> counts = {1, 2, 4, 9};
-  const int slot =
-      static_cast<int>(std::find(counts.begin(), counts.end(), ctx.size()) - counts.begin()) % 4;
-  const bool full = std::getenv("TESSEL_TEST_FULL") != nullptr;
   for (std::size_t k = 0; k < cases.size(); ++k)
-    if (full || k == static_cast<std::size_t>(slot)) check_case(ctx, s, H, S, cases[k]);
+    if (runs_case(ctx, k)) check_case(ctx, s, H, S, cases[k]);
 }
 
 // 256 waters SZV (n = 1536, 768 atom blocks) at eps = 1e-6, sign and TRS4 (Cannon), the
@@ -234,10 +235,6 @@ TEST(DensityCp2k, Water32DzvpAndWater256SzvTiles) {
                                    {DensityMethod::Sign, A::Rma25d, 1e-6, 32},
                                    {DensityMethod::Sign, A::Cannon, 1e-6, 32},
                                    {DensityMethod::Trs4, A::Rma25d, 1e-6, 32}};
-  const std::vector<int> counts = {1, 2, 4, 9};
-  const int slot =
-      static_cast<int>(std::find(counts.begin(), counts.end(), ctx.size()) - counts.begin()) % 4;
-  const bool full = std::getenv("TESSEL_TEST_FULL") != nullptr;
   for (const char* sys : {"h2o-32-dzvp", "h2o-256-szv"}) {
     System s;
     if (!load(sys, s)) {
@@ -247,7 +244,7 @@ TEST(DensityCp2k, Water32DzvpAndWater256SzvTiles) {
     auto H = tt::sparse_of(ctx, s.H, s.sizes);
     auto S = tt::sparse_of(ctx, s.S, s.sizes);
     for (std::size_t k = 0; k < cases.size(); ++k)
-      if (full || k == static_cast<std::size_t>(slot)) check_case(ctx, s, H, S, cases[k]);
+      if (runs_case(ctx, k)) check_case(ctx, s, H, S, cases[k]);
   }
 }
 

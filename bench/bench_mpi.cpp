@@ -1,5 +1,9 @@
 #include "bench_mpi.hpp"
 
+#include <cstdio>
+
+#include "bench_util.hpp"
+
 namespace tessel::bench {
 
 std::optional<int> parse_or_finalize(CLI::App& app, int argc, char** argv) {
@@ -41,6 +45,31 @@ std::vector<double> timed_repetitions(int warmup, int repeat,
   MPI_Pcontrol(0);  // commcount: pause
   MPI_Allreduce(MPI_IN_PLACE, times.data(), repeat, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   return times;
+}
+
+int finish_run(const std::string& tool, const std::string& json_path, nlohmann::json j,
+               const SampleCheck& check, int status) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (!check.ok) status = 1;
+  if (rank == 0) {
+    if (!json_path.empty()) {
+      j["check"] = check.to_json();
+      j["commcount_region"] = "timed repetitions only (MPI_Pcontrol 2 .. 0): divide by repeat";
+      j["mpi"] = mpi_library_version();
+      try {
+        write_json_atomically(json_path, j);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "%s: --json: %s\n", tool.c_str(), e.what());
+        status = 1;
+      }
+    }
+    if (!check.ok)
+      std::fprintf(stderr, "%s: check FAILED: max relative error %.3e > %.3e\n", tool.c_str(),
+                   check.max_rel_err, check.tol);
+  }
+  MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  return status;
 }
 
 }  // namespace tessel::bench

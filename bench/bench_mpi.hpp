@@ -35,6 +35,15 @@ std::string mpi_library_version();
 std::vector<double> timed_repetitions(int warmup, int repeat,
                                       const std::function<void()>& multiply);
 
+struct SampleCheck;
+
+/// Collective over MPI_COMM_WORLD; the end of a gemm driver's run. Adds "check",
+/// "commcount_region" and "mpi" to `j`; rank 0 writes it to `json_path` (when not empty) and
+/// reports a failed `check` on stderr, both prefixed with `tool`. Returns on every rank rank 0's
+/// `status`, or 1 when the check failed or the file could not be written.
+int finish_run(const std::string& tool, const std::string& json_path, nlohmann::json j,
+               const SampleCheck& check, int status = 0);
+
 /// The check of sampled entries of C against a direct dot product: the largest
 /// |c - sum_l a_il b_lj| / sum_l |a_il b_lj| over every rank's samples.
 struct SampleCheck {

@@ -200,7 +200,7 @@ int main(int argc, char** argv) {
   double fro2 = 0.0;
   for (double v : c_val) fro2 += v * v;
   MPI_Allreduce(MPI_IN_PLACE, &fro2, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-  int status = check.ok ? 0 : 1;
+  int status = 0;
   if (!out_path.empty()) {
     auto c = gather_c(c_idx, c_val, m, n);
     if (rank == 0) {
@@ -213,8 +213,8 @@ int main(int argc, char** argv) {
     }
   }
 
+  const std::string tool = native ? "cosma" : "cosma-pdgemm";
   if (rank == 0) {
-    const std::string tool = native ? "cosma" : "cosma-pdgemm";
     std::printf(
         "%s m=%d n=%d k=%d ranks=%d%s: %s, ||C||_F %.12e, check %s (max rel err %.1e, %d "
         "samples)\n",
@@ -223,34 +223,19 @@ int main(int argc, char** argv) {
         t.text().c_str(), std::sqrt(fro2), check.status(), check.max_rel_err, check.samples);
     if (native) std::printf("strategy: %s\n", strategy_text.c_str());
     std::fflush(stdout);
-    if (!a.json_path.empty()) {
-      nlohmann::json j = t.to_json(a);
-      j.update(
-          {{"tool", tool},
-           {"library", "COSMA 2.8.4 + COSTA 2.3.2"},
-           {"ranks", nranks},
-           {"c_frobenius", std::sqrt(fro2)},
-           {"check", check.to_json()},
-           {"commcount_region", "timed repetitions only (MPI_Pcontrol 2 .. 0): divide by repeat"},
-           {"mpi", bench::mpi_library_version()}});
-      if (native)
-        j["strategy"] = strategy_text;
-      else {
-        j["grid"] = grid_text;
-        j["nb"] = nb;
-      }
-      try {
-        bench::write_json_atomically(a.json_path, j);
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "cosma_gemm: --json: %s\n", e.what());
-        status = 1;
-      }
-    }
-    if (!check.ok)
-      std::fprintf(stderr, "cosma_gemm: check FAILED: max relative error %.3e > %.3e\n",
-                   check.max_rel_err, check.tol);
   }
-  MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  nlohmann::json j = t.to_json(a);
+  j.update({{"tool", tool},
+            {"library", "COSMA 2.8.4 + COSTA 2.3.2"},
+            {"ranks", nranks},
+            {"c_frobenius", std::sqrt(fro2)}});
+  if (native)
+    j["strategy"] = strategy_text;
+  else {
+    j["grid"] = grid_text;
+    j["nb"] = nb;
+  }
+  status = bench::finish_run("cosma_gemm", a.json_path, j, check, status);
   MPI_Finalize();
   return status;
 }

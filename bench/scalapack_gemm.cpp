@@ -126,7 +126,6 @@ int main(int argc, char** argv) {
                  (tb ? entry(seed, 2, gj, l) : entry(seed, 2, l, gj));
         });
 
-    status = check.ok ? 0 : 1;
     if (rank == 0) {
       std::printf(
           "scalapack pdgemm %c%c m=%d n=%d k=%d ranks=%d grid=%dx%d nb=%d: %s, check %s (max rel "
@@ -134,33 +133,18 @@ int main(int argc, char** argv) {
           transa[0], transb[0], m, n, k, nranks, pr, pc, nb, t.text().c_str(), check.status(),
           check.max_rel_err, check.samples);
       std::fflush(stdout);
-      if (!a.json_path.empty()) {
-        nlohmann::json j = t.to_json(a);
-        j.update(
-            {{"tool", "scalapack"},
-             {"routine", "pdgemm_"},
-             {"ranks", nranks},
-             {"grid", {pr, pc}},
-             {"idle_ranks", nranks - pr * pc},
-             {"nb", nb},
-             {"transa", transa},
-             {"transb", transb},
-             {"check", check.to_json()},
-             {"commcount_region", "timed repetitions only (MPI_Pcontrol 2 .. 0): divide by repeat"},
-             {"mpi", bench::mpi_library_version()},
-             {"blas", bench::blas_config()}});
-        try {
-          bench::write_json_atomically(a.json_path, j);
-        } catch (const std::exception& e) {
-          std::fprintf(stderr, "scalapack_gemm: --json: %s\n", e.what());
-          status = 1;
-        }
-      }
-      if (!check.ok)
-        std::fprintf(stderr, "scalapack_gemm: check FAILED: max relative error %.3e > %.3e\n",
-                     check.max_rel_err, check.tol);
     }
-    MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    nlohmann::json j = t.to_json(a);
+    j.update({{"tool", "scalapack"},
+              {"routine", "pdgemm_"},
+              {"ranks", nranks},
+              {"grid", {pr, pc}},
+              {"idle_ranks", nranks - pr * pc},
+              {"nb", nb},
+              {"transa", transa},
+              {"transb", transb},
+              {"blas", bench::blas_config()}});
+    status = bench::finish_run("scalapack_gemm", a.json_path, j, check);
   }  // the BLACS grid exits here
   MPI_Finalize();
   return status;

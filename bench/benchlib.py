@@ -32,7 +32,8 @@ def nc_stats():
 class Config:
     """One `local:NP` or `nc:NODESxPPN` place; bring_up() starts the emulated cluster, down() stops it.
     mpi: "openmpi" (mpirun / netcluster.sh run) or "mpich" (mpirun.mpich / netcluster.sh runmpich,
-    which is reliable across the emulated nodes with one rank per node only)."""
+    which is reliable across the emulated nodes with one rank per node only: a warning is printed
+    for an nc: config with more)."""
 
     def __init__(self, cfg, who, mpi="openmpi"):
         self.cfg = cfg
@@ -47,6 +48,9 @@ class Config:
             self.np = self.nodes * self.ppn
         else:
             raise SystemExit(f"{who}: config '{cfg}': expected local:NP or nc:NODESxPPN")
+        if mpi == "mpich" and self.kind == "nc" and self.ppn != 1:
+            print(f"{who}: warning: {cfg}: MPICH across the emulated nodes is reliable with one "
+                  f"rank per node only (netcluster README)", flush=True)
 
     def bring_up(self, rate, delay):
         if self.kind == "nc":

@@ -35,6 +35,8 @@
 #include <string>
 #include <vector>
 
+#include "bench_mpi.hpp"
+#include "bench_util.hpp"
 #include "tessel/comm/nonblocking.hpp"
 #include "tessel/comm/p2p_coll.hpp"
 
@@ -48,12 +50,6 @@ std::vector<std::string> split_list(const std::string& s) {
   for (std::string x; std::getline(ss, x, ',');)
     if (!x.empty()) out.push_back(x);
   return out;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n == 0 ? 0.0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
 }
 
 struct Setup {
@@ -136,13 +132,7 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", warmup, "untimed repetitions first");
   app.add_option("--label", label, "free text copied into the JSON (e.g. the launch)");
   app.add_option("--json", json_path, "write the raw times (rank 0)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    MPI_Finalize();
-    return rc;
-  }
+  if (auto rc = tessel::bench::parse_or_finalize(app, argc, argv)) return *rc;
   const auto sizes = split_list(sizes_s), modes = split_list(modes_s), ops = split_list(ops_s);
   if (s.nodes < 1 || s.size % s.nodes != 0) {
     if (s.rank == 0)
@@ -224,7 +214,7 @@ int main(int argc, char** argv) {
           bad |= any;
         }
       for (const auto& mode : modes) {
-        const double med = median(times[mode]);
+        const double med = tessel::bench::median(times[mode]);
         const double p = s.nodes;
         const double bw = med > 0 ? 2.0 * (p - 1.0) * static_cast<double>(bytes) / p / med : 0;
         if (s.rank == 0)
@@ -241,11 +231,7 @@ int main(int argc, char** argv) {
     }
 
   if (s.rank == 0 && !json_path.empty()) {
-    char ver[MPI_MAX_LIBRARY_VERSION_STRING];
-    int len = 0;
-    MPI_Get_library_version(ver, &len);
-    std::string v(ver, static_cast<std::size_t>(len));
-    if (auto nl = v.find('\n'); nl != std::string::npos) v.resize(nl);
+    const std::string v = tessel::bench::mpi_library_version();
     nlohmann::json j = {{"tool", "coll_overlap"},
                         {"ranks", s.size},
                         {"nodes", s.nodes},

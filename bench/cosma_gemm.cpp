@@ -15,8 +15,8 @@
 //   `tessel gemm --entry pdgemm` and bench/scalapack_gemm.
 //
 // C = A B with A m x k, B k x n (no transposes), alpha 1, beta 0. Entries are tessel's
-// generator (apps/tessel/cli_util.cpp `hashed(seed, which, i, j)`, which 1 = A, 2 = B; the copy
-// below must stay equal to it), so C is the C of `tessel gemm --seed S`: `--out C.npy` (rank 0
+// generator (apps/tessel/hashed.hpp `hashed(seed, which, i, j)`, which 1 = A, 2 = B, included
+// from there), so C is the C of `tessel gemm --seed S`: `--out C.npy` (rank 0
 // gathers C, float64, Fortran order) lets bench/cosma_bench.py --check compare the two.
 // Each rank checks 8 sampled entries of C against a direct dot product (exit 1 if wrong).
 //
@@ -30,72 +30,25 @@
 #include <cosma/multiply.hpp>
 #include <cosma/strategy.hpp>
 
-#include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
-
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <limits>
 #include <sstream>
-#include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
-extern "C" {
-void Cblacs_pinfo(int* mypnum, int* nprocs);
-void Cblacs_get(int icontxt, int what, int* val);
-void Cblacs_gridinit(int* icontxt, const char* order, int nprow, int npcol);
-void Cblacs_gridinfo(int icontxt, int* nprow, int* npcol, int* myrow, int* mycol);
-void Cblacs_gridexit(int icontxt);
-int numroc_(const int* n, const int* nb, const int* iproc, const int* isrcproc, const int* nprocs);
-void descinit_(int* desc, const int* m, const int* n, const int* mb, const int* nb,
-               const int* irsrc, const int* icsrc, const int* ictxt, const int* lld, int* info);
-void pdgemm_(const char* transa, const char* transb, const int* m, const int* n, const int* k,
-             const double* alpha, const double* a, const int* ia, const int* ja, const int* desca,
-             const double* b, const int* ib, const int* jb, const int* descb, const double* beta,
-             double* c, const int* ic, const int* jc, const int* descc);
-}
+#include "bench_blacs.hpp"
+#include "bench_mpi.hpp"
+#include "bench_util.hpp"
+#include "hashed.hpp"  // apps/tessel: the generator of `tessel gemm`
+
+namespace bench = tessel::bench;
+using tessel::app::hashed;
 
 namespace {
-
-// Equal to tessel's apps/tessel/cli_util.cpp hashed(): the inputs of `tessel gemm --seed`.
-double hashed(std::uint64_t seed, int which, std::int64_t i, std::int64_t j) {
-  std::uint64_t x =
-      seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(which) * 0xBF58476D1CE4E5B9ull +
-      static_cast<std::uint64_t>(i) * 0x94D049BB133111EBull + static_cast<std::uint64_t>(j);
-  x ^= x >> 30;
-  x *= 0xBF58476D1CE4E5B9ull;
-  x ^= x >> 27;
-  x *= 0x94D049BB133111EBull;
-  x ^= x >> 31;
-  return static_cast<double>(x >> 11) * (2.0 / 9007199254740992.0) - 1.0;
-}
-
-long global_index(long l, int nb, int me, int np) {
-  return ((l / nb) * np + me) * static_cast<long>(nb) + l % nb;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t h = v.size() / 2;
-  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
-}
-
-void write_text_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    f << text;
-    if (!f.flush()) throw std::runtime_error("cannot write '" + path + "'");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw std::runtime_error("cannot rename to '" + path + "'");
-}
 
 // float64 Fortran-order .npy of an m x n column-major array.
 std::string npy_bytes(const std::vector<double>& c, int m, int n) {
@@ -145,61 +98,32 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
 
   CLI::App app{"COSMA peer: C = A B in COSMA's layout (native) or through its pdgemm_ wrapper"};
-  int m = 0, n = 0, k = 0, nb = 128, repeat = 3, warmup = 1;
-  std::uint64_t seed = 42;
-  std::string mode = "native", grid_s, json_path, out_path;
+  bench::GemmArgs a;
+  int nb = 128;
+  std::string mode = "native", grid_s, out_path;
   bool no_check = false;
   app.add_option("--mode", mode, "native (COSMA's layout) or pdgemm (COSMA's pdgemm_ wrapper)")
       ->capture_default_str()
       ->check(CLI::IsMember({"native", "pdgemm"}));
-  app.add_option("--m", m, "rows of C and A")->required()->check(CLI::PositiveNumber);
-  app.add_option("--n", n, "columns of C and B")->required()->check(CLI::PositiveNumber);
-  app.add_option("--k", k, "inner dimension")->required()->check(CLI::PositiveNumber);
+  a.add_to(app, "A", "B", "seed of tessel's generator");
   app.add_option("--nb", nb, "pdgemm: block size of the block-cyclic layout")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--grid", grid_s,
                  "pdgemm: BLACS grid PRxPC (default: most square PR<=PC, PR*PC=ranks)");
-  app.add_option("--repeat", repeat, "timed repetitions")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app.add_option("--warmup", warmup, "untimed repetitions first")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--seed", seed, "seed of tessel's generator")->capture_default_str();
-  app.add_option("--json", json_path, "write the result as JSON (rank 0)");
   app.add_option("--out", out_path, "write C as a float64 .npy (rank 0 gathers it; small sizes)");
   app.add_flag("--no-check", no_check, "skip the check of sampled entries of C");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    int code = rank == 0 ? app.exit(e) : e.get_exit_code();
-    MPI_Finalize();
-    return code;
-  }
+  if (auto rc = bench::parse_or_finalize(app, argc, argv)) return *rc;
+  const int m = a.m, n = a.n, k = a.k;
+  const std::uint64_t seed = a.seed;
   const bool native = mode == "native";
   const double alpha = 1.0, beta = 0.0;
 
-  // The local part of C as (global row, column) -> value, for the check and --out.
+  // The local part of C as (global column-major index, value), for the check and --out.
   std::vector<long> c_idx;
   std::vector<double> c_val;
-  std::vector<double> times(repeat, 0.0);
+  std::vector<double> times;
   std::string strategy_text, grid_text;
-  auto timed = [&](auto&& multiply) {
-    for (int w = 0; w < warmup; ++w) {
-      MPI_Barrier(MPI_COMM_WORLD);
-      multiply();
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
-    MPI_Pcontrol(2);  // commcount: reset, count only the timed multiplies
-    for (int r = 0; r < repeat; ++r) {
-      MPI_Barrier(MPI_COMM_WORLD);
-      const double t0 = MPI_Wtime();
-      multiply();
-      times[r] = MPI_Wtime() - t0;
-    }
-    MPI_Pcontrol(0);  // commcount: pause
-  };
 
   if (native) {
     const long long mem = cosma::get_cpu_max_memory<double>();
@@ -216,7 +140,9 @@ int main(int argc, char** argv) {
         x[l] = hashed(seed, id, gi, gj);
       }
     }
-    timed([&] { cosma::multiply(A, B, C, strategy, MPI_COMM_WORLD, alpha, beta); });
+    times = bench::timed_repetitions(a.warmup, a.repeat, [&] {
+      cosma::multiply(A, B, C, strategy, MPI_COMM_WORLD, alpha, beta);
+    });
     const double* c = C.matrix_pointer();
     for (size_t l = 0; l < C.matrix_size(); ++l) {
       auto [gi, gj] = C.global_coordinates(static_cast<int>(l));
@@ -225,109 +151,61 @@ int main(int argc, char** argv) {
       c_val.push_back(c[l]);
     }
   } else {
-    int pr = 0, pc = 0;
-    if (grid_s.empty()) {
-      for (int d = 1; static_cast<long>(d) * d <= nranks; ++d)
-        if (nranks % d == 0) pr = d;
-      pc = nranks / pr;
-    } else {
-      char x = 0, extra = 0;
-      if (std::sscanf(grid_s.c_str(), "%d%c%d%c", &pr, &x, &pc, &extra) != 3 ||
-          (x != 'x' && x != 'X') || pr < 1 || pc < 1 || static_cast<long>(pr) * pc > nranks) {
-        if (rank == 0)
-          std::fprintf(stderr, "cosma_gemm: --grid '%s': expected PRxPC with PR*PC <= %d ranks\n",
-                       grid_s.c_str(), nranks);
-        MPI_Finalize();
-        return 2;
-      }
+    const auto grid = bench::parse_grid(grid_s, nranks);
+    if (!grid) {
+      if (rank == 0)
+        std::fprintf(stderr, "cosma_gemm: --grid '%s': expected PRxPC with PR*PC <= %d ranks\n",
+                     grid_s.c_str(), nranks);
+      MPI_Finalize();
+      return 2;
     }
-    grid_text = std::to_string(pr) + "x" + std::to_string(pc);
-    int me = 0, np = 0, ctxt = 0;
-    Cblacs_pinfo(&me, &np);
-    Cblacs_get(-1, 0, &ctxt);
-    Cblacs_gridinit(&ctxt, "Row", pr, pc);
-    int nprow = 0, npcol = 0, myrow = -1, mycol = -1;
-    const bool in_grid = ctxt >= 0;
-    if (in_grid) Cblacs_gridinfo(ctxt, &nprow, &npcol, &myrow, &mycol);
-    const int izero = 0, ione = 1;
-    int desca[9] = {0}, descb[9] = {0}, descc[9] = {0}, info_bad = 0, cr = 0, cc = 0;
-    std::vector<double> A, B, C;
-    if (in_grid) {
-      auto setup = [&](int id, int rows, int cols, int* desc, std::vector<double>& X, int& lr,
-                       int& lc) {
-        lr = numroc_(&rows, &nb, &myrow, &izero, &nprow);
-        lc = numroc_(&cols, &nb, &mycol, &izero, &npcol);
-        int lld = std::max(1, lr), info = 0;
-        descinit_(desc, &rows, &cols, &nb, &nb, &izero, &izero, &ctxt, &lld, &info);
-        if (info != 0) info_bad = 1;
-        X.assign(std::max<size_t>(1, static_cast<size_t>(lld) * lc), 0.0);
-        if (id == 0) return;
-        for (int lj = 0; lj < lc; ++lj)
-          for (int li = 0; li < lr; ++li)
-            X[static_cast<size_t>(lj) * lld + li] = hashed(
-                seed, id, global_index(li, nb, myrow, nprow), global_index(lj, nb, mycol, npcol));
-      };
-      int lr = 0, lc = 0;
-      setup(1, m, k, desca, A, lr, lc);
-      setup(2, k, n, descb, B, lr, lc);
-      setup(0, m, n, descc, C, cr, cc);
-    }
+    grid_text = std::to_string(grid->first) + "x" + std::to_string(grid->second);
+    bench::BlacsGrid g(grid->first, grid->second);
+    bench::BlockCyclic A(g, m, k, nb, [&](long i, long j) { return hashed(seed, 1, i, j); });
+    bench::BlockCyclic B(g, k, n, nb, [&](long i, long j) { return hashed(seed, 2, i, j); });
+    bench::BlockCyclic C(g, m, n, nb, {});
+    int info_bad = A.desc_ok && B.desc_ok && C.desc_ok ? 0 : 1;
     MPI_Allreduce(MPI_IN_PLACE, &info_bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (info_bad) {
       if (rank == 0) std::fprintf(stderr, "cosma_gemm: descinit_ failed\n");
+      g.exit();
       MPI_Finalize();
       return 1;
     }
-    timed([&] {
-      if (in_grid)
-        pdgemm_("N", "N", &m, &n, &k, &alpha, A.data(), &ione, &ione, desca, B.data(), &ione, &ione,
-                descb, &beta, C.data(), &ione, &ione, descc);
+    const int ione = 1;
+    times = bench::timed_repetitions(a.warmup, a.repeat, [&] {
+      if (g.in_grid())
+        pdgemm_("N", "N", &m, &n, &k, &alpha, A.local.data(), &ione, &ione, A.desc, B.local.data(),
+                &ione, &ione, B.desc, &beta, C.local.data(), &ione, &ione, C.desc);
     });
-    const int lld = std::max(1, cr);
-    for (int lj = 0; lj < cc; ++lj)
-      for (int li = 0; li < cr; ++li) {
-        c_idx.push_back(global_index(lj, nb, mycol, npcol) * m +
-                        global_index(li, nb, myrow, nprow));
-        c_val.push_back(C[static_cast<size_t>(lj) * lld + li]);
+    for (int lj = 0; lj < C.lc; ++lj)
+      for (int li = 0; li < C.lr; ++li) {
+        c_idx.push_back(bench::global_index(lj, nb, g.mycol, g.npcol) * m +
+                        bench::global_index(li, nb, g.myrow, g.nprow));
+        c_val.push_back(C.at(li, lj));
       }
-    if (in_grid) Cblacs_gridexit(ctxt);
-  }
-  MPI_Allreduce(MPI_IN_PLACE, times.data(), repeat, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  }  // the BLACS grid exits here
+  const auto t = bench::Timing::of(times, a.flops());
 
-  // Check 8 sampled local entries of C per rank: |c - ref| / sum_l |a_il b_lj|.
-  double max_err = 0.0;
-  int samples = 0;
-  if (!no_check && !c_idx.empty()) {
-    std::uint64_t s = seed * 31 + static_cast<std::uint64_t>(rank) + 1;
-    for (int t = 0; t < 8; ++t) {
-      s = s * 6364136223846793005ull + 1442695040888963407ull;
-      const size_t e = static_cast<size_t>((s >> 33) % c_idx.size());
-      const long gi = c_idx[e] % m, gj = c_idx[e] / m;
-      double ref = 0.0, mag = 0.0;
-      for (long l = 0; l < k; ++l) {
-        const double p = hashed(seed, 1, gi, l) * hashed(seed, 2, l, gj);
-        ref += p;
-        mag += std::fabs(p);
-      }
-      max_err = std::max(max_err, std::fabs(c_val[e] - ref) / std::max(mag, 1e-300));
-      ++samples;
-    }
-  }
-  MPI_Allreduce(MPI_IN_PLACE, &max_err, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  MPI_Allreduce(MPI_IN_PLACE, &samples, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  const double tol = 64.0 * 1.1e-16 * std::sqrt(static_cast<double>(k)) + 1e-14;
-  const bool check_ok = no_check || (max_err <= tol && std::isfinite(max_err));
+  // Check 8 sampled local entries of C per rank against a direct dot product.
+  const auto check = bench::check_sampled_entries(
+      no_check, !c_idx.empty(), seed, k,
+      [&](std::uint64_t s) {
+        const size_t e = static_cast<size_t>((s >> 33) % c_idx.size());
+        return std::tuple{c_idx[e] % m, c_idx[e] / m, c_val[e]};
+      },
+      [&](long gi, long gj, long l) { return hashed(seed, 1, gi, l) * hashed(seed, 2, l, gj); });
 
   // Frobenius norm of C (every local entry once) and the optional gathered copy.
   double fro2 = 0.0;
   for (double v : c_val) fro2 += v * v;
   MPI_Allreduce(MPI_IN_PLACE, &fro2, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-  int status = check_ok ? 0 : 1;
+  int status = 0;
   if (!out_path.empty()) {
     auto c = gather_c(c_idx, c_val, m, n);
     if (rank == 0) {
       try {
-        write_text_atomically(out_path, npy_bytes(c, m, n));
+        bench::write_text_atomically(out_path, npy_bytes(c, m, n));
       } catch (const std::exception& e) {
         std::fprintf(stderr, "cosma_gemm: --out: %s\n", e.what());
         status = 1;
@@ -335,66 +213,29 @@ int main(int argc, char** argv) {
     }
   }
 
+  const std::string tool = native ? "cosma" : "cosma-pdgemm";
   if (rank == 0) {
-    const double med = median(times);
-    const double gflops = 2.0 * m * static_cast<double>(n) * k / med * 1e-9;
-    const std::string tool = native ? "cosma" : "cosma-pdgemm";
     std::printf(
-        "%s m=%d n=%d k=%d ranks=%d%s: median %.4f s (min %.4f, %d reps), %.2f GFLOP/s, "
-        "||C||_F %.12e, check %s (max rel err %.1e, %d samples)\n",
+        "%s m=%d n=%d k=%d ranks=%d%s: %s, ||C||_F %.12e, check %s (max rel err %.1e, %d "
+        "samples)\n",
         tool.c_str(), m, n, k, nranks,
-        native ? "" : (" grid=" + grid_text + " nb=" + std::to_string(nb)).c_str(), med,
-        *std::min_element(times.begin(), times.end()), repeat, gflops, std::sqrt(fro2),
-        no_check ? "skipped" : (check_ok ? "ok" : "FAILED"), max_err, samples);
+        native ? "" : (" grid=" + grid_text + " nb=" + std::to_string(nb)).c_str(),
+        t.text().c_str(), std::sqrt(fro2), check.status(), check.max_rel_err, check.samples);
     if (native) std::printf("strategy: %s\n", strategy_text.c_str());
     std::fflush(stdout);
-    if (!json_path.empty()) {
-      char ver[MPI_MAX_LIBRARY_VERSION_STRING];
-      int vl = 0;
-      MPI_Get_library_version(ver, &vl);
-      std::string mpi_ver(ver, static_cast<size_t>(vl));
-      mpi_ver = mpi_ver.substr(0, mpi_ver.find_first_of(",\n"));
-      nlohmann::json j = {
-          {"tool", tool},
-          {"library", "COSMA 2.8.4 + COSTA 2.3.2"},
-          {"m", m},
-          {"n", n},
-          {"k", k},
-          {"ranks", nranks},
-          {"repeat", repeat},
-          {"warmup", warmup},
-          {"seed", seed},
-          {"times_s", times},
-          {"median_s", med},
-          {"min_s", *std::min_element(times.begin(), times.end())},
-          {"gflops", gflops},
-          {"c_frobenius", std::sqrt(fro2)},
-          {"check",
-           {{"ok", check_ok},
-            {"samples", samples},
-            {"max_rel_err", max_err},
-            {"tol", tol},
-            {"skipped", no_check}}},
-          {"commcount_region", "timed repetitions only (MPI_Pcontrol 2 .. 0): divide by repeat"},
-          {"mpi", mpi_ver}};
-      if (native)
-        j["strategy"] = strategy_text;
-      else {
-        j["grid"] = grid_text;
-        j["nb"] = nb;
-      }
-      try {
-        write_text_atomically(json_path, j.dump(1) + "\n");
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "cosma_gemm: %s\n", e.what());
-        status = 1;
-      }
-    }
-    if (!check_ok)
-      std::fprintf(stderr, "cosma_gemm: check FAILED: max relative error %.3e > %.3e\n", max_err,
-                   tol);
   }
-  MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  nlohmann::json j = t.to_json(a);
+  j.update({{"tool", tool},
+            {"library", "COSMA 2.8.4 + COSTA 2.3.2"},
+            {"ranks", nranks},
+            {"c_frobenius", std::sqrt(fro2)}});
+  if (native)
+    j["strategy"] = strategy_text;
+  else {
+    j["grid"] = grid_text;
+    j["nb"] = nb;
+  }
+  status = bench::finish_run("cosma_gemm", a.json_path, j, check, status);
   MPI_Finalize();
   return status;
 }

@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_mpi.hpp"
 #include "dbcsr_util.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/sparse/generate.hpp"
@@ -149,14 +150,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--max-iter", max_iter, "Cap on the iterations")->capture_default_str();
   app.add_option("--json", json, "Write the results as JSON");
+  if (auto code = tessel::bench::parse_or_finalize(app, argc, argv)) return *code;
   int rc = 0;
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    rc = rank == 0 ? app.exit(e) : 1;
-    MPI_Finalize();
-    return rc;
-  }
   if (eps_inverse < 0) eps_inverse = eps;
   if (eps_transform < 0) eps_transform = eps;
   if (eps_final < 0) eps_final = eps;

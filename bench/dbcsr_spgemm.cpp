@@ -18,6 +18,8 @@
 #include <iostream>
 #include <vector>
 
+#include "bench_mpi.hpp"
+#include "bench_util.hpp"
 #include "dbcsr_util.hpp"
 #include "spgemm_case.hpp"
 #include "tessel/sparse/multiply.hpp"
@@ -26,16 +28,7 @@ using namespace tessel;
 using namespace tessel::sparse;
 using tessel::bench::to_dbcsr;
 
-namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty()      ? 0
-         : v.size() % 2 ? v[v.size() / 2]
-                        : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
-
-}  // namespace
+using tessel::bench::median;
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
@@ -57,14 +50,8 @@ int main(int argc, char** argv) {
   app.add_option("--eps", eps, "filter_eps of c_dbcsr_multiply_d")->capture_default_str();
   app.add_option("--repeat", repeat, "Timed multiplies (median)")->capture_default_str();
   app.add_option("--json", json, "Write the results as JSON");
+  if (auto code = tessel::bench::parse_or_finalize(app, argc, argv)) return *code;
   int rc = 0;
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    rc = rank == 0 ? app.exit(e) : 1;
-    MPI_Finalize();
-    return rc;
-  }
   try {
     Context ctx(MPI_COMM_WORLD);
     auto [pr, pc] = Distribution::default_grid(p);

@@ -26,10 +26,18 @@ Configs: local:NP (mpirun on this machine, oversubscribed, OMP_NUM_THREADS=1) or
 nc:NODESxPPN (../shared/tools/netcluster, brought up once per config with --rate/--delay).
 --comm-only passes `--comm-only` to tessel (DBCSR has no such mode and is then not run).
 
+Which MPI: --mpi openmpi (default; tessel and dbcsr_spgemm from --build, default build/) or
+--mpi mpich (tessel from --build, default build-mpich/, made by `scripts/setup.sh --mpi mpich`;
+launched by mpirun.mpich or `netcluster.sh runmpich`, which is reliable across the emulated nodes
+only with one rank per node, so use nc:Nx1 there). DBCSR (Debian's libdbcsr is built with Open
+MPI) exists only under --mpi openmpi: under --mpi mpich the dbcsr variant is skipped and said so,
+and ratios are to the first tessel variant. --commcount preloads the counter built for --mpi.
+
 Writes bench/results/spgemm-<host>-<date>.json (+ raw logs/JSONs in the folder of that name).
 
 Examples:
     python3 bench/spgemm_bench.py --config local:4 --cases band:100 --pairs 1 --repeat 2
+    python3 bench/spgemm_bench.py --mpi mpich --config local:3 --cases band:100 --pairs 1 --repeat 1
     python3 bench/spgemm_bench.py --config local:4,local:9,local:16 --cases band:2000,band:10000 \\
         --eps 1e-6 --pairs 3 --commcount
 
@@ -95,14 +103,14 @@ PRESETS = {
 }
 
 
-def commcount_lib(build):
-    lib = Path(build) / "commcount" / "openmpi" / "libcommcount.so"
+def commcount_lib(build, mpi):
+    lib = Path(build) / "commcount" / mpi / "libcommcount.so"
     if not lib.exists():
         stage = Path(build) / "commcount.bench"
         stage.mkdir(exist_ok=True)
-        subprocess.run(["make", "-s", "-C", str(CC_SRC), "openmpi", f"OUT={stage}"], check=True)
+        subprocess.run(["make", "-s", "-C", str(CC_SRC), mpi, f"OUT={stage}"], check=True)
         lib.parent.mkdir(parents=True, exist_ok=True)
-        (stage / "openmpi" / "libcommcount.so").rename(lib)
+        (stage / mpi / "libcommcount.so").rename(lib)
     return lib
 
 
@@ -120,7 +128,9 @@ def main():
                     help="count DBCSR's bytes of its first multiply with ../shared/tools/commcount (LD_PRELOAD)")
     ap.add_argument("--rate", default="1gbit")
     ap.add_argument("--delay", default="50us")
-    ap.add_argument("--build", default=str(ROOT / "build"))
+    ap.add_argument("--mpi", default="openmpi", choices=["openmpi", "mpich"],
+                    help="MPI of the build and the launcher (mpich: no DBCSR; see above)")
+    ap.add_argument("--build", default=None, help="build folder (default build/, or build-mpich/ with --mpi mpich)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
     ap.add_argument("--timeout", type=int, default=3600)
     ap.add_argument("--preset", choices=sorted(PRESETS),
@@ -131,24 +141,33 @@ def main():
         d = ROOT.parent / "shared" / "data" / "cp2k" / "h2o-256-szv"
         for k, v in PRESETS[a.preset].items():
             setattr(a, k, v.format(d=d))
+    if a.build is None:
+        a.build = str(ROOT / ("build-mpich" if a.mpi == "mpich" else "build"))
     tessel = Path(a.build) / "apps" / "tessel" / "tessel"
     dbcsr = Path(a.build) / "bench" / "dbcsr_spgemm"
     variants = [parse_variant(v) for v in a.variants.split(",") if v]
     if a.comm_only:
         variants = [v for v in variants if v["prog"] != "dbcsr"]
+    if a.mpi == "mpich" and any(v["prog"] == "dbcsr" for v in variants):
+        print("spgemm_bench: dbcsr skipped: Debian's DBCSR is built with Open MPI (run it with --mpi openmpi)",
+              flush=True)
+        variants = [v for v in variants if v["prog"] != "dbcsr"]
+    if not variants:
+        raise SystemExit("spgemm_bench: no variant left to run")
     for v in variants:
         exe = dbcsr if v["prog"] == "dbcsr" else tessel
         if not exe.exists():
-            raise SystemExit(f"spgemm_bench: {exe} not built (bash scripts/setup.sh)")
+            raise SystemExit(f"spgemm_bench: {exe} not built (bash scripts/setup.sh"
+                             f"{' --mpi mpich' if a.mpi == 'mpich' else ''})")
     cases = [c for c in a.cases.split(",") if c]
     configs = [c for c in a.config.split(",") if c]
-    cclib = commcount_lib(a.build) if a.commcount else None
+    cclib = commcount_lib(a.build, a.mpi) if a.commcount else None
     stem = f"spgemm-{socket.gethostname().split('.')[0]}-{datetime.datetime.now():%Y%m%d-%H%M%S}"
     raw = Path(a.out) / stem
     raw.mkdir(parents=True, exist_ok=True)
     runs = []
     for cfg in configs:
-        place = Config(cfg, "spgemm_bench")
+        place = Config(cfg, "spgemm_bench", a.mpi)  # warns of MPICH on nc: with ppn > 1
         kind, np_, ppn, nodes = place.kind, place.np, place.ppn, place.nodes
         place.bring_up(a.rate, a.delay)
         try:
@@ -199,7 +218,7 @@ def main():
         finally:
             place.down()
     summary = summarize(runs, variants, cases, configs)
-    out = {"stem": stem, "date": datetime.datetime.now().isoformat(), "comm_only": a.comm_only,
+    out = {"stem": stem, "date": datetime.datetime.now().isoformat(), "mpi": a.mpi, "comm_only": a.comm_only,
            "eps": a.eps, "repeat": a.repeat, "pairs": a.pairs, "rate": a.rate, "delay": a.delay,
            "variants": [v["name"] for v in variants], "runs": runs, "summary": summary}
     path = Path(a.out) / f"{stem}.json"

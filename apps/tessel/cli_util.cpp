@@ -16,18 +16,6 @@
 
 namespace tessel::app {
 
-double hashed(std::uint64_t seed, int which, std::int64_t i, std::int64_t j) {
-  std::uint64_t x =
-      seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(which) * 0xBF58476D1CE4E5B9ull +
-      static_cast<std::uint64_t>(i) * 0x94D049BB133111EBull + static_cast<std::uint64_t>(j);
-  x ^= x >> 30;
-  x *= 0xBF58476D1CE4E5B9ull;
-  x ^= x >> 27;
-  x *= 0x94D049BB133111EBull;
-  x ^= x >> 31;
-  return static_cast<double>(x >> 11) * (2.0 / 9007199254740992.0) - 1.0;
-}
-
 std::pair<int, int> most_square_grid(int p) {
   int pr = 1;
   for (int d = 1; d * d <= p; ++d)

@@ -9,16 +9,13 @@
 #include <utility>
 #include <vector>
 
+#include "hashed.hpp"
 #include "tessel/core/context.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/dense/dist_matrix.hpp"
 #include "tessel/dense/symm_square_cube.hpp"
 
 namespace tessel::app {
-
-/// Pure. A layout-independent random value in [-1, 1) for global element (i, j) of matrix
-/// `which` (a hash of seed, which, i, j).
-double hashed(std::uint64_t seed, int which, std::int64_t i, std::int64_t j);
 
 /// Pure. The most square pr x pc = p with pr <= pc.
 std::pair<int, int> most_square_grid(int p);

@@ -9,19 +9,17 @@
 
 #include "tessel/dense/gemm_cost.hpp"
 #include "tessel/dense/multiply.hpp"
+#include "multiply_test_util.hpp"
 #include "tessel/dense/plan_layouts.hpp"
-#include "test_util.hpp"
 
 using namespace tessel;
 using namespace tessel::dense;
-using tessel::testing::frob;
-using tessel::testing::frob_diff;
+using tessel::testing::Case;
+using tessel::testing::expect_matches_blas;
+using tessel::testing::random_operands;
+using tessel::testing::square_grid;
 
 namespace {
-
-struct Case {
-  std::int64_t m, n, k;
-};
 
 template <class T>
 void run_case(Context& ctx, std::mt19937& rng, Case cs, Op opa, Op opb, T alpha, T beta,
@@ -32,33 +30,12 @@ void run_case(Context& ctx, std::mt19937& rng, Case cs, Op opa, Op opb, T alpha,
   auto la = tessel::testing::random_layout(rng, ar, ac, p);
   auto lb = tessel::testing::random_layout(rng, br, bc, p);
   auto lc = tessel::testing::random_layout(rng, cs.m, cs.n, p);
-  std::vector<T> fa(static_cast<std::size_t>(ar * ac)), fb(static_cast<std::size_t>(br * bc)),
-      fc(static_cast<std::size_t>(cs.m * cs.n));
-  for (auto& x : fa) x = tessel::testing::random_value<T>(rng);
-  for (auto& x : fb) x = tessel::testing::random_value<T>(rng);
-  const bool nan_c = (beta == T(0));
-  for (auto& x : fc)
-    x = nan_c ? T(std::numeric_limits<double>::quiet_NaN()) : tessel::testing::random_value<T>(rng);
-  auto A = scatter(ctx, fa.data(), la);
-  auto B = scatter(ctx, fb.data(), lb);
-  auto C = scatter(ctx, fc.data(), lc);
+  auto x = random_operands<T>(ctx, rng, la, lb, lc, beta == T(0));
   MultiplyOptions opt;
   opt.algorithm = alg;
   opt.rounds = rounds;
-  multiply(ctx, alpha, opa, A, opb, B, beta, C, opt);
-  auto got = gather(ctx, C);
-  if (ctx.rank() == 0) {
-    std::vector<T> ref = fc;
-    if (nan_c) std::fill(ref.begin(), ref.end(), T(0));
-    auto oc = [](Op o) { return o == Op::N ? 'N' : (o == Op::T ? 'T' : 'C'); };
-    tessel::testing::ref_gemm(oc(opa), oc(opb), static_cast<int>(cs.m), static_cast<int>(cs.n),
-                              static_cast<int>(cs.k), alpha, fa.data(),
-                              static_cast<int>(std::max<std::int64_t>(1, ar)), fb.data(),
-                              static_cast<int>(std::max<std::int64_t>(1, br)), beta, ref.data(),
-                              static_cast<int>(std::max<std::int64_t>(1, cs.m)));
-    double err = frob_diff(got, ref), nrm = frob(ref);
-    EXPECT_LE(err, 1e-12 * std::max(1.0, nrm)) << what;
-  }
+  multiply(ctx, alpha, opa, x.A, opb, x.B, beta, x.C, opt);
+  expect_matches_blas(ctx, x, opa, opb, alpha, beta, what);
 }
 
 const Case kShapes[] = {{17, 13, 11}, {1, 9, 7},    {9, 1, 7},    {8, 7, 1}, {40, 3, 150},
@@ -150,10 +127,7 @@ TEST(Multiply, PlanLayoutVolumeMatchesFormula) {
 TEST(Multiply, SummaOnCallersLayoutAnyPlacement) {
   Context ctx(MPI_COMM_WORLD);
   const int p = ctx.size(), q = p > 2 ? p - 1 : p;
-  int pr = 1;
-  for (int d = 1; d * d <= q; ++d)
-    if (q % d == 0) pr = d;
-  const int pc = q / pr;
+  const auto [pr, pc] = square_grid(q);
   std::mt19937 rng(17);  // same on all ranks
   std::vector<int> ranks(static_cast<std::size_t>(p));
   for (int i = 0; i < p; ++i) ranks[static_cast<std::size_t>(i)] = i;
@@ -163,17 +137,11 @@ TEST(Multiply, SummaOnCallersLayoutAnyPlacement) {
     auto la = layout::Layout::block_cyclic(cs.m, cs.k, 4, 5, pr, pc, pr - 1, 0, p, ranks);
     auto lb = layout::Layout::block_cyclic(cs.k, cs.n, 5, 3, pr, pc, pr - 1, 0, p, ranks);
     auto lc = layout::Layout::block_cyclic(cs.m, cs.n, 4, 3, pr, pc, pr - 1, 0, p, ranks);
-    std::vector<double> fa(cs.m * cs.k), fb(cs.k * cs.n), fc(cs.m * cs.n);
-    for (auto& x : fa) x = tessel::testing::random_value<double>(rng);
-    for (auto& x : fb) x = tessel::testing::random_value<double>(rng);
-    for (auto& x : fc) x = tessel::testing::random_value<double>(rng);
-    auto A = scatter(ctx, fa.data(), la);
-    auto B = scatter(ctx, fb.data(), lb);
-    auto C = scatter(ctx, fc.data(), lc);
+    auto x = random_operands<double>(ctx, rng, la, lb, lc);
     MultiplyOptions opt;
     opt.algorithm = Algorithm::Summa2D;
     ctx.ledger().reset();
-    auto rep = multiply(ctx, 1.5, Op::N, A, Op::N, B, 0.5, C, opt);
+    auto rep = multiply(ctx, 1.5, Op::N, x.A, Op::N, x.B, 0.5, x.C, opt);
     const auto measured = ctx.ledger().total("gemm");  // before the owner maps' allreduces
     EXPECT_EQ(rep.executed.rfind("summa2d on", 0), 0u) << rep.executed;
     EXPECT_EQ(ctx.ledger().total("gemm/redistribute").p2p_recv_bytes, 0);
@@ -199,13 +167,7 @@ TEST(Multiply, SummaOnCallersLayoutAnyPlacement) {
         if (my_col[j] && ob[static_cast<std::size_t>(j * cs.k + k)] != ctx.rank()) ++words;
     }
     EXPECT_EQ(measured.p2p_recv_bytes, words * 8);
-    auto got = gather(ctx, C);
-    if (ctx.rank() == 0) {
-      std::vector<double> ref = fc;
-      tessel::testing::ref_gemm('N', 'N', cs.m, cs.n, cs.k, 1.5, fa.data(), cs.m, fb.data(), cs.k,
-                                0.5, ref.data(), cs.m);
-      EXPECT_LE(frob_diff(got, ref), 1e-12 * std::max(1.0, frob(ref)));
-    }
+    expect_matches_blas(ctx, x, Op::N, Op::N, 1.5, 0.5);
   }
 }
 
@@ -214,27 +176,18 @@ TEST(Multiply, SummaOnCallersLayout) {
   // redistribution; the result matches serial BLAS and the traffic equals the SUMMA count.
   Context ctx(MPI_COMM_WORLD);
   const int p = ctx.size();
-  int pr = 1;
-  for (int d = 1; d * d <= p; ++d)
-    if (p % d == 0) pr = d;
-  const int pc = p / pr;
+  const auto [pr, pc] = square_grid(p);
   std::mt19937 rng(5);
   for (Case cs : {Case{50, 37, 61}, Case{8, 96, 40}, Case{1, 1, 1}}) {
     for (Algorithm alg : {Algorithm::Summa2D, Algorithm::Auto}) {
       auto la = layout::Layout::block_cyclic(cs.m, cs.k, 5, 7, pr, pc, 0, pc - 1, p);
       auto lb = layout::Layout::block_cyclic(cs.k, cs.n, 4, 3, pr, pc, 0, pc - 1, p);
       auto lc = layout::Layout::block_cyclic(cs.m, cs.n, 5, 3, pr, pc, 0, pc - 1, p);
-      std::vector<double> fa(cs.m * cs.k), fb(cs.k * cs.n), fc(cs.m * cs.n);
-      for (auto& x : fa) x = tessel::testing::random_value<double>(rng);
-      for (auto& x : fb) x = tessel::testing::random_value<double>(rng);
-      for (auto& x : fc) x = tessel::testing::random_value<double>(rng);
-      auto A = scatter(ctx, fa.data(), la);
-      auto B = scatter(ctx, fb.data(), lb);
-      auto C = scatter(ctx, fc.data(), lc);
+      auto x = random_operands<double>(ctx, rng, la, lb, lc);
       MultiplyOptions opt;
       opt.algorithm = alg;
       ctx.ledger().reset();
-      auto rep = multiply(ctx, 2.0, Op::N, A, Op::N, B, -1.0, C, opt);
+      auto rep = multiply(ctx, 2.0, Op::N, x.A, Op::N, x.B, -1.0, x.C, opt);
       const auto measured = ctx.ledger().total("gemm");  // before the owner maps' allreduces
       // SUMMA's words, counted element by element (not by the library's
       // summa_native_recv_elems): the rank at grid position (prow, pcol) receives every
@@ -274,13 +227,7 @@ TEST(Multiply, SummaOnCallersLayout) {
         const GemmPlan native = caller_grid_plan(r, CallerLayouts{false, false, la, lb, lc});
         EXPECT_LE(rep.plan.cost.total_s(), native.cost.total_s() * (1 + 1e-9));
       }
-      auto got = gather(ctx, C);
-      if (ctx.rank() == 0) {
-        std::vector<double> ref = fc;
-        tessel::testing::ref_gemm('N', 'N', cs.m, cs.n, cs.k, 2.0, fa.data(), cs.m, fb.data(), cs.k,
-                                  -1.0, ref.data(), cs.m);
-        EXPECT_LE(frob_diff(got, ref), 1e-12 * std::max(1.0, frob(ref)));
-      }
+      expect_matches_blas(ctx, x, Op::N, Op::N, 2.0, -1.0);
     }
   }
 }
@@ -299,29 +246,14 @@ TEST(Multiply, InputsAlreadyInThePlanLayouts) {
         opt.rounds = 2;
         const GemmPlan plan = plan_multiply(cs.m, cs.n, cs.k, p, opt);
         const auto L = make_plan_layouts(plan, oa != Op::N, false, p);
-        const std::int64_t ar = oa == Op::N ? cs.m : cs.k, ac = oa == Op::N ? cs.k : cs.m;
-        std::vector<double> fa(ar * ac), fb(cs.k * cs.n), fc(cs.m * cs.n);
-        for (auto& x : fa) x = tessel::testing::random_value<double>(rng);
-        for (auto& x : fb) x = tessel::testing::random_value<double>(rng);
-        for (auto& x : fc)
-          x = beta == 0.0 ? std::numeric_limits<double>::quiet_NaN()
-                          : tessel::testing::random_value<double>(rng);
-        auto A = scatter(ctx, fa.data(), L.a);
-        auto B = scatter(ctx, fb.data(), L.b);
-        auto C = scatter(ctx, fc.data(), L.c);
+        auto x = random_operands<double>(ctx, rng, L.a, L.b, L.c, beta == 0.0);
         ctx.ledger().reset();
-        multiply(ctx, 1.25, oa, A, Op::N, B, beta, C, opt);
+        multiply(ctx, 1.25, oa, x.A, Op::N, x.B, beta, x.C, opt);
         EXPECT_EQ(ctx.ledger().total("gemm/redistribute").p2p_recv_bytes, 0);
-        auto got = gather(ctx, C);
-        if (ctx.rank() == 0) {
-          std::vector<double> ref = fc;
-          if (beta == 0.0) std::fill(ref.begin(), ref.end(), 0.0);
-          tessel::testing::ref_gemm(oa == Op::N ? 'N' : 'T', 'N', cs.m, cs.n, cs.k, 1.25, fa.data(),
-                                    ar, fb.data(), cs.k, beta, ref.data(), cs.m);
-          EXPECT_LE(frob_diff(got, ref), 1e-12 * std::max(1.0, frob(ref)))
-              << cs.m << "x" << cs.n << "x" << cs.k << " grid " << plan.pm << "x" << plan.pn << "x"
-              << plan.pk;
-        }
+        expect_matches_blas(ctx, x, oa, Op::N, 1.25, beta,
+                            std::to_string(cs.m) + "x" + std::to_string(cs.n) + "x" +
+                                std::to_string(cs.k) + " grid " + std::to_string(plan.pm) + "x" +
+                                std::to_string(plan.pn) + "x" + std::to_string(plan.pk));
       }
 }
 
@@ -391,12 +323,7 @@ TEST(Multiply, CostModelWordsEqualLedger) {
   // recorded on every rank, for double and complex, N and T, and several rounds.
   Context ctx(MPI_COMM_WORLD);
   const int p = ctx.size();
-  const auto [pr, pc] = [&] {
-    int a = 1;
-    for (int d = 1; d * d <= p; ++d)
-      if (p % d == 0) a = d;
-    return std::pair<int, int>(a, p / a);
-  }();
+  const auto [pr, pc] = square_grid(p);
   for (Case cs : {Case{64, 64, 64}, Case{24, 24, 600}, Case{200, 8, 8}, Case{37, 41, 43}})
     for (Op oa : {Op::N, Op::T})
       for (int rounds : {0, 3}) {

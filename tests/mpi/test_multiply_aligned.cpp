@@ -7,20 +7,14 @@
 #include <cmath>
 #include <complex>
 
+#include "multiply_test_util.hpp"
 #include "tessel/dense/gemm_cost.hpp"
-#include "tessel/dense/multiply.hpp"
-#include "test_util.hpp"
 
 using namespace tessel;
 using namespace tessel::dense;
-using tessel::testing::frob;
-using tessel::testing::frob_diff;
+using tessel::testing::Case;
 
 namespace {
-
-struct Case {
-  std::int64_t m, n, k;
-};
 
 // 1 Gbit/s-class links with 50 us latency, 20 GFLOP/s: moving data dominates.
 MachineModel slow_network() {
@@ -32,11 +26,7 @@ MachineModel slow_network() {
 }
 
 std::pair<int, int> grid_of(int p, bool flat) {
-  if (flat) return {1, p};
-  int a = 1;
-  for (int d = 1; d * d <= p; ++d)
-    if (p % d == 0) a = d;
-  return {a, p / a};
+  return flat ? std::pair{1, p} : tessel::testing::square_grid(p);
 }
 
 struct Counts {
@@ -54,20 +44,13 @@ void run(Context& ctx, std::mt19937& rng, Case cs, Op oa, Op ob, std::pair<int, 
   const std::int64_t br = bt ? cs.n : cs.k, bc = bt ? cs.k : cs.n;
   auto lb = layout::Layout::block_cyclic(br, bc, nb, nb, pr, pc, 0, 0, p);
   auto lc = layout::Layout::block_cyclic(cs.m, cs.n, nb, nb, pr, pc, 0, 0, p);
-  std::vector<T> fa(static_cast<std::size_t>(ar * ac)), fb(static_cast<std::size_t>(br * bc)),
-      fc(static_cast<std::size_t>(cs.m * cs.n));
-  for (auto& x : fa) x = tessel::testing::random_value<T>(rng);
-  for (auto& x : fb) x = tessel::testing::random_value<T>(rng);
-  for (auto& x : fc) x = tessel::testing::random_value<T>(rng);
-  auto A = scatter(ctx, fa.data(), la);
-  auto B = scatter(ctx, fb.data(), lb);
-  auto C = scatter(ctx, fc.data(), lc);
+  auto x = tessel::testing::random_operands<T>(ctx, rng, la, lb, lc);
   MultiplyOptions opt;
   opt.algorithm = alg;
   opt.machine = slow_network();
   const T alpha = T(1.5), beta = T(-0.5);
   ctx.ledger().reset();
-  const MultiplyReport rep = multiply(ctx, alpha, oa, A, ob, B, beta, C, opt);
+  const MultiplyReport rep = multiply(ctx, alpha, oa, x.A, ob, x.B, beta, x.C, opt);
   const auto rounds = [&] {
     auto t = ctx.ledger().total("gemm/rounds");
     t += ctx.ledger().total("gemm/reduce");
@@ -94,16 +77,7 @@ void run(Context& ctx, std::mt19937& rng, Case cs, Op oa, Op ob, std::pair<int, 
     ++counts.aligned;
   }
   ++counts.runs;
-  auto got = gather(ctx, C);
-  if (ctx.rank() == 0) {
-    std::vector<T> ref = fc;
-    auto oc = [](Op o) { return o == Op::N ? 'N' : (o == Op::T ? 'T' : 'C'); };
-    tessel::testing::ref_gemm(oc(oa), oc(ob), static_cast<int>(cs.m), static_cast<int>(cs.n),
-                              static_cast<int>(cs.k), alpha, fa.data(), static_cast<int>(ar),
-                              fb.data(), static_cast<int>(br), beta, ref.data(),
-                              static_cast<int>(cs.m));
-    EXPECT_LE(frob_diff(got, ref), 1e-12 * std::max(1.0, frob(ref))) << what;
-  }
+  tessel::testing::expect_matches_blas(ctx, x, oa, ob, alpha, beta, what);
 }
 
 }  // namespace

@@ -530,24 +530,21 @@ TEST(Spgemm, PanelBytesMatchEq7) {
           EXPECT_EQ(rep.conform.recv + rep.conform.sent, 0);
 
           auto bsz = [](int r, int c) { return static_cast<std::int64_t>(r) * c; };
-          auto s_a = [&](int m, int v) {
+          // Bytes (32 per block + 8 per entry) of the present blocks of A (B) with image v whose
+          // row (column) block `o` lies in C's process row (column) `owner`: is_row picks A.
+          auto image_bytes = [&](bool is_row, int owner, int v) {
+            const auto& outer = is_row ? ms : ns;
             std::int64_t s = 0;
-            for (int r = 0; r < static_cast<int>(ms.size()); ++r)
+            for (int o = 0; o < static_cast<int>(outer.size()); ++o)
               for (int k = 0; k < static_cast<int>(ks.size()); ++k)
-                if (dc.row_owner(r) == m && img[static_cast<std::size_t>(k)] == v && ra.has(r, k))
+                if ((is_row ? dc.row_owner(o) : dc.col_owner(o)) == owner &&
+                    img[static_cast<std::size_t>(k)] == v && (is_row ? ra.has(o, k) : rb.has(k, o)))
                   s += 32 +
-                       8 * bsz(ms[static_cast<std::size_t>(r)], ks[static_cast<std::size_t>(k)]);
+                       8 * bsz(outer[static_cast<std::size_t>(o)], ks[static_cast<std::size_t>(k)]);
             return s;
           };
-          auto s_b = [&](int v, int n) {
-            std::int64_t s = 0;
-            for (int k = 0; k < static_cast<int>(ks.size()); ++k)
-              for (int c = 0; c < static_cast<int>(ns.size()); ++c)
-                if (dc.col_owner(c) == n && img[static_cast<std::size_t>(k)] == v && rb.has(k, c))
-                  s += 32 +
-                       8 * bsz(ks[static_cast<std::size_t>(k)], ns[static_cast<std::size_t>(c)]);
-            return s;
-          };
+          auto s_a = [&](int m, int v) { return image_bytes(true, m, v); };
+          auto s_b = [&](int v, int n) { return image_bytes(false, n, v); };
           const int i = me / pc, j = me % pc;
           std::int64_t ea = 0, eb = 0, ec = 0;
           if (alg == SpAlgorithm::Cannon) {

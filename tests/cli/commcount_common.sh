@@ -63,13 +63,20 @@ commcount_build() {
 }
 
 # Sets the array `env_flags`: mpiexec flags that preload the counter into every rank and send
-# its JSON to DIR/commcount.json.
+# its JSON to DIR/commcount.json. When the program run ($probe, else $tessel) is built with
+# AddressSanitizer (scripts/test.sh --sanitize), its libasan is preloaded first: ASan aborts
+# at start-up ("ASan runtime does not come first in initial library list") when another
+# preloaded library precedes it.
 commcount_env_flags() {
-  local dir="$1"
+  local dir="$1" preload="$lib" exe="${probe:-$tessel}" asan=""
+  if [ -n "$exe" ]; then
+    asan=$(ldd "$exe" 2>/dev/null | awk '$1 ~ /^libasan\.so/ && $3 ~ /^\// { print $3; exit }')
+  fi
+  [ -z "$asan" ] || preload="$asan:$lib"
   if [ "$flavour" = "mpich" ]; then
-    env_flags=(-genv LD_PRELOAD "$lib" -genv COMMCOUNT_OUT "$dir/commcount.json")
+    env_flags=(-genv LD_PRELOAD "$preload" -genv COMMCOUNT_OUT "$dir/commcount.json")
   else
-    env_flags=(-x "LD_PRELOAD=$lib" -x "COMMCOUNT_OUT=$dir/commcount.json")
+    env_flags=(-x "LD_PRELOAD=$preload" -x "COMMCOUNT_OUT=$dir/commcount.json")
   fi
 }
 

@@ -6,7 +6,8 @@
 #   --time       seconds per target (default 60; env TESSEL_FUZZ_TIME)
 #   --total      seconds for all targets together, split evenly (at least 5 s each); CI uses it
 #   --build-dir  separate build folder (default build-fuzz), configured with clang,
-#                -DTESSEL_FUZZ=ON (ASan + UBSan + libFuzzer coverage), no tests or benchmarks
+#                -DTESSEL_FUZZ=ON (ASan + UBSan + libFuzzer coverage), no tests or benchmarks;
+#                an existing one must have TESSEL_FUZZ=ON (scripts/test.sh's build-asan has)
 #   TARGET       run only these targets (default: every fuzz_* target built)
 #
 # Each target starts from its checked-in seed corpus tests/fuzz/corpus/<target>/ (read only);
@@ -31,7 +32,7 @@ while [ $# -gt 0 ]; do
     --build-dir) [ $# -ge 2 ] || die "--build-dir needs a value"; BUILD_DIR=$2; shift 2;;
     --build-dir=*) BUILD_DIR=${1#--build-dir=}; shift;;
     --jobs) [ $# -ge 2 ] || die "--jobs needs a value"; JOBS=$2; shift 2;;
-    -h|--help) sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0;;
+    -h|--help) sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0;;
     -*) die "unknown option '$1' (see --help)";;
     *) TARGETS+=("$1"); shift;;
   esac
@@ -42,7 +43,11 @@ command -v clang++ >/dev/null || die "clang++ not found (apt-get install clang l
 
 # shellcheck source=mpi-env.sh
 source "$ROOT/scripts/mpi-env.sh"
-if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
+if [ -f "$BUILD_DIR/CMakeCache.txt" ]; then
+  # An existing build is used as it is configured (scripts/test.sh passes its build-asan).
+  grep -q '^TESSEL_FUZZ:BOOL=ON$' "$BUILD_DIR/CMakeCache.txt" ||
+    die "$BUILD_DIR is not configured with -DTESSEL_FUZZ=ON (clang): use another --build-dir or remove it"
+else
   CC=clang CXX=clang++ cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DTESSEL_FUZZ=ON -DTESSEL_BUILD_TESTS=OFF -DTESSEL_BUILD_BENCH=OFF \
     -DMPI_C_COMPILER=/usr/bin/mpicc.openmpi -DMPI_CXX_COMPILER=/usr/bin/mpicxx.openmpi \

@@ -8,8 +8,13 @@
 
 #include <algorithm>
 #include <complex>
+#include <memory>
+#include <string>
 
 #include "local_gemm.hpp"
+#include "tessel/comm/comm_cache.hpp"
+#include "tessel/core/context.hpp"
+#include "tessel/core/error.hpp"
 #include "tessel/core/trace.hpp"
 #include "tessel/layout/grid2d.hpp"
 
@@ -106,7 +111,16 @@ void summa_native(Context& ctx, T alpha, const DistMatrix<T>& A, const DistMatri
   std::vector<int> placement(static_cast<std::size_t>(pr) * static_cast<std::size_t>(pc));
   for (int r = 0; r < pr; ++r)
     for (int q = 0; q < pc; ++q) placement[static_cast<std::size_t>(r) * pc + q] = lc.owner(r, q);
-  const layout::ProcessGrid2D grid(ctx.comm(), pr, pc, std::move(placement));  // collective
+  // The grid's row and column communicators are kept in the Context's cache: MPI_Comm_split
+  // on every call cost seconds per product under MPICH with more ranks than cores (it
+  // busy-polls; docs/mpich.md). C's layout is the same on every rank, so is the key: a hit
+  // everywhere or a miss everywhere, where the grid is made collectively.
+  std::string key = ::tessel::detail::concat("dense/summa ", pr, "x", pc, ":");
+  for (int o : placement) key += ::tessel::detail::concat(" ", o);
+  const auto kept = ctx.cache().get<layout::ProcessGrid2D>(key, [&] {
+    return std::make_shared<layout::ProcessGrid2D>(ctx.comm(), pr, pc, std::move(placement));
+  });
+  const layout::ProcessGrid2D& grid = *kept;
   if (!grid.in_grid()) return;
   // The A ring runs along grid.row() (ranked by process column), the B ring along grid.col()
   // (ranked by process row).

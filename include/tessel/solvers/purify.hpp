@@ -66,7 +66,7 @@ struct PurifyState {
   std::vector<double> history;       ///< ||X - X^2||_F of steps 0 .. iteration-1 (stall test)
   double best_err = std::numeric_limits<double>::infinity();  ///< lowest ||X - X^2||_F so far
   double best_trace = 0, best_energy = 0;  ///< tr X and 2 tr(X F) of that best iterate
-  int best_iteration = 0, behind = 0;  ///< its step; steps since the best residual last halved
+  int best_iteration = 0, behind = 0;      ///< its step; steps since the best residual last halved
   /// The best iterate is part of the state (only when best_err is below the rounding floor:
   /// above it the floor rule cannot return it before a better one replaces it).
   bool has_best = false;

@@ -3,15 +3,13 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "tessel/layout/grid_shape.hpp"
+
 namespace tessel::bench {
 
 std::optional<std::pair<int, int>> parse_grid(const std::string& grid, int nranks) {
   int pr = 0, pc = 0;
-  if (grid.empty()) {
-    for (int d = 1; static_cast<long>(d) * d <= nranks; ++d)
-      if (nranks % d == 0) pr = d;
-    return std::pair{pr, nranks / pr};
-  }
+  if (grid.empty()) return tessel::layout::most_square_grid(nranks);
   char x = 0, extra = 0;
   if (std::sscanf(grid.c_str(), "%d%c%d%c", &pr, &x, &pc, &extra) != 3 || (x != 'x' && x != 'X') ||
       pr < 1 || pc < 1 || static_cast<long>(pr) * pc > nranks)

@@ -8,6 +8,10 @@
 # sanitizer run of scripts/test.sh --sanitize sets 4): rank counts above it are not
 # registered; a test whose counts are all above it keeps its smallest one, so no test vanishes.
 set(TESSEL_TEST_MAX_RANKS 0 CACHE STRING "Register MPI tests only at rank counts <= this (0: all)")
+# TESSEL_TEST_ONE_COUNT (cache, default OFF): after the cap, keep ONE rank count per test, the
+# smallest >= 2 (more than one rank exercises the collective paths; 1 when that is all there
+# is). For the slowest build, the sanitizer run of CI (scripts/test.sh, TESSEL_SANITIZE_RANKS).
+option(TESSEL_TEST_ONE_COUNT "Register each MPI test at one rank count only (the smallest >= 2)" OFF)
 # tessel_cap_ranks(<out-var> <n...>): the rank counts <= TESSEL_TEST_MAX_RANKS (all when it
 # is 0; the smallest when none is). Every MPI test registration goes through it.
 function(tessel_cap_ranks out)
@@ -23,6 +27,18 @@ function(tessel_cap_ranks out)
   endforeach()
   if(NOT _kept)
     set(_kept ${_smallest})
+  endif()
+  if(TESSEL_TEST_ONE_COUNT)
+    set(_one "")
+    foreach(np IN LISTS _kept)
+      if(np GREATER_EQUAL 2 AND (_one STREQUAL "" OR np LESS _one))
+        set(_one ${np})
+      endif()
+    endforeach()
+    if(_one STREQUAL "")
+      list(GET _kept 0 _one)
+    endif()
+    set(_kept ${_one})
   endif()
   set(${out} ${_kept} PARENT_SCOPE)
 endfunction()

@@ -17,7 +17,8 @@
 # UndefinedBehaviorSanitizer (and libFuzzer's coverage: the fuzz targets share the build)
 # (RelWithDebInfo, -fno-sanitize-recover: any UB finding fails the test) and run there, MPI
 # tests at rank counts <= 4 only (TESSEL_TEST_MAX_RANKS=4: a test declared only above 4 keeps
-# its smallest count); LeakSanitizer suppressions for MPI's own allocations in
+# its smallest count; env TESSEL_SANITIZE_RANKS=N sets another cap, =one one count per test,
+# the smallest >= 2: cmake's TESSEL_TEST_ONE_COUNT); LeakSanitizer suppressions for MPI's own allocations in
 # scripts/sanitize/lsan.supp (each explained there). Under one MPI only (default openmpi).
 # Exits with ctest's status. The MPI environment comes from scripts/mpi-env.sh.
 # --sanitize-tests REGEX (or env TESSEL_SANITIZE_TESTS=REGEX; empty: none): after the MPI
@@ -74,18 +75,21 @@ if ! [[ $FUZZ_TOTAL =~ ^[0-9]+$ ]]; then
 fi
 
 # configure_asan MPI DIR: the sanitizer build (ASan + UBSan, RelWithDebInfo, no benchmarks,
-# MPI tests at rank counts <= 4). With clang and TESSEL_FUZZ=ON: the same build holds the
+# MPI tests at rank counts <= 4, or at one count each: env TESSEL_SANITIZE_RANKS=N|one). With clang and TESSEL_FUZZ=ON: the same build holds the
 # libFuzzer targets, so the fuzzing after it (scripts/fuzz.sh --build-dir DIR) compiles no
 # second sanitized library (clang also compiles it ~3x faster than gcc with these flags:
 # 143 s against 460 s on the 2-core CI machine, session 7).
 configure_asan() {
-  local mpi=$1 dir=$2
+  local mpi=$1 dir=$2 max=${TESSEL_SANITIZE_RANKS:-4} one=OFF
+  if [ "$max" = one ]; then max=4 one=ON; fi
+  case $max in ''|*[!0-9]*) die "TESSEL_SANITIZE_RANKS=$max: expected a rank count or 'one'";; esac
   bash "$ROOT/scripts/setup.sh" --mpi "$mpi" --no-build
   local flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
   CC=clang CXX=clang++ cmake -S "$ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSEL_FUZZ=ON \
     -DMPI_C_COMPILER=/usr/bin/mpicc.$mpi -DMPI_CXX_COMPILER=/usr/bin/mpicxx.$mpi \
     -DMPIEXEC_EXECUTABLE=/usr/bin/mpirun.$mpi -DTESSEL_BUILD_BENCH=OFF \
-    "-DTESSEL_TEST_RANKS=1;2;3;4" -DTESSEL_TEST_MAX_RANKS=4 "-DCMAKE_CXX_FLAGS=$flags" "-DCMAKE_C_FLAGS=$flags" \
+    "-DTESSEL_TEST_RANKS=1;2;3;4" -DTESSEL_TEST_MAX_RANKS="$max" -DTESSEL_TEST_ONE_COUNT="$one" \
+    "-DCMAKE_CXX_FLAGS=$flags" "-DCMAKE_C_FLAGS=$flags" \
     "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined" \
     "-DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=address,undefined"
 }

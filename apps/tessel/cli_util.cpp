@@ -16,11 +16,20 @@
 
 namespace tessel::app {
 
-std::pair<int, int> most_square_grid(int p) {
-  int pr = 1;
-  for (int d = 1; d * d <= p; ++d)
-    if (p % d == 0) pr = d;
-  return {pr, p / pr};
+std::pair<int, int> parse_grid_option(const std::string& text) {
+  const auto x = text.find_first_of("xX");
+  int pr = 0, pc = 0;
+  try {
+    TESSEL_CHECK(x != std::string::npos && x > 0 && x + 1 < text.size(), InputError, "");
+    std::size_t used_r = 0, used_c = 0;
+    pr = std::stoi(text.substr(0, x), &used_r);
+    pc = std::stoi(text.substr(x + 1), &used_c);
+    TESSEL_CHECK(used_r == x && used_c == text.size() - x - 1, InputError, "");
+  } catch (const std::exception&) {
+    throw InputError("--grid '" + text + "': expected PRxPC, e.g. 2x4");
+  }
+  TESSEL_CHECK(pr >= 1 && pc >= 1, InputError, "--grid ", text, ": expected PR >= 1 and PC >= 1");
+  return {pr, pc};
 }
 
 void check_writable(const Context& ctx, const std::string& option, const std::string& path) {

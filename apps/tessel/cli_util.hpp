@@ -14,11 +14,16 @@
 #include "tessel/core/error.hpp"
 #include "tessel/dense/dist_matrix.hpp"
 #include "tessel/dense/symm_square_cube.hpp"
+#include "tessel/layout/grid_shape.hpp"
 
 namespace tessel::app {
 
-/// Pure. The most square pr x pc = p with pr <= pc.
-std::pair<int, int> most_square_grid(int p);
+using layout::most_square_grid;  // the CLI's default grid (tessel/layout/grid_shape.hpp)
+
+/// Pure. The value of a `--grid PRxPC` option (also "PRXPC"): InputError naming the option
+/// and the value unless it is two integers >= 1 around an 'x'. The rank count is the caller's
+/// check (gemm: PR x PC <= ranks, spgemm: == ranks).
+std::pair<int, int> parse_grid_option(const std::string& text);
 
 /// Collective (via Context::agree). Rank 0 checks that the directory of `path` is writable and
 /// that `path` is not a directory; throws InputError naming `option` and `path` on every rank.

@@ -49,13 +49,9 @@ void fill_random(DistMatrix<T>& x, std::uint64_t seed, int which) {
 
 std::pair<int, int> parse_grid(const std::string& g, int p) {
   if (g.empty()) return most_square_grid(p);
-  int pr = 0, pc = 0;
-  char x = 0;
-  TESSEL_CHECK(std::sscanf(g.c_str(), "%d%c%d", &pr, &x, &pc) == 3 && (x == 'x' || x == 'X'),
-               InputError, "--grid '", g, "': expected PRxPC, e.g. 2x4");
-  TESSEL_CHECK(pr >= 1 && pc >= 1, InputError, "--grid ", g, ": expected PR >= 1 and PC >= 1");
-  TESSEL_CHECK(pr * pc <= p, GridError, "--grid ", g, " needs ", pr * pc, " ranks, the run has ",
-               p);
+  const auto [pr, pc] = parse_grid_option(g);
+  TESSEL_CHECK(static_cast<long long>(pr) * pc <= p, GridError, "--grid ", g, " needs ",
+               static_cast<long long>(pr) * pc, " ranks, the run has ", p);
   return {pr, pc};
 }
 
@@ -114,7 +110,9 @@ int run_gemm_typed(const GemmArgs& g) {
   opt.check_finite = g.verify;
   TESSEL_CHECK(g.repeat >= 1, InputError, "--repeat ", g.repeat, ": expected >= 1");
   TESSEL_CHECK(g.nb >= 1, LayoutMismatch, "--nb ", g.nb, ": block size must be >= 1");
-  const auto [pr, pc] = parse_grid(g.grid, p);
+  // Not a structured binding: C++17 lambdas cannot capture one (clang refuses; C++20 can).
+  const std::pair<int, int> grid = parse_grid(g.grid, p);
+  const int pr = grid.first, pc = grid.second;
   check_writable(ctx, "--out", g.out);
   check_writable(ctx, "--json", g.json);
   TraceRun trace(ctx, g.trace);

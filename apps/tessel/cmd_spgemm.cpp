@@ -44,19 +44,9 @@ sparse::SpOp parse_op(const char* option, const std::string& v) {
 }
 
 std::pair<int, int> parse_grid(const std::string& g, int p) {
-  if (g.empty()) return Distribution::default_grid(p);
-  auto x = g.find('x');
-  int pr = 0, pc = 0;
-  try {
-    TESSEL_CHECK(x != std::string::npos, InputError, "");
-    std::size_t u = 0, w = 0;
-    pr = std::stoi(g.substr(0, x), &u);
-    pc = std::stoi(g.substr(x + 1), &w);
-    TESSEL_CHECK(u == x && w == g.size() - x - 1, InputError, "");
-  } catch (const std::exception&) {
-    throw InputError("--grid '" + g + "': expected PRxPC, e.g. 2x3");
-  }
-  TESSEL_CHECK(pr >= 1 && pc >= 1 && pr * pc == p, GridError, "--grid ", g, ": ", pr, "x", pc,
+  if (g.empty()) return most_square_grid(p);
+  const auto [pr, pc] = parse_grid_option(g);
+  TESSEL_CHECK(static_cast<long long>(pr) * pc == p, GridError, "--grid ", g, ": ", pr, "x", pc,
                " needs ", static_cast<long long>(pr) * pc, " ranks but the run has ", p);
   return {pr, pc};
 }

@@ -318,6 +318,17 @@ void File::set_size(std::int64_t bytes) {
   });
 }
 
+void File::sync() {
+  TESSEL_CHECK(fh_ != MPI_FILE_NULL, Error, "file ", path_, " is not open");
+  // Arrival barrier (poll.hpp): MPI_File_sync is collective and blocking.
+  arrive(comm_);
+  int rc = MPI_File_sync(fh_);
+  agree_on(Comm(comm_, ledger_), [&] {
+    if (rc != MPI_SUCCESS)
+      throw InputError(detail::concat("cannot sync ", path_, ": ", mpi_error_string(rc)));
+  });
+}
+
 void File::read_at(std::int64_t offset, void* buf, std::int64_t bytes) const {
   TESSEL_CHECK(fh_ != MPI_FILE_NULL, Error, "file ", path_, " is not open");
   MPI_Status st;

@@ -102,7 +102,7 @@ std::vector<T> gather(const Context& ctx, const DistMatrix<T>& x, int root) {
   auto to = layout::Layout::on_rank(x.rows(), x.cols(), root, ctx.size());
   DistMatrix<T> y = redistribute(ctx, x, to);
   std::vector<T> out;
-  if (ctx.rank() == root) {
+  if (ctx.rank() == root && x.rows() > 0) {  // 0 rows: no storage (data() may be null)
     out.assign(static_cast<std::size_t>(x.rows() * x.cols()), T{});
     for (std::int64_t j = 0; j < x.cols(); ++j)
       std::copy(y.data() + j * y.ld(), y.data() + j * y.ld() + x.rows(), out.data() + j * x.rows());

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tessel/core/error.hpp"
+#include "tessel/layout/grid_shape.hpp"
 #include "tessel/layout/partition.hpp"
 
 namespace tessel::dense {
@@ -578,10 +579,8 @@ GemmPlan make_summa_plan(const GemmPlanRequest& req) {
   GemmPlan best = detail::base_plan(req);
   if (req.m == 0 || req.n == 0 || req.k == 0) return best;
 
-  int a = 1;  // the largest divisor of p with a*a <= p
-  for (int d = 1; static_cast<std::int64_t>(d) * d <= req.p; ++d)
-    if (req.p % d == 0) a = d;
-  const int b = req.p / a;
+  const std::pair<int, int> square = layout::most_square_grid(req.p);
+  const int a = square.first, b = square.second;
 
   RoundsFit fit{req};
   std::vector<GemmPlan> cands;

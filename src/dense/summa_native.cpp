@@ -150,7 +150,8 @@ void summa_native(Context& ctx, T alpha, const DistMatrix<T>& A, const DistMatri
     {
       PhaseScope ph(ctx.ledger(), "summa A");  // owner column starts the ring along the process row
       if (sg.a_group == myc) {
-        pa[x] = A.data() + sg.a_local * A.ld();
+        // A rank may hold no A (or no B): data() is then null and takes no offset.
+        pa[x] = A.data() ? A.data() + sg.a_local * A.ld() : nullptr;
         lda[x] = A.ld();
         if (pc > 1 && mr * sg.len > 0) {
           if (A.ld() != mr) {  // pack to send contiguously
@@ -173,7 +174,7 @@ void summa_native(Context& ctx, T alpha, const DistMatrix<T>& A, const DistMatri
     {
       PhaseScope ph(ctx.ledger(), "summa B");  // owner row starts the ring along the process column
       if (sg.b_group == myr) {
-        pb[x] = B.data() + sg.b_local;
+        pb[x] = B.data() ? B.data() + sg.b_local : nullptr;
         ldb[x] = B.ld();
         if (pr > 1 && sg.len * nc > 0) {
           P.b.resize(static_cast<std::size_t>(sg.len * nc));

@@ -2,7 +2,9 @@
 // comm/file.cpp), then a text record and an end marker; written to FILE.tmp and renamed.
 #include "tessel/io/checkpoint.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cinttypes>
@@ -163,6 +165,19 @@ void bcast_string(const comm::Comm& c, std::string& s) {
   if (len > 0) c.bcast(s.data(), static_cast<int>(len), 0);
 }
 
+// Best effort, rank 0: fsync of the directory holding `path`, so the rename itself is on the
+// device (POSIX leaves it in the directory's cache otherwise). Some file systems refuse to
+// open or sync a directory (EINVAL); the checkpoint is then as durable as they make it.
+void sync_directory_of(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  const std::string dir =
+      slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd < 0) return;
+  (void)::fsync(fd);
+  ::close(fd);
+}
+
 }  // namespace
 
 const std::string& CheckpointRecord::state_value(const std::string& key,
@@ -241,11 +256,17 @@ void write_checkpoint(const comm::Comm& c, const std::string& path, const Checkp
       f.write_all(data + j * n * n * static_cast<std::int64_t>(sizeof(double)),
                   share_of(m->layout(), m->rank(), m->ld(), false), m->data());
     }
+    // The data on the device before the rename publishes the file: a crash after it (of a
+    // node, not only of a rank) cannot leave a checkpoint whose bytes were never written.
+    f.sync();
     f.close();  // collective and agreed: every rank has written its part (the barrier)
     agree_on(c, [&] {
       if (rank0_failed) std::rethrow_exception(rank0_failed);
-      if (c.rank() == 0 && std::rename(tmp.c_str(), path.c_str()) != 0)
-        throw InputError(concat("cannot rename ", tmp, " to ", path, ": ", std::strerror(errno)));
+      if (c.rank() == 0) {
+        if (std::rename(tmp.c_str(), path.c_str()) != 0)
+          throw InputError(concat("cannot rename ", tmp, " to ", path, ": ", std::strerror(errno)));
+        sync_directory_of(path);
+      }
     });
   } catch (const Error& e) {
     if (c.rank() == 0) std::remove(tmp.c_str());

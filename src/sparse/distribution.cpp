@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "tessel/core/error.hpp"
+#include "tessel/layout/grid_shape.hpp"
 #include "tessel/sparse/block_sparse.hpp"
 
 namespace tessel::sparse {
@@ -79,11 +80,7 @@ Distribution Distribution::random(BlockSizes rows, BlockSizes cols, int pr, int 
 }
 
 std::pair<int, int> Distribution::default_grid(int nranks) {
-  TESSEL_CHECK(nranks >= 1, GridError, "default_grid: ", nranks, " ranks, expected >= 1");
-  int pr = 1;
-  for (int d = 1; static_cast<std::int64_t>(d) * d <= nranks; ++d)
-    if (nranks % d == 0) pr = d;
-  return {pr, nranks / pr};
+  return layout::most_square_grid(nranks);
 }
 
 std::vector<int> Distribution::local_block_rows(int prow) const { return held_by(row_dist_, prow); }

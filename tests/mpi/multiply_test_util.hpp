@@ -22,12 +22,7 @@ struct Case {
 };
 
 /// Pure. The most square pr x pc = p with pr <= pc.
-inline std::pair<int, int> square_grid(int p) {
-  int a = 1;
-  for (int d = 1; d * d <= p; ++d)
-    if (p % d == 0) a = d;
-  return {a, p / a};
-}
+inline std::pair<int, int> square_grid(int p) { return layout::most_square_grid(p); }
 
 /// Pure. The BLAS character of `o`.
 inline char op_char(dense::Op o) {

@@ -14,6 +14,7 @@
 
 #include "tessel/dense/dist_matrix.hpp"
 #include "tessel/io/npy.hpp"
+#include "test_util.hpp"
 
 using namespace tessel;
 using cplx = std::complex<double>;
@@ -65,14 +66,7 @@ struct TempDir {
   }
 };
 
-/// A factorisation of p or of p - 1 (a grid leaving a rank idle), row- or column-heavy.
-std::pair<int, int> grid_for(int p, int pick) {
-  int q = p - (pick % 2 == 1 && p > 1 ? 1 : 0);
-  int r = 1;
-  for (int d = 1; d * d <= q; ++d)
-    if (q % d == 0) r = d;
-  return pick % 3 == 0 ? std::make_pair(r, q / r) : std::make_pair(q / r, r);
-}
+using tessel::testing::grid_for;
 
 layout::Layout random_layout(std::mt19937& rng, std::int64_t m, std::int64_t n, int p, int pick) {
   auto g = grid_for(p, pick);

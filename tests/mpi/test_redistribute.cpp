@@ -17,16 +17,7 @@
 
 using namespace tessel;
 
-namespace {
-std::pair<int, int> grid_for(int p, int pick) {
-  // pick a factorisation of some q <= p
-  int q = p - (pick % 2 == 1 && p > 1 ? 1 : 0);
-  int r = 1;
-  for (int d = 1; d * d <= q; ++d)
-    if (q % d == 0) r = d;
-  return pick % 3 == 0 ? std::make_pair(r, q / r) : std::make_pair(q / r, r);
-}
-}  // namespace
+using tessel::testing::grid_for;
 
 TEST(Redistribute, RoundTripBetweenRandomLayouts) {
   Context ctx(MPI_COMM_WORLD);
@@ -394,9 +385,7 @@ TEST(ProcessGrid2D, PlacementGivesRowAndColumnCommunicators) {
   std::mt19937 rng(3);  // same on all ranks
   for (int trial = 0; trial < 4; ++trial) {
     const int q = trial % 2 == 0 || p == 1 ? p : p - 1;
-    int pr = 1;
-    for (int d = 1; d * d <= q; ++d)
-      if (q % d == 0) pr = d;
+    int pr = layout::most_square_grid(q).first;
     if (trial % 2 == 1) pr = q / pr;
     const std::pair<int, int> g{pr, q / pr};
     std::vector<int> placement(static_cast<std::size_t>(p));

@@ -8,6 +8,7 @@
 
 #include "tessel/core/context.hpp"
 #include "tessel/dense/dist_matrix.hpp"
+#include "tessel/layout/grid_shape.hpp"
 
 namespace tessel::testing {
 
@@ -41,6 +42,14 @@ T random_value(std::mt19937& rng) {
     return u(rng);
   else
     return T(u(rng), u(rng));
+}
+
+/// A grid of p ranks (pick odd: of p - 1, leaving a rank idle), the most square one, column-
+/// heavy (pick % 3 == 0: row-heavy). Same on all ranks.
+inline std::pair<int, int> grid_for(int p, int pick) {
+  const int q = p - (pick % 2 == 1 && p > 1 ? 1 : 0);
+  const int r = layout::most_square_grid(q).first;
+  return pick % 3 == 0 ? std::make_pair(r, q / r) : std::make_pair(q / r, r);
 }
 
 /// A random block-cyclic layout of m x n over some grid of at most p ranks (same on all ranks

@@ -153,9 +153,7 @@ void aliased_multiply(Algorithm alg, char which, double beta) {
   opt.algorithm = alg;
   layout::Layout la, lb, lc;
   if (alg == Algorithm::Summa2D) {
-    int pr = 1;
-    for (int d = 1; d * d <= p; ++d)
-      if (p % d == 0) pr = d;
+    const int pr = layout::most_square_grid(p).first;
     la = lb = lc = layout::Layout::block_cyclic(n, n, 2, 3, pr, p / pr, 0, 0, p);
   } else {
     const auto L = make_plan_layouts(plan_multiply(n, n, n, p, opt), false, false, p);

@@ -102,6 +102,10 @@ class File {
   std::int64_t size() const;
   /// Collective: sets the file size in bytes (agreed).
   void set_size(std::int64_t bytes);
+  /// Collective: MPI_File_sync, every rank's writes transferred to the storage device
+  /// (agreed: InputError on every rank if it failed on any). Before a rename that publishes
+  /// the file, so a crash of the node after it cannot leave a published file with data lost.
+  void sync();
   /// Not collective: reads/writes `bytes` raw bytes at byte `offset` (independent I/O,
   /// default view). Throws InputError locally (agree in the caller) on failure or a short
   /// read/write.

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "tessel/io/npy.hpp"
+#include "tessel/io/path.hpp"
 
 namespace tessel::app {
 
@@ -36,8 +37,7 @@ void check_writable(const Context& ctx, const std::string& option, const std::st
   if (path.empty()) return;
   ctx.agree([&] {
     if (ctx.rank() != 0) return;
-    auto slash = path.find_last_of('/');
-    std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+    const std::string dir = io::directory_of(path);
     TESSEL_CHECK(::access(dir.c_str(), W_OK) == 0, InputError, option, " ", path, ": directory '",
                  dir, "' does not exist or is not writable");
     struct stat st {};

@@ -113,8 +113,9 @@ void summa_native(Context& ctx, T alpha, const DistMatrix<T>& A, const DistMatri
     for (int q = 0; q < pc; ++q) placement[static_cast<std::size_t>(r) * pc + q] = lc.owner(r, q);
   // The grid's row and column communicators are kept in the Context's cache: two
   // MPI_Comm_split on every call made test_density 10x slower under MPICH with more ranks
-  // than cores (MPICH busy-polls in them; docs/mpich.md). C's layout is the same on every rank, so is the key: a hit
-  // everywhere or a miss everywhere, where the grid is made collectively.
+  // than cores (MPICH busy-polls in them; docs/mpich.md). C's layout is the same on every
+  // rank, so is the key: a hit everywhere or a miss everywhere, where the grid is made
+  // collectively.
   std::string key = ::tessel::detail::concat("dense/summa ", pr, "x", pc, ":");
   for (int o : placement) key += ::tessel::detail::concat(" ", o);
   const auto kept = ctx.cache().get<layout::ProcessGrid2D>(key, [&] {

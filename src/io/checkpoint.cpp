@@ -20,6 +20,7 @@
 #include "tessel/comm/file.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/io/npy.hpp"
+#include "tessel/io/path.hpp"
 
 namespace tessel::io {
 namespace {
@@ -169,10 +170,7 @@ void bcast_string(const comm::Comm& c, std::string& s) {
 // device (POSIX leaves it in the directory's cache otherwise). Some file systems refuse to
 // open or sync a directory (EINVAL); the checkpoint is then as durable as they make it.
 void sync_directory_of(const std::string& path) {
-  const auto slash = path.find_last_of('/');
-  const std::string dir =
-      slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  const int fd = ::open(directory_of(path).c_str(), O_RDONLY | O_DIRECTORY);
   if (fd < 0) return;
   (void)::fsync(fd);
   ::close(fd);

@@ -21,9 +21,6 @@ struct Case {
   std::int64_t m, n, k;
 };
 
-/// Pure. The most square pr x pc = p with pr <= pc.
-inline std::pair<int, int> square_grid(int p) { return layout::most_square_grid(p); }
-
 /// Pure. The BLAS character of `o`.
 inline char op_char(dense::Op o) {
   return o == dense::Op::N ? 'N' : (o == dense::Op::T ? 'T' : 'C');

@@ -14,10 +14,10 @@
 
 using namespace tessel;
 using namespace tessel::dense;
+using tessel::layout::most_square_grid;
 using tessel::testing::Case;
 using tessel::testing::expect_matches_blas;
 using tessel::testing::random_operands;
-using tessel::testing::square_grid;
 
 namespace {
 
@@ -127,7 +127,7 @@ TEST(Multiply, PlanLayoutVolumeMatchesFormula) {
 TEST(Multiply, SummaOnCallersLayoutAnyPlacement) {
   Context ctx(MPI_COMM_WORLD);
   const int p = ctx.size(), q = p > 2 ? p - 1 : p;
-  const auto [pr, pc] = square_grid(q);
+  const auto [pr, pc] = most_square_grid(q);
   std::mt19937 rng(17);  // same on all ranks
   std::vector<int> ranks(static_cast<std::size_t>(p));
   for (int i = 0; i < p; ++i) ranks[static_cast<std::size_t>(i)] = i;
@@ -176,7 +176,7 @@ TEST(Multiply, SummaOnCallersLayout) {
   // redistribution; the result matches serial BLAS and the traffic equals the SUMMA count.
   Context ctx(MPI_COMM_WORLD);
   const int p = ctx.size();
-  const auto [pr, pc] = square_grid(p);
+  const auto [pr, pc] = most_square_grid(p);
   std::mt19937 rng(5);
   for (Case cs : {Case{50, 37, 61}, Case{8, 96, 40}, Case{1, 1, 1}}) {
     for (Algorithm alg : {Algorithm::Summa2D, Algorithm::Auto}) {
@@ -323,7 +323,7 @@ TEST(Multiply, CostModelWordsEqualLedger) {
   // recorded on every rank, for double and complex, N and T, and several rounds.
   Context ctx(MPI_COMM_WORLD);
   const int p = ctx.size();
-  const auto [pr, pc] = square_grid(p);
+  const auto [pr, pc] = most_square_grid(p);
   for (Case cs : {Case{64, 64, 64}, Case{24, 24, 600}, Case{200, 8, 8}, Case{37, 41, 43}})
     for (Op oa : {Op::N, Op::T})
       for (int rounds : {0, 3}) {

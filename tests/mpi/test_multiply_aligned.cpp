@@ -26,7 +26,7 @@ MachineModel slow_network() {
 }
 
 std::pair<int, int> grid_of(int p, bool flat) {
-  return flat ? std::pair{1, p} : tessel::testing::square_grid(p);
+  return flat ? std::pair{1, p} : tessel::layout::most_square_grid(p);
 }
 
 struct Counts {

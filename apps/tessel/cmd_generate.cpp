@@ -9,6 +9,7 @@
 
 #include "cli_util.hpp"
 #include "commands.hpp"
+#include "tessel/core/atomic_file.hpp"
 #include "tessel/core/context.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/sparse/generate.hpp"
@@ -33,7 +34,8 @@ std::function<int()> add_generate(CLI::App& app) {
       ->capture_default_str();
   g->add_option("--density", a->density, "molecules per cubic Angstrom")->capture_default_str();
   g->add_option("--out-dir", a->out_dir,
-                "write H.csr, S.csr (CP2K CSR text) and blocksizes.txt into this directory");
+                "write H.csr, S.csr (CP2K CSR text), blocksizes.txt and water.xyz (the atoms, "
+                "Angstrom) into this directory");
   add_trace_option(g, a->trace);
   return [a]() -> int {
     Context ctx(MPI_COMM_WORLD);
@@ -68,10 +70,14 @@ std::function<int()> add_generate(CLI::App& app) {
       sparse::write_cp2k_csr(ctx, w.H, d + "H.csr");
       sparse::write_cp2k_csr(ctx, w.S, d + "S.csr");
       ctx.agree([&] {
-        if (ctx.rank() == 0) sparse::write_block_sizes(w.blocks, d + "blocksizes.txt");
+        if (ctx.rank() != 0) return;
+        sparse::write_block_sizes(w.blocks, d + "blocksizes.txt");
+        write_text_atomic(d + "water.xyz", "atoms",
+                          sparse::water_xyz(sparse::water_geometry(a->molecules, opt)));
       });
       if (ctx.rank() == 0)
-        std::printf("wrote %sH.csr, %sS.csr, %sblocksizes.txt\n", d.c_str(), d.c_str(), d.c_str());
+        std::printf("wrote %sH.csr, %sS.csr, %sblocksizes.txt, %swater.xyz\n", d.c_str(), d.c_str(),
+                    d.c_str(), d.c_str());
     }
     return trace.finish(0);
   };

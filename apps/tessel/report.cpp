@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 
+#include "tessel/core/atomic_file.hpp"
 #include "tessel/version.hpp"
 
 namespace tessel::app {
@@ -70,20 +70,7 @@ nlohmann::json run_header(const Context& ctx) {
 void write_json(const Context& ctx, const std::string& path, const nlohmann::json& j) {
   ctx.agree([&] {
     if (ctx.rank() != 0) return;
-    const std::string tmp = path + ".tmp";
-    {
-      std::ofstream f(tmp);
-      TESSEL_CHECK(f.good(), InputError, "--json ", path, ": cannot open for writing");
-      f << j.dump(2) << "\n";
-      if (!f.good()) {
-        std::remove(tmp.c_str());
-        throw InputError("--json " + path + ": write failed");
-      }
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-      std::remove(tmp.c_str());
-      throw InputError("--json " + path + ": cannot rename the temporary file into place");
-    }
+    write_text_atomic(path, "--json", j.dump(2) + "\n");
   });
 }
 

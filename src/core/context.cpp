@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "tessel/core/atomic_file.hpp"
 #include "tessel/core/error.hpp"
 
 namespace tessel {
@@ -115,26 +116,18 @@ void Context::write_trace(const std::string& path) {
   }
   agree([&] {
     if (rank() != 0) return;
-    const std::string tmp = path + ".tmp." + std::to_string(static_cast<long long>(::getpid()));
-    std::FILE* f = std::fopen(tmp.c_str(), "wb");
-    if (!f)
-      throw InputError(detail::concat("cannot write trace ", path, ": ", std::strerror(errno)));
-    bool ok = std::fputs("{\"traceEvents\":[\n", f) >= 0;
-    for (int r = 0; r < p && ok; ++r) {
-      const std::string& s = parts[static_cast<std::size_t>(r)];
-      if (r > 0) ok = std::fputs(",\n", f) >= 0;
-      ok = ok && std::fwrite(s.data(), 1, s.size(), f) == s.size();
-    }
-    ok = ok && std::fprintf(f,
-                            "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"ranks\":%d,"
-                            "\"producer\":\"tessel\"}}\n",
-                            p) > 0;
-    ok = (std::fclose(f) == 0) && ok;
-    if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-      const int err = errno;
-      std::remove(tmp.c_str());
-      throw InputError(detail::concat("cannot write trace ", path, ": ", std::strerror(err)));
-    }
+    write_file_atomic(path, "trace", [&](std::FILE* f) {
+      bool ok = std::fputs("{\"traceEvents\":[\n", f) >= 0;
+      for (int r = 0; r < p && ok; ++r) {
+        const std::string& s = parts[static_cast<std::size_t>(r)];
+        if (r > 0) ok = std::fputs(",\n", f) >= 0;
+        ok = ok && std::fwrite(s.data(), 1, s.size(), f) == s.size();
+      }
+      return ok && std::fprintf(f,
+                                "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"ranks\":%d,"
+                                "\"producer\":\"tessel\"}}\n",
+                                p) > 0;
+    });
   });
 }
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <random>
 
 #include "tessel/core/error.hpp"
@@ -17,8 +18,11 @@ namespace {
 constexpr double kAngstrom = 1.8897261254578281;  // bohr per Angstrom
 constexpr double kEv = 1.0 / 27.211386245988;     // Hartree per eV
 constexpr double kPi = 3.14159265358979323846;
-// Gaussian exponents (bohr^-2) of the normalised single-Gaussian orbitals.
-constexpr double kAlphaOs = 0.40, kAlphaOp = 0.30, kAlphaH = 0.18;
+// Each orbital is a normalised contraction of two Gaussians (exponents in bohr^-2): a core with
+// the exponent of an STO-1G fit (O 2sp zeta 2.25, H 1s zeta 1.24) plus a diffuse tail of weight
+// kTail, so that the overlap matches CP2K's SZV-MOLOPT water in conditioning (lambda_min(S)
+// ~0.2) and in its decay with distance (docs/sparse_generator.md).
+constexpr double kAlphaOs = 0.55, kAlphaOp = 0.55, kAlphaH = 0.42, kAlphaTail = 0.08, kTail = 0.04;
 // Extended Hueckel: valence ionisation energies and the Wolfsberg-Helmholz constant.
 constexpr double kEOs = -32.3 * kEv, kEOp = -14.8 * kEv, kEH = -13.6 * kEv, kK = 1.75;
 constexpr double kROH = 0.9572 * kAngstrom, kHOH = 104.52 * kPi / 180;
@@ -40,38 +44,76 @@ double dist2_min_image(const Vec& a, const Vec& b, double box) {
   return s;
 }
 
-/// One orbital: exponent and angular part (-1 = s, 0/1/2 = p_x/p_y/p_z), on-site energy.
+/// One primitive Gaussian of a contraction: coefficient (weight times the primitive's
+/// normalisation) and exponent.
+struct Primitive {
+  double c, alpha;
+};
+/// The normalisation of a primitive Gaussian of exponent a, angular part l.
+double primitive_norm(double a, int l) {
+  return std::pow(2 * a / kPi, 0.75) * (l < 0 ? 1 : 2 * std::sqrt(a));
+}
+/// One orbital: two primitives, angular part (-1 = s, 0/1/2 = p_x/p_y/p_z), on-site energy and
+/// the factor that normalises the contraction.
 struct Orbital {
-  double alpha;
+  Primitive prim[2];
   int l;
   double e;
+  double norm = 1;
 };
-int orbitals_of(bool oxygen, Orbital* o) {
-  if (!oxygen) {
-    o[0] = {kAlphaH, -1, kEH};
-    return 1;
-  }
-  o[0] = {kAlphaOs, -1, kEOs};
-  for (int k = 0; k < 3; ++k) o[1 + k] = {kAlphaOp, k, kEOp};
-  return 4;
+
+/// Overlap of unnormalised primitive Gaussians a (at A) and b (at B) of angular parts la, lb,
+/// R = A - B.
+double overlap(double a, int la, double b, int lb, const double* r) {
+  const double p = a + b, mu = a * b / p;
+  const double r2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
+  double ang;
+  if (la < 0 && lb < 0)
+    ang = 1;
+  else if (la < 0)
+    ang = a * r[lb] / p;  // (P - B)_j
+  else if (lb < 0)
+    ang = -b * r[la] / p;  // (P - A)_i
+  else
+    ang = -a * b * r[la] * r[lb] / (p * p) + (la == lb ? 0.5 / p : 0);
+  const double q = kPi / p;
+  return ang * q * std::sqrt(q) * std::exp(-mu * r2);
 }
 
-/// Overlap of normalised Gaussians a (at A) and b (at B), R = A - B.
+/// Overlap of two orbitals (contractions; the coefficients carry the primitives'
+/// normalisation), R = A - B.
 double overlap(const Orbital& a, const Orbital& b, const double* r) {
-  const double p = a.alpha + b.alpha, mu = a.alpha * b.alpha / p;
-  const double r2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
-  const double na = std::pow(2 * a.alpha / kPi, 0.75) * (a.l < 0 ? 1 : 2 * std::sqrt(a.alpha));
-  const double nb = std::pow(2 * b.alpha / kPi, 0.75) * (b.l < 0 ? 1 : 2 * std::sqrt(b.alpha));
-  double ang;
-  if (a.l < 0 && b.l < 0)
-    ang = 1;
-  else if (a.l < 0)
-    ang = a.alpha * r[b.l] / p;  // (P - B)_j
-  else if (b.l < 0)
-    ang = -b.alpha * r[a.l] / p;  // (P - A)_i
-  else
-    ang = -a.alpha * b.alpha * r[a.l] * r[b.l] / (p * p) + (a.l == b.l ? 0.5 / p : 0);
-  return na * nb * ang * std::pow(kPi / p, 1.5) * std::exp(-mu * r2);
+  double s = 0;
+  for (const Primitive& x : a.prim)
+    for (const Primitive& y : b.prim) s += x.c * y.c * overlap(x.alpha, a.l, y.alpha, b.l, r);
+  return s * a.norm * b.norm;
+}
+
+/// The orbital of core exponent alpha plus the tail, normalised by the closed form
+/// <phi|phi> = 1 + w^2 + 2 w t^(3/2) (s) or t^(5/2) (p), t = 2 sqrt(a b) / (a + b).
+Orbital orbital(double alpha, int l, double e) {
+  Orbital o;
+  o.prim[0] = {primitive_norm(alpha, l), alpha};
+  o.prim[1] = {kTail * primitive_norm(kAlphaTail, l), kAlphaTail};
+  o.l = l;
+  o.e = e;
+  const double t = 2 * std::sqrt(alpha * kAlphaTail) / (alpha + kAlphaTail);
+  o.norm = 1 / std::sqrt(1 + kTail * kTail + 2 * kTail * std::pow(t, l < 0 ? 1.5 : 2.5));
+  return o;
+}
+
+/// The orbitals of an atom (O: 2s, 2p_x, 2p_y, 2p_z; H: 1s), built once (constants).
+int orbitals_of(bool oxygen, Orbital* o) {
+  static const Orbital h1s = orbital(kAlphaH, -1, kEH), o2s = orbital(kAlphaOs, -1, kEOs);
+  static const Orbital o2p[3] = {orbital(kAlphaOp, 0, kEOp), orbital(kAlphaOp, 1, kEOp),
+                                 orbital(kAlphaOp, 2, kEOp)};
+  if (!oxygen) {
+    o[0] = h1s;
+    return 1;
+  }
+  o[0] = o2s;
+  for (int k = 0; k < 3; ++k) o[1 + k] = o2p[k];
+  return 4;
 }
 
 /// Adds the S block of one image (displacement r = A - B) to s (column-major, na x nb);
@@ -170,6 +212,20 @@ WaterGeometry water_geometry(int n, const WaterOptions& opt) {
     mol_at[static_cast<std::size_t>(s)] = mol;
   }
   return g;
+}
+
+std::string water_xyz(const WaterGeometry& g) {
+  std::string out = detail::concat(g.natoms(), "\nwater box: periodic cube of edge ",
+                                   g.box / kAngstrom, " Angstrom (tessel generate)\n");
+  char line[96];
+  for (int a = 0; a < g.natoms(); ++a) {
+    const Vec& p = g.pos[static_cast<std::size_t>(a)];
+    const int n = std::snprintf(line, sizeof line, "%s %.6f %.6f %.6f\n",
+                                g.is_oxygen[static_cast<std::size_t>(a)] ? "O" : "H",
+                                p[0] / kAngstrom, p[1] / kAngstrom, p[2] / kAngstrom);
+    out.append(line, static_cast<std::size_t>(n));
+  }
+  return out;
 }
 
 double water_cutoff(double eps) {

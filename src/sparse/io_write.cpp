@@ -13,6 +13,7 @@
 
 #include "io_common.hpp"
 #include "tessel/comm/file.hpp"
+#include "tessel/core/atomic_file.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/sparse/io.hpp"
 
@@ -176,16 +177,11 @@ void write_matrix_market(const Context& ctx, const BlockSparseMatrix<double>& a,
 }
 
 void write_block_sizes(const BlockSizes& sizes, const std::string& path) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  std::FILE* f = std::fopen(tmp.c_str(), "w");
-  TESSEL_CHECK(f, InputError, "cannot write ", path, ": ", std::strerror(errno));
-  bool ok = true;
-  for (int s : sizes.sizes()) ok = ok && std::fprintf(f, "%d\n", s) > 0;
-  ok = (std::fclose(f) == 0) && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw InputError(concat("cannot write ", path, ": ", std::strerror(errno)));
-  }
+  write_file_atomic(path, "block sizes", [&](std::FILE* f) {
+    bool ok = true;
+    for (int s : sizes.sizes()) ok = ok && std::fprintf(f, "%d\n", s) > 0;
+    return ok;
+  });
 }
 
 }  // namespace tessel::sparse

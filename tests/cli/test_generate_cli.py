@@ -49,6 +49,18 @@ with tempfile.TemporaryDirectory() as tmp:
         gap = e[4 * n_mol] - e[4 * n_mol - 1]
         check(gap > 0.1, f"HOMO-LUMO gap {gap:.4f} Eh with nocc = 4N")
         check(f"{8 * n_mol} electrons" in r.stdout, "prints the electron count")
+        # water.xyz: 3N atoms O, H, H per molecule in Angstrom inside the box of the comment line,
+        # bonds 0.9572 A (minimum image), the box edge (N / 0.0334)^(1/3)
+        lines = open(os.path.join(tmp, "water.xyz")).read().splitlines()
+        box = float(lines[1].split("edge ")[1].split()[0])
+        sym = [l.split()[0] for l in lines[2:]]
+        xyz = np.array([[float(v) for v in l.split()[1:4]] for l in lines[2:]])
+        check(int(lines[0]) == 3 * n_mol and sym == ["O", "H", "H"] * n_mol, "water.xyz atoms O H H")
+        check(abs(box - (n_mol / 0.0334) ** (1 / 3)) < 1e-3 and (xyz >= 0).all() and (xyz < box).all(),
+              f"water.xyz in the box ({box:.3f} A)")
+        d = xyz[1::3] - xyz[0::3]
+        d -= box * np.round(d / box)
+        check(np.abs(np.linalg.norm(d, axis=1) - 0.9572).max() < 1e-5, "water.xyz O-H bonds 0.9572 A")
     r = run("--molecules", "0")
     check(r.returncode == 2 and r.stderr.count("tessel: error:") == 1 and "0 molecules" in r.stderr,
           "--molecules 0 fails once with status 2")

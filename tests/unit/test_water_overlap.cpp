@@ -15,8 +15,9 @@ namespace {
 
 constexpr double kPi = 3.14159265358979323846;
 
-/// Value of orbital (alpha, l) centred at c, at point r (l = -1 s, 0..2 p_x..p_z).
-double orbital(double alpha, int l, const double* c, const double* r) {
+/// Value of a normalised primitive Gaussian (alpha, l) centred at c, at point r
+/// (l = -1 s, 0..2 p_x..p_z).
+double primitive(double alpha, int l, const double* c, const double* r) {
   double d2 = 0, d[3];
   for (int k = 0; k < 3; ++k) {
     d[k] = r[k] - c[k];
@@ -26,6 +27,15 @@ double orbital(double alpha, int l, const double* c, const double* r) {
   return n * (l < 0 ? 1 : d[l]) * std::exp(-alpha * d2);
 }
 
+/// The documented model (docs/sparse_generator.md): core exponent alpha plus a tail of weight
+/// 0.04 and exponent 0.08, normalised by the closed form <phi|phi> = 1 + w^2 + 2 w t^(3/2)
+/// (s) or t^(5/2) (p), t = 2 sqrt(a b) / (a + b).
+double orbital(double alpha, int l, const double* c, const double* r) {
+  const double w = 0.04, b = 0.08, t = 2 * std::sqrt(alpha * b) / (alpha + b);
+  const double nn = 1 + w * w + 2 * w * std::pow(t, l < 0 ? 1.5 : 2.5);
+  return (primitive(alpha, l, c, r) + w * primitive(b, l, c, r)) / std::sqrt(nn);
+}
+
 /// Overlap block by the midpoint rule on a cube around both centres (h = 0.2 bohr: the aliasing error of a Gaussian of exponent p is ~exp(-pi^2 / (p h^2))).
 std::vector<double> quadrature(bool oi, bool oj, const double* a, const double* b) {
   struct Orb {
@@ -33,12 +43,12 @@ std::vector<double> quadrature(bool oi, bool oj, const double* a, const double* 
     int l;
   };
   auto orbs = [](bool o) {
-    return o ? std::vector<Orb>{{0.40, -1}, {0.30, 0}, {0.30, 1}, {0.30, 2}}
-             : std::vector<Orb>{{0.18, -1}};
+    return o ? std::vector<Orb>{{0.55, -1}, {0.55, 0}, {0.55, 1}, {0.55, 2}}
+             : std::vector<Orb>{{0.42, -1}};
   };
   const auto x = orbs(oi), y = orbs(oj);
   std::vector<double> s(x.size() * y.size(), 0.0);
-  const double h = 0.2, lo = -9, hi = 9 + 3;
+  const double h = 0.2, lo = -12, hi = 12 + 3;
   for (double px = lo + h / 2; px < hi; px += h)
     for (double py = lo + h / 2; py < hi; py += h)
       for (double pz = lo + h / 2; pz < hi; pz += h) {
@@ -97,7 +107,7 @@ TEST(WaterOverlap, CutoffBoundsTheBlockNorm) {
     EXPECT_LT(water_block(g, 0, 2, 100.0, s, h), eps) << "O-H at " << r;
     EXPECT_LT(water_block(g, 3, 2, 100.0, s, h), eps) << "H-H at " << r;
   }
-  // some pair of kinds reaches eps just inside the cutoff (H-H, the most diffuse)
+  // some pair of kinds reaches eps just inside the cutoff
   g.pos = {{10, 10, 10}, {10 + rc - 0.3, 10, 10}, {10, 10, 10 + rc - 0.3}, {10, 10, 10}};
   EXPECT_GE(std::max({water_block(g, 0, 1, 100.0, s, h), water_block(g, 0, 2, 100.0, s, h),
                       water_block(g, 3, 2, 100.0, s, h)}),

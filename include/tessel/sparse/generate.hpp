@@ -6,6 +6,7 @@
 /// extended-Hueckel H. The model is described in docs/sparse_generator.md.
 #include <array>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "tessel/core/context.hpp"
@@ -34,6 +35,9 @@ struct WaterGeometry {
 /// orientations redrawn until every intermolecular atom pair is at least 1.5 A apart
 /// (at most 200 tries, then the best one). Throws InputError for n < 1 or density <= 0.
 WaterGeometry water_geometry(int n, const WaterOptions& opt = {});
+/// Pure. The geometry as .xyz text (Angstrom; the comment line gives the periodic box edge),
+/// the format `tessel stencil --xyz` reads.
+std::string water_xyz(const WaterGeometry& g);
 /// Pure. Block sizes 4, 1, 1 per molecule.
 BlockSizes water_block_sizes(int n);
 /// Pure. The distance (bohr) beyond which every block of S (any atom pair) has

@@ -21,7 +21,8 @@ template <class Fill>
 void write_file_atomic(const std::string& path, const char* what, Fill&& fill) {
   const std::string tmp = path + ".tmp." + std::to_string(static_cast<long long>(::getpid()));
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) throw InputError(detail::concat("cannot write ", what, " ", path, ": ", std::strerror(errno)));
+  if (!f)
+    throw InputError(detail::concat("cannot write ", what, " ", path, ": ", std::strerror(errno)));
   errno = 0;
   bool ok = false;
   try {

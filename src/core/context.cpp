@@ -2,13 +2,10 @@
 // on rank 0, write).
 #include "tessel/core/context.hpp"
 
-#include <unistd.h>
-
 #include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 

@@ -44,8 +44,8 @@ double dist2_min_image(const Vec& a, const Vec& b, double box) {
   return s;
 }
 
-/// One primitive Gaussian of a contraction: coefficient (weight times the primitive's
-/// normalisation) and exponent.
+/// One primitive Gaussian of a contraction: coefficient (weight times the primitive's and the
+/// contraction's normalisation) and exponent.
 struct Primitive {
   double c, alpha;
 };
@@ -53,13 +53,11 @@ struct Primitive {
 double primitive_norm(double a, int l) {
   return std::pow(2 * a / kPi, 0.75) * (l < 0 ? 1 : 2 * std::sqrt(a));
 }
-/// One orbital: two primitives, angular part (-1 = s, 0/1/2 = p_x/p_y/p_z), on-site energy and
-/// the factor that normalises the contraction.
+/// One orbital: two primitives, angular part (-1 = s, 0/1/2 = p_x/p_y/p_z), on-site energy.
 struct Orbital {
   Primitive prim[2];
   int l;
   double e;
-  double norm = 1;
 };
 
 /// Overlap of unnormalised primitive Gaussians a (at A) and b (at B) of angular parts la, lb,
@@ -80,25 +78,24 @@ double overlap(double a, int la, double b, int lb, const double* r) {
   return ang * q * std::sqrt(q) * std::exp(-mu * r2);
 }
 
-/// Overlap of two orbitals (contractions; the coefficients carry the primitives'
-/// normalisation), R = A - B.
+/// Overlap of two orbitals (contractions; the coefficients carry all normalisation), R = A - B.
 double overlap(const Orbital& a, const Orbital& b, const double* r) {
   double s = 0;
   for (const Primitive& x : a.prim)
     for (const Primitive& y : b.prim) s += x.c * y.c * overlap(x.alpha, a.l, y.alpha, b.l, r);
-  return s * a.norm * b.norm;
+  return s;
 }
 
 /// The orbital of core exponent alpha plus the tail, normalised by the closed form
 /// <phi|phi> = 1 + w^2 + 2 w t^(3/2) (s) or t^(5/2) (p), t = 2 sqrt(a b) / (a + b).
 Orbital orbital(double alpha, int l, double e) {
+  const double t = 2 * std::sqrt(alpha * kAlphaTail) / (alpha + kAlphaTail);
+  const double norm = 1 / std::sqrt(1 + kTail * kTail + 2 * kTail * std::pow(t, l < 0 ? 1.5 : 2.5));
   Orbital o;
-  o.prim[0] = {primitive_norm(alpha, l), alpha};
-  o.prim[1] = {kTail * primitive_norm(kAlphaTail, l), kAlphaTail};
+  o.prim[0] = {norm * primitive_norm(alpha, l), alpha};
+  o.prim[1] = {norm * kTail * primitive_norm(kAlphaTail, l), kAlphaTail};
   o.l = l;
   o.e = e;
-  const double t = 2 * std::sqrt(alpha * kAlphaTail) / (alpha + kAlphaTail);
-  o.norm = 1 / std::sqrt(1 + kTail * kTail + 2 * kTail * std::pow(t, l < 0 ? 1.5 : 2.5));
   return o;
 }
 

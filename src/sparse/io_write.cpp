@@ -2,10 +2,8 @@
 // block-row ranges, one per rank (put_block + finalize, ledger phase "sparse/io") -> each rank
 // formats its rows -> offsets from an allgather of the byte counts -> every rank writes its
 // part of a temporary file (MPI-IO, independent writes) -> rank 0 renames it when all succeeded.
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>

@@ -78,6 +78,52 @@ struct Warp {
   double mu(double u) const { return interp(y, x, u); }
 };
 
+}  // namespace
+
+double mu_first_guess(const SpectralBounds& b, std::int64_t n, std::int64_t nocc) {
+  const Warp w(b, n);
+  const double fallback = w.mu(static_cast<double>(nocc));
+  if (n <= 0 || b.ritz.size() < 4) return fallback;
+  const double tau = static_cast<double>(nocc) / static_cast<double>(n);
+  // A random unit start vector's measure below the gap: tau +- sqrt(2 tau (1 - tau) / n).
+  const double tol = std::max(0.01, 4 * std::sqrt(2 * tau * (1 - tau) / static_cast<double>(n)));
+  // Ritz values of non-negligible weight (one inside a gap carries next to none), with the
+  // cumulative weight through each.
+  const double negligible = 1e-3 / static_cast<double>(b.ritz.size());
+  std::vector<double> x, acc;
+  double sum = 0;
+  for (std::size_t i = 0; i < b.ritz.size(); ++i) {
+    sum += b.weight[i];
+    if (b.weight[i] <= negligible) continue;
+    x.push_back(b.ritz[i]);
+    acc.push_back(sum);
+  }
+  // Interval j = (x[j], x[j+1]); its width against the mean of up to two neighbours a side.
+  const std::size_t m = x.size() < 2 ? 0 : x.size() - 1;
+  double best = 2.0, guess = fallback;  // a gap is at least twice as wide as its neighbours
+  for (std::size_t j = 0; j < m; ++j) {
+    const double lo = x[j], hi = x[j + 1], width = hi - lo;
+    const bool near = std::abs(acc[j] - tau) <= tol || (fallback >= lo && fallback <= hi);
+    if (!near) continue;
+    double around = 0;
+    int count = 0;
+    for (std::size_t k = (j >= 2 ? j - 2 : 0); k <= std::min(m - 1, j + 2); ++k)
+      if (k != j) {
+        around += x[k + 1] - x[k];
+        ++count;
+      }
+    if (count == 0 || around <= 0) continue;
+    const double score = width / (around / count);
+    if (score > best) {
+      best = score;
+      guess = 0.5 * (lo + hi);
+    }
+  }
+  return guess;
+}
+
+namespace {
+
 template <class M>
 struct SignSearch {
   Algebra<M>& alg;
@@ -116,13 +162,15 @@ struct SignSearch {
     }
     return c;
   }
-  // Bracket, then Illinois: f(mu) = count(mu) - nocc is a non-decreasing step function; any mu
-  // with |f| < 1/2 lies in the HOMO-LUMO gap.
+  // First guess mid-gap (mu_first_guess: the sign iteration needs fewer steps and less fill
+  // the farther mu is from the nearest eigenvalue), then bracket, then Illinois: f(mu) =
+  // count(mu) - nocc is a non-decreasing step function; any mu with |f| < 1/2 lies in the
+  // HOMO-LUMO gap.
   double search() {
     const double width = b.hi - b.lo, nd = static_cast<double>(n),
                  target = static_cast<double>(nocc);
     const Warp w(b, n);
-    double u = target, mu = w.mu(u);
+    double mu = mu_first_guess(b, n, nocc), u = w.u(mu);
     double f = count(mu) - target;
     if (std::abs(f) < 0.5) return finish(mu, mu, mu);
     // Bracket: secant steps of slope 1 in u, doubled while the sign of f does not change.

@@ -55,6 +55,17 @@ struct SpectralBounds {
 SpectralBounds lanczos(
     const std::function<void(const std::vector<double>&, std::vector<double>&)>& op, std::int64_t n,
     int k);
+/// Pure. A first chemical potential for the sign method's search, from the Lanczos Ritz
+/// values and weights of S^-1/2 H S^-1/2 (n states, nocc occupied). A HOMO-LUMO gap shows as
+/// an interval between consecutive Ritz values (of non-negligible weight: at most one Ritz
+/// value lies inside a gap, and it carries next to no weight) much wider than its neighbours,
+/// where the cumulative weight is within a few standard deviations of nocc / n (the spectral
+/// measure of a random start vector): the guess is the middle of the interval whose width is
+/// the largest multiple (at least 2) of its neighbours' mean width; else the interpolated
+/// count estimate (where the cumulative weight crosses nocc / n). The search still checks the
+/// count: a guess, not a bound. Resolving a gap of a few percent of the spectrum's width takes
+/// ~100 Lanczos steps (DensityOptions::lanczos_steps).
+double mu_first_guess(const SpectralBounds& b, std::int64_t n, std::int64_t nocc);
 /// Collective. lanczos over algebra.matvec(a).
 template <class M>
 SpectralBounds lanczos_bounds(Algebra<M>& alg, const M& a, int k = 30);
@@ -134,7 +145,7 @@ struct DensityOptions {
   double idempotency_tol = 1e-2;
   bool energy_weighted = false;  ///< also W = P H P
   InverseOptions inverse;        ///< for S^-1/2
-  int lanczos_steps = 30;
+  int lanczos_steps = 100;       ///< bounds of S^-1/2 H S^-1/2 and its gap (mu_first_guess)
   /// Filter thresholds of the stages on block-sparse matrices (docs/density.md, "Filtering
   /// by stage"); a negative value means the algebra's eps times the default factor below,
   /// 0 no filtering. The iteration itself (sign / purification) uses the algebra's eps.

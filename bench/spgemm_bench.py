@@ -51,9 +51,11 @@ true size since the symbolic product, so it now matches the full run's bytes):
 ("rma25d" alone = --layers auto: the L eq. 7 picks with the C term.) The issue's 8x2 case:
 --config nc:8x2 (16 ranks, 2 per node).
 
-Variants: dbcsr, cannon[:1[:RETAIN]], rma25d[:L[:RETAIN]], RETAIN = none | a | c (`tessel spgemm
---retain`: C's pattern fixed to op(A)'s, or to the filtered product's, as in a density-matrix
-iteration; DBCSR's driver has no retain mode). The communication-bound study (where rma25d L = 4
+Variants: dbcsr, cannon[:1[:RETAIN[:POLL]]], rma25d[:L[:RETAIN[:POLL]]], RETAIN = none | a | c
+(`tessel spgemm --retain`: C's pattern fixed to op(A)'s, or to the filtered product's, as in a
+density-matrix iteration; DBCSR's driver has no retain mode), POLL = `--poll-us` (microseconds
+between progress polls during a tick's products; 0 = none, to measure what polling buys:
+e.g. rma25d:1:a:0 against rma25d:1:a). The communication-bound study (where rma25d L = 4
 moves fewer bytes per rank than L = 1 and Cannon; docs/sparse.md), one command, idle machine:
     python3 bench/spgemm_bench.py --preset comm-bound --pairs 2 --repeat 3
 (= --config nc:16x1,nc:8x2,nc:8x1 --cases water-ss:2000,water:2000,<CP2K 256-water H*S>
@@ -80,11 +82,14 @@ def parse_variant(v):
     f = v.split(":")
     if f[0] == "dbcsr":
         return {"name": v, "prog": "dbcsr"}
-    if f[0] not in ("cannon", "rma25d") or len(f) > 3 or (len(f) == 3 and f[2] not in ("none", "a", "c")):
-        raise SystemExit(f"spgemm_bench: variant '{v}': expected dbcsr, cannon[:1[:RETAIN]] or "
-                         "rma25d[:L[:RETAIN]] (RETAIN none, a or c)")
+    bad = (f[0] not in ("cannon", "rma25d") or len(f) > 4 or (len(f) >= 3 and f[2] not in ("none", "a", "c"))
+           or (len(f) == 4 and not f[3].replace(".", "", 1).isdigit()))
+    if bad:
+        raise SystemExit(f"spgemm_bench: variant '{v}': expected dbcsr, cannon[:1[:RETAIN[:POLL]]] or "
+                         "rma25d[:L[:RETAIN[:POLL]]] (RETAIN none, a or c; POLL the microseconds "
+                         "between progress polls, --poll-us, 0 = none)")
     return {"name": v, "prog": "tessel", "alg": f[0], "layers": f[1] if len(f) > 1 else "auto",
-            "retain": f[2] if len(f) > 2 else "none"}
+            "retain": f[2] if len(f) > 2 else "none", "poll": f[3] if len(f) > 3 else None}
 
 
 # --preset comm-bound: the communication-bound cases found with the ledger (docs/sparse.md,
@@ -187,7 +192,8 @@ def main():
                             prog = [str(dbcsr)] + common
                         else:
                             prog = [str(tessel), "spgemm", "--algorithm", v["alg"], "--layers", v["layers"],
-                                    "--retain", v["retain"]] + common
+                                    "--retain", v["retain"]] + common + (
+                                        ["--poll-us", v["poll"]] if v["poll"] is not None else [])
                             if a.comm_only:
                                 prog.append("--comm-only")
                         env = ["-x", "OMP_NUM_THREADS=1", "-x", "OPENBLAS_NUM_THREADS=1"]

@@ -32,6 +32,7 @@ struct SpgemmArgs {
   std::string a, b, blocks, generate = "water:200", algorithm = "cannon", layers = "auto", grid,
                             transa = "N", transb = "N", out, json, retain = "none";
   double eps = 0;
+  double poll_us = 200;
   int repeat = 3;
   bool verify = false, explain = false, comm_only = false;
   std::uint64_t seed = 42;
@@ -77,6 +78,9 @@ int run_spgemm(const SpgemmArgs& a) {
   }
   opt.filter_eps = a.eps;
   opt.comm_only = a.comm_only;
+  TESSEL_CHECK(std::isfinite(a.poll_us) && a.poll_us >= 0, InputError, "--poll-us ", a.poll_us,
+               ": expected >= 0");
+  opt.progress_poll = a.poll_us * 1e-6;
   TESSEL_CHECK(std::isfinite(a.eps) && a.eps >= 0, InputError, "--eps ", a.eps, ": expected >= 0");
   TESSEL_CHECK(a.repeat >= 1, InputError, "--repeat ", a.repeat, ": expected >= 1");
   TESSEL_CHECK(!(a.comm_only && a.verify), InputError,
@@ -341,6 +345,7 @@ int run_spgemm(const SpgemmArgs& a) {
     j["c_values"] = c_values;
     j["partial_blocks_dropped"] = partial_dropped;
     j["comm_only"] = a.comm_only;
+    j["poll_us"] = a.poll_us;
     j["retain"] = a.retain;
     j["retain_pattern_occupancy"] = occ_pat;
     j["c_pattern_last_call_mean_bytes"] = pattern_last;
@@ -407,6 +412,10 @@ std::function<int()> add_spgemm(CLI::App& app) {
        "retain_sparsity with C's pattern fixed (zero values, beta = 0), as in a density-matrix "
        "iteration: none, a (op(A)'s pattern) or c (the pattern of the filtered product, from one "
        "multiply first); rma25d sends it to the other layers first")
+      ->capture_default_str();
+  s->add_option("--poll-us", a->poll_us,
+                "Microseconds between progress polls while a tick multiplies (lets the next "
+                "panels move without an MPI progress thread; 0 = no polling)")
       ->capture_default_str();
   s->add_option("--out", a->out, "Write C as CP2K CSR text");
   s->add_option("--json", a->json, "Write the results as JSON (default: not written)");

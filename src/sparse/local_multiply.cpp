@@ -300,7 +300,7 @@ void flush(Stack& s, double* cd, KernelStats& stats) {
 void multiply_images(const PanelView& a, const PanelView& b, const BlockSizes& rows,
                      const BlockSizes& inner, const BlockSizes& cols, double eps,
                      const CAccumulator* allowed, CAccumulator& c, KernelStats& stats,
-                     bool symbolic) {
+                     bool symbolic, const std::function<void()>& progress) {
   if (a.nblocks == 0 || b.nblocks == 0) return;
   // B's block rows: [begin, end) of each row present (B is sorted by row); B's block columns
   // and their sizes, read once.
@@ -385,6 +385,7 @@ void multiply_images(const PanelView& a, const PanelView& b, const BlockSizes& r
       }
     }
     x = y;
+    if (progress) progress();
   }
   for (auto& s : stacks) flush(s, c.data(), stats);
 }

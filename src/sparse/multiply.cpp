@@ -148,6 +148,7 @@ void run_multiply(Context& ctx, const SpgemmPlan& plan, double alpha, SpOp opa,
   if (options.filter_eps > 0 && plan.layers > 1)
     eo.partial_drop = options.filter_eps / (plan.layers * std::abs(alpha));
   eo.comm_only = options.comm_only;
+  eo.progress_poll = options.progress_poll;
   if (options.retain_sparsity) {
     allowed.emplace(detail::pattern_of(c));
     eo.allowed = &*allowed;
@@ -172,6 +173,8 @@ SpMultiplyReport multiply(Context& ctx, double alpha, SpOp opa, const BlockSpars
   });
   TESSEL_CHECK(options.filter_eps >= 0, InputError, "spgemm: filter_eps = ", options.filter_eps,
                " (expected >= 0)");
+  TESSEL_CHECK(std::isfinite(options.progress_poll) && options.progress_poll >= 0, InputError,
+               "spgemm: progress_poll = ", options.progress_poll, " s (expected >= 0)");
   const Distribution& dc = c.distribution();
   SpMultiplyReport rep;
   if (options.algorithm == SpAlgorithm::Rma25d && options.layers == 0) {  // auto: eq. 7

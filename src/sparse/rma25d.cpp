@@ -289,13 +289,15 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
     rs_ab[buf].wait_all();
     if (s + 1 < plan.ticks) post(s + 1);
     bool last = s + 1 == plan.ticks;
+    // The next tick's reads (and the reads of others from my windows) move while I multiply.
+    TickProgress progress(&rs_ab[1 - buf], ctx.comm().raw(), opt.progress_poll);
     for (std::size_t p = 0; p < panels.size(); ++p) {
       auto x = p / static_cast<std::size_t>(plan.lc), y = p % static_cast<std::size_t>(plan.lc);
       multiply_images(fa[buf][x].view, fb[buf][y].view, *ops.rows, *ops.inner, *ops.cols, opt.eps,
                       p == own             ? opt.allowed
                       : foreign_allowed[p] ? &*foreign_allowed[p]
                                            : nullptr,
-                      acc[p], res.stats, opt.comm_only);
+                      acc[p], res.stats, opt.comm_only, [&] { progress(); });
       if (last && p != own) {  // this partial panel is complete: send it to its owner now
         PhaseScope ph(ledger, kPhaseC);
         auto& o = outgoing[p];

@@ -3,6 +3,7 @@
 // operands (conformed to the plan's image distribution) and calls one of them; each returns
 // this rank's product panel alpha-free (C_own += op(A) op(B) over all images), to be merged
 // into C by merge_into.
+#include <chrono>
 #include <map>
 #include <optional>
 #include <vector>
@@ -71,6 +72,7 @@ struct ExecOptions {
   /// retain_sparsity: C (rma25d with L > 1 sends its local pattern to the other layers first,
   /// so they neither compute nor send partial blocks outside it).
   const BlockSparseMatrix<double>* retain_c = nullptr;
+  double progress_poll = 2e-4;  // seconds between TickProgress polls; 0 = none
 };
 
 struct ExecResult {
@@ -78,6 +80,42 @@ struct ExecResult {
   KernelStats stats;
   std::int64_t partial_blocks_dropped = 0;
   bool windows_created = false;
+};
+
+/// The local kernel's progress hook (multiply_images calls it after every block row): at most
+/// every `interval` seconds (0: never), one test pass over the requests the tick posted (`rs`, may be empty) and one
+/// MPI_Iprobe on `c` (comm::throw_if_failed: it also notices a peer's failure). Without an
+/// asynchronous progress thread (the default of Open MPI and MPICH) a rendezvous message moves,
+/// and a one-sided read from this rank's window is served (Open MPI's osc pt2pt, MPICH), only
+/// while the ranks involved are inside MPI calls: without these calls the next tick's panels
+/// would move only after the multiply, and communication would not overlap computation.
+class TickProgress {
+ public:
+  TickProgress(comm::RequestSet* rs, MPI_Comm c, double interval)
+      : rs_(rs),
+        c_(c),
+        interval_(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+            std::chrono::duration<double>(interval))),
+        on_(interval > 0) {}
+  void operator()() {
+    if (!on_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_) return;
+    next_ = now + interval_;
+    ++calls_;
+    if (rs_ && !rs_->empty()) rs_->test_all();
+    comm::throw_if_failed(c_);
+  }
+  /// Test passes made (for the report).
+  std::int64_t calls() const { return calls_; }
+
+ private:
+  comm::RequestSet* rs_;
+  MPI_Comm c_;
+  std::chrono::steady_clock::duration interval_;
+  bool on_;
+  std::chrono::steady_clock::time_point next_{};
+  std::int64_t calls_ = 0;
 };
 
 /// Collective over ctx. Seed Algorithm 1 (cannon.cpp).

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <unordered_map>
+#include <functional>
 #include <vector>
 
 #include "tessel/sparse/block_sparse.hpp"
@@ -141,11 +142,13 @@ class CAccumulator {
 /// never created (retain_sparsity). Products are batched by (m, n, k) and run through LIBXSMM
 /// (one kernel per shape), BLAS dgemm for large blocks. `symbolic` (comm-only runs): the same
 /// filter decisions (they need only the norms) create the same blocks of C, zero-filled, and no
-/// product is computed or counted.
+/// product is computed or counted. `progress` (may be empty) is called after every block row
+/// of A: the executor's hook that lets the tick's transfers move (TickProgress); the kernel
+/// itself never calls MPI.
 void multiply_images(const PanelView& a, const PanelView& b, const BlockSizes& rows,
                      const BlockSizes& inner, const BlockSizes& cols, double eps,
                      const CAccumulator* allowed, CAccumulator& c, KernelStats& stats,
-                     bool symbolic = false);
+                     bool symbolic = false, const std::function<void()>& progress = {});
 
 /// C = beta C + alpha P on this rank's local blocks (P: the product panel of this rank), then
 /// drop blocks of norm < eps (eps > 0). retain: C's pattern is kept (P blocks outside are

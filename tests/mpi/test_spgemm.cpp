@@ -34,6 +34,7 @@ struct Case {
   bool retain = false;
   double eps = 0;
   unsigned seed = 1;
+  double poll = SpMultiplyOptions{}.progress_poll;
 };
 
 struct CaseRun {
@@ -79,6 +80,7 @@ CaseRun run_case(Context& ctx, const Case& cs) {
   o.layers = cs.layers;
   o.retain_sparsity = cs.retain;
   o.filter_eps = cs.eps;
+  o.progress_poll = cs.poll;
   r.c_local_blocks = C.local_nblocks();
   r.rep = multiply(ctx, cs.alpha, cs.opa, A, cs.opb, B, cs.beta, C, o);
   r.got = dense_of(ctx, C);
@@ -122,6 +124,33 @@ TEST(Spgemm, MatchesDenseMultiply) {
         EXPECT_EQ(r.rep.plan.layers, L);
         EXPECT_EQ(r.rep.blocks_skipped, 0);
       }
+}
+
+// The progress polls during a tick's products (TickProgress) change when messages move, never
+// what is computed: C bit for bit the same without polling and with a poll after every block row
+// (interval 1e-12 s), filtered, both algorithms, every valid L.
+TEST(Spgemm, ProgressPollingLeavesTheResult) {
+  Context ctx(MPI_COMM_WORLD);
+  auto [pr, pc] = Distribution::default_grid(world_size());
+  for (auto alg : {SpAlgorithm::Cannon, SpAlgorithm::Rma25d})
+    for (int L : layer_choices(alg, pr, pc)) {
+      Case cs;
+      cs.pr = pr;
+      cs.pc = pc;
+      cs.alg = alg;
+      cs.layers = L;
+      cs.mb = 14;
+      cs.kb = 12;
+      cs.nb = 13;
+      cs.eps = 1e-3;
+      cs.seed = 77;
+      cs.poll = 0;
+      CaseRun off = run_case(ctx, cs);
+      cs.poll = 1e-12;
+      CaseRun on = run_case(ctx, cs);
+      EXPECT_EQ(off.got, on.got) << to_string(alg) << " L=" << L;
+      EXPECT_LE(max_abs_diff(on.got, on.want) / on.scale, 1e-2) << to_string(alg) << " L=" << L;
+    }
 }
 
 TEST(Spgemm, NoTransposeAndAllTransposed) {
@@ -466,6 +495,11 @@ TEST(Spgemm, Errors) {
   o.filter_eps = -1;
   EXPECT_THROW(multiply(ctx, 1.0, SpOp::N, A, SpOp::N, A, 0.0, C, o), InputError);
   o.filter_eps = 0;
+  for (double poll : {-1e-4, std::nan("")}) {
+    o.progress_poll = poll;
+    EXPECT_THROW(multiply(ctx, 1.0, SpOp::N, A, SpOp::N, A, 0.0, C, o), InputError);
+  }
+  o.progress_poll = 2e-4;
   // a put pending on one rank only: refused on every rank
   std::vector<double> v(static_cast<std::size_t>(s[0] * s[0]), 1.0);
   if (ctx.rank() == p - 1) A.put_block(0, 0, v.data());

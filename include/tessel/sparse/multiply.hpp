@@ -37,6 +37,11 @@ struct SpMultiplyOptions {
   /// the on-the-fly filter would create, zero-filled): every panel, the partial C panels
   /// included, has the size of the full run's. C = beta C + (zero blocks of the product).
   bool comm_only = false;
+  /// Seconds between progress polls while a tick's block products run (one MPI_Testsome over
+  /// the next panels' requests and one MPI_Iprobe: without an asynchronous progress thread,
+  /// rendezvous messages and one-sided reads served by this rank move only inside MPI calls).
+  /// 0 = no polling (an MPI with a progress thread; or to measure what polling buys).
+  double progress_poll = 2e-4;
 };
 
 /// Per-rank bytes of one phase ("spgemm/A panels", ...): received (p2p + get) and sent.

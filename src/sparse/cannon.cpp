@@ -148,7 +148,7 @@ ExecResult run_cannon(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
                 rs);
       post_send(grid.col(), cur_b, (i + plan.pr - 1) % plan.pr, rs);
     }
-    TickProgress progress(&rs, grid.row().raw(), opt.progress_poll);
+    TickProgress progress(&rs, MPI_COMM_NULL, opt.progress_poll);  // p2p only
     multiply_images(cur_a.view(), cur_b.view(), *ops.rows, *ops.inner, *ops.cols, opt.eps,
                     opt.allowed, acc, res.stats, opt.comm_only,  // comm_only: symbolic
                     [&] { progress(); });

@@ -83,8 +83,10 @@ struct ExecResult {
 };
 
 /// The local kernel's progress hook (multiply_images calls it after every block row): at most
-/// every `interval` seconds (0: never), one test pass over the requests the tick posted (`rs`, may be empty) and one
-/// MPI_Iprobe on `c` (comm::throw_if_failed: it also notices a peer's failure). Without an
+/// every `interval` seconds (0: never), one test pass over the requests the tick posted (`rs`,
+/// may be null) and, when `c` is not null, one MPI_Iprobe on `c` (comm::throw_if_failed: it also
+/// notices a peer's failure). Without `c` the hook stops once `rs` completed (point-to-point
+/// transfers need no more calls); with `c` it goes on (other ranks' reads from my windows). Without an
 /// asynchronous progress thread (the default of Open MPI and MPICH) a rendezvous message moves,
 /// and a one-sided read from this rank's window is served (Open MPI's osc pt2pt, MPICH), only
 /// while the ranks involved are inside MPI calls: without these calls the next tick's panels
@@ -102,12 +104,12 @@ class TickProgress {
     const auto now = std::chrono::steady_clock::now();
     if (now < next_) return;
     next_ = now + interval_;
-    ++calls_;
-    if (rs_ && !rs_->empty()) rs_->test_all();
-    comm::throw_if_failed(c_);
+    const bool done = !rs_ || rs_->test_all();
+    if (c_ != MPI_COMM_NULL)
+      comm::throw_if_failed(c_);
+    else if (done)
+      on_ = false;
   }
-  /// Test passes made (for the report).
-  std::int64_t calls() const { return calls_; }
 
  private:
   comm::RequestSet* rs_;
@@ -115,7 +117,6 @@ class TickProgress {
   std::chrono::steady_clock::duration interval_;
   bool on_;
   std::chrono::steady_clock::time_point next_{};
-  std::int64_t calls_ = 0;
 };
 
 /// Collective over ctx. Seed Algorithm 1 (cannon.cpp).

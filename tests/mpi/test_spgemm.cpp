@@ -87,6 +87,15 @@ CaseRun run_case(Context& ctx, const Case& cs) {
   return r;
 }
 
+Case case_on(int pr, int pc, SpAlgorithm alg, int layers) {
+  Case cs;
+  cs.pr = pr;
+  cs.pc = pc;
+  cs.alg = alg;
+  cs.layers = layers;
+  return cs;
+}
+
 std::vector<int> layer_choices(SpAlgorithm alg, int pr, int pc) {
   if (alg == SpAlgorithm::Cannon) return {1};
   std::vector<int> out;
@@ -106,11 +115,7 @@ TEST(Spgemm, MatchesDenseMultiply) {
   for (auto [pr, pc] : grids(p))
     for (auto alg : {SpAlgorithm::Cannon, SpAlgorithm::Rma25d})
       for (int L : layer_choices(alg, pr, pc)) {
-        Case cs;
-        cs.pr = pr;
-        cs.pc = pc;
-        cs.alg = alg;
-        cs.layers = L;
+        Case cs = case_on(pr, pc, alg, L);
         cs.seed = seed++;
         cs.opa = seed % 2 ? SpOp::T : SpOp::N;
         cs.opb = (seed / 2) % 2 ? SpOp::T : SpOp::N;
@@ -134,11 +139,7 @@ TEST(Spgemm, ProgressPollingLeavesTheResult) {
   auto [pr, pc] = Distribution::default_grid(world_size());
   for (auto alg : {SpAlgorithm::Cannon, SpAlgorithm::Rma25d})
     for (int L : layer_choices(alg, pr, pc)) {
-      Case cs;
-      cs.pr = pr;
-      cs.pc = pc;
-      cs.alg = alg;
-      cs.layers = L;
+      Case cs = case_on(pr, pc, alg, L);
       cs.mb = 14;
       cs.kb = 12;
       cs.nb = 13;
@@ -181,11 +182,7 @@ TEST(Spgemm, RetainSparsity) {
   for (auto [pr, pc] : grids(world_size()))
     for (auto alg : {SpAlgorithm::Cannon, SpAlgorithm::Rma25d})
       for (int L : layer_choices(alg, pr, pc)) {
-        Case cs;
-        cs.pr = pr;
-        cs.pc = pc;
-        cs.alg = alg;
-        cs.layers = L;
+        Case cs = case_on(pr, pc, alg, L);
         cs.retain = true;
         cs.beta = 2.0;
         cs.fill_c = 0.4;

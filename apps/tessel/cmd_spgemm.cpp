@@ -32,7 +32,7 @@ struct SpgemmArgs {
   std::string a, b, blocks, generate = "water:200", algorithm = "cannon", layers = "auto", grid,
                             transa = "N", transb = "N", out, json, retain = "none";
   double eps = 0;
-  double poll_us = 200;
+  double poll_us = 1e6 * sparse::SpMultiplyOptions{}.progress_poll;
   int repeat = 3;
   bool verify = false, explain = false, comm_only = false;
   std::uint64_t seed = 42;

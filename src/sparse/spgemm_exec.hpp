@@ -3,7 +3,6 @@
 // operands (conformed to the plan's image distribution) and calls one of them; each returns
 // this rank's product panel alpha-free (C_own += op(A) op(B) over all images), to be merged
 // into C by merge_into.
-#include <chrono>
 #include <map>
 #include <optional>
 #include <vector>
@@ -11,6 +10,7 @@
 #include "spgemm_panels.hpp"
 #include "tessel/comm/window.hpp"
 #include "tessel/core/context.hpp"
+#include "tessel/core/timer.hpp"
 #include "tessel/layout/grid2d.hpp"
 #include "tessel/sparse/multiply.hpp"
 
@@ -72,7 +72,7 @@ struct ExecOptions {
   /// retain_sparsity: C (rma25d with L > 1 sends its local pattern to the other layers first,
   /// so they neither compute nor send partial blocks outside it).
   const BlockSparseMatrix<double>* retain_c = nullptr;
-  double progress_poll = 2e-4;  // seconds between TickProgress polls; 0 = none
+  double progress_poll = 0;  // seconds between TickProgress polls, from SpMultiplyOptions; 0 = none
 };
 
 struct ExecResult {
@@ -94,15 +94,11 @@ struct ExecResult {
 class TickProgress {
  public:
   TickProgress(comm::RequestSet* rs, MPI_Comm c, double interval)
-      : rs_(rs),
-        c_(c),
-        interval_(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-            std::chrono::duration<double>(interval))),
-        on_(interval > 0) {}
+      : rs_(rs), c_(c), interval_(interval), on_(interval > 0) {}
   void operator()() {
     if (!on_) return;
-    const auto now = std::chrono::steady_clock::now();
-    if (now < next_) return;
+    const double now = clock_.seconds();
+    if (now < next_) return;  // the first call polls at once
     next_ = now + interval_;
     const bool done = !rs_ || rs_->test_all();
     if (c_ != MPI_COMM_NULL)
@@ -114,9 +110,10 @@ class TickProgress {
  private:
   comm::RequestSet* rs_;
   MPI_Comm c_;
-  std::chrono::steady_clock::duration interval_;
+  double interval_;
   bool on_;
-  std::chrono::steady_clock::time_point next_{};
+  Stopwatch clock_;
+  double next_ = 0;
 };
 
 /// Collective over ctx. Seed Algorithm 1 (cannon.cpp).

@@ -1,8 +1,16 @@
 // The matrix sign function by Newton-Schulz, written once over Algebra<M>:
 //   X0 = A / bound;  order 2: X <- X (3I - X^2) / 2           (2 products per step)
 //                    order 3: X <- X (15I - 10X^2 + 3X^4) / 8 (3 products per step)
-//   stop: ||I - X^2||_F < tol ||X^2||_F, or the residual stops falling once small (the
-//   filtering floor), or it grows / is not finite (error).
+//   stop: ||I - X^2||_F < tol ||X^2||_F, or the residual stops falling quadratically once
+//   small (the filtering floor), or it grows / is not finite (error).
+//
+// The floor rule. r = ||I - X^2||_F / ||X^2||_F ~ sqrt(sum_i (1 - x_i^2)^2 / n). Below
+// floor = min(max(1e-3, 1e3 eps), 0.1 / sqrt(n)) every eigenvalue has |1 - x_i^2| < 0.1, i.e.
+// is in the quadratic phase (1 - x'^2 ~ 3/4 (1 - x^2)^2), so an exact step divides r by more
+// than 10: a step that divides it by less than 4 (r > prev / 4) is filtering or rounding noise,
+// and more steps only polish the noise (the final McWeeny step of the density does that
+// better). The 0.1 / sqrt(n) cap keeps one eigenvalue near mu, still in its slow linear phase
+// (it alone contributes ~1/sqrt(n)), from looking like a floor when n is large.
 #include <cmath>
 
 #include "tessel/core/error.hpp"
@@ -24,7 +32,8 @@ SignResult<M> sign(Algebra<M>& alg, const M& A, double bound, const SignOptions&
   });
   const auto m0 = alg.stats().multiplications;
   const double eps = alg.filter_eps();
-  const double floor = eps > 0 ? std::max(1e-3, 1e3 * eps) : 1e-6;
+  const double n = static_cast<double>(std::max<std::int64_t>(1, alg.n(A)));
+  const double floor = std::min(eps > 0 ? std::max(1e-3, 1e3 * eps) : 1e-6, 0.1 / std::sqrt(n));
   M x = alg.copy(A);
   alg.scale(x, 1 / bound);
   alg.filter(x);
@@ -55,7 +64,7 @@ SignResult<M> sign(Algebra<M>& alg, const M& A, double bound, const SignOptions&
       throw Error(detail::concat("sign: Newton-Schulz diverged: ||I - X^2||_F / ||X^2||_F = ", res,
                                  " at step ", k, ": the spectral bound ", bound,
                                  " of A is too small"));
-    if (res > 0.8 * prev && res < floor) {  // the filtering (or rounding) floor
+    if (res > 0.25 * prev && res < floor) {  // the filtering (or rounding) floor
       out.stagnated = true;
       break;
     }

@@ -19,6 +19,12 @@
 
 namespace tessel::solvers {
 
+bool sign_floor_reached(double res, double prev, std::int64_t n, double eps) {
+  const double nd = static_cast<double>(std::max<std::int64_t>(1, n));
+  const double floor = std::min(eps > 0 ? std::max(1e-3, 1e3 * eps) : 1e-6, 0.1 / std::sqrt(nd));
+  return res < floor && res > 0.25 * prev;
+}
+
 template <class M>
 SignResult<M> sign(Algebra<M>& alg, const M& A, double bound, const SignOptions& opt) {
   alg.ctx().agree([&] {
@@ -32,8 +38,8 @@ SignResult<M> sign(Algebra<M>& alg, const M& A, double bound, const SignOptions&
   });
   const auto m0 = alg.stats().multiplications;
   const double eps = alg.filter_eps();
-  const double n = static_cast<double>(std::max<std::int64_t>(1, alg.n(A)));
-  const double floor = std::min(eps > 0 ? std::max(1e-3, 1e3 * eps) : 1e-6, 0.1 / std::sqrt(n));
+  const double floor = eps > 0 ? std::max(1e-3, 1e3 * eps) : 1e-6;  // divergence test only
+  const std::int64_t n = alg.n(A);
   M x = alg.copy(A);
   alg.scale(x, 1 / bound);
   alg.filter(x);
@@ -64,7 +70,7 @@ SignResult<M> sign(Algebra<M>& alg, const M& A, double bound, const SignOptions&
       throw Error(detail::concat("sign: Newton-Schulz diverged: ||I - X^2||_F / ||X^2||_F = ", res,
                                  " at step ", k, ": the spectral bound ", bound,
                                  " of A is too small"));
-    if (res > 0.25 * prev && res < floor) {  // the filtering (or rounding) floor
+    if (sign_floor_reached(res, prev, n, eps)) {  // the filtering (or rounding) floor
       out.stagnated = true;
       break;
     }

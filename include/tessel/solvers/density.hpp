@@ -119,6 +119,13 @@ struct SignResult {
   bool stagnated = false;  ///< stopped at the filtering floor above tol
 };
 
+/// Pure. The sign iteration's floor test: true when the relative residual `res` (after a step
+/// from `prev`) is below min(max(1e-3, 1e3 eps), 0.1 / sqrt(n)) (eps = 0: 1e-6 for the cap's
+/// first term) and fell by less than 4x. Below that floor every eigenvalue is in the quadratic
+/// phase, so a smaller fall is filtering or rounding noise; the 0.1 / sqrt(n) cap keeps a single
+/// eigenvalue near zero, still in its slow linear phase, from passing for noise at large n.
+bool sign_floor_reached(double res, double prev, std::int64_t n, double eps);
+
 /// Collective. sign(A) by Newton-Schulz from X0 = A / bound, where `bound` >= the spectral
 /// radius of A (|lambda| / bound <= 1). Error when the residual diverges or is not finite.
 template <class M>

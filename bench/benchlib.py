@@ -4,7 +4,9 @@ nc:NODESxPPN on the emulated cluster ../shared/tools/netcluster), the launch com
 measured run with the cluster's wire bytes, and the Markdown table + JSON rows a benchmark ends
 with. Not a benchmark by itself."""
 import json
+import os
 import shlex
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -79,19 +81,79 @@ class Config:
                     f"--oversubscribe " + " ".join(shlex.quote(x) for x in env + prog)]
         return [str(NC), "run", "--", "-np", str(self.np), "--map-by", f"ppr:{self.ppn}:node"] + env + prog
 
-    def run(self, cmd, timeout, log):
+    def run(self, cmd, timeout, log, done=None):
         """Runs `cmd`, writes its command line and output to `log`; returns (process, wall
-        seconds, bytes sent on the emulated wire or None locally)."""
+        seconds, bytes sent on the emulated wire or None locally). The process has `.returncode`,
+        `.stdout`, `.stderr` and `.note`: "" or why it was ended. A run past `timeout` is killed
+        (returncode None, note "timeout"). `done`: the path of the run's result file (written
+        last, atomically, before MPI_Finalize): once it holds valid JSON, a run that has not
+        exited within FINALIZE_GRACE seconds is killed and counted as finished (note "hung in
+        MPI_Finalize") — MPICH 4.0.2 over UCX 1.13's TCP transport hangs there after traffic
+        (docs/mpich.md); wall seconds then end when the file appeared."""
+        if done is not None:
+            Path(done).unlink(missing_ok=True)  # a stale result must not end this run
         s0 = nc_stats() if self.kind == "nc" else None
         t0 = time.time()
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-        wall = time.time() - t0
-        Path(log).write_text(" ".join(cmd) + "\n" + p.stdout + p.stderr)
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+        note, t_done, rc = "", None, None
+        while True:
+            try:
+                out, err = p.communicate(timeout=0.5)
+                rc = p.returncode
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            now = time.time()
+            if done is not None and t_done is None and _valid_json(done):
+                t_done = now
+            if t_done is not None and now - t_done > FINALIZE_GRACE:
+                note = "hung in MPI_Finalize"
+            elif now - t0 > timeout:
+                note = "timeout"
+            else:
+                continue
+            _kill_group(p)
+            out, err = p.communicate()
+            rc = 0 if note.startswith("hung") else None
+            break
+        wall = (t_done if note.startswith("hung") else time.time()) - t0
+        Path(log).write_text(" ".join(cmd) + "\n" + out + err + (f"\n[benchlib: {note}]\n" if note else ""))
         wire = None
         if s0 is not None:
             s1 = nc_stats()
             wire = sum(s1[k] - s0.get(k, 0) for k in s1)
-        return p, wall, wire
+        res = subprocess.CompletedProcess(cmd, rc, out, err)
+        res.note = note
+        if note:
+            print(f"  note: {note}: {' '.join(cmd[-6:])}", flush=True)
+        return res, wall, wire
+
+
+FINALIZE_GRACE = 20.0
+
+
+def _valid_json(path):
+    try:
+        json.loads(Path(path).read_text())
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+def _kill_group(p):
+    """Ends the launcher's process group (mpirun and, locally, its ranks) and, for netcluster
+    runs, the ranks left inside the namespaces."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(p.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            p.wait(timeout=5)
+            return
+        except subprocess.TimeoutExpired:
+            pass
 
 
 def commcount_recv(path, repeat):

@@ -200,7 +200,7 @@ def main():
                         if cclib and v["prog"] == "dbcsr":  # locally and on the emulated cluster
                             env += ["-x", f"LD_PRELOAD={cclib}", "-x", f"COMMCOUNT_OUT={ccjs}"]
                         cmd = place.command(prog, env)
-                        p, wall, wire = place.run(cmd, a.timeout, raw / f"{tag}.log")
+                        p, wall, wire = place.run(cmd, a.timeout, raw / f"{tag}.log", done=js)
                         r = {"config": cfg, "case": case, "variant": v["name"], "pair": pair, "ranks": np_,
                              "nodes": nodes, "ppn": ppn, "rc": p.returncode, "wall_s": wall, "cmd": cmd}
                         if wire is not None:

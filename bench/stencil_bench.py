@@ -156,7 +156,7 @@ def main():
                                     "--exchange", s, "--partitioner", part, "--repeat", str(a.repeat),
                                     "--test-every", str(a.test_every), "--json", str(js)]
                             cmd = place.command(prog, ["-x", "OPENBLAS_NUM_THREADS=1"] if kind == "nc" else [])
-                            p, wall, wire = place.run(cmd, a.timeout, raw / f"{tag}.log")
+                            p, wall, wire = place.run(cmd, a.timeout, raw / f"{tag}.log", done=js)
                             r = {"config": cfg, "mpi": a.mpi, "partitioner": part, "batch": b, "strategy": s,
                                  "pair": pair,
                                  "ranks": np_, "nodes": nodes, "ppn": ppn, "rc": p.returncode, "wall_s": wall,

@@ -33,7 +33,7 @@ namespace tessel::app {
 namespace {
 
 struct CalibrateArgs {
-  std::string out = "machine.json", json;
+  std::string out = "machine.json", json, trace;
   int gemm_size = 1024, repeat = 5, pingpong = 20;
   std::int64_t bw_bytes = 4 << 20;
 };
@@ -164,6 +164,7 @@ int run_calibrate(const CalibrateArgs& g) {
   TESSEL_CHECK(!g.out.empty(), InputError, "--out '': expected a file name");
   check_writable(ctx, "--out", g.out);
   check_writable(ctx, "--json", g.json);
+  TraceRun trace(ctx, g.trace);
   const comm::Comm& c = ctx.comm();
   const int p = c.size(), rank = c.rank();
 
@@ -266,7 +267,7 @@ int run_calibrate(const CalibrateArgs& g) {
     j["machine"] = file;
     write_json(ctx, g.json, j);
   }
-  return 0;
+  return trace.finish(0);
 }
 
 }  // namespace
@@ -278,6 +279,7 @@ std::function<int()> add_calibrate(CLI::App& app) {
       "Measure local GEMM rates and p2p latency/bandwidth (intra- and inter-node) and write the "
       "machine file the planner reads (--machine / TESSEL_MACHINE) (collective)");
   s->add_option("--out", g->out, "Machine file to write (JSON)")->capture_default_str();
+  add_trace_option(s, g->trace);
   s->add_option("--json", g->json, "Also write the run and the machine file as a JSON result");
   s->add_option("--gemm-size", g->gemm_size, "n of the local n x n x n dgemm/zgemm")
       ->capture_default_str();

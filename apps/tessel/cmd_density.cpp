@@ -36,7 +36,7 @@ constexpr int kAutoTile = 32;
 
 struct DensityArgs {
   std::string ks, overlap, blocks, generate, method = "sign", algorithm = "cannon", layers = "auto",
-                                             tile = "auto", tiling = "cluster", out, json;
+                                             tile = "auto", tiling = "cluster", out, json, trace;
   std::optional<std::int64_t> electrons;
   std::optional<double> mu;
   int sign_order = 2, max_iter = 200;
@@ -140,6 +140,7 @@ int run_density(const DensityArgs& a) {
   TESSEL_CHECK(!(csr && a.dense), InputError, "--out '", a.out, "': --dense writes .npy only");
   check_writable(ctx, "--out", a.out);
   check_writable(ctx, "--json", a.json);
+  TraceRun trace(ctx, a.trace);
   opt.sign_order = a.sign_order;
   opt.nonsymmetric = a.nonsymmetric;
   opt.mu = a.mu;
@@ -346,7 +347,7 @@ int run_density(const DensityArgs& a) {
     j["ledger"] = ledger_json(stats);
     write_json(ctx, a.json, j);
   }
-  return 0;
+  return trace.finish(0);
 }
 
 }  // namespace
@@ -406,6 +407,7 @@ std::function<int()> add_density(CLI::App& app) {
   s->add_flag("--energy-weighted", a->energy_weighted, "Also compute W = P H P");
   s->add_option("--out", a->out, "Write P (.npy dense, or .csr CP2K text)");
   s->add_option("--json", a->json, "Write the results as JSON");
+  add_trace_option(s, a->trace);
   return [a] { return run_density(*a); };
 }
 

@@ -30,7 +30,7 @@ using sparse::Distribution;
 
 struct SpgemmArgs {
   std::string a, b, blocks, generate = "water:200", algorithm = "cannon", layers = "auto", grid,
-                            transa = "N", transb = "N", out, json, retain = "none";
+                            transa = "N", transb = "N", out, json, retain = "none", trace;
   double eps = 0;
   double poll_us = 1e6 * sparse::SpMultiplyOptions{}.progress_poll;
   int repeat = 3;
@@ -96,6 +96,7 @@ int run_spgemm(const SpgemmArgs& a) {
   // The plan first: a bad --layers fails here, on every rank, before any matrix is built.
   sparse::SpgemmPlan plan = sparse::make_spgemm_plan(opt.algorithm, pr, pc, opt.layers);
   check_writable(ctx, "--json", a.json);
+  TraceRun trace(ctx, a.trace);
   check_writable(ctx, "--out", a.out);
   const bool rma = opt.algorithm == sparse::SpAlgorithm::Rma25d;
   const bool auto_layers = rma && opt.layers == 0;
@@ -179,7 +180,7 @@ int run_spgemm(const SpgemmArgs& a) {
                                x.total() * 1e-6, x.layers == plan.layers ? "  <- this run" : "");
     std::cout << std::flush;
   }
-  if (a.explain) return 0;
+  if (a.explain) return trace.finish(0);
 
   sparse::SpMultiplyCache cache;
   std::vector<double> times;
@@ -364,7 +365,7 @@ int run_spgemm(const SpgemmArgs& a) {
         {"done", a.verify}, {"relative_error", rel}, {"tolerance", tol}, {"text", verdict}};
     write_json(ctx, a.json, j);
   }
-  return (a.verify && verdict.rfind("PASSED", 0) != 0) ? 1 : 0;
+  return trace.finish((a.verify && verdict.rfind("PASSED", 0) != 0) ? 1 : 0);
 }
 
 }  // namespace
@@ -419,6 +420,7 @@ std::function<int()> add_spgemm(CLI::App& app) {
       ->capture_default_str();
   s->add_option("--out", a->out, "Write C as CP2K CSR text");
   s->add_option("--json", a->json, "Write the results as JSON (default: not written)");
+  add_trace_option(s, a->trace);
   s->footer(
       "Errors are printed once as 'tessel: error: ...' and the command exits with status 2; "
       "a failed --verify exits with status 1. docs/sparse.md.");

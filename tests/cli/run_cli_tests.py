@@ -739,8 +739,10 @@ def positive_cases(runner, tally, nranks, work):
         problems.append("the version line is not printed exactly once")
     tally.report(f"{tag} tessel info names the MPI library", problems, run)
 
-    # --trace: one valid Chrome trace file with one lane per rank (gemm and info).
+    # --trace: one valid Chrome trace file with one lane per rank (gemm, spgemm, density, info).
     for cmd in (["gemm", "--m", "30", "--n", "20", "--k", "25", "--nb", "4", "--repeat", "1"],
+                ["spgemm", "--generate", "water:12", "--repeat", "1"],
+                ["density", "--generate", "water:12"],
                 ["info"]):
         d = os.path.join(work, f"np{nranks}_trace_{cmd[0]}")
         os.makedirs(d)
@@ -754,6 +756,9 @@ def positive_cases(runner, tally, nranks, work):
                 problems.append(f"lanes {lanes}, expected 0 .. {nranks - 1}")
             if cmd[0] == "gemm" and not any(e.get("cat") == "compute" for e in ev):
                 problems.append("no local GEMM span")
+            if cmd[0] in ("spgemm", "density") and not any(
+                    str(e.get("name", "")).startswith("spgemm/") for e in ev):
+                problems.append("no spgemm phase")
         if sorted(os.listdir(d)) != ["t.json"]:
             problems.append(f"files left: {sorted(os.listdir(d))}")
         tally.report(f"{tag} tessel {cmd[0]} --trace writes one lane per rank", problems, run)

@@ -31,6 +31,23 @@ std::int64_t norm_bits(double x) {
 constexpr long long kXsmmMaxMnk = 80LL * 80 * 80;
 }  // namespace
 
+void block_offsets(const std::int64_t* meta, std::int64_t nblocks, const BlockSizes& rows,
+                   const BlockSizes& cols, std::vector<std::int64_t>& off) {
+  off.resize(static_cast<std::size_t>(nblocks));
+  std::int64_t at = 0;
+  for (std::int64_t b = 0; b < nblocks; ++b) {
+    off[static_cast<std::size_t>(b)] = at;
+    at += static_cast<std::int64_t>(rows.size(meta_row(meta[kMeta * b]))) *
+          cols.size(meta_col(meta[kMeta * b]));
+  }
+}
+
+PanelView PanelBuf::view() const {
+  TESSEL_CHECK(static_cast<std::int64_t>(off.size()) == nblocks(), Error,
+               "internal error: a panel of ", nblocks(), " blocks viewed before index()");
+  return {meta.data(), nblocks(), data.data(), static_cast<std::int64_t>(data.size()), off.data()};
+}
+
 std::vector<ImageSize> image_sizes(const LocalBlocks<double>& m, const BlockSizes& rows,
                                    const BlockSizes& cols, const std::vector<int>& kv, bool by_col,
                                    int first, int count) {
@@ -53,12 +70,11 @@ void pack_images(const LocalBlocks<double>& m, const BlockSizes& rows, const Blo
                  const std::vector<int>& kv, bool by_col, int first, int count, std::int64_t* meta,
                  double* data) {
   auto sizes = image_sizes(m, rows, cols, kv, by_col, first, count);
-  std::vector<std::int64_t> mcur(static_cast<std::size_t>(count)), dcur(mcur.size()),
-      dbase(mcur.size());
+  std::vector<std::int64_t> mcur(static_cast<std::size_t>(count)), dcur(mcur.size());
   std::int64_t mb = 0, db = 0;
   for (std::size_t q = 0; q < mcur.size(); ++q) {
     mcur[q] = mb;
-    dcur[q] = dbase[q] = db;
+    dcur[q] = db;
     mb += sizes[q].nblocks;
     db += sizes[q].ndata;
   }
@@ -72,10 +88,8 @@ void pack_images(const LocalBlocks<double>& m, const BlockSizes& rows, const Blo
       auto q = static_cast<std::size_t>(img);
       std::int64_t n = static_cast<std::int64_t>(rows.size(r)) * cols.size(c);
       std::int64_t* e = meta + kMeta * mcur[q]++;
-      e[0] = r;
-      e[1] = c;
-      e[2] = dcur[q] - dbase[q];  // offset within the image
-      e[3] = norm_bits((*m.norm)[kk]);
+      e[0] = meta_rc(r, c);
+      e[1] = norm_bits((*m.norm)[kk]);
       std::memcpy(data + dcur[q], m.data + (*m.offset)[kk], static_cast<std::size_t>(n) * 8);
       dcur[q] += n;
     }
@@ -251,6 +265,7 @@ PanelBuf CAccumulator::pack() const {
   std::sort(order.begin(), order.end(), [&](auto x, auto y) { return row_of_[x] < row_of_[y]; });
   PanelBuf p;
   p.meta.reserve(static_cast<std::size_t>(nblocks_) * kMeta);
+  p.off.reserve(static_cast<std::size_t>(nblocks_));
   p.data.reserve(data_.size());
   for (std::size_t i : order) {
     int r = row_of_[i];
@@ -260,8 +275,8 @@ PanelBuf CAccumulator::pack() const {
       const std::int64_t off = offsets_[static_cast<std::size_t>(id)];
       std::int64_t n = static_cast<std::int64_t>(rows_->size(r)) * cols_->size(c);
       const double* src = data_.data() + off;
-      p.meta.insert(p.meta.end(),
-                    {r, c, static_cast<std::int64_t>(p.data.size()), norm_bits(frob(src, n))});
+      p.meta.insert(p.meta.end(), {meta_rc(r, c), norm_bits(frob(src, n))});
+      p.off.push_back(static_cast<std::int64_t>(p.data.size()));
       p.data.insert(p.data.end(), src, src + n);
     }
   }

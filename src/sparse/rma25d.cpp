@@ -70,10 +70,16 @@ std::int64_t total_data(const std::vector<ImageSize>& s) {
   return n;
 }
 
-/// One image to read: from `member` of the window's communicator, image q of its panel.
+/// One image to read: from `member` of the window's communicator, image q of its panel. `view`
+/// is usable after the reads completed and index() ran.
 struct Fetch {
   PanelBuf buf;
   PanelView view;
+  std::vector<std::int64_t> off;
+  void index(const BlockSizes& rows, const BlockSizes& cols) {
+    block_offsets(view.meta, view.nblocks, rows, cols, off);
+    view.off = off.data();
+  }
 };
 
 void fetch(comm::Window<std::int64_t>& wm, comm::Window<double>& wd, const Directory& dir,
@@ -90,7 +96,7 @@ void fetch(comm::Window<std::int64_t>& wm, comm::Window<double>& wd, const Direc
     wm.rget(f.buf.meta.data(), kMeta * s.nblocks, member, dir.meta_off[x], rs);
     wd.rget(f.buf.data.data(), s.ndata, member, dir.data_off[x], rs);
   }
-  f.view = f.buf.view();
+  f.view = {f.buf.meta.data(), s.nblocks, f.buf.data.data(), s.ndata};
 }
 }  // namespace
 
@@ -287,6 +293,8 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
   for (int s = 0; s < plan.ticks; ++s) {
     int buf = s % 2;
     rs_ab[buf].wait_all();
+    for (auto& f : fa[buf]) f.index(*ops.rows, *ops.inner);
+    for (auto& f : fb[buf]) f.index(*ops.inner, *ops.cols);
     if (s + 1 < plan.ticks) post(s + 1);
     bool last = s + 1 == plan.ticks;
     // The next tick's reads (and the reads of others from my windows) move while I multiply.

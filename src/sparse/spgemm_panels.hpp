@@ -2,9 +2,10 @@
 // Private to src/sparse: the wire format of A/B images and C panels, packing, the local kernel
 // (no MPI) and the final merge into C. Used by cannon.cpp, rma25d.cpp and multiply.cpp.
 //
-// An image/panel is two arrays: meta (4 int64 per block: block row, block column, offset of the
-// block's first value in data, Frobenius norm as the bit pattern of a double), sorted by (row,
-// column), and data (column-major blocks, back to back).
+// An image/panel is two arrays on the wire: meta (2 int64 per block: block row << 32 | block
+// column, and the Frobenius norm as the bit pattern of a double), sorted by (row, column), and
+// data (column-major blocks, back to back). The offset of a block's first value is not sent: it
+// follows from the block sizes, and the receiver computes every offset once (`off`, index()).
 #include <cstdint>
 #include <cstring>
 #include <unordered_map>
@@ -15,35 +16,60 @@
 
 namespace tessel::sparse::detail {
 
-constexpr int kMeta = 4;  // int64 per block in meta
+constexpr int kMeta = 2;  // int64 per block in meta
 constexpr std::int64_t kMetaBytes = kMeta * 8;
 
+inline std::int64_t meta_rc(int r, int c) {
+  return static_cast<std::int64_t>(
+      (static_cast<std::uint64_t>(static_cast<std::uint32_t>(r)) << 32) |
+      static_cast<std::uint32_t>(c));
+}
+inline int meta_row(std::int64_t w) {
+  return static_cast<int>(static_cast<std::uint64_t>(w) >> 32);
+}
+inline int meta_col(std::int64_t w) {
+  return static_cast<int>(static_cast<std::uint32_t>(static_cast<std::uint64_t>(w)));
+}
+
+/// The offset of every block's first value in the data array (blocks back to back in meta's
+/// order), from the block sizes: off[b], b < nblocks. Pure.
+void block_offsets(const std::int64_t* meta, std::int64_t nblocks, const BlockSizes& rows,
+                   const BlockSizes& cols, std::vector<std::int64_t>& off);
+
+/// A read-only image/panel: the wire arrays plus the offsets computed from them.
 struct PanelView {
   const std::int64_t* meta = nullptr;
   std::int64_t nblocks = 0;
   const double* data = nullptr;
   std::int64_t ndata = 0;
-  int brow(std::int64_t b) const { return static_cast<int>(meta[kMeta * b]); }
-  int bcol(std::int64_t b) const { return static_cast<int>(meta[kMeta * b + 1]); }
-  const double* block(std::int64_t b) const { return data + meta[kMeta * b + 2]; }
+  const std::int64_t* off = nullptr;  // nblocks offsets into data (block_offsets)
+  int brow(std::int64_t b) const { return meta_row(meta[kMeta * b]); }
+  int bcol(std::int64_t b) const { return meta_col(meta[kMeta * b]); }
+  const double* block(std::int64_t b) const { return data + off[b]; }
   double norm(std::int64_t b) const {
     double x;
-    std::memcpy(&x, &meta[kMeta * b + 3], sizeof x);
+    std::memcpy(&x, &meta[kMeta * b + 1], sizeof x);
     return x;
   }
   std::int64_t bytes() const { return nblocks * kMetaBytes + ndata * 8; }
 };
 
+/// An image/panel with its storage. After meta/data are filled (packed or received), index()
+/// computes the offsets; view() needs them (an error otherwise: a view without offsets would
+/// read the wrong values).
 struct PanelBuf {
   std::vector<std::int64_t> meta;
   std::vector<double> data;
-  PanelView view() const {
-    return {meta.data(), static_cast<std::int64_t>(meta.size() / kMeta), data.data(),
-            static_cast<std::int64_t>(data.size())};
+  std::vector<std::int64_t> off;
+  std::int64_t nblocks() const { return static_cast<std::int64_t>(meta.size() / kMeta); }
+  void index(const BlockSizes& rows, const BlockSizes& cols) {
+    block_offsets(meta.data(), nblocks(), rows, cols, off);
   }
+  PanelView view() const;
   void resize(std::int64_t nblocks, std::int64_t ndata) {
     meta.resize(static_cast<std::size_t>(nblocks * kMeta));
     data.resize(static_cast<std::size_t>(ndata));
+    off.clear();
   }
 };
 

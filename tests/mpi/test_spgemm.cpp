@@ -512,7 +512,7 @@ TEST(Spgemm, Errors) {
 // The ledger's panel bytes of one multiply against eq. 7 in its exact per-rank form (see
 // spgemm_plan.hpp), computed here from the block patterns: operands already on the plan's
 // images (no conform step), image (m, v) = blocks of process row m (A) with k blocks of image v;
-// bytes of an image = 32 per block + 8 per value; of a partial C panel 8 per block (two int32)
+// bytes of an image = 16 per block (row and column, norm) + 8 per value; of a partial C panel 8 per block (two int32)
 // + 8 per value + a 16-byte header. Cannon: a rank receives every image of its row (column) except the start images it
 // holds at home. rma25d: the LR A and LC B images of each of its V/L ticks not at home; it sends
 // its L - 1 foreign partial panels.
@@ -561,7 +561,7 @@ TEST(Spgemm, PanelBytesMatchEq7) {
           EXPECT_EQ(rep.conform.recv + rep.conform.sent, 0);
 
           auto bsz = [](int r, int c) { return static_cast<std::int64_t>(r) * c; };
-          // Bytes (32 per block + 8 per entry) of the present blocks of A (B) with image v whose
+          // Bytes (16 per block + 8 per entry) of the present blocks of A (B) with image v whose
           // row (column) block `o` lies in C's process row (column) `owner`: is_row picks A.
           auto image_bytes = [&](bool is_row, int owner, int v) {
             const auto& outer = is_row ? ms : ns;
@@ -570,7 +570,7 @@ TEST(Spgemm, PanelBytesMatchEq7) {
               for (int k = 0; k < static_cast<int>(ks.size()); ++k)
                 if ((is_row ? dc.row_owner(o) : dc.col_owner(o)) == owner &&
                     img[static_cast<std::size_t>(k)] == v && (is_row ? ra.has(o, k) : rb.has(k, o)))
-                  s += 32 +
+                  s += 16 +
                        8 * bsz(outer[static_cast<std::size_t>(o)], ks[static_cast<std::size_t>(k)]);
             return s;
           };

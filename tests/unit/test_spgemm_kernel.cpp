@@ -33,6 +33,7 @@ struct Dense {
 PanelBuf make_image(Dense& d, std::mt19937& rng, double fill, double (*scale)(int, int)) {
   std::uniform_real_distribution<double> u(-1, 1);
   PanelBuf p;
+  std::vector<std::int64_t> offsets;  // where the blocks were put
   for (int i = 0; i < d.r.count(); ++i)
     for (int j = 0; j < d.c.count(); ++j) {
       if (u(rng) * 0.5 + 0.5 >= fill) continue;
@@ -49,8 +50,11 @@ PanelBuf make_image(Dense& d, std::mt19937& rng, double fill, double (*scale)(in
       nrm = std::sqrt(nrm);
       std::int64_t bits;
       std::memcpy(&bits, &nrm, sizeof bits);
-      p.meta.insert(p.meta.end(), {i, j, off, bits});
+      p.meta.insert(p.meta.end(), {meta_rc(i, j), bits});
+      offsets.push_back(off);
     }
+  p.index(d.r, d.c);  // the receiver's offsets, from the block sizes alone
+  EXPECT_EQ(p.off, offsets);
   return p;
 }
 

@@ -33,8 +33,8 @@
 /// LR * V/L images of its ticks not homed on itself), likewise B; C bytes = the L - 1 foreign
 /// partial panels it sends. With S_A, S_B the mean image sizes this is V (S_A + S_B) for
 /// Cannon and (V/L)(LR S_A + LC S_B) + (L - 1) S_C for rma25d, i.e. (V/sqrt(L))(S_A + S_B) +
-/// (L - 1) S_C on square grids (eq. 7). Image size in bytes = 8 * values + 32 * blocks (four
-/// int64 of metadata per block: row, column, offset, norm); partial C panel = 8 * values +
+/// (L - 1) S_C on square grids (eq. 7). Image size in bytes = 8 * values + 16 * blocks (two
+/// int64 of metadata per block: row and column, norm); partial C panel = 8 * values +
 /// 8 * blocks (two int32: row, column) + a 16-byte header.
 #include <cstdint>
 #include <functional>

@@ -291,7 +291,17 @@ def kill_one(r, np_, work, victim_rank):
         if not check(os.path.exists(ck) and p.poll() is None,
                      f"np{np_} kill rank {victim_rank}: the first checkpoint exists while the run goes on"):
             return
-        time.sleep(1.0)  # into the middle of a later step
+        # Into a later step: wait until the checkpoint was rewritten once (the run is going on),
+        # then kill at once (a fixed sleep outlived the whole run on a faster machine).
+        m0 = os.stat(ck).st_mtime_ns
+        t1 = time.time()
+        while p.poll() is None and time.time() - t1 < 30:
+            try:
+                if os.stat(ck).st_mtime_ns != m0:
+                    break
+            except OSError:  # between the rename's unlink and link: try again
+                pass
+            time.sleep(0.01)
         ranks = {}
         for pid in descendants(p.pid):
             try:
@@ -350,7 +360,8 @@ def main():
     ap.add_argument("--np", type=int, required=True)
     ap.add_argument("--part", action="append", choices=["restart", "errors", "kill"])
     ap.add_argument("--n", type=int, default=64, help="ring model size of the restart/error parts")
-    ap.add_argument("--kill-n", type=int, default=768, help="ring model size of the kill part")
+    ap.add_argument("--kill-n", type=int, default=2048,
+                    help="ring model size of the kill part (~0.1-0.3 s per step at 4 ranks)")
     ap.add_argument("--kill-rank", type=int, action="append", help="rank(s) to kill (default 1, then 0)")
     ap.add_argument("--timeout", type=float, default=180)
     a = ap.parse_args()

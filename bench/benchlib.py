@@ -96,28 +96,25 @@ class Config:
         t0 = time.time()
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              start_new_session=True)
-        note, t_done, rc = "", None, None
+        note, t_done, hung = "", None, False
         while True:
             try:
                 out, err = p.communicate(timeout=0.5)
-                rc = p.returncode
                 break
             except subprocess.TimeoutExpired:
                 pass
             now = time.time()
             if done is not None and t_done is None and _valid_json(done):
                 t_done = now
-            if t_done is not None and now - t_done > FINALIZE_GRACE:
-                note = "hung in MPI_Finalize"
-            elif now - t0 > timeout:
-                note = "timeout"
-            else:
+            hung = t_done is not None and now - t_done > FINALIZE_GRACE
+            if not hung and now - t0 <= timeout:
                 continue
-            _kill_group(p)
+            note = "hung in MPI_Finalize" if hung else "timeout"
+            end_group(p)
             out, err = p.communicate()
-            rc = 0 if note.startswith("hung") else None
             break
-        wall = (t_done if note.startswith("hung") else time.time()) - t0
+        rc = 0 if hung else (None if note else p.returncode)
+        wall = (t_done if hung else time.time()) - t0
         Path(log).write_text(" ".join(cmd) + "\n" + out + err + (f"\n[benchlib: {note}]\n" if note else ""))
         wire = None
         if s0 is not None:
@@ -141,16 +138,17 @@ def _valid_json(path):
         return False
 
 
-def _kill_group(p):
-    """Ends the launcher's process group (mpirun and, locally, its ranks) and, for netcluster
-    runs, the ranks left inside the namespaces."""
+def end_group(p, grace=5.0):
+    """Ends process `p`, started with start_new_session=True, and its whole process group (mpirun
+    and the ranks or launch agents it started, nothing else): SIGTERM, then SIGKILL after `grace`
+    seconds. Shared by the benchmarks (gemm_bench's timeouts too)."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(p.pid, sig)
         except ProcessLookupError:
             return
         try:
-            p.wait(timeout=5)
+            p.wait(timeout=grace)
             return
         except subprocess.TimeoutExpired:
             pass

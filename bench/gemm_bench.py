@@ -25,13 +25,15 @@ import math
 import os
 import re
 import shlex
-import signal
 import socket
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchlib import end_group  # noqa: E402
 
 
 def _reexec_with_debian_python():
@@ -166,16 +168,7 @@ def run_in_own_group(cmd, log, timeout):
         try:
             return proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            for sig, grace in ((signal.SIGTERM, 10), (signal.SIGKILL, 10)):
-                try:
-                    os.killpg(proc.pid, sig)
-                except ProcessLookupError:
-                    break
-                try:
-                    proc.wait(timeout=grace)
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
+            end_group(proc, grace=10)
             return None
 
 

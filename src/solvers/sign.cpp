@@ -19,9 +19,14 @@
 
 namespace tessel::solvers {
 
+namespace {
+/// The residual below which filtering (eps > 0) or rounding may hold the iteration up.
+double noise_level(double eps) { return eps > 0 ? std::max(1e-3, 1e3 * eps) : 1e-6; }
+}  // namespace
+
 bool sign_floor_reached(double res, double prev, std::int64_t n, double eps) {
   const double nd = static_cast<double>(std::max<std::int64_t>(1, n));
-  const double floor = std::min(eps > 0 ? std::max(1e-3, 1e3 * eps) : 1e-6, 0.1 / std::sqrt(nd));
+  const double floor = std::min(noise_level(eps), 0.1 / std::sqrt(nd));
   return res < floor && res > 0.25 * prev;
 }
 
@@ -38,7 +43,7 @@ SignResult<M> sign(Algebra<M>& alg, const M& A, double bound, const SignOptions&
   });
   const auto m0 = alg.stats().multiplications;
   const double eps = alg.filter_eps();
-  const double floor = eps > 0 ? std::max(1e-3, 1e3 * eps) : 1e-6;  // divergence test only
+  const double floor = noise_level(eps);  // a growing residual above it is divergence
   const std::int64_t n = alg.n(A);
   M x = alg.copy(A);
   alg.scale(x, 1 / bound);

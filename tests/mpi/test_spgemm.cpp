@@ -512,8 +512,8 @@ TEST(Spgemm, Errors) {
 // The ledger's panel bytes of one multiply against eq. 7 in its exact per-rank form (see
 // spgemm_plan.hpp), computed here from the block patterns: operands already on the plan's
 // images (no conform step), image (m, v) = blocks of process row m (A) with k blocks of image v;
-// bytes of an image = 16 per block (row and column, norm) + 8 per value; of a partial C panel 8 per block (two int32)
-// + 8 per value + a 16-byte header. Cannon: a rank receives every image of its row (column) except the start images it
+// bytes of an image = 16 per block (row and column, norm) + 8 per value; of a partial C panel
+// 8 per block (two int32) + 8 per value + a 16-byte header. Cannon: a rank receives every image of its row (column) except the start images it
 // holds at home. rma25d: the LR A and LC B images of each of its V/L ticks not at home; it sends
 // its L - 1 foreign partial panels.
 TEST(Spgemm, PanelBytesMatchEq7) {

@@ -135,6 +135,7 @@ struct SignSearch {
   M x;  // sign at the last mu evaluated
   // count(mu) = (n - tr sign(A - mu I)) / 2 = tr(P S)
   double count(double mu) {
+    x = M{};  // the last evaluation's sign: not needed while the next one runs
     M a = alg.copy(A);
     alg.shift(a, -mu);
     const double bound = 1.01 * std::max(std::abs(b.hi - mu), std::abs(b.lo - mu));
@@ -144,7 +145,7 @@ struct SignSearch {
     so.max_iter = opt.max_iter;
     so.mu = mu;
     so.on_step = opt.on_step;
-    auto r = sign(alg, a, bound, so);
+    auto r = sign(alg, std::move(a), bound, so);
     ++out.sign_evaluations;
     out.iterations += r.iterations;
     out.residual = r.residual;
@@ -390,6 +391,9 @@ DensityResult<M> density(Algebra<M>& alg, const M& H, const M& S, std::int64_t e
     out.P = alg.product(alg.product(Z, pt), Z);
     alg.symmetrize(out.P);
   }
+  pt = M{};  // not needed any more: freed before the final products (the peak of memory)
+  ht = M{};
+  z.X = M{};
   {
     // ||PSP - P||_F / ||P||_F, then the final McWeeny steps in the non-orthogonal basis with
     // the true S, P <- 3 PSP - 2 PSPSP (reusing PS and PSP: one more product per step). They

@@ -32,6 +32,11 @@ bool sign_floor_reached(double res, double prev, std::int64_t n, double eps) {
 
 template <class M>
 SignResult<M> sign(Algebra<M>& alg, const M& A, double bound, const SignOptions& opt) {
+  return sign(alg, alg.copy(A), bound, opt);
+}
+
+template <class M>
+SignResult<M> sign(Algebra<M>& alg, M&& A, double bound, const SignOptions& opt) {
   alg.ctx().agree([&] {
     TESSEL_CHECK(opt.order == 2 || opt.order == 3, InputError, "sign: order = ", opt.order,
                  " (expected 2 or 3)");
@@ -45,7 +50,7 @@ SignResult<M> sign(Algebra<M>& alg, const M& A, double bound, const SignOptions&
   const double eps = alg.filter_eps();
   const double floor = noise_level(eps);  // a growing residual above it is divergence
   const std::int64_t n = alg.n(A);
-  M x = alg.copy(A);
+  M x = std::move(A);
   alg.scale(x, 1 / bound);
   alg.filter(x);
   SignResult<M> out;
@@ -55,9 +60,12 @@ SignResult<M> sign(Algebra<M>& alg, const M& A, double bound, const SignOptions&
   for (;; ++k) {
     M x2 = alg.product(x, x);
     const double n2 = alg.norm(x2);
-    M r = alg.copy(x2);
-    alg.shift(r, -1.0);
-    const double res = alg.norm(r) / (n2 > 0 ? n2 : 1.0);
+    double res;
+    {  // freed before the next product
+      M r = alg.copy(x2);
+      alg.shift(r, -1.0);
+      res = alg.norm(r) / (n2 > 0 ? n2 : 1.0);
+    }
     if (opt.on_step) {
       IterationInfo s;
       s.stage = "sign";
@@ -104,7 +112,12 @@ SignResult<M> sign(Algebra<M>& alg, const M& A, double bound, const SignOptions&
 
 template SignResult<dense::DistMatrix<double>> sign(DenseAlgebra&, const dense::DistMatrix<double>&,
                                                     double, const SignOptions&);
+template SignResult<dense::DistMatrix<double>> sign(DenseAlgebra&, dense::DistMatrix<double>&&,
+                                                    double, const SignOptions&);
 template SignResult<sparse::BlockSparseMatrix<double>> sign(
     SparseAlgebra&, const sparse::BlockSparseMatrix<double>&, double, const SignOptions&);
+template SignResult<sparse::BlockSparseMatrix<double>> sign(SparseAlgebra&,
+                                                            sparse::BlockSparseMatrix<double>&&,
+                                                            double, const SignOptions&);
 
 }  // namespace tessel::solvers

@@ -127,9 +127,11 @@ ExecResult run_cannon(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
         grid.col(), plan.pr, i, b, [&](int pos, int q) { return plan.cannon_image(pos, j, q); },
         home_b, dir_b, sb);
   }
+  home_a = {};  // sent (or moved into a slot): the pre-shift's copies are not needed any more
+  home_b = {};
 
   // Ticks: shift the next images while the current ones are multiplied.
-  CAccumulator acc(ops.rows, ops.cols);
+  CAccumulator& acc = res.product.emplace(ops.rows, ops.cols);
   for (int t = 0; t < V; ++t) {
     comm::RequestSet rs;
     auto& cur_a = sa[static_cast<std::size_t>(t % (a + 1))];
@@ -155,8 +157,11 @@ ExecResult run_cannon(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
                     opt.allowed, acc, res.stats, opt.comm_only,  // comm_only: symbolic
                     [&] { progress(); });
     rs.wait_all();
+    // A slot is refilled a + 1 (b + 1) ticks later; once no image comes into it any more
+    // (the last a (b) ticks), its values are freed as soon as they are used and sent.
+    if (t + 1 >= V - a) cur_a = PanelBuf{};
+    if (t + 1 >= V - b) cur_b = PanelBuf{};
   }
-  res.product = acc.pack();
   return res;
 }
 

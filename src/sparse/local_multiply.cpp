@@ -118,9 +118,27 @@ std::int64_t CAccumulator::find_id(int r, int c) const {
   return spa_[static_cast<std::size_t>(c)];
 }
 
-std::int64_t CAccumulator::find(int r, int c) const {
-  std::int64_t id = find_id(r, c);
-  return id < 0 ? -1 : offsets_[static_cast<std::size_t>(id)];
+bool CAccumulator::contains(int r, int c) const { return find_id(r, c) >= 0; }
+
+double* CAccumulator::take(std::int64_t n) {
+  constexpr std::int64_t kPage = std::int64_t{1} << 16;  // values (512 KiB)
+  if (n > page_left_) {  // the rest of the page stays unused; a large block gets its own page
+    const std::int64_t size = std::max(kPage, n);
+    pages_.push_back(std::make_unique<double[]>(static_cast<std::size_t>(size)));  // zeroed
+    page_at_ = pages_.back().get();
+    page_left_ = size;
+  }
+  double* v = page_at_;
+  page_at_ += n;
+  page_left_ -= n;
+  return v;
+}
+
+std::vector<std::size_t> CAccumulator::row_order() const {
+  std::vector<std::size_t> order(entries_.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](auto x, auto y) { return row_of_[x] < row_of_[y]; });
+  return order;
 }
 
 CWire CAccumulator::pack_masked(const CWire& pattern, double drop_below,
@@ -128,7 +146,7 @@ CWire CAccumulator::pack_masked(const CWire& pattern, double drop_below,
   const std::int64_t np = static_cast<std::int64_t>(pattern.idx.size() / 2);
   CWire w;
   w.idx.assign(static_cast<std::size_t>((np + 31) / 32), 0);
-  w.data.reserve(data_.size());
+  w.data.reserve(static_cast<std::size_t>(nvalues_));
   std::int64_t found = 0;
   for (std::int64_t b = 0; b < np; ++b) {
     const int r = pattern.idx[static_cast<std::size_t>(2 * b)],
@@ -141,9 +159,9 @@ CWire CAccumulator::pack_masked(const CWire& pattern, double drop_below,
       continue;
     }
     w.idx[static_cast<std::size_t>(b / 32)] |= static_cast<std::int32_t>(1u << (b % 32));
-    const std::int64_t off = offsets_[static_cast<std::size_t>(id)];
+    const double* v = values_[static_cast<std::size_t>(id)];
     const std::int64_t n = static_cast<std::int64_t>(rows_->size(r)) * cols_->size(c);
-    w.data.insert(w.data.end(), data_.data() + off, data_.data() + off + n);
+    w.data.insert(w.data.end(), v, v + n);
   }
   TESSEL_ASSERT(found == nblocks_);  // every block is inside the owner's pattern
   return w;
@@ -160,9 +178,9 @@ void CAccumulator::add_masked(const CWire& w, const CWire& pattern) {
               c = pattern.idx[static_cast<std::size_t>(2 * b + 1)];
     const std::int64_t n = static_cast<std::int64_t>(rows_->size(r)) * cols_->size(c);
     TESSEL_ASSERT(at + n <= static_cast<std::int64_t>(w.data.size()));
-    const std::int64_t off = slot(r, c);
-    for (std::int64_t x = 0; x < n; ++x)
-      data_[static_cast<std::size_t>(off + x)] += w.data[static_cast<std::size_t>(at + x)];
+    double* dst = slot(r, c);
+    const double* src = w.data.data() + at;
+    for (std::int64_t x = 0; x < n; ++x) dst[x] += src[x];
     at += n;
   }
   TESSEL_ASSERT(at == static_cast<std::int64_t>(w.data.size()));
@@ -179,11 +197,15 @@ std::int64_t CAccumulator::slot_id(int r, int c, bool values) {
     row_of_.push_back(r);
   }
   id = nblocks_++;
-  offsets_.push_back(static_cast<std::int64_t>(data_.size()));
   bounds_.push_back(0.0);
   entries_[static_cast<std::size_t>(rs)].emplace_back(c, id);
-  if (values)
-    data_.resize(data_.size() + static_cast<std::size_t>(rows_->size(r)) * cols_->size(c), 0.0);
+  if (values) {
+    const std::int64_t n = static_cast<std::int64_t>(rows_->size(r)) * cols_->size(c);
+    values_.push_back(take(n));
+    nvalues_ += n;
+  } else {
+    values_.push_back(nullptr);
+  }
   return id;
 }
 
@@ -197,23 +219,24 @@ void CAccumulator::mark(const CWire& pattern) {
   }
 }
 
-std::int64_t CAccumulator::slot(int r, int c) {
-  return offsets_[static_cast<std::size_t>(slot_id(r, c))];
+double* CAccumulator::slot(int r, int c) {
+  double* v = values_[static_cast<std::size_t>(slot_id(r, c))];
+  TESSEL_ASSERT(v);  // not a mark()ed block
+  return v;
 }
 
-std::int64_t CAccumulator::slot_bound(int r, int c, double x) {
+double* CAccumulator::slot_bound(int r, int c, double x) {
   auto id = static_cast<std::size_t>(slot_id(r, c));
   bounds_[id] += x;
-  return offsets_[id];
+  return values_[id];
 }
 
 void CAccumulator::add(const PanelView& p) {
   for (std::int64_t b = 0; b < p.nblocks; ++b) {
     int r = p.brow(b), c = p.bcol(b);
-    std::int64_t off = slot(r, c);
+    double* dst = slot(r, c);
     std::int64_t n = static_cast<std::int64_t>(rows_->size(r)) * cols_->size(c);
     const double* src = p.block(b);
-    double* dst = data_.data() + off;
     for (std::int64_t x = 0; x < n; ++x) dst[x] += src[x];
   }
 }
@@ -225,62 +248,48 @@ void CAccumulator::add(const CWire& w) {
     int r = w.idx[static_cast<std::size_t>(2 * b)], c = w.idx[static_cast<std::size_t>(2 * b + 1)];
     std::int64_t n = static_cast<std::int64_t>(rows_->size(r)) * cols_->size(c);
     TESSEL_ASSERT(at + n <= static_cast<std::int64_t>(w.data.size()));
-    std::int64_t off = slot(r, c);
+    double* dst = slot(r, c);
     const double* src = w.data.data() + at;
-    double* dst = data_.data() + off;
     for (std::int64_t x = 0; x < n; ++x) dst[x] += src[x];
     at += n;
   }
   TESSEL_ASSERT(at == static_cast<std::int64_t>(w.data.size()));
 }
 
-CWire CAccumulator::pack_wire(double drop_below, std::int64_t* dropped) const {
-  std::vector<std::size_t> order(entries_.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](auto x, auto y) { return row_of_[x] < row_of_[y]; });
-  CWire w;
-  w.idx.reserve(static_cast<std::size_t>(nblocks_) * 2);
-  w.data.reserve(data_.size());
-  for (std::size_t i : order) {
-    int r = row_of_[i];
+void CAccumulator::for_each_block(
+    const std::function<void(int, int, const double*, double)>& f) const {
+  for (std::size_t i : row_order()) {
     auto row = entries_[i];
     std::sort(row.begin(), row.end());
-    for (auto [c, id] : row) {
-      if (bounds_[static_cast<std::size_t>(id)] < drop_below) {  // ||block|| <= bound < drop_below
-        if (dropped) ++*dropped;
-        continue;
-      }
-      const std::int64_t off = offsets_[static_cast<std::size_t>(id)];
-      std::int64_t n = static_cast<std::int64_t>(rows_->size(r)) * cols_->size(c);
-      w.idx.insert(w.idx.end(), {r, c});
-      w.data.insert(w.data.end(), data_.data() + off, data_.data() + off + n);
-    }
+    for (auto [c, id] : row)
+      f(row_of_[i], c, values_[static_cast<std::size_t>(id)],
+        bounds_[static_cast<std::size_t>(id)]);
   }
-  return w;
 }
 
-PanelBuf CAccumulator::pack() const {
-  std::vector<std::size_t> order(entries_.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](auto x, auto y) { return row_of_[x] < row_of_[y]; });
-  PanelBuf p;
-  p.meta.reserve(static_cast<std::size_t>(nblocks_) * kMeta);
-  p.off.reserve(static_cast<std::size_t>(nblocks_));
-  p.data.reserve(data_.size());
-  for (std::size_t i : order) {
-    int r = row_of_[i];
-    auto row = entries_[i];
-    std::sort(row.begin(), row.end());
-    for (auto [c, id] : row) {
-      const std::int64_t off = offsets_[static_cast<std::size_t>(id)];
-      std::int64_t n = static_cast<std::int64_t>(rows_->size(r)) * cols_->size(c);
-      const double* src = data_.data() + off;
-      p.meta.insert(p.meta.end(), {meta_rc(r, c), norm_bits(frob(src, n))});
-      p.off.push_back(static_cast<std::int64_t>(p.data.size()));
-      p.data.insert(p.data.end(), src, src + n);
+void CAccumulator::sorted_row(int r, std::vector<std::pair<int, const double*>>& out) const {
+  out.clear();
+  const int rs = row_slot_[static_cast<std::size_t>(r)];
+  if (rs < 0) return;
+  for (auto [c, id] : entries_[static_cast<std::size_t>(rs)])
+    out.emplace_back(c, values_[static_cast<std::size_t>(id)]);
+  std::sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+}
+
+CWire CAccumulator::pack_wire(double drop_below, std::int64_t* dropped) const {
+  CWire w;
+  w.idx.reserve(static_cast<std::size_t>(nblocks_) * 2);
+  w.data.reserve(static_cast<std::size_t>(nvalues_));
+  for_each_block([&](int r, int c, const double* v, double bound) {
+    if (bound < drop_below) {  // ||block|| <= bound < drop_below
+      if (dropped) ++*dropped;
+      return;
     }
-  }
-  return p;
+    const std::int64_t n = static_cast<std::int64_t>(rows_->size(r)) * cols_->size(c);
+    w.idx.insert(w.idx.end(), {r, c});
+    w.data.insert(w.data.end(), v, v + n);
+  });
+  return w;
 }
 
 namespace {
@@ -291,20 +300,20 @@ struct Stack {
   struct Item {
     const double* a;
     const double* b;
-    std::int64_t c;  // offset in C (its buffer may grow while the stack fills)
+    double* c;  // the block of C (its values never move)
   };
   std::vector<Item> p;
 };
 constexpr std::size_t kStackSize = 30000;
 
-void flush(Stack& s, double* cd, KernelStats& stats) {
+void flush(Stack& s, KernelStats& stats) {
   const double one = 1.0;
   const std::size_t np = s.p.size();
   if (s.f) {
-    for (const auto& it : s.p) s.f(it.a, it.b, cd + it.c);
+    for (const auto& it : s.p) s.f(it.a, it.b, it.c);
   } else {
     for (const auto& it : s.p)
-      dgemm_("N", "N", &s.m, &s.n, &s.k, &one, it.a, &s.m, it.b, &s.k, &one, cd + it.c, &s.m);
+      dgemm_("N", "N", &s.m, &s.n, &s.k, &one, it.a, &s.m, it.b, &s.k, &one, it.c, &s.m);
   }
   stats.flops += 2.0 * s.m * s.n * s.k * static_cast<double>(np);
   stats.multiplied += static_cast<std::int64_t>(np);
@@ -391,18 +400,18 @@ void multiply_images(const PanelView& a, const PanelView& b, const BlockSizes& r
           ++stats.skipped;
           continue;
         }
-        if (allowed && allowed->find(r, cc) < 0) continue;
-        const std::int64_t off = c.slot_bound(r, cc, na * b.norm(z));
+        if (allowed && !allowed->contains(r, cc)) continue;
+        double* const cv = c.slot_bound(r, cc, na * b.norm(z));
         if (symbolic) continue;  // the block of C as the product creates it, no flops
         Stack& s = stack_of(m, bn[static_cast<std::size_t>(z)], kk);
-        s.p.push_back({ab, b.block(z), off});
-        if (s.p.size() >= kStackSize) flush(s, c.data(), stats);
+        s.p.push_back({ab, b.block(z), cv});
+        if (s.p.size() >= kStackSize) flush(s, stats);
       }
     }
     x = y;
     if (progress) progress();
   }
-  for (auto& s : stacks) flush(s, c.data(), stats);
+  for (auto& s : stacks) flush(s, stats);
 }
 
 CAccumulator pattern_of(const BlockSparseMatrix<double>& c) {
@@ -425,54 +434,93 @@ CWire pattern_wire(const BlockSparseMatrix<double>& c) {
   return w;
 }
 
-std::int64_t merge_into(BlockSparseMatrix<double>& c, double beta, double alpha, const PanelView& p,
-                        bool retain, double eps) {
+std::int64_t merge_into(BlockSparseMatrix<double>& c, double beta, double alpha,
+                        const CAccumulator* p, bool retain, double eps) {
   const auto& rows = c.distribution().row_blocks();
   const auto& cols = c.distribution().col_blocks();
   auto l = c.local();
-  bool keep_old = retain || beta != 0.0;
-  std::vector<std::int64_t> row_ptr{0}, offset;
-  std::vector<int> col;
-  std::vector<double> data;
-  std::int64_t dropped = 0, pb = 0;
-  auto emit = [&](int r, int cc, const double* old, const double* prod) {
-    std::int64_t n = static_cast<std::int64_t>(rows.size(r)) * cols.size(cc);
-    std::size_t at = data.size();
-    data.resize(at + static_cast<std::size_t>(n));
-    double* dst = data.data() + at;
+  const bool keep_old = retain || beta != 0.0;
+  // Every block of the result in CSR order: f(r, column, old values or null, product or null);
+  // row_end() after each of C's local rows.
+  std::vector<std::pair<int, const double*>> prow;
+  std::int64_t pseen = 0;
+  auto walk = [&](const std::function<void(int, int, const double*, const double*)>& f,
+                  const std::function<void()>& row_end) {
+    pseen = 0;
+    for (std::size_t i = 0; i < l.brows->size(); ++i) {
+      const int r = (*l.brows)[i];
+      if (p) p->sorted_row(r, prow);
+      pseen += static_cast<std::int64_t>(prow.size());
+      std::int64_t k = (*l.row_ptr)[i];
+      const std::int64_t kend = (*l.row_ptr)[i + 1];
+      std::size_t q = 0;
+      while (k < kend || q < prow.size()) {
+        const int oc = k < kend ? (*l.col)[static_cast<std::size_t>(k)] : -1;
+        const int pc = q < prow.size() ? prow[q].first : -1;
+        const double* old = oc >= 0 ? l.data + (*l.offset)[static_cast<std::size_t>(k)] : nullptr;
+        if (oc >= 0 && (pc < 0 || oc < pc)) {
+          if (keep_old) f(r, oc, old, nullptr);
+          ++k;
+        } else if (oc < 0 || pc < oc) {
+          if (!retain) f(r, pc, nullptr, prow[q].second);
+          ++q;
+        } else {
+          f(r, oc, keep_old ? old : nullptr, prow[q].second);
+          ++k;
+          ++q;
+        }
+      }
+      row_end();
+    }
+  };
+  auto combine = [&](double* dst, std::int64_t n, const double* old, const double* prod) {
     for (std::int64_t x = 0; x < n; ++x)
       dst[x] = (old && beta != 0.0 ? beta * old[x] : 0.0) + (prod ? alpha * prod[x] : 0.0);
-    if (eps > 0 && frob(dst, n) < eps) {
-      data.resize(at);
-      ++dropped;
-      return;
-    }
-    col.push_back(cc);
-    offset.push_back(static_cast<std::int64_t>(at));
   };
-  for (std::size_t i = 0; i < l.brows->size(); ++i) {
-    int r = (*l.brows)[i];
-    TESSEL_ASSERT(pb >= p.nblocks || p.brow(pb) >= r);
-    std::int64_t k = (*l.row_ptr)[i], kend = (*l.row_ptr)[i + 1];
-    while (k < kend || (pb < p.nblocks && p.brow(pb) == r)) {
-      int oc = k < kend ? (*l.col)[static_cast<std::size_t>(k)] : -1;
-      int pc = (pb < p.nblocks && p.brow(pb) == r) ? p.bcol(pb) : -1;
-      if (oc >= 0 && (pc < 0 || oc < pc)) {
-        if (keep_old) emit(r, oc, l.data + (*l.offset)[static_cast<std::size_t>(k)], nullptr);
-        ++k;
-      } else if (oc < 0 || pc < oc) {
-        if (!retain) emit(r, pc, nullptr, p.block(pb));
-        ++pb;
-      } else {
-        emit(r, oc, keep_old ? l.data + (*l.offset)[static_cast<std::size_t>(k)] : nullptr,
-             p.block(pb));
-        ++k;
-        ++pb;
-      }
-    }
-    row_ptr.push_back(static_cast<std::int64_t>(col.size()));
-  }
-  TESSEL_ASSERT(pb == p.nblocks);
+  // Pass 1: which blocks the filter keeps, and the exact size of the new storage.
+  std::vector<char> keep;
+  std::vector<double> scratch;
+  std::int64_t nkept = 0, nvalues = 0, dropped = 0;
+  walk(
+      [&](int r, int cc, const double* old, const double* prod) {
+        const std::int64_t n = static_cast<std::int64_t>(rows.size(r)) * cols.size(cc);
+        bool k = true;
+        if (eps > 0) {
+          scratch.resize(static_cast<std::size_t>(n));
+          combine(scratch.data(), n, old, prod);
+          k = frob(scratch.data(), n) >= eps;
+        }
+        keep.push_back(k);
+        if (k) {
+          ++nkept;
+          nvalues += n;
+        } else {
+          ++dropped;
+        }
+      },
+      [] {});
+  TESSEL_ASSERT(!p || pseen == p->nblocks());  // every product block is in one of C's rows
+  // Pass 2: fill.
+  std::vector<std::int64_t> row_ptr, offset;
+  std::vector<int> col;
+  std::vector<double> data(static_cast<std::size_t>(nvalues));
+  row_ptr.reserve(l.brows->size() + 1);
+  row_ptr.push_back(0);
+  col.reserve(static_cast<std::size_t>(nkept));
+  offset.reserve(static_cast<std::size_t>(nkept));
+  std::size_t b = 0;
+  std::int64_t at = 0;
+  walk(
+      [&](int r, int cc, const double* old, const double* prod) {
+        if (!keep[b++]) return;
+        const std::int64_t n = static_cast<std::int64_t>(rows.size(r)) * cols.size(cc);
+        combine(data.data() + at, n, old, prod);
+        col.push_back(cc);
+        offset.push_back(at);
+        at += n;
+      },
+      [&] { row_ptr.push_back(static_cast<std::int64_t>(col.size())); });
+  TESSEL_ASSERT(at == nvalues);
   c.assign_local(std::move(row_ptr), std::move(col), std::move(offset), std::move(data));
   return dropped;
 }

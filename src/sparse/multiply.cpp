@@ -198,10 +198,11 @@ SpMultiplyReport multiply(Context& ctx, double alpha, SpOp opa, const BlockSpars
     run_multiply(ctx, plan, alpha, opa, a, opb, b, c, options, cache, res);
   }
   rep.partial_blocks_dropped = res.partial_blocks_dropped;
-  rep.product_blocks = res.product.view().nblocks;
-  rep.product_values = res.product.view().ndata;
-  rep.blocks_filtered = detail::merge_into(c, beta, alpha, res.product.view(),
-                                           options.retain_sparsity, options.filter_eps);
+  const detail::CAccumulator* product = res.product ? &*res.product : nullptr;
+  rep.product_blocks = product ? product->nblocks() : 0;
+  rep.product_values = product ? product->nvalues() : 0;
+  rep.blocks_filtered =
+      detail::merge_into(c, beta, alpha, product, options.retain_sparsity, options.filter_eps);
   rep.flops = res.stats.flops;
   rep.blocks_multiplied = res.stats.multiplied;
   rep.blocks_skipped = res.stats.skipped;

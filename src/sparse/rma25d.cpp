@@ -320,6 +320,7 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
                          rs_send);
         ctx.comm().isend(o.data.data(), static_cast<std::int64_t>(o.data.size()), dest, kTagData,
                          rs_send);
+        acc[p] = CAccumulator(ops.rows, ops.cols);  // packed: free its values now
       }
     }
   }
@@ -346,7 +347,7 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
     PhaseScope ph(ledger, kPhaseCPattern);
     rs_pat_send.wait_all();
   }
-  res.product = acc[own].pack();
+  res.product.emplace(std::move(acc[own]));
   return res;
 }
 

@@ -76,7 +76,9 @@ struct ExecOptions {
 };
 
 struct ExecResult {
-  PanelBuf product;  // this rank's C panel, sum over all images (not scaled by alpha)
+  /// This rank's C panel, sum over all images (not scaled by alpha); merge_into reads it in
+  /// place. Empty when nothing was multiplied (alpha = 0).
+  std::optional<CAccumulator> product;
   KernelStats stats;
   std::int64_t partial_blocks_dropped = 0;
   bool windows_created = false;

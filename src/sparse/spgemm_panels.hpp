@@ -10,6 +10,7 @@
 #include <cstring>
 #include <unordered_map>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "tessel/sparse/block_sparse.hpp"
@@ -106,31 +107,35 @@ struct KernelStats {
   std::int64_t multiplied = 0, skipped = 0;
 };
 
-/// A C panel being accumulated: blocks by row, values in one growing buffer. Lookups go
-/// through a dense column index of the current row (a sparse accumulator, as Gustavson's), so
-/// calls should come row by row (the kernel does); switching rows costs the row's blocks.
+/// A C panel being accumulated: blocks by row, values in pages that never move (a block's
+/// values stay where slot() put them, so the kernel keeps pointers, and growing never copies).
+/// Lookups go through a dense column index of the current row (a sparse accumulator, as
+/// Gustavson's), so calls should come row by row (the kernel does); switching rows costs the
+/// row's blocks.
 class CAccumulator {
  public:
   CAccumulator(const BlockSizes* rows, const BlockSizes* cols);
-  /// Offset of block (r, c), created (zero) when absent.
-  std::int64_t slot(int r, int c);
+  /// Values of block (r, c), created (zero) when absent.
+  double* slot(int r, int c);
   /// slot(), and adds x to the block's norm bound (the kernel adds ||A_rk|| ||B_kc|| per
   /// product, so the bound is >= the block's Frobenius norm).
-  std::int64_t slot_bound(int r, int c, double x);
-  /// Offset or -1.
-  std::int64_t find(int r, int c) const;
+  double* slot_bound(int r, int c, double x);
+  /// True when block (r, c) exists (created by slot() or mark()).
+  bool contains(int r, int c) const;
   /// Pattern only (retain_sparsity's allowed blocks): block (r, c) is created without values,
-  /// so find() returns >= 0 for it; an accumulator built with mark() is only for find().
+  /// so contains() is true for it; an accumulator built with mark() is only for contains().
   void mark(int r, int c);
   /// mark() every block of a pattern in the C wire format (idx only; data ignored).
   void mark(const CWire& pattern);
-  double* data() { return data_.data(); }
   /// Adds a received panel (same block sizes).
   void add(const PanelView& p);
   /// Adds a received partial panel in the C wire format (same block sizes).
   void add(const CWire& w);
-  /// Packs into the image format, sorted by (row, column).
-  PanelBuf pack() const;
+  /// f(r, c, values, norm bound) for every block, sorted by (row, column). Not for mark()ed
+  /// accumulators.
+  void for_each_block(const std::function<void(int, int, const double*, double)>& f) const;
+  /// The blocks of row r sorted by column: (column, values); empty when the row has none.
+  void sorted_row(int r, std::vector<std::pair<int, const double*>>& out) const;
   /// Packs into the C wire format, sorted by (row, column), leaving out the blocks whose norm
   /// bound is < drop_below (counted in *dropped when given).
   CWire pack_wire(double drop_below = 0, std::int64_t* dropped = nullptr) const;
@@ -142,24 +147,30 @@ class CAccumulator {
                     std::int64_t* dropped = nullptr) const;
   /// Adds a partial packed by pack_masked against the same pattern.
   void add_masked(const CWire& w, const CWire& pattern);
-  std::int64_t nvalues() const { return static_cast<std::int64_t>(data_.size()); }
+  std::int64_t nvalues() const { return nvalues_; }
   std::int64_t nblocks() const { return nblocks_; }
 
  private:
   void select(int r) const;
   std::int64_t slot_id(int r, int c, bool values = true);
   std::int64_t find_id(int r, int c) const;
+  /// n zero values in the current page (a new page when they do not fit).
+  double* take(std::int64_t n);
+  /// Row indices (into entries_) sorted by global row.
+  std::vector<std::size_t> row_order() const;
   const BlockSizes* rows_;
   const BlockSizes* cols_;
   std::vector<int> row_slot_;  // global row -> index into entries_, or -1
   std::vector<int> row_of_;    // index into entries_ -> global row
   std::vector<std::vector<std::pair<int, std::int64_t>>> entries_;  // (column, block id)
-  std::vector<std::int64_t> offsets_;  // block id -> offset of its values in data_
-  std::vector<double> bounds_;         // block id -> norm bound (sum of norm products)
-  std::vector<double> data_;
+  std::vector<double*> values_;  // block id -> its values (null for mark()ed blocks)
+  std::vector<double> bounds_;   // block id -> norm bound (sum of norm products)
+  std::vector<std::unique_ptr<double[]>> pages_;
+  double* page_at_ = nullptr;  // the unused part of the last page
+  std::int64_t page_left_ = 0;
   mutable std::vector<std::int64_t> spa_;  // column -> block id in the current row, or -1
   mutable int cur_ = -1;
-  std::int64_t nblocks_ = 0;
+  std::int64_t nblocks_ = 0, nvalues_ = 0;
 };
 
 /// The local kernel (no MPI): C += A_image * B_image over block-CSR images. On-the-fly filter
@@ -176,11 +187,13 @@ void multiply_images(const PanelView& a, const PanelView& b, const BlockSizes& r
                      const CAccumulator* allowed, CAccumulator& c, KernelStats& stats,
                      bool symbolic = false, const std::function<void()>& progress = {});
 
-/// C = beta C + alpha P on this rank's local blocks (P: the product panel of this rank), then
-/// drop blocks of norm < eps (eps > 0). retain: C's pattern is kept (P blocks outside are
-/// dropped). Returns the number of blocks dropped by the final filter.
-std::int64_t merge_into(BlockSparseMatrix<double>& c, double beta, double alpha, const PanelView& p,
-                        bool retain, double eps);
+/// C = beta C + alpha P on this rank's local blocks (P: the product panel of this rank, read
+/// in place; null: no product), then drop blocks of norm < eps (eps > 0). retain: C's pattern
+/// is kept (P blocks outside are dropped). The new storage is sized exactly before it is
+/// filled (a first pass decides which blocks the filter keeps). Returns the number of blocks
+/// dropped by the final filter.
+std::int64_t merge_into(BlockSparseMatrix<double>& c, double beta, double alpha,
+                        const CAccumulator* p, bool retain, double eps);
 
 /// The pattern of C's local blocks as an accumulator (for retain_sparsity; mark()ed, no values).
 CAccumulator pattern_of(const BlockSparseMatrix<double>& c);

@@ -130,6 +130,10 @@ bool sign_floor_reached(double res, double prev, std::int64_t n, double eps);
 /// radius of A (|lambda| / bound <= 1). Error when the residual diverges or is not finite.
 template <class M>
 SignResult<M> sign(Algebra<M>& alg, const M& A, double bound, const SignOptions& opt = {});
+/// Collective. The same, taking A's storage for the iterate (no copy of A: one matrix less at
+/// the peak of memory).
+template <class M>
+SignResult<M> sign(Algebra<M>& alg, M&& A, double bound, const SignOptions& opt = {});
 
 enum class DensityMethod { Sign, Trs4, Canonical, Trs2, McWeeny };
 std::string to_string(DensityMethod m);

@@ -4,7 +4,7 @@ iteration on DBCSR 2.5 (bench/dbcsr_sign.cpp), and NTPoly 3.1.1's own TRS4 and s
 (bench/ntpoly_density.f90, built by bench/peers/build_ntpoly.sh).
 
   bench/density_peer_bench.py --config local:4 --cases cp2k:../shared/data/cp2k/h2o-256-szv,water:2000 \
-      [--eps 1e-6] [--pairs 3] [--tools tessel,dbcsr,ntpoly] [--build build] [--ntpoly EXE] \
+      [--eps 1e-6] [--pairs 3] [--tools tessel,dbcsr,ntpoly] [--methods sign,trs4] [--build build] [--ntpoly EXE] \
       [--out results.json] [--markdown table.md]
 
 Per case: one set-up run of tessel (its own mu search) gives mu, the Lanczos bounds of
@@ -123,6 +123,8 @@ def main():
     ap.add_argument("--ntpoly", default="",
                     help="NTPoly driver (default <build>/peers/ntpoly-3.1.1/bin/ntpoly_density, from "
                          "bench/peers/build_ntpoly.sh)")
+    ap.add_argument("--methods", default="sign,trs4",
+                    help="sign (tessel, DBCSR's driver, NTPoly) and/or trs4 (tessel and NTPoly only)")
     ap.add_argument("--ntpoly-slices", type=int, default=1, help="NTPoly process grid slices")
     ap.add_argument("--work", default="", help="keep the logs, JSONs and converted inputs here")
     a = ap.parse_args()
@@ -136,6 +138,9 @@ def main():
     tools = [t.strip() for t in a.tools.split(",") if t.strip()]
     if "tessel" not in tools or any(t not in ("tessel", "dbcsr", "ntpoly") for t in tools):
         raise SystemExit(f"density_peer_bench: --tools '{a.tools}': expected tessel plus any of dbcsr, ntpoly")
+    methods = [m.strip() for m in a.methods.split(",") if m.strip()]
+    if not methods or any(m not in ("sign", "trs4") for m in methods):
+        raise SystemExit(f"density_peer_bench: --methods '{a.methods}': expected sign and/or trs4")
     need = {"tessel": (tessel, "build tessel"), "dbcsr": (driver, "dbcsr_sign needs Open MPI and libdbcsr-dev"),
             "ntpoly": (a.ntpoly, "run bench/peers/build_ntpoly.sh")}
     for t in tools:
@@ -162,8 +167,8 @@ def main():
                 stage = ["--eps-inverse", repr(setup["eps_inverse"]), "--eps-transform", repr(setup["eps_transform"]),
                          "--eps-final", repr(setup["eps_final"]), "--final-steps", str(setup["final_steps"])]
                 # per method, per tool: the runs of the pairs (alternating within a pair)
-                runs = {("sign", t): [] for t in tools}
-                if "ntpoly" in tools:
+                runs = {("sign", t): [] for t in tools} if "sign" in methods else {}
+                if "ntpoly" in tools and "trs4" in methods:
                     runs[("trs4", "tessel")], runs[("trs4", "ntpoly")] = [], []
                 for k in range(a.pairs):
                     for (method, tool), acc in runs.items():

@@ -245,3 +245,58 @@ TEST(SpgemmKernel, MaskedPartialRoundTrip) {
   b2.add(wp);
   EXPECT_EQ(dense_of(b1, bs, bs), dense_of(b2, bs, bs));
 }
+
+// The accumulator's storage: a block's values stay where slot() put them while many more
+// blocks are created (the kernel keeps these pointers across its stacks), blocks larger than a
+// page included; every block starts at zero; for_each_block visits rows and columns in order
+// and nvalues() counts exactly the values of the blocks created (mark() creates none).
+TEST(SpgemmKernel, AccumulatorValuesNeverMove) {
+  // 400 x 400 blocks: sizes 1..9 and one of 300 (300^2 values > one 65,536-value page)
+  std::vector<int> s(400);
+  for (int x = 0; x < 400; ++x) s[static_cast<std::size_t>(x)] = 1 + x % 9;
+  s[123] = 300;
+  BlockSizes bs(s);
+  CAccumulator acc(&bs, &bs);
+  struct Seen {
+    int r, c;
+    double* v;
+  };
+  std::vector<Seen> seen;
+  std::int64_t values = 0;
+  std::mt19937 rng(3);
+  for (int r = 0; r < 400; r += 3)  // rows 0, 3, ..., 123 (the 300-row block), ...
+    for (int k = 0; k < 80; ++k) {
+      // block (123, 123): 90,000 values, more than a page
+      const int c = r == 123 && k == 40 ? 123 : static_cast<int>(rng() % 400);
+      const bool fresh = !acc.contains(r, c);
+      double* v = acc.slot(r, c);
+      const int n = bs.size(r) * bs.size(c);
+      if (!fresh) continue;
+      values += n;
+      for (int x = 0; x < n; ++x) ASSERT_EQ(v[x], 0.0) << r << "," << c;
+      for (int x = 0; x < n; ++x) v[x] = r * 1000.0 + c + x * 1e-6;
+      seen.push_back({r, c, v});
+    }
+  acc.mark(1, 1);                // a pattern-only block: no values
+  ASSERT_GT(values, 4 * 65536);  // several pages
+  ASSERT_TRUE(acc.contains(123, 123));
+  EXPECT_EQ(acc.nvalues(), values);
+  EXPECT_EQ(acc.nblocks(), static_cast<std::int64_t>(seen.size()) + 1);
+  for (const auto& b : seen) {
+    EXPECT_EQ(acc.slot(b.r, b.c), b.v);  // the same address as when created
+    const int n = bs.size(b.r) * bs.size(b.c);
+    for (int x = 0; x < n; ++x) ASSERT_EQ(b.v[x], b.r * 1000.0 + b.c + x * 1e-6);
+  }
+  int pr = -1, pc = -1;
+  std::int64_t visited = 0;
+  CAccumulator values_only(&bs, &bs);
+  for (const auto& b : seen) values_only.slot(b.r, b.c);
+  values_only.for_each_block([&](int r, int c, const double* v, double) {
+    EXPECT_TRUE(r > pr || (r == pr && c > pc)) << r << "," << c;
+    EXPECT_NE(v, nullptr);
+    pr = r;
+    pc = c;
+    ++visited;
+  });
+  EXPECT_EQ(visited, static_cast<std::int64_t>(seen.size()));
+}

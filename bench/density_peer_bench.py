@@ -4,7 +4,7 @@ iteration on DBCSR 2.5 (bench/dbcsr_sign.cpp), and NTPoly 3.1.1's own TRS4 and s
 (bench/ntpoly_density.f90, built by bench/peers/build_ntpoly.sh).
 
   bench/density_peer_bench.py --config local:4 --cases cp2k:../shared/data/cp2k/h2o-256-szv,water:2000 \
-      [--eps 1e-6] [--pairs 3] [--tools tessel,dbcsr,ntpoly] [--methods sign,trs4] [--build build] [--ntpoly EXE] \
+      [--eps 1e-6] [--pairs 3] [--tools tessel,dbcsr,ntpoly] [--methods sign,trs4] [--ntpoly-eps 1e-7,1e-8] [--build build] [--ntpoly EXE] \
       [--out results.json] [--markdown table.md]
 
 Per case: one set-up run of tessel (its own mu search) gives mu, the Lanczos bounds of
@@ -125,6 +125,10 @@ def main():
                          "bench/peers/build_ntpoly.sh)")
     ap.add_argument("--methods", default="sign,trs4",
                     help="sign (tessel, DBCSR's driver, NTPoly) and/or trs4 (tessel and NTPoly only)")
+    ap.add_argument("--ntpoly-eps", default="",
+                    help="more eps values for NTPoly beside --eps (comma list): NTPoly drops elements below "
+                         "eps, tessel and DBCSR drop blocks, so the same eps is not the same accuracy; each value "
+                         "adds NTPoly columns (time, ratio, band energy difference) to the table")
     ap.add_argument("--ntpoly-slices", type=int, default=1, help="NTPoly process grid slices")
     ap.add_argument("--work", default="", help="keep the logs, JSONs and converted inputs here")
     a = ap.parse_args()
@@ -146,6 +150,9 @@ def main():
     for t in tools:
         if not os.access(need[t][0], os.X_OK):
             raise SystemExit(f"density_peer_bench: {need[t][0]} not built ({need[t][1]}; or leave {t} out of --tools)")
+    extra = [f"ntpoly@{float(e):g}" for e in a.ntpoly_eps.split(",") if e.strip()]
+    if extra and "ntpoly" not in tools:
+        raise SystemExit("density_peer_bench: --ntpoly-eps needs ntpoly in --tools")
     place = Config(a.config, "density_peer_bench")
     place.bring_up(a.rate, a.delay)
     rows = []
@@ -158,7 +165,7 @@ def main():
                 if "ntpoly" in tools:
                     hm, sm, nel = ntpoly_inputs(place, case, inputs, tessel, work, a.timeout)
                     nt_in = [a.ntpoly, "--hamiltonian", hm, "--overlap", sm, "--electrons", str(nel),
-                             "--eps", str(a.eps), "--slices", str(a.ntpoly_slices)]
+                             "--slices", str(a.ntpoly_slices)]
                 js = os.path.join(work, "setup.json")
                 setup, _ = run_json(place, [tessel, "density"] + inputs + ["--method", "sign", "--eps", str(a.eps),
                                                                           "--json", js],
@@ -167,9 +174,10 @@ def main():
                 stage = ["--eps-inverse", repr(setup["eps_inverse"]), "--eps-transform", repr(setup["eps_transform"]),
                          "--eps-final", repr(setup["eps_final"]), "--final-steps", str(setup["final_steps"])]
                 # per method, per tool: the runs of the pairs (alternating within a pair)
-                runs = {("sign", t): [] for t in tools} if "sign" in methods else {}
+                runs = {("sign", t): [] for t in tools + extra} if "sign" in methods else {}
                 if "ntpoly" in tools and "trs4" in methods:
-                    runs[("trs4", "tessel")], runs[("trs4", "ntpoly")] = [], []
+                    for t in ["tessel", "ntpoly"] + extra:
+                        runs[("trs4", t)] = []
                 for k in range(a.pairs):
                     for (method, tool), acc in runs.items():
                         js = os.path.join(work, f"{name}-{method}-{tool}-{k}.json")
@@ -182,10 +190,10 @@ def main():
                         elif tool == "dbcsr":
                             prog = [driver] + inputs + ["--mu", repr(mu), "--bounds", f"{lo!r},{hi!r}", "--s-scale",
                                                         repr(s), "--eps", str(a.eps), "--json", js] + stage
-                        elif method == "sign":
-                            prog = nt_in + ["--method", "sign", "--mu", repr(mu), "--json", js]
-                        else:
-                            prog = nt_in + ["--method", "trs4", "--json", js]
+                        else:  # NTPoly, at --eps or at the eps in its name (ntpoly@EPS)
+                            e = tool.split("@")[1] if "@" in tool else str(a.eps)
+                            prog = nt_in + ["--eps", e] + (["--method", "sign", "--mu", repr(mu)] if method == "sign"
+                                                           else ["--method", "trs4"]) + ["--json", js]
                         acc.append(run_json(place, prog, js, a.timeout, log)[0])
                 for method in ("sign", "trs4"):
                     got = {t: r for (m, t), r in runs.items() if m == method}
@@ -205,8 +213,9 @@ def main():
                     rows.append(row)
     finally:
         place.down()
-    peers = [t for t in ("dbcsr", "ntpoly") if t in tools]
+    peers = [t for t in ("dbcsr", "ntpoly") if t in tools] + extra
     label = {"tessel": "tessel", "dbcsr": "DBCSR", "ntpoly": "NTPoly"}
+    label.update({t: f"NTPoly eps {t.split('@')[1]}" for t in extra})
     head = ["case", "config", "eps", "method", "tessel s"] + [f"{label[t]} s" for t in peers] + \
         [f"tessel/{label[t]}" for t in peers] + ["mult (" + " / ".join(label[t] for t in ["tessel"] + peers) + ")",
                                                   "it (" + " / ".join(label[t] for t in ["tessel"] + peers) + ")",

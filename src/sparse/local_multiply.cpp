@@ -160,7 +160,7 @@ CWire CAccumulator::pack_masked(const CWire& pattern, double drop_below,
     }
     w.idx[static_cast<std::size_t>(b / 32)] |= static_cast<std::int32_t>(1u << (b % 32));
     const double* v = values_[static_cast<std::size_t>(id)];
-    const std::int64_t n = static_cast<std::int64_t>(rows_->size(r)) * cols_->size(c);
+    const std::int64_t n = block_size(r, c);
     w.data.insert(w.data.end(), v, v + n);
   }
   TESSEL_ASSERT(found == nblocks_);  // every block is inside the owner's pattern
@@ -176,14 +176,21 @@ void CAccumulator::add_masked(const CWire& w, const CWire& pattern) {
       continue;
     const int r = pattern.idx[static_cast<std::size_t>(2 * b)],
               c = pattern.idx[static_cast<std::size_t>(2 * b + 1)];
-    const std::int64_t n = static_cast<std::int64_t>(rows_->size(r)) * cols_->size(c);
-    TESSEL_ASSERT(at + n <= static_cast<std::int64_t>(w.data.size()));
-    double* dst = slot(r, c);
-    const double* src = w.data.data() + at;
-    for (std::int64_t x = 0; x < n; ++x) dst[x] += src[x];
-    at += n;
+    TESSEL_ASSERT(at + block_size(r, c) <= static_cast<std::int64_t>(w.data.size()));
+    at += add_block(r, c, w.data.data() + at);
   }
   TESSEL_ASSERT(at == static_cast<std::int64_t>(w.data.size()));
+}
+
+std::int64_t CAccumulator::block_size(int r, int c) const {
+  return static_cast<std::int64_t>(rows_->size(r)) * cols_->size(c);
+}
+
+std::int64_t CAccumulator::add_block(int r, int c, const double* src) {
+  double* dst = slot(r, c);
+  const std::int64_t n = block_size(r, c);
+  for (std::int64_t x = 0; x < n; ++x) dst[x] += src[x];
+  return n;
 }
 
 std::int64_t CAccumulator::slot_id(int r, int c, bool values) {
@@ -200,7 +207,7 @@ std::int64_t CAccumulator::slot_id(int r, int c, bool values) {
   bounds_.push_back(0.0);
   entries_[static_cast<std::size_t>(rs)].emplace_back(c, id);
   if (values) {
-    const std::int64_t n = static_cast<std::int64_t>(rows_->size(r)) * cols_->size(c);
+    const std::int64_t n = block_size(r, c);
     values_.push_back(take(n));
     nvalues_ += n;
   } else {
@@ -232,13 +239,7 @@ double* CAccumulator::slot_bound(int r, int c, double x) {
 }
 
 void CAccumulator::add(const PanelView& p) {
-  for (std::int64_t b = 0; b < p.nblocks; ++b) {
-    int r = p.brow(b), c = p.bcol(b);
-    double* dst = slot(r, c);
-    std::int64_t n = static_cast<std::int64_t>(rows_->size(r)) * cols_->size(c);
-    const double* src = p.block(b);
-    for (std::int64_t x = 0; x < n; ++x) dst[x] += src[x];
-  }
+  for (std::int64_t b = 0; b < p.nblocks; ++b) add_block(p.brow(b), p.bcol(b), p.block(b));
 }
 
 void CAccumulator::add(const CWire& w) {
@@ -246,12 +247,8 @@ void CAccumulator::add(const CWire& w) {
   std::int64_t at = 0;
   for (std::int64_t b = 0; b < nb; ++b) {
     int r = w.idx[static_cast<std::size_t>(2 * b)], c = w.idx[static_cast<std::size_t>(2 * b + 1)];
-    std::int64_t n = static_cast<std::int64_t>(rows_->size(r)) * cols_->size(c);
-    TESSEL_ASSERT(at + n <= static_cast<std::int64_t>(w.data.size()));
-    double* dst = slot(r, c);
-    const double* src = w.data.data() + at;
-    for (std::int64_t x = 0; x < n; ++x) dst[x] += src[x];
-    at += n;
+    TESSEL_ASSERT(at + block_size(r, c) <= static_cast<std::int64_t>(w.data.size()));
+    at += add_block(r, c, w.data.data() + at);
   }
   TESSEL_ASSERT(at == static_cast<std::int64_t>(w.data.size()));
 }
@@ -285,7 +282,7 @@ CWire CAccumulator::pack_wire(double drop_below, std::int64_t* dropped) const {
       if (dropped) ++*dropped;
       return;
     }
-    const std::int64_t n = static_cast<std::int64_t>(rows_->size(r)) * cols_->size(c);
+    const std::int64_t n = block_size(r, c);
     w.idx.insert(w.idx.end(), {r, c});
     w.data.insert(w.data.end(), v, v + n);
   });

@@ -154,6 +154,9 @@ class CAccumulator {
   void select(int r) const;
   std::int64_t slot_id(int r, int c, bool values = true);
   std::int64_t find_id(int r, int c) const;
+  std::int64_t block_size(int r, int c) const;
+  /// Adds block (r, c)'s values from src (created when absent); returns the values added.
+  std::int64_t add_block(int r, int c, const double* src);
   /// n zero values in the current page (a new page when they do not fit).
   double* take(std::int64_t n);
   /// Row indices (into entries_) sorted by global row.

@@ -19,6 +19,20 @@ DistMatrix<T>::DistMatrix(const Context& ctx, layout::Layout layout)
 }
 
 template <class T>
+DistMatrix<T> DistMatrix<T>::uninitialized(const Context& ctx, layout::Layout layout) {
+  TESSEL_CHECK(layout.comm_size() == ctx.size(), LayoutMismatch, "DistMatrix: layout is for ",
+               layout.comm_size(), " ranks, the context has ", ctx.size());
+  DistMatrix<T> m;
+  m.layout_ = std::move(layout);
+  m.rank_ = ctx.rank();
+  const std::int64_t lr = m.local_rows(), lc = m.local_cols();
+  m.ld_ = std::max<std::int64_t>(1, lr);
+  m.store_.resize(static_cast<std::size_t>(lr * lc));  // default-initialised: not written
+  m.data_ = m.store_.empty() ? nullptr : m.store_.data();
+  return m;
+}
+
+template <class T>
 DistMatrix<T> DistMatrix<T>::view(layout::Layout layout, int rank, T* data, std::int64_t ld) {
   DistMatrix<T> m;
   m.layout_ = std::move(layout);
@@ -92,7 +106,7 @@ DistMatrix<T> DistMatrix<T>::clone() const {
 template <class T>
 DistMatrix<T> redistribute(const Context& ctx, const DistMatrix<T>& x, const layout::Layout& to,
                            const layout::RedistOptions& opt) {
-  DistMatrix<T> y(ctx, to);
+  auto y = DistMatrix<T>::uninitialized(ctx, to);  // redistribute writes every element
   layout::redistribute(ctx.comm(), x.layout(), x.data(), x.ld(), to, y.data(), y.ld(), opt);
   return y;
 }

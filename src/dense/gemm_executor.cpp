@@ -134,8 +134,12 @@ void execute_plan(Context& ctx, const GemmPlan& plan, T alpha, Op opa, const Dis
   // With pk == 1 and C already in the plan's layout, the rounds accumulate straight into C
   // (beta applied by the first round's GEMM): no reduction, no copy.
   const bool c_in_place = plan.pk == 1 && layout::same_storage(L.c, C.layout());
-  DistMatrix<T> Cp = c_in_place ? DistMatrix<T>() : DistMatrix<T>(ctx, L.c);
   const PlanCoords pc = plan_coords(plan, ctx.rank());
+  // Cp: the product in the plan's C layout. An active rank writes all of its part (the rounds
+  // with pk == 1, else the reduce-scatter), so it is not zeroed first.
+  DistMatrix<T> Cp = c_in_place  ? DistMatrix<T>()
+                     : pc.active ? DistMatrix<T>::uninitialized(ctx, L.c)
+                                 : DistMatrix<T>(ctx, L.c);
   if (pc.active) {
     Gatherer<T> ga{ctx.comm(),
                    gather_spec_a(plan, at, ctx.rank()),
@@ -154,9 +158,13 @@ void execute_plan(Context& ctx, const GemmPlan& plan, T alpha, Op opa, const Dis
                    {},
                    {}};
     const std::int64_t mi = ga.spec.free_len, nj = gb.spec.free_len;
-    std::vector<T> partial;
-    if (!c_in_place) partial.assign(static_cast<std::size_t>(mi * nj), T(0));
-    T* out = c_in_place ? C.data() : partial.data();
+    // Where the rounds accumulate: C itself (in place), Cp when there is nothing to reduce
+    // (pk == 1: Cp's part is the mi x nj panel), else a partial sum for the reduce-scatter.
+    // The first round's GEMM writes every element (beta 0, or C's beta), so nothing is zeroed.
+    const bool into_cp = !c_in_place && plan.pk == 1 && Cp.ld() == std::max<std::int64_t>(1, mi);
+    UninitVector<T> partial;
+    if (!c_in_place && !into_cp) partial.resize(static_cast<std::size_t>(mi * nj));
+    T* out = c_in_place ? C.data() : (into_cp ? Cp.data() : partial.data());
     const std::int64_t ldo = c_in_place ? C.ld() : std::max<std::int64_t>(1, mi);
 
     ga.post(ctx.ledger(), "rounds A", 0);
@@ -172,7 +180,7 @@ void execute_plan(Context& ctx, const GemmPlan& plan, T alpha, Op opa, const Dis
       auto& na = ga.pending[(r + 1) % 2];
       auto& nb = gb.pending[(r + 1) % 2];
       const std::int64_t lda = ga.ld(r), ldb = gb.ld(r);
-      const T beta_r = (c_in_place && r == 0) ? beta : T(1);
+      const T beta_r = r > 0 ? T(1) : (c_in_place ? beta : T(0));
       const KernelSpan kspan(&ctx.ledger(), "local gemm", 2.0 * mi * nj * kr);
       kernels::gemm<T>(
           op_char(opa), op_char(opb), mi, nj, kr, alpha, a, lda, b, ldb, beta_r, out, ldo,
@@ -184,18 +192,20 @@ void execute_plan(Context& ctx, const GemmPlan& plan, T alpha, Op opa, const Dis
     }
     if (c_in_place) return;
 
-    PhaseScope ph(ctx.ledger(), "reduce C");
-    comm::Pieces cp;
-    std::vector<int> members;
-    for (int l = 0; l < plan.pk; ++l) {
-      std::int64_t b = layout::split_begin(nj, plan.pk, l),
-                   e = layout::split_begin(nj, plan.pk, l + 1);
-      cp.offset.push_back(mi * b);
-      cp.count.push_back(mi * (e - b));
-      members.push_back(plan_rank(plan, pc.i, pc.j, l));
+    if (!into_cp) {  // pk == 1: nothing to reduce
+      PhaseScope ph(ctx.ledger(), "reduce C");
+      comm::Pieces cp;
+      std::vector<int> members;
+      for (int l = 0; l < plan.pk; ++l) {
+        std::int64_t b = layout::split_begin(nj, plan.pk, l),
+                     e = layout::split_begin(nj, plan.pk, l + 1);
+        cp.offset.push_back(mi * b);
+        cp.count.push_back(mi * (e - b));
+        members.push_back(plan_rank(plan, pc.i, pc.j, l));
+      }
+      comm::reduce_scatter(ctx.comm(), members, pc.l, cp, partial.data(), Cp.data(),
+                           comm::tag::kGemmReduceC);
     }
-    comm::reduce_scatter(ctx.comm(), members, pc.l, cp, partial.data(), Cp.data(),
-                         comm::tag::kGemmReduceC);
   }
 
   if (c_in_place) return;
@@ -205,6 +215,10 @@ void execute_plan(Context& ctx, const GemmPlan& plan, T alpha, Op opa, const Dis
   DistMatrix<T> R;
   if (layout::same_storage(L.c, C.layout())) {
     R = std::move(Cp);
+  } else if (beta == T(0)) {  // C is not read: the product goes straight into C's storage
+    PhaseScope ph(ctx.ledger(), "redistribute C");
+    layout::redistribute(ctx.comm(), Cp.layout(), Cp.data(), Cp.ld(), C.layout(), C.data(), C.ld());
+    return;
   } else {
     PhaseScope ph(ctx.ledger(), "redistribute C");
     R = redistribute(ctx, Cp, C.layout());

@@ -13,6 +13,7 @@
 
 #include "tessel/comm/comm.hpp"
 #include "tessel/comm/exchange.hpp"
+#include "tessel/core/uninit_vector.hpp"
 #include "tessel/layout/redist_plan.hpp"
 #include "tessel/layout/redistribute.hpp"
 
@@ -50,7 +51,7 @@ struct PackedPieces {
   T* send_piece(int q) { return send.data() + send_at[static_cast<std::size_t>(q)]; }
   const T* recv_piece(int q) const { return recv.data() + recv_at[static_cast<std::size_t>(q)]; }
 
-  std::vector<T> send, recv;
+  UninitVector<T> send, recv;  // every element is packed or received before it is read
   std::vector<std::int64_t> send_at, recv_at;  // size comm_size; -1 for a rank that is no peer
 
  private:

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tessel/core/context.hpp"
+#include "tessel/core/uninit_vector.hpp"
 #include "tessel/layout/layout.hpp"
 #include "tessel/layout/redistribute.hpp"
 
@@ -27,6 +28,9 @@ class DistMatrix {
   /// Not collective. A non-owning view of local storage `data` (leading dimension `ld`, at
   /// least the local row count) laid out as `layout`, as seen by rank `rank`.
   static DistMatrix view(layout::Layout layout, int rank, T* data, std::int64_t ld);
+  /// Not collective. Like the constructor, but the local block is not zeroed: for a matrix
+  /// whose every element is written before it is read (e.g. a redistribution's destination).
+  static DistMatrix uninitialized(const Context& ctx, layout::Layout layout);
 
   DistMatrix(const DistMatrix& o);
   DistMatrix& operator=(const DistMatrix& o);
@@ -71,7 +75,7 @@ class DistMatrix {
   layout::Layout layout_;
   int rank_ = 0;
   std::int64_t ld_ = 1;
-  std::vector<T> store_;
+  UninitVector<T> store_;
   T* data_ = nullptr;
 };
 

@@ -1,5 +1,5 @@
 // `tessel calibrate`: measures the machine the planner prices (dense/machine_model.hpp) and
-// writes the machine file: local dgemm/zgemm rate, point-to-point latency and bandwidth
+// writes the machine file: local dgemm/zgemm rate, memory bandwidth, point-to-point latency and bandwidth
 // within a node and between nodes (MPI_Comm_split_type), and the p2p segment size from the
 // bandwidth curve. Every figure with its spread (min / median / max over the repeats).
 #include <fmt/format.h>
@@ -34,7 +34,7 @@ namespace {
 
 struct CalibrateArgs {
   std::string out = "machine.json", json, trace;
-  int gemm_size = 1024, repeat = 5, pingpong = 20;
+  int gemm_size = 1024, repeat = 5, pingpong = 20, stream_mib = 32;
   std::int64_t bw_bytes = 4 << 20;
 };
 
@@ -72,6 +72,25 @@ std::vector<double> gemm_rates(const comm::Comm& c, int n, int repeat) {
       zgemm_("N", "N", &n, &n, &n, &one, a.data(), &n, b.data(), &n, &zero, out.data(), &n);
     const double t = std::max(t0.seconds(), 1e-9);
     if (r > 0) mine.push_back(flops / t * 1e-9);
+  }
+  std::vector<double> all(mine.size() * static_cast<std::size_t>(c.size()));
+  c.allgather(mine.data(), static_cast<int>(mine.size()), all.data());
+  return all;
+}
+
+// GB/s of copying one array of `mib` MiB into another (bytes read + bytes written), every
+// rank at once (as the ranks of a multiply share their socket's bandwidth); samples of all ranks.
+std::vector<double> copy_rates(const comm::Comm& c, int mib, int repeat) {
+  const std::size_t n = static_cast<std::size_t>(mib) * (std::size_t{1} << 20) / sizeof(double);
+  std::vector<double> a(n, 1.0), b(n, 0.0);  // written once: the pages exist before the timing
+  std::vector<double> mine;
+  for (int r = 0; r <= repeat; ++r) {  // the first run warms up, not recorded
+    c.barrier();
+    const Stopwatch t0;
+    std::copy(a.begin(), a.end(), b.begin());
+    const double t = std::max(t0.seconds(), 1e-9);
+    a[static_cast<std::size_t>(r) % n] = b[n - 1];  // the copy is used: not optimised away
+    if (r > 0) mine.push_back(2.0 * static_cast<double>(n * sizeof(double)) / t * 1e-9);
   }
   std::vector<double> all(mine.size() * static_cast<std::size_t>(c.size()));
   c.allgather(mine.data(), static_cast<int>(mine.size()), all.data());
@@ -159,6 +178,8 @@ int run_calibrate(const CalibrateArgs& g) {
   TESSEL_CHECK(g.gemm_size >= 1, InputError, "--gemm-size ", g.gemm_size, ": expected >= 1");
   TESSEL_CHECK(g.repeat >= 1, InputError, "--repeat ", g.repeat, ": expected >= 1");
   TESSEL_CHECK(g.pingpong >= 1, InputError, "--pingpong ", g.pingpong, ": expected >= 1");
+  TESSEL_CHECK(g.stream_mib >= 1 && g.stream_mib <= 16384, InputError, "--stream-mib ",
+               g.stream_mib, ": expected 1 .. 16384");
   TESSEL_CHECK(g.bw_bytes >= 1 && g.bw_bytes <= (std::int64_t{1} << 30), InputError, "--bw-bytes ",
                g.bw_bytes, ": expected 1 .. 1073741824");
   TESSEL_CHECK(!g.out.empty(), InputError, "--out '': expected a file name");
@@ -189,6 +210,7 @@ int run_calibrate(const CalibrateArgs& g) {
 
   const Spread dgemm = spread(gemm_rates<double>(c, g.gemm_size, g.repeat));
   const Spread zgemm = spread(gemm_rates<std::complex<double>>(c, g.gemm_size, g.repeat));
+  const Spread memory = spread(copy_rates(c, g.stream_mib, g.repeat));
   LinkResult intra, inter;
   if (intra_peer > 0) intra = measure_link(c, 0, intra_peer, g);
   if (inter_peer > 0) inter = measure_link(c, 0, inter_peer, g);
@@ -196,6 +218,7 @@ int run_calibrate(const CalibrateArgs& g) {
   dense::MachineModel mm;
   mm.dgemm_flops = dgemm.median * 1e9;
   mm.zgemm_flops = zgemm.median * 1e9;
+  mm.mem_bandwidth_bps = memory.median * 1e9;
   auto set = [](dense::LinkModel& l, const LinkResult& r) {
     l.latency_s = r.latency_us.median * 1e-6;
     l.bandwidth_bps = r.bandwidth_gbs.median * 1e9;
@@ -225,6 +248,8 @@ int run_calibrate(const CalibrateArgs& g) {
                              {"repeat", g.repeat},
                              {"dgemm_gflops", dgemm.to_json()},
                              {"zgemm_gflops", zgemm.to_json()},
+                             {"stream_mib", g.stream_mib},
+                             {"memory_bandwidth_gbs", memory.to_json()},
                              {"intra_node", link_json(intra)},
                              {"inter_node", link_json(inter)}};
   if (rank == 0) {
@@ -235,7 +260,9 @@ int run_calibrate(const CalibrateArgs& g) {
     std::cout << fmt::format("tessel calibrate: {} ranks on {} node(s), {} repeats\n", p,
                              sizes.size(), g.repeat)
               << line(fmt::format("dgemm {}^3 per rank", g.gemm_size).c_str(), dgemm, "GFLOP/s")
-              << line(fmt::format("zgemm {}^3 per rank", g.gemm_size).c_str(), zgemm, "GFLOP/s");
+              << line(fmt::format("zgemm {}^3 per rank", g.gemm_size).c_str(), zgemm, "GFLOP/s")
+              << line(fmt::format("memory copy {} MiB per rank", g.stream_mib).c_str(), memory,
+                      "GB/s");
     for (const auto* L : {&intra, &inter}) {
       const char* name = L == &intra ? "intra-node" : "inter-node";
       if (!L->measured) {
@@ -276,12 +303,17 @@ std::function<int()> add_calibrate(CLI::App& app) {
   auto g = std::make_shared<CalibrateArgs>();
   CLI::App* s = app.add_subcommand(
       "calibrate",
-      "Measure local GEMM rates and p2p latency/bandwidth (intra- and inter-node) and write the "
+      "Measure local GEMM rates, memory bandwidth and p2p latency/bandwidth (intra- and "
+      "inter-node) and write the "
       "machine file the planner reads (--machine / TESSEL_MACHINE) (collective)");
   s->add_option("--out", g->out, "Machine file to write (JSON)")->capture_default_str();
   add_trace_option(s, g->trace);
   s->add_option("--json", g->json, "Also write the run and the machine file as a JSON result");
   s->add_option("--gemm-size", g->gemm_size, "n of the local n x n x n dgemm/zgemm")
+      ->capture_default_str();
+  s->add_option("--stream-mib", g->stream_mib,
+                "MiB of the array each rank copies to measure its memory bandwidth (all ranks at "
+                "once; larger than the caches)")
       ->capture_default_str();
   s->add_option("--repeat", g->repeat, "Samples per figure (min / median / max reported)")
       ->capture_default_str();

@@ -96,7 +96,7 @@ GemmCost price_caller_grid_rank(const MachineModel& mm, bool complex, const Call
   const std::int64_t nc = cl.c.col_partition().local_extent(myc);
   const int left = cl.c.owner(myr, (myc + pcn - 1) % pcn),
             up = cl.c.owner((myr + pr - 1) % pr, myc);
-  const double rate = mm.gemm_flops(complex), per_madd = complex ? 8.0 : 2.0;
+  const double per_madd = complex ? 8.0 : 2.0;
   double prev_comp = 0;
   for (std::size_t s = 0; s < segs.size(); ++s) {
     Traffic tr;
@@ -109,10 +109,12 @@ GemmCost price_caller_grid_rank(const MachineModel& mm, bool complex, const Call
     c.messages += tr.msgs;
     c.rounds_bw_s += tr.bw_s;
     c.rounds_lat_s += tr.lat_s;
+    const double comp = mm.gemm_seconds(complex, static_cast<double>(mr), static_cast<double>(nc),
+                                        static_cast<double>(segs[s].len));
     c.flops += fl;
-    c.compute_s += fl / rate;
+    c.compute_s += comp;
     if (s > 0) c.overlap_s -= mm.overlap * std::min(tr.bw_s + tr.lat_s, prev_comp);
-    prev_comp = fl / rate;
+    prev_comp = comp;
   }
   // Pipeline fill: the first segment's panels reach this rank after d - 1 forwarding hops
   // besides its own receive (d = ring distance from the owner); counted as waiting (latency).
@@ -137,7 +139,6 @@ GemmCost price_rank(const GemmPlan& p, const MachineModel& mm, bool complex,
   if (pc.active && p.m > 0 && p.n > 0 && p.k > 0) {
     const std::int64_t mi = p.piece_m(pc.i), nj = p.piece_n(pc.j), kl = p.piece_k(pc.l);
     const int t = std::max(1, p.rounds);
-    const double rate = mm.gemm_flops(complex);
     const double flops_per_madd = complex ? 8.0 : 2.0;
     // Rounds have one of two lengths (balanced split of kl): price each once.
     const std::int64_t k_lo = kl / t, n_hi = kl % t, n_lo = t - n_hi;
@@ -151,10 +152,12 @@ GemmCost price_rank(const GemmPlan& p, const MachineModel& mm, bool complex,
       c.messages += count * tr.msgs;
       c.rounds_bw_s += count * tr.bw_s;
       c.rounds_lat_s += count * tr.lat_s;
+      const double comp = mm.gemm_seconds(complex, static_cast<double>(mi), static_cast<double>(nj),
+                                          static_cast<double>(kr));
       c.flops += count * fl;
-      c.compute_s += count * fl / rate;
+      c.compute_s += count * comp;
       max_comm = std::max(max_comm, tr.bw_s + tr.lat_s);
-      max_comp = std::max(max_comp, fl / rate);
+      max_comp = std::max(max_comp, comp);
     }
     c.overlap_s = -(t - 1) * mm.overlap * std::min(max_comm, max_comp);
     // Reduce-scatter of C over pk: pk - 1 copies of this rank's piece of C[I_i, J_j].

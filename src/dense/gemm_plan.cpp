@@ -567,7 +567,7 @@ GemmPlan make_gemm_plan(const GemmPlanRequest& req, const CallerLayouts* caller)
 
 MachineModel words_only_machine() {
   MachineModel m;
-  m.dgemm_flops = m.zgemm_flops = std::numeric_limits<double>::infinity();
+  m.dgemm_flops = m.zgemm_flops = m.mem_bandwidth_bps = std::numeric_limits<double>::infinity();
   m.intra = LinkModel{0.0, 1.0};
   m.inter = LinkModel{0.0, 1.0};
   m.source = "words only (free flops and latency, 1 byte/s links)";

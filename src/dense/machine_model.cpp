@@ -69,6 +69,8 @@ MachineModel machine_model_from_json(const std::string& text, const std::string&
       m.dgemm_flops = positive(*it, what, key) * 1e9;
     } else if (key == "zgemm_gflops") {
       m.zgemm_flops = positive(*it, what, key) * 1e9;
+    } else if (key == "memory_bandwidth_gbs") {
+      m.mem_bandwidth_bps = positive(*it, what, key) * 1e9;
     } else if (key == "intra_node") {
       link(*it, what, key, m.intra);
     } else if (key == "inter_node") {
@@ -89,7 +91,8 @@ MachineModel machine_model_from_json(const std::string& text, const std::string&
       m.overlap = v;
     } else if (key != "comment" && key != "tessel_version" && key != "measured") {
       bad(what, key, it->dump(),
-          "no such key (dgemm_gflops, zgemm_gflops, intra_node, inter_node, node_size, "
+          "no such key (dgemm_gflops, zgemm_gflops, memory_bandwidth_gbs, intra_node, inter_node, "
+          "node_size, "
           "p2p_segment_bytes, overlap; informational: comment, tessel_version, measured)");
     }
   }
@@ -122,6 +125,7 @@ std::string machine_model_to_json(const MachineModel& m) {
   json j;
   j["dgemm_gflops"] = m.dgemm_flops * 1e-9;
   j["zgemm_gflops"] = m.zgemm_flops * 1e-9;
+  j["memory_bandwidth_gbs"] = m.mem_bandwidth_bps * 1e-9;
   j["intra_node"] = {{"latency_us", m.intra.latency_s * 1e6},
                      {"bandwidth_gbs", m.intra.bandwidth_bps * 1e-9}};
   j["inter_node"] = {{"latency_us", m.inter.latency_s * 1e6},
@@ -134,10 +138,11 @@ std::string machine_model_to_json(const MachineModel& m) {
 
 std::string describe(const MachineModel& m) {
   return fmt::format(
-      "machine ({}): dgemm {:.4g} GFLOP/s, zgemm {:.4g} GFLOP/s per rank; intra-node {:.3g} us, "
-      "{:.4g} GB/s; inter-node {:.3g} us, {:.4g} GB/s; node size {}",
-      m.source, m.dgemm_flops * 1e-9, m.zgemm_flops * 1e-9, m.intra.latency_s * 1e6,
-      m.intra.bandwidth_bps * 1e-9, m.inter.latency_s * 1e6, m.inter.bandwidth_bps * 1e-9,
+      "machine ({}): dgemm {:.4g} GFLOP/s, zgemm {:.4g} GFLOP/s, memory {:.4g} GB/s per rank; "
+      "intra-node {:.3g} us, {:.4g} GB/s; inter-node {:.3g} us, {:.4g} GB/s; node size {}",
+      m.source, m.dgemm_flops * 1e-9, m.zgemm_flops * 1e-9, m.mem_bandwidth_bps * 1e-9,
+      m.intra.latency_s * 1e6, m.intra.bandwidth_bps * 1e-9, m.inter.latency_s * 1e6,
+      m.inter.bandwidth_bps * 1e-9,
       m.node_size > 0 ? std::to_string(m.node_size)
                       : std::string("unknown (all links inter-node)"));
 }

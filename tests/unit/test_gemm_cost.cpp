@@ -71,6 +71,7 @@ const std::vector<Shape> kShapes = {{2048, 2048, 2048}, {512, 512, 65536},  {655
 TEST(MachineModel, DefaultsAreDocumentedValues) {
   MachineModel m;
   EXPECT_EQ(m.dgemm_flops, 10e9);
+  EXPECT_EQ(m.mem_bandwidth_bps, 2e9);
   EXPECT_EQ(m.inter.latency_s, 5e-6);
   EXPECT_EQ(m.inter.bandwidth_bps, 10e9);
   EXPECT_EQ(m.intra.latency_s, 1e-6);
@@ -83,12 +84,14 @@ TEST(MachineModel, DefaultsAreDocumentedValues) {
 
 TEST(MachineModel, ParsesAndRoundTrips) {
   auto m = machine_model_from_json(
-      R"({"dgemm_gflops": 20, "zgemm_gflops": 30, "intra_node": {"latency_us": 0.5,
+      R"({"dgemm_gflops": 20, "zgemm_gflops": 30, "memory_bandwidth_gbs": 3.5,
+          "intra_node": {"latency_us": 0.5,
           "bandwidth_gbs": 8}, "inter_node": {"latency_us": 50, "bandwidth_gbs": 0.125},
           "node_size": 4, "p2p_segment_bytes": 65536, "comment": "x", "measured": {}})",
       "t.json");
   EXPECT_DOUBLE_EQ(m.dgemm_flops, 20e9);
   EXPECT_DOUBLE_EQ(m.zgemm_flops, 30e9);
+  EXPECT_DOUBLE_EQ(m.mem_bandwidth_bps, 3.5e9);
   EXPECT_DOUBLE_EQ(m.intra.latency_s, 0.5e-6);
   EXPECT_DOUBLE_EQ(m.inter.bandwidth_bps, 0.125e9);
   EXPECT_EQ(m.node_size, 4);
@@ -96,6 +99,7 @@ TEST(MachineModel, ParsesAndRoundTrips) {
   auto back = machine_model_from_json(machine_model_to_json(m), "again");
   EXPECT_DOUBLE_EQ(back.inter.latency_s, m.inter.latency_s);
   EXPECT_DOUBLE_EQ(back.zgemm_flops, m.zgemm_flops);
+  EXPECT_DOUBLE_EQ(back.mem_bandwidth_bps, m.mem_bandwidth_bps);
   EXPECT_EQ(back.node_size, 4);
   // A partial file keeps the other defaults.
   auto part = machine_model_from_json(R"({"node_size": 2})", "p");
@@ -112,6 +116,8 @@ TEST(MachineModel, MalformedFilesNameParameterValueExpectation) {
   s = message_of(R"({"dgemm_gflops": "fast"})");
   EXPECT_NE(s.find("\"fast\""), std::string::npos) << s;
   EXPECT_NE(s.find("a number"), std::string::npos) << s;
+  s = message_of(R"({"memory_bandwidth_gbs": 0})");
+  EXPECT_NE(s.find("memory_bandwidth_gbs = 0"), std::string::npos) << s;
   s = message_of(R"({"inter_node": {"latency_us": -1}})");
   EXPECT_NE(s.find("inter_node.latency_us = -1"), std::string::npos) << s;
   s = message_of(R"({"inter_node": {"bandwidth_gbs": 0}})");
@@ -244,8 +250,9 @@ TEST(GemmCost, FreeFlopsChoosesFewestWords) {
 }
 
 TEST(GemmCost, FreeBandwidthChoosesMostBalancedFlops) {
-  MachineModel mm;
+  MachineModel mm;  // free links and memory: only the flops cost time
   mm.intra = mm.inter = LinkModel{0.0, std::numeric_limits<double>::infinity()};
+  mm.mem_bandwidth_bps = std::numeric_limits<double>::infinity();
   for (const Shape& s : kShapes)
     for (int p : {1, 2, 3, 4, 5, 7, 8, 12, 13, 16}) {
       GemmPlan g = make_gemm_plan(req(s.m, s.n, s.k, p, mm, 0.2));
@@ -256,6 +263,45 @@ TEST(GemmCost, FreeBandwidthChoosesMostBalancedFlops) {
       EXPECT_EQ(double(g.dom_m()) * g.dom_n() * g.dom_k(), best) << g.to_string();
       EXPECT_NEAR(g.cost.total_s(), 2.0 * best / mm.dgemm_flops, 1e-9 * g.cost.total_s());
     }
+}
+
+TEST(GemmCost, LocalGemmIsARooflineOfFlopsAndMemoryTraffic) {
+  MachineModel mm;
+  mm.dgemm_flops = 10e9;
+  mm.zgemm_flops = 20e9;
+  mm.mem_bandwidth_bps = 2e9;
+  // Long k: the flops bound. 1000^3: 2e9 flops / 10e9 = 0.2 s; bytes 8 * 4e6 / 2e9 = 16 ms.
+  EXPECT_DOUBLE_EQ(mm.gemm_seconds(false, 1000, 1000, 1000), 0.2);
+  // Short k: C read and written dominates. 4096 x 2048 x 16: flops 2.68e8 -> 26.8 ms;
+  // bytes 8 (2 * 4096 * 2048 + 4096 * 16 + 16 * 2048) = 134.99 MB -> 67.5 ms.
+  EXPECT_DOUBLE_EQ(mm.gemm_seconds(false, 4096, 2048, 16),
+                   8.0 * (2.0 * 4096 * 2048 + 4096.0 * 16 + 16.0 * 2048) / 2e9);
+  // Complex: 8 flops per multiply-add at zgemm's rate, 16 bytes per element.
+  EXPECT_DOUBLE_EQ(mm.gemm_seconds(true, 1000, 1000, 1000), 8e9 / 20e9);
+  EXPECT_DOUBLE_EQ(mm.gemm_seconds(true, 4096, 2048, 4),
+                   16.0 * (2.0 * 4096 * 2048 + 4096.0 * 4 + 4.0 * 2048) / 2e9);
+  EXPECT_EQ(mm.gemm_seconds(false, 0, 10, 10), 0.0);
+  EXPECT_EQ(words_only_machine().gemm_seconds(false, 4096, 2048, 16), 0.0);
+}
+
+TEST(GemmCost, SlowMemoryKeepsRoundsLong) {
+  // 8192 x 8192 x 256 on 8 ranks: k per rank is 256, C per rank 4096 x 2048 (64 MiB). With
+  // free memory traffic the overlap of more rounds always looks better; priced as a roofline,
+  // rounds of a few k re-read and re-write C for little work, and the planner keeps them long.
+  MachineModel fast, slow;
+  fast.mem_bandwidth_bps = std::numeric_limits<double>::infinity();
+  slow.mem_bandwidth_bps = 1e9;
+  GemmPlan f = make_gemm_plan(req(8192, 8192, 256, 8, fast));
+  GemmPlan s = make_gemm_plan(req(8192, 8192, 256, 8, slow));
+  EXPECT_LT(s.rounds, f.rounds) << s.to_string() << f.to_string();
+  // Each round of the chosen plan is not memory-bound on the slow machine.
+  const double kr = static_cast<double>(s.dom_k()) / s.rounds;
+  const double mi = static_cast<double>(s.dom_m()), nj = static_cast<double>(s.dom_n());
+  EXPECT_DOUBLE_EQ(slow.gemm_seconds(false, mi, nj, kr), 2.0 * mi * nj * kr / slow.dgemm_flops);
+  // And it is predicted faster there than the plan chosen for free memory.
+  GemmPlan f_on_slow = f;
+  f_on_slow.cost = price_gemm_plan(f, slow, false);
+  EXPECT_LT(s.cost.total_s(), f_on_slow.cost.total_s());
 }
 
 TEST(GemmCost, TallSkinnyKeepsEveryRankByDefault) {

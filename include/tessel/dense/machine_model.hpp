@@ -11,6 +11,7 @@
 ///     {
 ///       "dgemm_gflops": 10.0,          // local GEMM rate per rank, double, GFLOP/s
 ///       "zgemm_gflops": 10.0,          // complex<double>, real GFLOP/s (8 per multiply-add)
+///       "memory_bandwidth_gbs": 2.0,   // per rank, all ranks streaming at once, GB/s
 ///       "intra_node": {"latency_us": 1.0, "bandwidth_gbs": 10.0},
 ///       "inter_node": {"latency_us": 5.0, "bandwidth_gbs": 10.0},
 ///       "node_size": 0,                // ranks per node (consecutive ranks); 0 = unknown
@@ -37,6 +38,11 @@ struct MachineModel {
   /// Local GEMM rate per rank in flop/s: 2 flops per real multiply-add, 8 per complex one.
   double dgemm_flops = 10e9;
   double zgemm_flops = 10e9;
+  /// Memory bandwidth per rank in bytes/s with every rank streaming at once (a copy: bytes
+  /// read + bytes written). A local GEMM is priced as the larger of its flops at the GEMM rate
+  /// and its memory traffic at this rate (gemm_seconds): a round with a short k (a rank-k
+  /// update of a large C) reads and writes C for few flops and is memory-bound.
+  double mem_bandwidth_bps = 2e9;
   /// Links within a node (shared memory) and between nodes.
   LinkModel intra{1e-6, 10e9};
   LinkModel inter{5e-6, 10e9};
@@ -64,6 +70,16 @@ struct MachineModel {
   }
   /// Local GEMM rate (flop/s) for real (false) or complex (true) elements.
   double gemm_flops(bool complex) const { return complex ? zgemm_flops : dgemm_flops; }
+  /// Seconds of one local m x n x k GEMM that accumulates into C: the larger of its flops at
+  /// the GEMM rate and its memory traffic (C read and written, A and B read once) at the
+  /// memory bandwidth (a roofline). 0 when any extent is 0.
+  double gemm_seconds(bool complex, double m, double n, double k) const {
+    if (m <= 0 || n <= 0 || k <= 0) return 0.0;
+    const double flops = (complex ? 8.0 : 2.0) * m * n * k;
+    const double bytes = (complex ? 16.0 : 8.0) * (2.0 * m * n + m * k + k * n);
+    const double t_flops = flops / gemm_flops(complex), t_mem = bytes / mem_bandwidth_bps;
+    return t_flops > t_mem ? t_flops : t_mem;
+  }
 
   /// Where this model came from: "defaults", "--machine FILE", "TESSEL_MACHINE=FILE".
   std::string source = "defaults";

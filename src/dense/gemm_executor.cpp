@@ -182,13 +182,16 @@ void execute_plan(Context& ctx, const GemmPlan& plan, T alpha, Op opa, const Dis
       const std::int64_t lda = ga.ld(r), ldb = gb.ld(r);
       const T beta_r = r > 0 ? T(1) : (c_in_place ? beta : T(0));
       const KernelSpan kspan(&ctx.ledger(), "local gemm", 2.0 * mi * nj * kr);
+      // In column chunks that test the next round's requests in between (MPI progress); one
+      // call when nothing is in flight (a chunked GEMM is slower than one large call).
+      const bool in_flight = !na.empty() || !nb.empty();
       kernels::gemm<T>(
           op_char(opa), op_char(opb), mi, nj, kr, alpha, a, lda, b, ldb, beta_r, out, ldo,
           [&] {
             na.test_all();
             nb.test_all();
           },
-          256);
+          in_flight ? 256 : 0);
     }
     if (c_in_place) return;
 

@@ -434,13 +434,21 @@ bool faster(const GemmPlan& a, const GemmPlan& b) {
   return better(a, b);
 }
 
-/// Prices g (without redistribution) at its rounds; then, unless rounds are forced, t_min and
-/// t_min * 2^i (<= dk, <= 256), keeping the fastest (the default rounds on ties).
+/// Prices g (without redistribution) at its rounds; then, unless rounds are forced, t_min alone
+/// when the rounds gather nothing, else t_min and t_min * 2^i (<= dk, <= 256), keeping the
+/// fastest (the default rounds on ties).
 void price_rounds(GemmPlan& g, const GemmPlanRequest& req) {
   g.cost = price_gemm_plan_search(g, req.machine, req.complex);
   if (req.rounds > 0) return;
   auto tmin = min_rounds(g);
   if (!tmin) return;
+  if (g.cost.rounds_words == 0 && g.rounds != *tmin) {
+    // Nothing is gathered in the rounds (one rank, or pm = pn = 1): there is no transfer to
+    // hide, and every extra round is one more pass over C. As few as the memory allows.
+    g.rounds = *tmin;
+    g.cost = price_gemm_plan_search(g, req.machine, req.complex);
+    return;
+  }
   // The other rounds are compared on the busiest rank of the default rounds (the rounds change
   // a rank's time, hardly which rank is busiest); the winner is priced in full.
   const int busiest = g.cost.rank;

@@ -275,7 +275,10 @@ TEST(GemmPlan, SmallDimensionsCapRanks) {
 
 TEST(GemmPlan, RoundsAutomaticUnlimited) {
   EXPECT_EQ(make_gemm_plan(req(2048, 2048, 2048, 8)).rounds, 2);  // dk 1024 -> 2
-  EXPECT_EQ(make_gemm_plan(req(512, 512, 65536, 8)).rounds, 8);   // dk 8192 -> clamp 8
+  // A k-only split (pm = pn = 1) gathers nothing in its rounds: nothing to overlap, 1 round.
+  const GemmPlan kk = make_gemm_plan(req(512, 512, 65536, 8));
+  EXPECT_EQ(kk.pm * kk.pn, 1);
+  EXPECT_EQ(kk.rounds, 1);
   EXPECT_EQ(make_gemm_plan(req(300, 300, 300, 1)).rounds, 1);     // dk 300 -> 1
   auto g = make_gemm_plan(req(2048, 2048, 2048, 8));
   EXPECT_EQ(g.k_per_round(), 512);

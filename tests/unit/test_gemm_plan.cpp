@@ -279,7 +279,7 @@ TEST(GemmPlan, RoundsAutomaticUnlimited) {
   const GemmPlan kk = make_gemm_plan(req(512, 512, 65536, 8));
   EXPECT_EQ(kk.pm * kk.pn, 1);
   EXPECT_EQ(kk.rounds, 1);
-  EXPECT_EQ(make_gemm_plan(req(300, 300, 300, 1)).rounds, 1);     // dk 300 -> 1
+  EXPECT_EQ(make_gemm_plan(req(300, 300, 300, 1)).rounds, 1);  // dk 300 -> 1
   auto g = make_gemm_plan(req(2048, 2048, 2048, 8));
   EXPECT_EQ(g.k_per_round(), 512);
   EXPECT_DOUBLE_EQ(g.memory_words_needed(), model_memory(2048, 2048, 2048, 2, 2, 2, 2));

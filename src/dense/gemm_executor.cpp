@@ -195,7 +195,7 @@ void execute_plan(Context& ctx, const GemmPlan& plan, T alpha, Op opa, const Dis
     }
     if (c_in_place) return;
 
-    if (!into_cp) {  // pk == 1: nothing to reduce
+    if (!into_cp) {  // (into_cp: pk == 1, nothing to reduce)
       PhaseScope ph(ctx.ledger(), "reduce C");
       comm::Pieces cp;
       std::vector<int> members;

@@ -1,9 +1,9 @@
 // 2D SUMMA on the caller's block-cyclic layouts. Reads as: the layouts' process grid
-// (layout::ProcessGrid2D over C's owner table: row and column communicators) -> scale C by
-// beta -> for each k segment: pass the A panel around the process row and the B panel around
-// the process column in a ring that starts at the owner (as BLACS's default broadcast; each
-// link carries one copy, and neighbours are often on the same node), receives posted one
-// segment ahead -> local GEMM.
+// (layout::ProcessGrid2D over C's owner table: row and column communicators) -> for each k
+// segment: pass the A panel around the process row and the B panel around the process column
+// in a ring that starts at the owner (as BLACS's default broadcast; each link carries one
+// copy, and neighbours are often on the same node), receives posted one segment ahead ->
+// local GEMM (the first segment's also scales C by beta).
 #include "summa_native.hpp"
 
 #include <algorithm>
@@ -131,12 +131,14 @@ void summa_native(Context& ctx, T alpha, const DistMatrix<T>& A, const DistMatri
   const std::int64_t mr = owned(lc.row_partition(), myr), nc = owned(lc.col_partition(), myc);
   const std::vector<Segment> segs = summa_native_segments(A.layout(), B.layout());
 
-  // C = beta C on the owned part (beta == 0: not read).
-  for (std::int64_t j = 0; j < nc; ++j)
-    for (std::int64_t i = 0; i < mr; ++i) {
-      T& x = C.local(i, j);
-      x = beta == T(0) ? T(0) : beta * x;
-    }
+  // C = beta C on the owned part (beta == 0: not read): by the first segment's GEMM, or here
+  // when there is no segment.
+  if (segs.empty())
+    for (std::int64_t j = 0; j < nc; ++j)
+      for (std::int64_t i = 0; i < mr; ++i) {
+        T& x = C.local(i, j);
+        x = beta == T(0) ? T(0) : beta * x;
+      }
 
   Panel<T> buf[2];
   const T* pa[2] = {nullptr, nullptr};  // this segment's A panel (in place or received)
@@ -230,8 +232,12 @@ void summa_native(Context& ctx, T alpha, const DistMatrix<T>& A, const DistMatri
     if (more) post(s + 1);
     Panel<T>& N = buf[(s + 1) % 2];
     const KernelSpan kspan(&ctx.ledger(), "local gemm", 2.0 * mr * nc * segs[s].len);
+    // In column chunks that forward the next panels and test the sends in between; one call
+    // when there is nothing left to progress.
+    const bool in_flight = more || !N.sends.empty();
     kernels::gemm<T>(
-        'N', 'N', mr, nc, segs[s].len, alpha, pa[x], lda[x], pb[x], ldb[x], T(1), C.data(), C.ld(),
+        'N', 'N', mr, nc, segs[s].len, alpha, pa[x], lda[x], pb[x], ldb[x], s == 0 ? beta : T(1),
+        C.data(), C.ld(),
         [&] {
           if (more) {
             forward_a(s + 1);
@@ -239,7 +245,7 @@ void summa_native(Context& ctx, T alpha, const DistMatrix<T>& A, const DistMatri
           }
           N.sends.test_all();
         },
-        256);
+        in_flight ? 256 : 0);
   }
   for (auto& P : buf) P.sends.wait_all();
 }

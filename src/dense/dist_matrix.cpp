@@ -9,13 +9,8 @@ namespace tessel::dense {
 
 template <class T>
 DistMatrix<T>::DistMatrix(const Context& ctx, layout::Layout layout)
-    : layout_(std::move(layout)), rank_(ctx.rank()) {
-  TESSEL_CHECK(layout_.comm_size() == ctx.size(), LayoutMismatch, "DistMatrix: layout is for ",
-               layout_.comm_size(), " ranks, the context has ", ctx.size());
-  const std::int64_t lr = local_rows(), lc = local_cols();
-  ld_ = std::max<std::int64_t>(1, lr);
-  store_.assign(static_cast<std::size_t>(lr * lc), T{});
-  data_ = store_.empty() ? nullptr : store_.data();
+    : DistMatrix(uninitialized(ctx, std::move(layout))) {
+  std::fill(store_.begin(), store_.end(), T{});
 }
 
 template <class T>

@@ -4,7 +4,7 @@ ScaLAPACK, alternating, on this machine or on the emulated cluster, with commcou
 
   python3 bench/cosma_bench.py [--configs nc:8x1,nc:4x2] [--cases all] [--pairs 3] [--repeat 3]
       [--tools tessel,tessel-pdgemm,cosma,cosma-pdgemm,scalapack] [--nb 128] [--grid 2x4]
-      [--quick] [--out DIR] [--markdown table.md]
+      [--quick] [--out DIR] [--markdown table.md] [--machine nc:8x1=m8.json,nc:4x2=m42.json]
   python3 bench/cosma_bench.py --check [--configs local:4] [--check-size 256]   # functional
 
 Five programs per case, in this order within every pair (so each pair saw the same load):
@@ -78,6 +78,25 @@ def program(tool, bins, m, n, k, a, out_json, extra=()):
         return [bins["cosma"], "--mode", "pdgemm", "--nb", str(a.nb), "--warmup", str(a.warmup)] + grid + dims + \
             list(extra)
     return [bins["scalapack"], "--nb", str(a.nb), "--warmup", str(a.warmup)] + grid + dims + list(extra)
+
+
+def parse_machine(spec, cfgs):
+    """--machine: {config: absolute machine file} (FILE alone: every config)."""
+    if not spec:
+        return {}
+    out = {}
+    for item in spec.split(","):
+        cfg, sep, f = item.rpartition("=")
+        if not sep:
+            cfg, f = "", item
+        if cfg and cfg not in cfgs:
+            raise SystemExit(f"cosma_bench: --machine '{item}': config '{cfg}' is not in --configs ({','.join(cfgs)})")
+        path = Path(f).resolve()
+        if not path.is_file():
+            raise SystemExit(f"cosma_bench: --machine '{item}': no file {path} (write it with tessel calibrate --out)")
+        for c in ([cfg] if cfg else cfgs):
+            out[c] = str(path)
+    return out
 
 
 def run_one(place, tool, prog, raw, stem, a, commcount, env=()):
@@ -213,6 +232,11 @@ def main():
     ap.add_argument("--check", action="store_true", help="functional check only (see above)")
     ap.add_argument("--check-size", default="256", help="N (N^3) or MxNxK of --check")
     ap.add_argument("--force", action="store_true", help="use the emulated cluster even if node namespaces exist")
+    ap.add_argument("--machine", default="",
+                    help="machine file(s) for tessel's planner (TESSEL_MACHINE of both tessel programs): FILE for "
+                         "every config, or CONFIG=FILE,... (e.g. nc:8x1=m8.json,nc:4x2=m42.json; a config not "
+                         "named runs on the built-in defaults). Write them with `tessel calibrate --out FILE` "
+                         "launched on that config. Default: none (the planner's defaults: a fast network)")
     a = ap.parse_args()
     tools = [t.strip() for t in a.tools.split(",") if t.strip()]
     if not tools or any(t not in TOOLS for t in tools):
@@ -256,6 +280,7 @@ def main():
         finally:
             place.down()
     cases = parse_cases(a.cases, a.quick)
+    machine = parse_machine(a.machine, [c.cfg for c in configs])
     results = []
     for place in configs:
         place.bring_up(a.rate, a.delay)
@@ -266,8 +291,10 @@ def main():
                 for pair in range(1, a.pairs + 1):
                     for t in tools:
                         st = f"{t}-{name.replace('^', 'p')}-{place.cfg.replace(':', '')}-pair{pair}"
+                        env = (["-x", f"TESSEL_MACHINE={machine[place.cfg]}"]
+                               if t.startswith("tessel") and place.cfg in machine else [])
                         rec = run_one(place, t, program(t, bins, m, n, k, a, str(raw / f"{st}.json")), raw, st, a,
-                                      commcount)
+                                      commcount, env)
                         rec["pair"] = pair
                         runs.append(rec)
                         if rec["ok"]:
@@ -277,7 +304,8 @@ def main():
                         else:
                             print(f"  {t:14s} pair {pair}: FAILED {rec.get('error', '')[:300]}\n    log {rec['log']}",
                                   flush=True)
-                results.append({"case": name, "m": m, "n": n, "k": k, "config": place.cfg, "runs": runs,
+                results.append({"case": name, "m": m, "n": n, "k": k, "config": place.cfg,
+                                "machine": machine.get(place.cfg, ""), "runs": runs,
                                 "summary": summarize(runs, tools)})
         finally:
             place.down()

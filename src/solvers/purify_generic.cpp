@@ -1,9 +1,18 @@
 // Purification (canonical, McWeeny, TRS2, TRS4) over any Algebra<M>: the starting guesses and
-// coefficient steps of purify_steps.cpp, the powers X^2, X^3, X^4 by alg.product (filtered),
-// the stopping rules of the dense driver (purify.cpp), and mu recovered afterwards from the
-// composed step polynomials: the energy e whose starting value a e + b the steps map to 1/2.
+// coefficient steps of purify_steps.cpp, the stopping rules of the dense driver (purify.cpp),
+// and mu recovered afterwards from the composed step polynomials: the energy e whose starting
+// value a e + b the steps map to 1/2.
+//
+// A step X <- c0 X + c1 X^2 + c2 X^3 + c3 X^4 needs the traces of the powers and the update.
+// The dense and block-sparse algebras compute X^2 = X X only, the traces
+// tr X^3 = <X, X^2> and tr X^4 = <X^2, X^2> as dot products (X symmetric), and the update as
+// c0 X + c1 X^2 + X^2 (c2 X + c3 X^2): at most 2 products per step (TRS4: 2, was 3 with
+// X^3 and X^4; 1 when the step is 2X - X^2 or X^2), as NTPoly's TRS4 does. The SymmSquareCube
+// algebra of purify() computes X^2 and X^3 together (seed 000) and X^4 as (X^2)^2 by
+// alg.powers(), and the update as a sum of the powers.
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "purify_steps.hpp"
@@ -22,6 +31,10 @@ double apply_steps(double x, const std::vector<steps::Coefficients>& cs) {
   }
   return x;
 }
+
+/// Algebras whose powers() computes X^2 .. X^4 together (cheaper than products one by one).
+template <class M>
+constexpr bool kFusedPowers = std::is_same_v<M, SscMatrix>;
 
 }  // namespace
 
@@ -58,7 +71,7 @@ PurifyGenericResult<M> purify_generic(Algebra<M>& alg, const M& Ht, std::int64_t
   std::vector<double> hist;
   double best_err = INFINITY, best_t1 = 0, best_en = 0;
   int best_it = 0, behind = 0;
-  int it = 0, performed = -1;
+  int it = 0;
   if (ck.resume) {  // everything step 0 computed comes from the state: nothing recomputed
     const PurifyState& st = *ck.resume;
     b.hmin = st.hmin;
@@ -117,14 +130,22 @@ PurifyGenericResult<M> purify_generic(Algebra<M>& alg, const M& Ht, std::int64_t
   bool stopped = false;
   double err = 0, t1 = 0, en = 0;
   Stopwatch t;
+  const auto m0 = alg.stats().multiplications;
   for (;; ++it) {
-    M x2, x3, x4;
-    alg.powers(x, power, x2, x3, x4);
+    M x2, x3, x4;  // x3, x4: from powers() of a fused algebra only
     steps::Traces tr;
     tr.t1 = t1 = alg.trace(x);
-    tr.t2 = alg.trace(x2);
-    if (power >= 3) tr.t3 = alg.trace(x3);
-    if (power >= 4) tr.t4 = alg.trace(x4);
+    if constexpr (kFusedPowers<M>) {
+      alg.powers(x, power, x2, x3, x4);
+      tr.t2 = alg.trace(x2);
+      if (power >= 3) tr.t3 = alg.trace(x3);
+      if (power >= 4) tr.t4 = alg.trace(x4);
+    } else {
+      x2 = alg.product(x, x);
+      tr.t2 = alg.trace(x2);
+      if (power >= 3) tr.t3 = alg.dot(x, x2);
+      if (power >= 4) tr.t4 = alg.dot(x2, x2);
+    }
     {
       M d = alg.copy(x);
       alg.add(d, 1.0, x2, -1.0);
@@ -157,7 +178,8 @@ PurifyGenericResult<M> purify_generic(Algebra<M>& alg, const M& Ht, std::int64_t
       best_t1 = t1;
       best_en = en;
       best_it = it;
-      best = alg.copy(x);
+      // Only a best below the floor is ever returned (or checkpointed): no copy above it.
+      best = err < floor_level ? alg.copy(x) : M{};
     } else {
       ++behind;
     }
@@ -168,7 +190,6 @@ PurifyGenericResult<M> purify_generic(Algebra<M>& alg, const M& Ht, std::int64_t
       t1 = best_t1;
       en = best_en;
       cs.resize(static_cast<std::size_t>(best_it));
-      performed = it + 1;
       it = best_it;
       break;
     }
@@ -189,9 +210,21 @@ PurifyGenericResult<M> purify_generic(Algebra<M>& alg, const M& Ht, std::int64_t
       case PurifyMethod::Trs4: c = steps::step_trs4(tr, b); break;
     }
     cs.push_back(c);
-    alg.add(x, c[0], x2, c[1]);
-    if (c[2] != 0) alg.add(x, 1.0, x3, c[2]);
-    if (c[3] != 0) alg.add(x, 1.0, x4, c[3]);
+    if constexpr (kFusedPowers<M>) {
+      alg.add(x, c[0], x2, c[1]);
+      if (c[2] != 0) alg.add(x, 1.0, x3, c[2]);
+      if (c[3] != 0) alg.add(x, 1.0, x4, c[3]);
+    } else if (c[2] != 0 || c[3] != 0) {  // c0 X + c1 X^2 + X^2 (c2 X + c3 X^2)
+      M y = alg.copy(x);
+      alg.add(y, c[2], x2, c[3]);
+      M p = alg.product(x2, y);
+      y = M{};
+      alg.add(x, c[0], x2, c[1]);
+      x2 = M{};
+      alg.add(x, 1.0, p, 1.0);
+    } else {
+      alg.add(x, c[0], x2, c[1]);
+    }
     alg.filter(x);
     alg.resymmetrize(x);  // X^2, X^3 from different blocks round differently: keep X = X^T
     const bool stop = ck.stop_after > 0 && it + 1 >= ck.stop_after;
@@ -213,14 +246,7 @@ PurifyGenericResult<M> purify_generic(Algebra<M>& alg, const M& Ht, std::int64_t
   out.band_energy = en;
   out.stopped = stopped;
   // Products computed by this call (a resumed run counts from its first step on).
-  const int first = ck.resume ? ck.resume->iteration : 0;
-  out.products = static_cast<std::int64_t>((performed >= 0 ? performed
-                                            : stopped      ? it
-                                                           : it + 1) -
-                                           first) *
-                 (power == 2   ? 1
-                  : power == 3 ? 2
-                               : 3);
+  out.products = alg.stats().multiplications - m0;
   // mu: the steps map x0 = a e + b (a < 0) monotonically to the occupation of energy e.
   double lo = b.hmin, hi = b.hmax;
   if (x0.a != 0) {

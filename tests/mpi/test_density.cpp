@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,42 @@ TEST(Density, SignOfKnownSpectrum) {
         std::printf("  sign %s order %d: %d iterations, %lld multiplications, residual %.2e\n",
                     kind, order, r.iterations, static_cast<long long>(r.multiplications),
                     r.residual);
+    }
+  });
+}
+
+// purify_generic on both algebras against the exact projector of a known spectrum, with the
+// products it may spend: X^2 every step plus at most one product for the update (tr X^3 and
+// tr X^4 are dot products), so TRS2 1 and the others <= 2 per step (TRS4 took 3 before).
+TEST(Density, PurifyOfKnownSpectrumAtMostTwoProductsPerStep) {
+  Context ctx(MPI_COMM_WORLD);
+  const int n = 37;
+  auto e = spectrum(n, -2.0, 3.0, 0.05);
+  const auto nocc = static_cast<std::int64_t>(std::count_if(e.begin(), e.end(), [](double x) {
+    return x < 0;
+  }));
+  auto a = tt::with_spectrum(e);
+  auto want = mapped(e, [](double x) { return x < 0 ? 1.0 : 0.0; });
+  both(ctx, a, n, [&](auto& alg, const auto& m, const char* kind) {
+    using solvers::PurifyMethod;
+    for (auto method : {PurifyMethod::Canonical, PurifyMethod::McWeeny, PurifyMethod::Trs2,
+                        PurifyMethod::Trs4}) {
+      const auto m0 = alg.stats().multiplications;
+      std::optional<double> mu;
+      if (method == PurifyMethod::McWeeny) mu = 0.0;
+      auto r = solvers::purify_generic(alg, m, nocc, method, mu, 1e-9, 200, {});
+      const std::string what = std::string(kind) + " " + solvers::to_string(method);
+      EXPECT_LT(max_diff(tt::full_of(ctx, r.X), want), 1e-8) << what;
+      EXPECT_NEAR(r.trace, static_cast<double>(nocc), 1e-8) << what;
+      EXPECT_GT(r.mu, -0.05) << what;  // in the gap (-0.05, 0.05)
+      EXPECT_LT(r.mu, 0.05) << what;
+      EXPECT_EQ(r.products, alg.stats().multiplications - m0) << what;
+      const std::int64_t steps = r.iterations + 1;  // X^2 of the last step too
+      EXPECT_GE(r.products, steps) << what;
+      EXPECT_LE(r.products, method == PurifyMethod::Trs2 ? steps : 2 * steps - 1) << what;
+      if (ctx.rank() == 0)
+        std::printf("  purify %s: %d iterations, %lld products\n", what.c_str(), r.iterations,
+                    static_cast<long long>(r.products));
     }
   });
 }

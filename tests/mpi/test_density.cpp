@@ -89,15 +89,14 @@ TEST(Density, PurifyOfKnownSpectrumAtMostTwoProductsPerStep) {
   Context ctx(MPI_COMM_WORLD);
   const int n = 37;
   auto e = spectrum(n, -2.0, 3.0, 0.05);
-  const auto nocc = static_cast<std::int64_t>(std::count_if(e.begin(), e.end(), [](double x) {
-    return x < 0;
-  }));
+  const auto nocc =
+      static_cast<std::int64_t>(std::count_if(e.begin(), e.end(), [](double x) { return x < 0; }));
   auto a = tt::with_spectrum(e);
   auto want = mapped(e, [](double x) { return x < 0 ? 1.0 : 0.0; });
   both(ctx, a, n, [&](auto& alg, const auto& m, const char* kind) {
     using solvers::PurifyMethod;
-    for (auto method : {PurifyMethod::Canonical, PurifyMethod::McWeeny, PurifyMethod::Trs2,
-                        PurifyMethod::Trs4}) {
+    for (auto method :
+         {PurifyMethod::Canonical, PurifyMethod::McWeeny, PurifyMethod::Trs2, PurifyMethod::Trs4}) {
       const auto m0 = alg.stats().multiplications;
       std::optional<double> mu;
       if (method == PurifyMethod::McWeeny) mu = 0.0;

@@ -1,7 +1,7 @@
 // `tessel calibrate`: measures the machine the planner prices (dense/machine_model.hpp) and
 // writes the machine file: local dgemm/zgemm rate, memory bandwidth, point-to-point latency and bandwidth
-// within a node and between nodes (MPI_Comm_split_type), and the p2p segment size from the
-// bandwidth curve. Every figure with its spread (min / median / max over the repeats).
+// within a node and between nodes (MPI_Comm_split_type), the p2p segment size from the
+// bandwidth curve, and the overlap of a transfer with a GEMM. Every figure with its spread (min / median / max over the repeats).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -52,7 +52,10 @@ Spread spread(std::vector<double> v) {
   return s;
 }
 
-// GFLOP/s of `repeat` local n x n x n GEMMs on every rank at once; samples of all ranks.
+// GFLOP/s of `repeat` local n x n x n GEMMs on every rank at once; samples of all ranks. A
+// sample is timed from a barrier to the barrier after the GEMM, i.e. until the slowest rank is
+// done, as the ranks of a multiply wait for each other (where ranks share a core, the rate
+// per rank is the core's shared: 8 ranks on 2 cores here 11-12 GFLOP/s each, 1 rank 44).
 template <class T>
 std::vector<double> gemm_rates(const comm::Comm& c, int n, int repeat) {
   std::vector<T> a(static_cast<std::size_t>(n) * n), b(a.size()), out(a.size());
@@ -70,6 +73,7 @@ std::vector<double> gemm_rates(const comm::Comm& c, int n, int repeat) {
       dgemm_("N", "N", &n, &n, &n, &one, a.data(), &n, b.data(), &n, &zero, out.data(), &n);
     else
       zgemm_("N", "N", &n, &n, &n, &one, a.data(), &n, b.data(), &n, &zero, out.data(), &n);
+    c.barrier();
     const double t = std::max(t0.seconds(), 1e-9);
     if (r > 0) mine.push_back(flops / t * 1e-9);
   }
@@ -79,7 +83,8 @@ std::vector<double> gemm_rates(const comm::Comm& c, int n, int repeat) {
 }
 
 // GB/s of copying one array of `mib` MiB into another (bytes read + bytes written), every
-// rank at once (as the ranks of a multiply share their socket's bandwidth); samples of all ranks.
+// rank at once (as the ranks of a multiply share their socket's bandwidth), timed until the
+// slowest rank is done (as gemm_rates); samples of all ranks.
 std::vector<double> copy_rates(const comm::Comm& c, int mib, int repeat) {
   const std::size_t n = static_cast<std::size_t>(mib) * (std::size_t{1} << 20) / sizeof(double);
   std::vector<double> a(n, 1.0), b(n, 0.0);  // written once: the pages exist before the timing
@@ -88,12 +93,60 @@ std::vector<double> copy_rates(const comm::Comm& c, int mib, int repeat) {
     c.barrier();
     const Stopwatch t0;
     std::copy(a.begin(), a.end(), b.begin());
+    c.barrier();
     const double t = std::max(t0.seconds(), 1e-9);
     a[static_cast<std::size_t>(r) % n] = b[n - 1];  // the copy is used: not optimised away
     if (r > 0) mine.push_back(2.0 * static_cast<double>(n * sizeof(double)) / t * 1e-9);
   }
   std::vector<double> all(mine.size() * static_cast<std::size_t>(c.size()));
   c.allgather(mine.data(), static_cast<int>(mine.size()), all.data());
+  return all;
+}
+
+// The model's `overlap`: the fraction of min(transfer, GEMM) hidden when a transfer is in
+// flight during a local GEMM, as in a multiply's rounds. Rank r < h = p/2 exchanges `bytes`
+// with r + h (another node when nodes hold consecutive ranks), all pairs at once; per sample
+// the exchange alone (t_c), the n^3 GEMM alone (t_g) and both (post, GEMM, wait: t_b), each
+// from a barrier to the next; overlap = (t_c + t_g - t_b) / min(t_c, t_g), clamped to [0, 1].
+// Samples of the ranks with a partner (a rank left over when p is odd only joins barriers).
+std::vector<double> overlap_samples(const comm::Comm& c, int n, std::int64_t bytes, int repeat) {
+  const int p = c.size(), me = c.rank(), h = p / 2;
+  const int peer = me < h ? me + h : me < 2 * h ? me - h : -1;
+  std::vector<double> a(static_cast<std::size_t>(n) * n), b(a.size()), out(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    a[i] = std::sin(0.1 * static_cast<double>(i));
+    b[i] = std::cos(0.1 * static_cast<double>(i));
+  }
+  std::vector<char> snd(static_cast<std::size_t>(bytes), 1), rcv(snd.size());
+  const double one = 1, zero = 0;
+  auto timed = [&](bool transfer, bool gemm) {
+    c.barrier();
+    const Stopwatch t0;
+    comm::RequestSet rs;
+    if (transfer && peer >= 0) {
+      c.irecv(rcv.data(), bytes, peer, 8, rs);
+      c.isend(snd.data(), bytes, peer, 8, rs);
+    }
+    if (gemm) dgemm_("N", "N", &n, &n, &n, &one, a.data(), &n, b.data(), &n, &zero, out.data(), &n);
+    rs.wait_all();
+    c.barrier();
+    return std::max(t0.seconds(), 1e-9);
+  };
+  std::vector<double> mine;
+  for (int r = 0; r <= repeat; ++r) {  // the first sample warms up, not recorded
+    const double tc = timed(true, false), tg = timed(false, true), tb = timed(true, true);
+    if (r > 0 && peer >= 0) mine.push_back(std::clamp((tc + tg - tb) / std::min(tc, tg), 0.0, 1.0));
+  }
+  int count = static_cast<int>(mine.size());
+  std::vector<int> counts(static_cast<std::size_t>(p));
+  c.allgather(&count, 1, counts.data());
+  std::vector<double> all;
+  for (int r = 0; r < p; ++r) {  // gather by broadcasts: counts differ (the odd rank out)
+    std::vector<double> v(static_cast<std::size_t>(counts[static_cast<std::size_t>(r)]));
+    if (r == me) v = mine;
+    if (!v.empty()) c.bcast(v.data(), static_cast<int>(v.size()), r);
+    all.insert(all.end(), v.begin(), v.end());
+  }
   return all;
 }
 
@@ -214,6 +267,18 @@ int run_calibrate(const CalibrateArgs& g) {
   LinkResult intra, inter;
   if (intra_peer > 0) intra = measure_link(c, 0, intra_peer, g);
   if (inter_peer > 0) inter = measure_link(c, 0, inter_peer, g);
+  // Overlap: a message that takes about as long as the GEMM on the link the pairs use.
+  const LinkResult& pair_link = inter.measured ? inter : intra;
+  std::int64_t overlap_bytes = 0;
+  Spread overlap;
+  if (p > 1 && pair_link.measured) {
+    const double t_gemm =
+        2.0 * g.gemm_size * g.gemm_size * static_cast<double>(g.gemm_size) / (dgemm.median * 1e9);
+    overlap_bytes = std::clamp<std::int64_t>(
+        static_cast<std::int64_t>(pair_link.bandwidth_gbs.median * 1e9 * t_gemm), 65536,
+        std::int64_t{256} << 20);
+    overlap = spread(overlap_samples(c, g.gemm_size, overlap_bytes, g.repeat));
+  }
 
   dense::MachineModel mm;
   mm.dgemm_flops = dgemm.median * 1e9;
@@ -229,6 +294,7 @@ int run_calibrate(const CalibrateArgs& g) {
   else if (intra.measured)
     mm.inter = mm.intra;  // one node: no other link to price
   mm.node_size = consecutive ? sizes[0] : 0;
+  if (overlap_bytes > 0) mm.overlap = overlap.median;
   // Segment: the smallest message that reaches 90% of the largest message's bandwidth.
   const LinkResult& seg_link = inter.measured ? inter : intra;
   if (seg_link.measured && !seg_link.curve.empty()) {
@@ -252,6 +318,12 @@ int run_calibrate(const CalibrateArgs& g) {
                              {"memory_bandwidth_gbs", memory.to_json()},
                              {"intra_node", link_json(intra)},
                              {"inter_node", link_json(inter)}};
+  if (overlap_bytes > 0) {
+    measured["overlap"] = overlap.to_json();
+    measured["overlap_bytes"] = overlap_bytes;
+  } else {
+    measured["overlap"] = nullptr;
+  }
   if (rank == 0) {
     auto line = [](const char* what, const Spread& s, const char* unit) {
       return fmt::format("  {:<26} median {:.4g} {} (min {:.4g}, max {:.4g})\n", what, s.median,
@@ -280,6 +352,11 @@ int run_calibrate(const CalibrateArgs& g) {
     if (!consecutive)
       std::cout
           << "  nodes do not hold consecutive ranks of equal count: node_size written as 0 (unknown)\n";
+    if (overlap_bytes > 0)
+      std::cout << line(fmt::format("overlap, {} B with GEMM", overlap_bytes).c_str(), overlap,
+                        "(fraction hidden)");
+    else
+      std::cout << "  overlap: not measured (one rank); default " << mm.overlap << " written\n";
     std::cout << "  p2p segment: " << mm.p2p_segment_bytes << " bytes\n"
               << "wrote " << g.out << " (" << dense::describe(mm) << ")\n";
   }
@@ -303,9 +380,9 @@ std::function<int()> add_calibrate(CLI::App& app) {
   auto g = std::make_shared<CalibrateArgs>();
   CLI::App* s = app.add_subcommand(
       "calibrate",
-      "Measure local GEMM rates, memory bandwidth and p2p latency/bandwidth (intra- and "
-      "inter-node) and write the "
-      "machine file the planner reads (--machine / TESSEL_MACHINE) (collective)");
+      "Measure local GEMM rates, memory bandwidth, p2p latency/bandwidth (intra- and "
+      "inter-node) and the overlap of a transfer with a GEMM, and write the machine file the "
+      "planner reads (--machine / TESSEL_MACHINE) (collective)");
   s->add_option("--out", g->out, "Machine file to write (JSON)")->capture_default_str();
   add_trace_option(s, g->trace);
   s->add_option("--json", g->json, "Also write the run and the machine file as a JSON result");

@@ -51,6 +51,18 @@ with tempfile.TemporaryDirectory() as tmp:
         check("no inter-node pair" in r.stdout, "report says 'no inter-node pair'")
         check("median" in r.stdout and "min" in r.stdout and "max" in r.stdout, "report prints the spread")
         check(json.load(open(res))["command"] == "calibrate", "--json result written")
+        # overlap: measured with a partner (np > 1), a fraction in [0, 1] with its spread
+        ov = m.get("overlap")
+        check(isinstance(ov, (int, float)) and 0 <= ov <= 1, f"overlap = {ov} in [0, 1]")
+        if args.np > 1:
+            o = meas["overlap"]
+            check(o is not None and 0 <= o["min"] <= o["median"] <= o["max"] <= 1 and o["median"] == ov,
+                  f"measured.overlap {o} is the written overlap's spread")
+            check(meas["overlap_bytes"] >= 65536, "overlap message >= 64 KiB")
+            check("overlap," in r.stdout, "report prints the overlap")
+        else:
+            check(meas["overlap"] is None and ov == 0.5 and "overlap: not measured" in r.stdout,
+                  "one rank: overlap not measured, default written")
         # the planner reads it
         g = run("gemm", "--m", "64", "--n", "64", "--k", "64", "--explain", "--machine", out)
         check(g.returncode == 0 and f"machine (--machine {out})" in g.stdout, "gemm --machine loads the file")

@@ -76,10 +76,20 @@ TEST(MachineModel, DefaultsAreDocumentedValues) {
   EXPECT_EQ(m.inter.bandwidth_bps, 10e9);
   EXPECT_EQ(m.intra.latency_s, 1e-6);
   EXPECT_EQ(m.node_size, 0);
-  EXPECT_EQ(&m.link(0, 1), &m.inter);  // node size unknown: every link inter-node
+  auto same = [](const LinkModel& a, const LinkModel& b) {
+    return a.latency_s == b.latency_s && a.bandwidth_bps == b.bandwidth_bps;
+  };
+  m.intra.bandwidth_bps = 40e9;
+  EXPECT_TRUE(same(m.link(0, 1), m.inter));  // node size unknown: every link inter-node
+  m.node_size = 1;
+  EXPECT_TRUE(same(m.link(0, 1), m.inter));  // one rank per node: the whole NIC
   m.node_size = 2;
-  EXPECT_EQ(&m.link(0, 1), &m.intra);
-  EXPECT_EQ(&m.link(1, 2), &m.inter);
+  EXPECT_TRUE(same(m.link(0, 1), m.intra));
+  // Two ranks share the node's NIC: half the inter-node bandwidth each, same latency.
+  EXPECT_EQ(m.link(1, 2).bandwidth_bps, m.inter.bandwidth_bps / 2);
+  EXPECT_EQ(m.link(1, 2).latency_s, m.inter.latency_s);
+  m.node_size = 4;
+  EXPECT_EQ(m.link(3, 4).bandwidth_bps, m.inter.bandwidth_bps / 4);
 }
 
 TEST(MachineModel, ParsesAndRoundTrips) {
@@ -378,8 +388,9 @@ TEST(GemmCost, PartsAddUpAndMatchHandCount) {
   mm.intra = LinkModel{0.0, 1e12};
   g.rounds = 1;
   GemmCost n2 = price_gemm_rank(g, mm, false, nullptr, 0);
-  EXPECT_NEAR(n2.rounds_bw_s, 1024.0 * 512 * 8 / mm.inter.bandwidth_bps + 1024.0 * 512 * 8 / 1e12,
-              1e-15);
+  // (the inter-node link at half the NIC: two ranks per node share it)
+  EXPECT_NEAR(n2.rounds_bw_s,
+              1024.0 * 512 * 8 / (mm.inter.bandwidth_bps / 2) + 1024.0 * 512 * 8 / 1e12, 1e-15);
 }
 
 TEST(GemmCost, ExplainShowsTimeAndRunnersUp) {

@@ -25,8 +25,9 @@
 /// a GEMM chunk to end is not modelled.
 /// Aligned plans (GemmPlan::split_m/n/k) are priced with their exact group sizes and layouts.
 /// Each message costs link.latency + bytes / link.bandwidth, with the link intra- or
-/// inter-node by the model's node_size (unknown: inter-node). The NIC shared by several ranks
-/// of a node and collisions are not modelled. The plan's time is the largest over the ranks of
+/// inter-node by the model's node_size (unknown: inter-node); an inter-node link carries
+/// 1/node_size of the NIC (MachineModel::link: the ranks of a node share it). Collisions and
+/// uneven NIC use are not modelled. The plan's time is the largest over the ranks of
 /// the per-rank sum (idle ranks only redistribute).
 #include <cstdint>
 #include <vector>

@@ -1,7 +1,8 @@
 // `tessel calibrate`: measures the machine the planner prices (dense/machine_model.hpp) and
-// writes the machine file: local dgemm/zgemm rate, memory bandwidth, point-to-point latency and bandwidth
-// within a node and between nodes (MPI_Comm_split_type), the p2p segment size from the
-// bandwidth curve, and the overlap of a transfer with a GEMM. Every figure with its spread (min / median / max over the repeats).
+// writes the machine file: local dgemm/zgemm rate, memory bandwidth, point-to-point latency
+// and bandwidth within a node and between nodes (MPI_Comm_split_type), the p2p segment size
+// from the bandwidth curve, and the overlap of a transfer with a GEMM. Every figure with its
+// spread (min / median / max over the repeats).
 #include <fmt/format.h>
 
 #include <algorithm>

@@ -4,7 +4,7 @@
 // value a e + b the steps map to 1/2.
 //
 // A step X <- c0 X + c1 X^2 + c2 X^3 + c3 X^4 needs the traces of the powers and the update.
-// The dense and block-sparse algebras compute X^2 = X X only, the traces
+// The dense and block-sparse algebras compute X^2 = X X only, the traces tr X^2 = <X, X>,
 // tr X^3 = <X, X^2> and tr X^4 = <X^2, X^2> as dot products (X symmetric), and the update as
 // c0 X + c1 X^2 + X^2 (c2 X + c3 X^2): at most 2 products per step (TRS4: 2, was 3 with
 // X^3 and X^4; 1 when the step is 2X - X^2 or X^2), as NTPoly's TRS4 does. The SymmSquareCube
@@ -141,8 +141,11 @@ PurifyGenericResult<M> purify_generic(Algebra<M>& alg, const M& Ht, std::int64_t
       if (power >= 3) tr.t3 = alg.trace(x3);
       if (power >= 4) tr.t4 = alg.trace(x4);
     } else {
+      // tr X^2 = ||X||_F^2 exactly (X symmetric), not the trace of the filtered product: then
+      // t2 - 2 t3 + t4 = ||X - X^2||_F^2 (TRS4's tr G) is a square, tiny near convergence, and
+      // TRS4 takes McWeeny's step there instead of chasing the filter's drift of the trace.
       x2 = alg.product(x, x);
-      tr.t2 = alg.trace(x2);
+      tr.t2 = alg.dot(x, x);
       if (power >= 3) tr.t3 = alg.dot(x, x2);
       if (power >= 4) tr.t4 = alg.dot(x2, x2);
     }

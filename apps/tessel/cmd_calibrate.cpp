@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <fstream>
 #include <iostream>
+#include <utility>
 #include <vector>
 
 #include "cli_util.hpp"
@@ -53,17 +54,25 @@ Spread spread(std::vector<double> v) {
   return s;
 }
 
+// The n x n operands A, B of the timed GEMMs (finite, not special values).
+template <class T>
+std::pair<std::vector<T>, std::vector<T>> gemm_operands(int n) {
+  std::vector<T> a(static_cast<std::size_t>(n) * n), b(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    a[i] = T(std::sin(0.1 * static_cast<double>(i)));
+    b[i] = T(std::cos(0.1 * static_cast<double>(i)));
+  }
+  return {std::move(a), std::move(b)};
+}
+
 // GFLOP/s of `repeat` local n x n x n GEMMs on every rank at once; samples of all ranks. A
 // sample is timed from a barrier to the barrier after the GEMM, i.e. until the slowest rank is
 // done, as the ranks of a multiply wait for each other (where ranks share a core, the rate
 // per rank is the core's shared: 8 ranks on 2 cores here 11-12 GFLOP/s each, 1 rank 44).
 template <class T>
 std::vector<double> gemm_rates(const comm::Comm& c, int n, int repeat) {
-  std::vector<T> a(static_cast<std::size_t>(n) * n), b(a.size()), out(a.size());
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    a[i] = T(std::sin(0.1 * static_cast<double>(i)));
-    b[i] = T(std::cos(0.1 * static_cast<double>(i)));
-  }
+  auto [a, b] = gemm_operands<T>(n);
+  std::vector<T> out(a.size());
   const T one(1), zero(0);
   const double flops = (std::is_same_v<T, double> ? 2.0 : 8.0) * n * n * static_cast<double>(n);
   std::vector<double> mine;
@@ -113,11 +122,8 @@ std::vector<double> copy_rates(const comm::Comm& c, int mib, int repeat) {
 std::vector<double> overlap_samples(const comm::Comm& c, int n, std::int64_t bytes, int repeat) {
   const int p = c.size(), me = c.rank(), h = p / 2;
   const int peer = me < h ? me + h : me < 2 * h ? me - h : -1;
-  std::vector<double> a(static_cast<std::size_t>(n) * n), b(a.size()), out(a.size());
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    a[i] = std::sin(0.1 * static_cast<double>(i));
-    b[i] = std::cos(0.1 * static_cast<double>(i));
-  }
+  auto [a, b] = gemm_operands<double>(n);
+  std::vector<double> out(a.size());
   std::vector<char> snd(static_cast<std::size_t>(bytes), 1), rcv(snd.size());
   const double one = 1, zero = 0;
   auto timed = [&](bool transfer, bool gemm) {
@@ -133,21 +139,16 @@ std::vector<double> overlap_samples(const comm::Comm& c, int n, std::int64_t byt
     c.barrier();
     return std::max(t0.seconds(), 1e-9);
   };
-  std::vector<double> mine;
+  std::vector<double> mine;  // NaN from the rank without a partner, dropped after the gather
   for (int r = 0; r <= repeat; ++r) {  // the first sample warms up, not recorded
     const double tc = timed(true, false), tg = timed(false, true), tb = timed(true, true);
-    if (r > 0 && peer >= 0) mine.push_back(std::clamp((tc + tg - tb) / std::min(tc, tg), 0.0, 1.0));
+    if (r > 0)
+      mine.push_back(peer < 0 ? NAN : std::clamp((tc + tg - tb) / std::min(tc, tg), 0.0, 1.0));
   }
-  int count = static_cast<int>(mine.size());
-  std::vector<int> counts(static_cast<std::size_t>(p));
-  c.allgather(&count, 1, counts.data());
-  std::vector<double> all;
-  for (int r = 0; r < p; ++r) {  // gather by broadcasts: counts differ (the odd rank out)
-    std::vector<double> v(static_cast<std::size_t>(counts[static_cast<std::size_t>(r)]));
-    if (r == me) v = mine;
-    if (!v.empty()) c.bcast(v.data(), static_cast<int>(v.size()), r);
-    all.insert(all.end(), v.begin(), v.end());
-  }
+  std::vector<double> all(mine.size() * static_cast<std::size_t>(p));
+  c.allgather(mine.data(), static_cast<int>(mine.size()), all.data());
+  all.erase(std::remove_if(all.begin(), all.end(), [](double x) { return std::isnan(x); }),
+            all.end());
   return all;
 }
 

@@ -131,14 +131,11 @@ void summa_native(Context& ctx, T alpha, const DistMatrix<T>& A, const DistMatri
   const std::int64_t mr = owned(lc.row_partition(), myr), nc = owned(lc.col_partition(), myc);
   const std::vector<Segment> segs = summa_native_segments(A.layout(), B.layout());
 
-  // C = beta C on the owned part (beta == 0: not read): by the first segment's GEMM, or here
-  // when there is no segment.
+  // C = beta C on the owned part (beta == 0: not read): by the first segment's GEMM, or, when
+  // there is no segment (k = 0), by the kernel's k = 0 case.
   if (segs.empty())
-    for (std::int64_t j = 0; j < nc; ++j)
-      for (std::int64_t i = 0; i < mr; ++i) {
-        T& x = C.local(i, j);
-        x = beta == T(0) ? T(0) : beta * x;
-      }
+    kernels::gemm<T>('N', 'N', mr, nc, 0, alpha, nullptr, 1, nullptr, 1, beta, C.data(), C.ld(), {},
+                     0);
 
   Panel<T> buf[2];
   const T* pa[2] = {nullptr, nullptr};  // this segment's A panel (in place or received)

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <limits>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "purify_steps.hpp"
@@ -32,9 +33,15 @@ double apply_steps(double x, const std::vector<steps::Coefficients>& cs) {
   return x;
 }
 
-/// Algebras whose powers() computes X^2 .. X^4 together (cheaper than products one by one).
+/// Algebras that offer powers(): X^2 .. X^4 together, cheaper than products one by one.
+template <class M, class = void>
+constexpr bool kFusedPowers = false;
 template <class M>
-constexpr bool kFusedPowers = std::is_same_v<M, SscMatrix>;
+constexpr bool kFusedPowers<M, std::void_t<decltype(std::declval<Algebra<M>&>().powers(
+                                   std::declval<const M&>(), 2, std::declval<M&>(),
+                                   std::declval<M&>(), std::declval<M&>()))>> = true;
+static_assert(kFusedPowers<SscMatrix> && !kFusedPowers<dense::DistMatrix<double>> &&
+              !kFusedPowers<sparse::BlockSparseMatrix<double>>);
 
 }  // namespace
 

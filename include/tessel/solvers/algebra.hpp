@@ -11,6 +11,9 @@
 ///
 /// Every solver (src/solvers/newton_schulz.cpp, sign.cpp, density_sign.cpp, purify_generic.cpp)
 /// is a template over M written once against this class and instantiated for both types.
+/// An algebra that can compute X^2 .. X^4 together cheaper than by products one at a time
+/// offers `powers(x, k, x2, x3, x4)` (only purify()'s SymmSquareCube algebra does, seed 000);
+/// purify_generic uses it where it exists.
 /// "Collective" below means over the Context's communicator.
 #include <cstdint>
 #include <functional>
@@ -82,13 +85,6 @@ class Algebra<dense::DistMatrix<double>> {
   /// Collective. Context::agree (the SymmSquareCube algebra of purify() agrees over its
   /// active ranks instead).
   void agree(const std::function<void()>& f) const { ctx_.agree(f); }
-  /// Collective. X^2 .. X^k (k = 2, 3, 4) of a symmetric X: X^2 = XX, X^3 = X^2 X, X^4 = X^2 X^2
-  /// (purify()'s own algebra runs SymmSquareCube here).
-  void powers(const Matrix& x, int k, Matrix& x2, Matrix& x3, Matrix& x4) {
-    x2 = product(x, x);
-    if (k >= 3) x3 = product(x2, x);
-    if (k >= 4) x4 = product(x2, x2);
-  }
   /// Restores exact symmetry where a kernel relies on it (nothing to do here).
   void resymmetrize(Matrix&) const {}
   /// Collective. Stored blocks (dense: 0, meaning "dense").
@@ -138,11 +134,6 @@ class Algebra<sparse::BlockSparseMatrix<double>> {
   bool finite(const Matrix& a) const;
   std::int64_t blocks(const Matrix& a) const;
   void agree(const std::function<void()>& f) const { ctx_.agree(f); }
-  void powers(const Matrix& x, int k, Matrix& x2, Matrix& x3, Matrix& x4) {
-    x2 = product(x, x);
-    if (k >= 3) x3 = product(x2, x);
-    if (k >= 4) x4 = product(x2, x2);
-  }
   void resymmetrize(Matrix&) const {}
 
  private:

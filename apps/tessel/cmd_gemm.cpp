@@ -411,7 +411,8 @@ int run_gemm_typed(const GemmArgs& g) {
                              {"reduce_transfer", plan.cost.reduce_bw_s},
                              {"reduce_latency", plan.cost.reduce_lat_s},
                              {"redistribution_transfer", plan.cost.redist_bw_s},
-                             {"redistribution_latency", plan.cost.redist_lat_s}};
+                             {"redistribution_latency", plan.cost.redist_lat_s},
+                             {"redistribution_local", plan.cost.redist_local_s}};
     j["times_s"] = times;
     j["median_s"] = med;
     j["gflops"] = flops / med * 1e-9;

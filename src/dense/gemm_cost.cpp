@@ -11,7 +11,7 @@
 #include "tessel/dense/gemm_plan.hpp"
 #include "tessel/dense/plan_layouts.hpp"
 #include "tessel/layout/partition.hpp"
-#include "tessel/layout/redistribute.hpp"
+#include "tessel/layout/redist_plan.hpp"
 
 namespace tessel::dense {
 namespace {
@@ -182,10 +182,13 @@ GemmCost price_rank(const GemmPlan& p, const MachineModel& mm, bool complex,
         layouts != nullptr ? *layouts
                            : make_plan_layouts(p, caller->a_transposed, caller->b_transposed, p.p);
     Traffic red;
+    double passed = 0;  // elements this rank copies locally: kept, packed or unpacked
     auto add = [&](const layout::Layout& src, const layout::Layout& dst) {
-      const auto from = layout::redist_recv_from(src, dst, rank);
-      for (std::size_t s = 0; s < from.size(); ++s)
-        red.add(mm.link(rank, static_cast<int>(s)), static_cast<double>(from[s]), bpw);
+      if (layout::same_storage(src, dst)) return;  // used in place (gemm_executor.cpp)
+      const layout::RedistPlan rp = layout::make_redist_plan(src, dst, rank);
+      for (int s = 0; s < rp.comm_size; ++s)
+        red.add(mm.link(rank, s), static_cast<double>(rp.recv_from(s)), bpw);
+      passed += static_cast<double>(rp.self_elems() + rp.send_elems() + rp.recv_elems());
     };
     add(caller->a, L.a);
     add(caller->b, L.b);
@@ -194,6 +197,10 @@ GemmCost price_rank(const GemmPlan& p, const MachineModel& mm, bool complex,
     c.messages += red.msgs;
     c.redist_bw_s = red.bw_s;
     c.redist_lat_s = red.lat_s;
+    // Each of those elements is read once and written once (redistribute.cpp: the kept blocks
+    // straight into the destination, the sent ones into the send buffer, the received ones out
+    // of the receive buffer); the MPI transport's own copies are not counted.
+    c.redist_local_s = 2.0 * passed * bpw / mm.mem_bandwidth_bps;
   }
   return c;
 }

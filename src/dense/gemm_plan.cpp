@@ -313,9 +313,9 @@ std::string ms(double s) { return fmt::format("{:.3f} ms", s * 1e3); }
 std::string cost_parts(const GemmCost& c) {
   return fmt::format(
       "compute {}, rounds transfer {} + latency {}, overlap {}, reduce {} + {}, "
-      "redistribution {} + {}",
+      "redistribution {} + {} + local copies {}",
       ms(c.compute_s), ms(c.rounds_bw_s), ms(c.rounds_lat_s), ms(c.overlap_s), ms(c.reduce_bw_s),
-      ms(c.reduce_lat_s), ms(c.redist_bw_s), ms(c.redist_lat_s));
+      ms(c.reduce_lat_s), ms(c.redist_bw_s), ms(c.redist_lat_s), ms(c.redist_local_s));
 }
 }  // namespace
 

@@ -26,14 +26,6 @@ RedistVolume redist_volume(const Layout& src, const Layout& dst, int rank) {
   return v;
 }
 
-std::vector<std::int64_t> redist_recv_from(const Layout& src, const Layout& dst, int rank) {
-  const RedistPlan p = make_redist_plan(src, dst, rank);
-  std::vector<std::int64_t> from(static_cast<std::size_t>(src.comm_size()), 0);
-  for (std::size_t i = 0; i < p.exchange.recv_peers.size(); ++i)
-    from[static_cast<std::size_t>(p.exchange.recv_peers[i])] = p.exchange.recv_counts[i];
-  return from;
-}
-
 int redist_node_size(const comm::Comm& c, const RedistOptions& opt) {
   return opt.node_size != 0 ? opt.node_size : c.node_size();
 }

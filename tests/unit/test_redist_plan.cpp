@@ -93,9 +93,8 @@ void check_pair(const Layout& s, const Layout& d) {
     EXPECT_EQ(v.self_elems, self);
     EXPECT_EQ(v.send_msgs, smsg);
     EXPECT_EQ(v.recv_msgs, rmsg);
-    const auto from = redist_recv_from(s, d, r);
-    for (int q = 0; q < p; ++q)
-      EXPECT_EQ(from[static_cast<std::size_t>(q)], q == r ? 0 : recv[static_cast<std::size_t>(q)]);
+    EXPECT_EQ(pl.recv_from(r), 0);
+    EXPECT_EQ(pl.send_to(r), 0);
     // The kept elements go last in both buffers; the peers' pieces are the prefix.
     EXPECT_EQ(pl.exchange.self_send, stot);
     EXPECT_EQ(pl.exchange.self_recv, rtot);

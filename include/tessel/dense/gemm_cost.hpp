@@ -13,8 +13,13 @@
 ///            transfer + latency + compute + overlap, overlap <= 0.
 ///   reduce:  pk - 1 messages of mi x |piece of J_j| words (reduce-scatter over pk).
 ///   redistribution (only with CallerLayouts): A and B from the caller's layouts into the plan
-///            layouts and C back, one message per peer that shares data (layout::redist_recv_from),
-///            not overlapped.
+///            layouts and C back, one message per peer that shares data (layout::make_redist_plan),
+///            not overlapped; plus its local passes: every element the rank keeps, sends or
+///            receives is copied once (kept: into place; sent: packed; received: unpacked), i.e.
+///            read and written, at the machine's memory bandwidth. Without that term a plan
+///            that moves all of C back (e.g. 8192 x 8192 x 256 from 2x4 nb 128 on 8 ranks:
+///            4M elements kept, sent and received per rank) looked 3.7 ms dearer than SUMMA on
+///            the caller's grid and ran 0.3 s slower.
 /// A PlanKind::CallerGrid plan (2D SUMMA on the caller's layouts, needs `caller`) is priced
 /// from summa_native's k segments: per segment one A panel message from the left neighbour
 /// in the process row unless the rank's process column owns it, one B panel message from
@@ -54,12 +59,13 @@ struct GemmCost {
   double overlap_s = 0;     ///< <= 0: transfer hidden behind the GEMM by double buffering
   double reduce_bw_s = 0, reduce_lat_s = 0;  ///< reduce-scatter of C over pk
   double redist_bw_s = 0, redist_lat_s = 0;  ///< caller's layouts <-> plan layouts
+  double redist_local_s = 0;  ///< the redistribution's local passes (keep, pack, unpack copies)
   double rounds_words = 0, reduce_words = 0, redist_words = 0;  ///< received by this rank
   double messages = 0;                                          ///< received by this rank
   double flops = 0;                                             ///< local GEMM flops of this rank
   double total_s() const {
     return compute_s + rounds_bw_s + rounds_lat_s + overlap_s + reduce_bw_s + reduce_lat_s +
-           redist_bw_s + redist_lat_s;
+           redist_bw_s + redist_lat_s + redist_local_s;
   }
   double plan_words() const { return rounds_words + reduce_words; }
   double words() const { return plan_words() + redist_words; }

@@ -22,10 +22,6 @@ struct RedistVolume {
 /// make_redist_plan(src, dst, rank), the plan redistribute() executes (messages are those of
 /// the p2p executor: one per peer with elements).
 RedistVolume redist_volume(const Layout& src, const Layout& dst, int rank);
-/// Not collective, pure. The elements `rank` receives in redistribute(src -> dst) from each
-/// other rank (index = source rank; the rank's own entry is 0). Sums to
-/// redist_volume(src, dst, rank).recv_elems; nonzero entries count its recv_msgs.
-std::vector<std::int64_t> redist_recv_from(const Layout& src, const Layout& dst, int rank);
 
 /// How redistribute() moves data between ranks.
 struct RedistOptions {

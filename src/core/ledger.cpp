@@ -23,6 +23,7 @@ PhaseCounts& PhaseCounts::operator+=(const PhaseCounts& o) {
 void CommLedger::push_phase(const std::string& name) {
   stack_.push_back(current_);
   current_ = current_.empty() ? name : current_ + "/" + name;
+  memory_->set_phase(current_);
   if (tracer_) tracer_->phase_begin(current_);
 }
 
@@ -31,6 +32,7 @@ void CommLedger::pop_phase() {
   if (tracer_) tracer_->phase_end();
   current_ = stack_.back();
   stack_.pop_back();
+  memory_->set_phase(current_);
 }
 
 PhaseCounts CommLedger::total() const { return total(""); }

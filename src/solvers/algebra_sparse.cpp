@@ -16,6 +16,17 @@ SparseAlgebra::Algebra(Context& ctx, sparse::SpMultiplyOptions opt)
     : ctx_(ctx), opt_(opt), cache_(std::make_unique<sparse::SpMultiplyCache>()) {
   TESSEL_CHECK(opt.filter_eps >= 0 && std::isfinite(opt.filter_eps), InputError,
                "filter eps = ", opt.filter_eps, " (expected >= 0; 0 means no filtering)");
+  // A solver's products start from an empty C: a retained pattern would keep nothing, and a
+  // comm-only multiply returns zero blocks.
+  TESSEL_CHECK(!opt.retain_sparsity, InputError,
+               "SparseAlgebra: SpMultiplyOptions::retain_sparsity = true (expected false: every "
+               "product of a solver starts from an empty C, so it would be zero)");
+  TESSEL_CHECK(!opt.comm_only, InputError,
+               "SparseAlgebra: SpMultiplyOptions::comm_only = true (expected false: a comm-only "
+               "multiply computes no block product, so every product would be zero)");
+  TESSEL_CHECK(opt.product_bytes_hint >= 0 && std::isfinite(opt.product_bytes_hint), InputError,
+               "SparseAlgebra: SpMultiplyOptions::product_bytes_hint = ", opt.product_bytes_hint,
+               " (expected >= 0; 0 = estimate)");
 }
 
 SparseAlgebra::~Algebra() = default;
@@ -49,6 +60,12 @@ Matrix SparseAlgebra::product(const Matrix& a, const Matrix& b, double alpha) {
                               cache_.get());
   ++stats_.multiplications;
   stats_.flops += rep.flops;
+  if (opt_.algorithm == sparse::SpAlgorithm::Rma25d && opt_.layers == 0) {
+    // layers = auto: the next product's C bytes are guessed from this one's (a solver's
+    // products change slowly), not from the hint given for the first.
+    double bytes = 8.0 * static_cast<double>(rep.product_blocks + rep.product_values);
+    opt_.product_bytes_hint = ctx_.comm().allreduce_value(bytes, MPI_SUM);
+  }
   return c;
 }
 

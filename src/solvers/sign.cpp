@@ -58,6 +58,10 @@ SignResult<M> sign(Algebra<M>& alg, M&& A, double bound, const SignOptions& opt)
   Stopwatch t;
   int k = 0;
   for (;; ++k) {
+    if (eps > 0 && alg.blocks(x) == 0)  // X = 0 is a fixed point: nothing left to converge
+      throw InputError(detail::concat(
+          "sign: filter eps = ", eps, " removed all blocks of X at step ", k,
+          " (every block of X / bound, the bound ", bound, ", fell below eps): lower eps"));
     M x2 = alg.product(x, x);
     const double n2 = alg.norm(x2);
     double res;

@@ -38,6 +38,17 @@ BlockSparseMatrix<T>::BlockSparseMatrix(const Context& ctx, Distribution dist, s
                dist_.nranks(), " ranks but the communicator has ", ctx.size());
   brows_ = dist_.local_block_rows(prow());
   row_ptr_.assign(brows_.size() + 1, 0);
+  charge_ = ctx.ledger().charge(MemKind::Matrix);
+  recharge();
+}
+
+template <class T>
+void BlockSparseMatrix<T>::recharge() {
+  constexpr std::int64_t kHashEntry = 32;  // an unordered_map node, roughly
+  charge_.set(capacity_bytes(brows_) + capacity_bytes(row_ptr_) + capacity_bytes(col_) +
+              capacity_bytes(offset_) + capacity_bytes(norm_) + capacity_bytes(data_) +
+              capacity_bytes(pending_) + capacity_bytes(pending_data_) + capacity_bytes(tail_row_) +
+              kHashEntry * static_cast<std::int64_t>(tail_index_.size()));
 }
 
 template <class T>
@@ -81,6 +92,7 @@ void BlockSparseMatrix<T>::put_local(int brow, int bcol, const T* values, bool a
   tail_index_[static_cast<std::int64_t>(brow) * dist_.col_blocks().count() + bcol] =
       static_cast<std::int64_t>(col_.size()) - 1;
   unsorted_ = true;
+  recharge();
 }
 
 template <class T>
@@ -105,6 +117,7 @@ void BlockSparseMatrix<T>::put_block(int brow, int bcol, const T* values, bool a
       static_cast<std::int64_t>(dist_.row_blocks().size(brow)) * dist_.col_blocks().size(bcol);
   pending_.push_back({brow, bcol, accumulate, static_cast<std::int64_t>(pending_data_.size())});
   pending_data_.insert(pending_data_.end(), values, values + n);
+  recharge();
 }
 
 template <class T>
@@ -146,6 +159,8 @@ void BlockSparseMatrix<T>::sort_local() {
   std::vector<int> col(e.size());
   std::vector<double> norm(e.size());
   std::vector<T> data(data_.size());
+  const MemoryCharge sorted =
+      ctx_ ? ctx_->ledger().charge(MemKind::Matrix, capacity_bytes(data)) : MemoryCharge();
   std::int64_t at = 0;
   for (std::size_t x = 0; x < e.size(); ++x) {
     const auto k = static_cast<std::size_t>(e[x].k);
@@ -169,6 +184,7 @@ void BlockSparseMatrix<T>::sort_local() {
   tail_row_.clear();
   tail_index_.clear();
   unsorted_ = false;
+  recharge();
 }
 
 template <class T>
@@ -215,11 +231,14 @@ void BlockSparseMatrix<T>::exchange_pending() {
     std::memcpy(send.data() + pos, pending_data_.data() + b.offset, static_cast<std::size_t>(nb));
     pos += nb;
   }
-  pending_.clear();
-  pending_data_.clear();
+  std::vector<Pending>().swap(pending_);  // released, not just emptied
+  std::vector<T>().swap(pending_data_);
+  recharge();
 
   // Exchange, then apply in increasing source rank (the receive buffer's order).
+  MemoryCharge buffers = ctx.ledger().charge(MemKind::Buffers, capacity_bytes(send));
   std::vector<unsigned char> recv = comm::exchange_packed(c, bytes, send, kFinalizeTag);
+  buffers.set(capacity_bytes(send) + capacity_bytes(recv));
   std::vector<T> values;
   for (std::size_t pos = 0; pos < recv.size();) {
     WireHeader h;
@@ -233,6 +252,7 @@ void BlockSparseMatrix<T>::exchange_pending() {
     put_local(h.brow, h.bcol, values.data(), h.accumulate != 0);
   }
   sort_local();
+  recharge();
 }
 
 template <class T>
@@ -248,6 +268,9 @@ void BlockSparseMatrix<T>::clear() {
   tail_index_.clear();
   put_error_.clear();
   unsorted_ = false;
+  std::vector<T>().swap(data_);  // the storage is released
+  std::vector<T>().swap(pending_data_);
+  recharge();
 }
 
 template <class T>
@@ -289,6 +312,7 @@ void BlockSparseMatrix<T>::assign_local(std::vector<std::int64_t> row_ptr, std::
   tail_index_.clear();
   unsorted_ = false;
   update_norms();
+  recharge();
 }
 
 template <class T>

@@ -21,6 +21,22 @@ std::vector<ImageSize> directory(const comm::Comm& c, const std::vector<ImageSiz
   return out;
 }
 
+std::vector<ImageSize> sizes_of(const std::vector<PanelBuf>& home) {
+  std::vector<ImageSize> out;
+  for (const auto& p : home)
+    out.push_back({static_cast<std::int64_t>(p.meta.size() / kMeta),
+                   static_cast<std::int64_t>(p.data.size())});
+  return out;
+}
+
+std::int64_t panel_bytes(std::initializer_list<const std::vector<PanelBuf>*> sets) {
+  std::int64_t n = 0;
+  for (const auto* v : sets)
+    for (const auto& p : *v)
+      n += capacity_bytes(p.meta) + capacity_bytes(p.data) + capacity_bytes(p.off);
+  return n;
+}
+
 /// My home images first .. first + count - 1, one buffer each.
 std::vector<PanelBuf> pack_home(const BlockSparseMatrix<double>& m, const BlockSizes& rows,
                                 const BlockSizes& cols, const std::vector<int>& kv, bool by_col,
@@ -98,28 +114,30 @@ ExecResult run_cannon(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
 
   // Set-up: my home images and the size of every image of my row (A) and column (B).
   std::vector<PanelBuf> home_a = pack_home(*ops.a, *ops.rows, *ops.inner, ops.kv, true, j * a, a);
-  std::vector<PanelBuf> home_b = pack_home(*ops.b, *ops.inner, *ops.cols, ops.kv, false, i * b, b);
+  std::vector<PanelBuf> sa(static_cast<std::size_t>(a + 1)), sb(static_cast<std::size_t>(b + 1));
+  std::vector<PanelBuf> home_b;
+  MemoryCharge panels = ledger.charge(MemKind::Buffers);
+  auto account = [&] { panels.set(panel_bytes({&home_a, &home_b, &sa, &sb})); };
+  account();
   std::vector<ImageSize> dir_a, dir_b;
   {
     PhaseScope ph(ledger, kPhaseSetup);
-    std::vector<ImageSize> mine_a, mine_b;
-    for (auto& p : home_a)
-      mine_a.push_back({static_cast<std::int64_t>(p.meta.size() / kMeta),
-                        static_cast<std::int64_t>(p.data.size())});
-    for (auto& p : home_b)
-      mine_b.push_back({static_cast<std::int64_t>(p.meta.size() / kMeta),
-                        static_cast<std::int64_t>(p.data.size())});
-    dir_a = directory(grid.row(), mine_a);  // indexed by image v (column-major over the row)
-    dir_b = directory(grid.col(), mine_b);
+    dir_a = directory(grid.row(), sizes_of(home_a));  // by image v (column-major over the row)
   }
-
   // Pre-shift: A slots 0..a-1 hold images v(i, j, 0..a-1), B slots 0..b-1 v(i, j, 0..b-1).
-  std::vector<PanelBuf> sa(static_cast<std::size_t>(a + 1)), sb(static_cast<std::size_t>(b + 1));
+  // A's pre-shift ends (and its home copies go) before B's home images are packed.
   {
     PhaseScope ph(ledger, kPhaseA);
     preshift(
         grid.row(), plan.pc, j, a, [&](int pos, int q) { return plan.cannon_image(i, pos, q); },
         home_a, dir_a, sa);
+  }
+  home_a = {};  // sent (or moved into a slot): the pre-shift's copies are not needed any more
+  home_b = pack_home(*ops.b, *ops.inner, *ops.cols, ops.kv, false, i * b, b);
+  account();
+  {
+    PhaseScope ph(ledger, kPhaseSetup);
+    dir_b = directory(grid.col(), sizes_of(home_b));
   }
   {
     PhaseScope ph(ledger, kPhaseB);
@@ -127,11 +145,12 @@ ExecResult run_cannon(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
         grid.col(), plan.pr, i, b, [&](int pos, int q) { return plan.cannon_image(pos, j, q); },
         home_b, dir_b, sb);
   }
-  home_a = {};  // sent (or moved into a slot): the pre-shift's copies are not needed any more
   home_b = {};
+  account();
 
   // Ticks: shift the next images while the current ones are multiplied.
   CAccumulator& acc = res.product.emplace(ops.rows, ops.cols);
+  acc.charge_to(ledger.charge(MemKind::Buffers));
   for (int t = 0; t < V; ++t) {
     comm::RequestSet rs;
     auto& cur_a = sa[static_cast<std::size_t>(t % (a + 1))];
@@ -153,14 +172,17 @@ ExecResult run_cannon(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
     TickProgress progress(&rs, MPI_COMM_NULL, opt.progress_poll);  // p2p only
     cur_a.index(*ops.rows, *ops.inner);  // offsets of the received (or home) images: meta only,
     cur_b.index(*ops.inner, *ops.cols);  // so the sends of these buffers may still be reading
-    multiply_images(cur_a.view(), cur_b.view(), *ops.rows, *ops.inner, *ops.cols, opt.eps,
+    multiply_images(cur_a.view(), cur_b.view(), *ops.rows, *ops.inner, *ops.cols, opt.row_thr,
                     opt.allowed, acc, res.stats, opt.comm_only,  // comm_only: symbolic
                     [&] { progress(); });
+    account();  // the next images' buffers are allocated
     rs.wait_all();
     // A slot is refilled a + 1 (b + 1) ticks later; once no image comes into it any more
     // (the last a (b) ticks), its values are freed as soon as they are used and sent.
     if (t + 1 >= V - a) cur_a = PanelBuf{};
     if (t + 1 >= V - b) cur_b = PanelBuf{};
+    acc.recharge();
+    account();
   }
   return res;
 }

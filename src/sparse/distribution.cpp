@@ -3,6 +3,7 @@
 // greedily to the least loaded process row/column (in elements), the same on every rank.
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <random>
 #include <sstream>
 
@@ -74,6 +75,16 @@ Distribution Distribution::random(BlockSizes rows, BlockSizes cols, int pr, int 
                                   std::uint64_t seed) {
   TESSEL_CHECK(pr >= 1 && pc >= 1, GridError, "distribution: process grid ", pr, " x ", pc,
                ", expected PR >= 1 and PC >= 1");
+  if (rows == cols) {  // through the multiply's images: row k and column k share an image
+    const int v = std::lcm(pr, pc);
+    auto img = balanced(rows, v, seed);
+    std::vector<int> rd(img.size()), cd(img.size());
+    for (std::size_t k = 0; k < img.size(); ++k) {
+      rd[k] = img[k] / (v / pr);
+      cd[k] = img[k] / (v / pc);
+    }
+    return Distribution(std::move(rows), std::move(cols), pr, pc, std::move(rd), std::move(cd));
+  }
   auto rd = balanced(rows, pr, seed);
   auto cd = balanced(cols, pc, seed ^ 0x9e3779b97f4a7c15ULL);
   return Distribution(std::move(rows), std::move(cols), pr, pc, std::move(rd), std::move(cd));

@@ -127,11 +127,25 @@ double* CAccumulator::take(std::int64_t n) {
     pages_.push_back(std::make_unique<double[]>(static_cast<std::size_t>(size)));  // zeroed
     page_at_ = pages_.back().get();
     page_left_ = size;
+    page_values_ += size;
+    recharge();
   }
   double* v = page_at_;
   page_at_ += n;
   page_left_ -= n;
   return v;
+}
+
+std::int64_t CAccumulator::bytes() const {
+  constexpr std::int64_t kPerBlock = 48;  // values_, bounds_, an entries_ pair, spa_ share
+  return 8 * page_values_ + kPerBlock * nblocks_ +
+         12 * static_cast<std::int64_t>(row_slot_.size()) +
+         8 * static_cast<std::int64_t>(spa_.size());
+}
+
+void CAccumulator::charge_to(MemoryCharge c) {
+  charge_ = std::move(c);
+  recharge();
 }
 
 std::vector<std::size_t> CAccumulator::row_order() const {
@@ -319,7 +333,7 @@ void flush(Stack& s, KernelStats& stats) {
 }  // namespace
 
 void multiply_images(const PanelView& a, const PanelView& b, const BlockSizes& rows,
-                     const BlockSizes& inner, const BlockSizes& cols, double eps,
+                     const BlockSizes& inner, const BlockSizes& cols, const double* row_thr,
                      const CAccumulator* allowed, CAccumulator& c, KernelStats& stats,
                      bool symbolic, const std::function<void()>& progress) {
   if (a.nblocks == 0 || b.nblocks == 0) return;
@@ -375,15 +389,7 @@ void multiply_images(const PanelView& a, const PanelView& b, const BlockSizes& r
     int r = a.brow(x);
     std::int64_t y = x;
     while (y < a.nblocks && a.brow(y) == r) ++y;
-    double thr = 0;
-    if (eps > 0) {  // n_r: the block products of C's row r in this call
-      std::int64_t nr = 0;
-      for (std::int64_t q = x; q < y; ++q) {
-        auto [lo, hi] = brange(a.bcol(q));
-        nr += hi - lo;
-      }
-      thr = nr > 0 ? eps / static_cast<double>(nr) : 0;
-    }
+    const double thr = row_thr ? row_thr[r] : 0.0;  // the same in every call of the multiply
     const int m = rows.size(r);
     for (std::int64_t q = x; q < y; ++q) {
       int k = a.bcol(q);
@@ -393,7 +399,7 @@ void multiply_images(const PanelView& a, const PanelView& b, const BlockSizes& r
       const int kk = inner.size(k);
       for (std::int64_t z = lo; z < hi; ++z) {
         const int cc = bc[static_cast<std::size_t>(z)];
-        if (eps > 0 && na * b.norm(z) < thr) {
+        if (na * b.norm(z) < thr) {
           ++stats.skipped;
           continue;
         }
@@ -409,6 +415,27 @@ void multiply_images(const PanelView& a, const PanelView& b, const BlockSizes& r
     if (progress) progress();
   }
   for (auto& s : stacks) flush(s, stats);
+}
+
+void add_row_counts(const LocalBlocks<double>& m, std::vector<std::int64_t>& n) {
+  for (std::size_t i = 0; i < m.brows->size(); ++i)
+    n[static_cast<std::size_t>((*m.brows)[i])] += (*m.row_ptr)[i + 1] - (*m.row_ptr)[i];
+}
+
+void add_row_products(const LocalBlocks<double>& a, const std::vector<std::int64_t>& b_rows,
+                      std::vector<std::int64_t>& n) {
+  for (std::size_t i = 0; i < a.brows->size(); ++i) {
+    std::int64_t& nr = n[static_cast<std::size_t>((*a.brows)[i])];
+    for (std::int64_t k = (*a.row_ptr)[i]; k < (*a.row_ptr)[i + 1]; ++k)
+      nr += b_rows[static_cast<std::size_t>((*a.col)[static_cast<std::size_t>(k)])];
+  }
+}
+
+std::vector<double> row_thresholds(const std::vector<std::int64_t>& products, double eps) {
+  std::vector<double> thr(products.size(), 0.0);
+  for (std::size_t r = 0; r < thr.size(); ++r)
+    if (products[r] > 0) thr[r] = eps / static_cast<double>(products[r]);
+  return thr;
 }
 
 CAccumulator pattern_of(const BlockSparseMatrix<double>& c) {
@@ -432,7 +459,7 @@ CWire pattern_wire(const BlockSparseMatrix<double>& c) {
 }
 
 std::int64_t merge_into(BlockSparseMatrix<double>& c, double beta, double alpha,
-                        const CAccumulator* p, bool retain, double eps) {
+                        const CAccumulator* p, bool retain, double eps, MemoryCharge* held) {
   const auto& rows = c.distribution().row_blocks();
   const auto& cols = c.distribution().col_blocks();
   auto l = c.local();
@@ -505,6 +532,9 @@ std::int64_t merge_into(BlockSparseMatrix<double>& c, double beta, double alpha,
   row_ptr.push_back(0);
   col.reserve(static_cast<std::size_t>(nkept));
   offset.reserve(static_cast<std::size_t>(nkept));
+  if (held)
+    held->set(capacity_bytes(data) + capacity_bytes(row_ptr) + capacity_bytes(col) +
+              capacity_bytes(offset));
   std::size_t b = 0;
   std::int64_t at = 0;
   walk(
@@ -519,6 +549,7 @@ std::int64_t merge_into(BlockSparseMatrix<double>& c, double beta, double alpha,
       [&] { row_ptr.push_back(static_cast<std::int64_t>(col.size())); });
   TESSEL_ASSERT(at == nvalues);
   c.assign_local(std::move(row_ptr), std::move(col), std::move(offset), std::move(data));
+  if (held) held->set(0);
   return dropped;
 }
 

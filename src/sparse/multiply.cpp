@@ -115,6 +115,22 @@ const BlockSparseMatrix<double>* conform(Context& ctx, SpOp op, const BlockSpars
   store->finalize();
   return &*store;
 }
+/// Collective over ctx. The on-the-fly filter's threshold of every block row r of C, eps / n_r
+/// with n_r the block products of row r in the whole multiply (op(B)'s row counts summed over
+/// all ranks, then op(A)'s blocks of row r weighted by them and summed over all ranks): the
+/// same on every grid, so the products skipped do not depend on the rank count. Two allreduces
+/// of one count per block row (inner, then C's rows), in the setup phase.
+std::vector<double> row_thresholds(Context& ctx, const SpOperands& ops, double eps) {
+  PhaseScope ph(ctx.ledger(), detail::kPhaseSetup);
+  std::vector<std::int64_t> b_rows(static_cast<std::size_t>(ops.inner->count()), 0);
+  detail::add_row_counts(ops.b->local(), b_rows);
+  ctx.comm().allreduce(b_rows.data(), static_cast<int>(b_rows.size()), MPI_SUM);
+  std::vector<std::int64_t> products(static_cast<std::size_t>(ops.rows->count()), 0);
+  detail::add_row_products(ops.a->local(), b_rows, products);
+  ctx.comm().allreduce(products.data(), static_cast<int>(products.size()), MPI_SUM);
+  return detail::row_thresholds(products, eps);
+}
+
 /// Conform the operands, run the executor: this rank's product panel in `res`.
 void run_multiply(Context& ctx, const SpgemmPlan& plan, double alpha, SpOp opa,
                   const BlockSparseMatrix<double>& a, SpOp opb, const BlockSparseMatrix<double>& b,
@@ -144,8 +160,12 @@ void run_multiply(Context& ctx, const SpgemmPlan& plan, double alpha, SpOp opa,
 
   std::optional<detail::CAccumulator> allowed;
   detail::ExecOptions eo;
-  eo.eps = options.filter_eps;
-  if (options.filter_eps > 0 && plan.layers > 1)
+  std::vector<double> thr;
+  if (options.filter_eps > 0) {
+    thr = row_thresholds(ctx, ops, options.filter_eps);
+    eo.row_thr = thr.data();
+  }
+  if (options.filter_eps > 0 && options.drop_partial_blocks && plan.layers > 1)
     eo.partial_drop = options.filter_eps / (plan.layers * std::abs(alpha));
   eo.comm_only = options.comm_only;
   eo.progress_poll = options.progress_poll;
@@ -201,8 +221,9 @@ SpMultiplyReport multiply(Context& ctx, double alpha, SpOp opa, const BlockSpars
   const detail::CAccumulator* product = res.product ? &*res.product : nullptr;
   rep.product_blocks = product ? product->nblocks() : 0;
   rep.product_values = product ? product->nvalues() : 0;
-  rep.blocks_filtered =
-      detail::merge_into(c, beta, alpha, product, options.retain_sparsity, options.filter_eps);
+  MemoryCharge merge = ledger.charge(MemKind::Buffers);
+  rep.blocks_filtered = detail::merge_into(c, beta, alpha, product, options.retain_sparsity,
+                                           options.filter_eps, &merge);
   rep.flops = res.stats.flops;
   rep.blocks_multiplied = res.stats.multiplied;
   rep.blocks_skipped = res.stats.skipped;

@@ -157,6 +157,8 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
       st.a_data = comm::Window<double>(st.acomm, slack(need[1]));
       st.b_meta = comm::Window<std::int64_t>(st.bcomm, slack(need[2]));
       st.b_data = comm::Window<double>(st.bcomm, slack(need[3]));
+      st.windows = ledger.charge(MemKind::Windows, 8 * (st.a_meta.size() + st.a_data.size() +
+                                                        st.b_meta.size() + st.b_data.size()));
       res.windows_created = true;
     }
   }
@@ -179,8 +181,21 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
   // ---- ticks ----
   auto panels = plan.rma_panels(i, j);
   std::vector<CAccumulator> acc;
-  for (std::size_t p = 0; p < panels.size(); ++p) acc.emplace_back(ops.rows, ops.cols);
+  for (std::size_t p = 0; p < panels.size(); ++p) {
+    acc.emplace_back(ops.rows, ops.cols);
+    acc.back().charge_to(ledger.charge(MemKind::Buffers));
+  }
   std::vector<Fetch> fa[2], fb[2];
+  std::vector<CWire> outgoing(panels.size());
+  MemoryCharge fetched = ledger.charge(MemKind::Buffers);
+  auto account = [&] {
+    std::int64_t n = 0;
+    for (auto* v : {&fa[0], &fa[1], &fb[0], &fb[1]})
+      for (const auto& f : *v)
+        n += capacity_bytes(f.buf.meta) + capacity_bytes(f.buf.data) + capacity_bytes(f.off);
+    for (const auto& o : outgoing) n += capacity_bytes(o.idx) + capacity_bytes(o.data);
+    fetched.set(n);
+  };
   comm::RequestSet rs_ab[2];
   auto post = [&](int s) {
     int buf = s % 2, v = plan.rma_image(i, j, s);
@@ -209,7 +224,6 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
         int src = plan.rank_of(x * plan.side_r + ii, y * plan.side_c + jj);
         if (src != me) srcs.push_back(src);
       }
-  std::vector<CWire> outgoing(panels.size());
   std::vector<std::int64_t> out_heads(2 * panels.size());
   std::size_t own = 0;
   for (std::size_t p = 0; p < panels.size(); ++p)
@@ -301,7 +315,8 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
     TickProgress progress(&rs_ab[1 - buf], ctx.comm().raw(), opt.progress_poll);
     for (std::size_t p = 0; p < panels.size(); ++p) {
       auto x = p / static_cast<std::size_t>(plan.lc), y = p % static_cast<std::size_t>(plan.lc);
-      multiply_images(fa[buf][x].view, fb[buf][y].view, *ops.rows, *ops.inner, *ops.cols, opt.eps,
+      multiply_images(fa[buf][x].view, fb[buf][y].view, *ops.rows, *ops.inner, *ops.cols,
+                      opt.row_thr,
                       p == own             ? opt.allowed
                       : foreign_allowed[p] ? &*foreign_allowed[p]
                                            : nullptr,
@@ -322,7 +337,9 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
                          rs_send);
         acc[p] = CAccumulator(ops.rows, ops.cols);  // packed: free its values now
       }
+      acc[p].recharge();
     }
+    account();
   }
   if (L > 1) {
     PhaseScope ph(ledger, kPhaseC);

@@ -30,6 +30,7 @@ struct SpMultiplyCache::State {
   comm::Comm acomm{MPI_COMM_NULL, nullptr}, bcomm{MPI_COMM_NULL, nullptr};
   comm::Window<std::int64_t> a_meta, b_meta;
   comm::Window<double> a_data, b_data;
+  MemoryCharge windows;  // the four windows' bytes (MemKind::Windows)
   // rma25d, retain_sparsity: my C pattern as last sent to the other layers of my fibre, and
   // the patterns last received from them (by context rank). A pattern equal to the one sent
   // last goes as its 16-byte header only. Cleared when the grid, L or communicator changes.
@@ -63,9 +64,11 @@ struct SpOperands {
 };
 
 struct ExecOptions {
-  double eps = 0;
+  /// The on-the-fly filter's threshold of every block row of C (row_thresholds), null: exact.
+  const double* row_thr = nullptr;
   /// rma25d: blocks of a foreign partial C panel whose norm bound is below this are not sent
-  /// (eps / (L |alpha|): the L - 1 dropped parts of a block of alpha C sum to < eps).
+  /// (eps / (L |alpha|): the L - 1 dropped parts of a block of alpha C sum to < eps). Only with
+  /// SpMultiplyOptions::drop_partial_blocks (the result then depends on L).
   double partial_drop = 0;
   bool comm_only = false;
   const CAccumulator* allowed = nullptr;  // retain_sparsity: C's own pattern

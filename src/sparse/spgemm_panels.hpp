@@ -13,6 +13,7 @@
 #include <memory>
 #include <vector>
 
+#include "tessel/core/memory.hpp"
 #include "tessel/sparse/block_sparse.hpp"
 
 namespace tessel::sparse::detail {
@@ -149,6 +150,13 @@ class CAccumulator {
   void add_masked(const CWire& w, const CWire& pattern);
   std::int64_t nvalues() const { return nvalues_; }
   std::int64_t nblocks() const { return nblocks_; }
+  /// Bytes held: the value pages and the index (about 48 bytes per block, 12 per block row,
+  /// 8 per block column).
+  std::int64_t bytes() const;
+  /// From now on bytes() is charged to `c` (updated whenever a page is added, and by
+  /// recharge()).
+  void charge_to(MemoryCharge c);
+  void recharge() { charge_.set(bytes()); }
 
  private:
   void select(int r) const;
@@ -169,6 +177,8 @@ class CAccumulator {
   std::vector<double*> values_;  // block id -> its values (null for mark()ed blocks)
   std::vector<double> bounds_;   // block id -> norm bound (sum of norm products)
   std::vector<std::unique_ptr<double[]>> pages_;
+  std::int64_t page_values_ = 0;  // values in all pages
+  MemoryCharge charge_;
   double* page_at_ = nullptr;  // the unused part of the last page
   std::int64_t page_left_ = 0;
   mutable std::vector<std::int64_t> spa_;  // column -> block id in the current row, or -1
@@ -177,8 +187,10 @@ class CAccumulator {
 };
 
 /// The local kernel (no MPI): C += A_image * B_image over block-CSR images. On-the-fly filter
-/// with eps > 0: a product is skipped when ||A_ik|| ||B_kj|| < eps / n_i (n_i the products of
-/// C's block row i in this call). `allowed` (may be null): a block (r, c) of C outside it is
+/// with `row_thr` (may be null: exact): a product is skipped when ||A_ik|| ||B_kj|| <
+/// row_thr[i], the threshold of C's block row i for the whole multiply (row_thresholds), so
+/// the products skipped do not depend on how the multiply is split into calls, ticks or ranks.
+/// `allowed` (may be null): a block (r, c) of C outside it is
 /// never created (retain_sparsity). Products are batched by (m, n, k) and run through LIBXSMM
 /// (one kernel per shape), BLAS dgemm for large blocks. `symbolic` (comm-only runs): the same
 /// filter decisions (they need only the norms) create the same blocks of C, zero-filled, and no
@@ -186,17 +198,32 @@ class CAccumulator {
 /// of A: the executor's hook that lets the tick's transfers move (TickProgress); the kernel
 /// itself never calls MPI.
 void multiply_images(const PanelView& a, const PanelView& b, const BlockSizes& rows,
-                     const BlockSizes& inner, const BlockSizes& cols, double eps,
+                     const BlockSizes& inner, const BlockSizes& cols, const double* row_thr,
                      const CAccumulator* allowed, CAccumulator& c, KernelStats& stats,
                      bool symbolic = false, const std::function<void()>& progress = {});
+
+/// Not collective. n[k] += the number of local blocks of m in block row k (n sized to m's
+/// block rows).
+void add_row_counts(const LocalBlocks<double>& m, std::vector<std::int64_t>& n);
+/// Not collective. n[r] += sum over a's local blocks (r, k) of b_rows[k]: with b_rows the
+/// blocks of every row of B (summed over all ranks), and n summed over all ranks afterwards,
+/// n[r] is the number of block products of C's block row r in the whole multiply.
+void add_row_products(const LocalBlocks<double>& a, const std::vector<std::int64_t>& b_rows,
+                      std::vector<std::int64_t>& n);
+/// The on-the-fly filter's thresholds: eps / n_r for every block row r of C (0 where n_r = 0).
+/// The products skipped in row r then sum to a norm below n_r (eps / n_r) = eps, whatever the
+/// grid, the number of ticks or layers.
+std::vector<double> row_thresholds(const std::vector<std::int64_t>& products, double eps);
 
 /// C = beta C + alpha P on this rank's local blocks (P: the product panel of this rank, read
 /// in place; null: no product), then drop blocks of norm < eps (eps > 0). retain: C's pattern
 /// is kept (P blocks outside are dropped). The new storage is sized exactly before it is
 /// filled (a first pass decides which blocks the filter keeps). Returns the number of blocks
-/// dropped by the final filter.
+/// dropped by the final filter. `held` (may be null) is charged with the new storage while
+/// it exists beside the old one.
 std::int64_t merge_into(BlockSparseMatrix<double>& c, double beta, double alpha,
-                        const CAccumulator* p, bool retain, double eps);
+                        const CAccumulator* p, bool retain, double eps,
+                        MemoryCharge* held = nullptr);
 
 /// The pattern of C's local blocks as an accumulator (for retain_sparsity; mark()ed, no values).
 CAccumulator pattern_of(const BlockSparseMatrix<double>& c);

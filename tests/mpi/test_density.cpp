@@ -32,7 +32,9 @@ double max_diff(const std::vector<double>& a, const std::vector<double>& b) {
   return d;
 }
 
-// f(a) over both algebras: dense (exact products) and sparse (Cannon, no filtering).
+// f(a) over both algebras: dense (exact products), sparse with Cannon and no filtering, and
+// sparse with rma25d at the largest valid L <= 4 (L > 1 on 2, 3, 4 ranks ...) and a filter
+// eps of 1e-13 (below the tests' tolerances, above most rounding).
 template <class F>
 void both(Context& ctx, const std::vector<double>& a, std::int64_t n, F&& f) {
   {
@@ -42,6 +44,17 @@ void both(Context& ctx, const std::vector<double>& a, std::int64_t n, F&& f) {
   {
     solvers::SparseAlgebra alg(ctx);
     f(alg, tt::sparse_of(ctx, a, tt::water_sizes(n)), "sparse");
+  }
+  {
+    auto [pr, pc] = sparse::Distribution::default_grid(ctx.size());
+    sparse::SpMultiplyOptions o;
+    o.algorithm = sparse::SpAlgorithm::Rma25d;
+    for (int L : sparse::valid_layers(pr, pc))
+      if (L <= 4) o.layers = L;
+    o.filter_eps = 1e-13;
+    solvers::SparseAlgebra alg(ctx, o);
+    const std::string kind = "sparse rma25d L=" + std::to_string(o.layers) + " eps 1e-13";
+    f(alg, tt::sparse_of(ctx, a, tt::water_sizes(n)), kind.c_str());
   }
 }
 
@@ -340,6 +353,23 @@ TEST(Density, Errors) {
     neg.filter_eps = -1e-6;
     EXPECT_NE(msg([&] { solvers::SparseAlgebra a(ctx, neg); }).find("filter eps"),
               std::string::npos);
+    for (auto flag :
+         {&sparse::SpMultiplyOptions::retain_sparsity, &sparse::SpMultiplyOptions::comm_only}) {
+      sparse::SpMultiplyOptions o;
+      o.*flag = true;
+      const std::string m = msg([&] { solvers::SparseAlgebra a(ctx, o); });
+      EXPECT_NE(m.find(flag == &sparse::SpMultiplyOptions::comm_only ? "comm_only = true"
+                                                                     : "retain_sparsity = true"),
+                std::string::npos)
+          << m;
+    }
+    {  // a filter that removes every block of X / bound: said so, not "eigenvalue near zero"
+      sparse::SpMultiplyOptions o;
+      o.filter_eps = 0.1;
+      solvers::SparseAlgebra a(ctx, o);
+      const std::string m = msg([&] { solvers::sign(a, h, 1e3); });
+      EXPECT_NE(m.find("removed all blocks of X at step 0"), std::string::npos) << m;
+    }
     sparse::SpMultiplyOptions big;
     big.filter_eps = 1.0;
     solvers::SparseAlgebra coarse(ctx, big);

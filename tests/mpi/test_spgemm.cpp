@@ -347,9 +347,10 @@ TEST(Spgemm, AutoLayersFollowEq7Model) {
 }
 
 // Filtering: blocks of very different scales; the error stays within the promise
-// |alpha| eps V sqrt(block rows) (on-the-fly, eps per C block row and call, V calls per row)
-// + eps sqrt(blocks of C) (final filter) + for L > 1 eps sqrt(blocks of C) (partial C blocks
-// with norm bound < eps / (L |alpha|) not sent), and no stored block of C is below eps.
+// |alpha| eps sqrt(block rows) (on-the-fly: eps per C block row over the whole multiply, on any
+// grid) + eps sqrt(blocks of C) (final filter) + with drop_partial_blocks and L > 1
+// eps sqrt(blocks of C) (partial C blocks with norm bound < eps / (L |alpha|) not sent), and
+// no stored block of C is below eps.
 TEST(Spgemm, FilteringWithinBound) {
   Context ctx(MPI_COMM_WORLD);
   auto [pr, pc] = Distribution::default_grid(world_size());
@@ -381,6 +382,7 @@ TEST(Spgemm, FilteringWithinBound) {
       o.algorithm = alg;
       o.layers = L;
       o.filter_eps = eps;
+      o.drop_partial_blocks = true;
       auto rep = multiply(ctx, alpha, SpOp::N, A, SpOp::N, B, 0.0, C, o);
       partial_dropped += rep.partial_blocks_dropped;
       if (L == 1) EXPECT_EQ(rep.partial_blocks_dropped, 0);
@@ -388,9 +390,7 @@ TEST(Spgemm, FilteringWithinBound) {
       double err = 0;
       for (std::size_t x = 0; x < got.size(); ++x) err += (got[x] - want[x]) * (got[x] - want[x]);
       err = std::sqrt(err);
-      int V = std::lcm(pr, pc);
-      if (alg == SpAlgorithm::Rma25d) V = std::lcm(V, rep.plan.layers);
-      double bound = alpha * eps * V * std::sqrt(8.0) + eps * std::sqrt(64.0) * (L > 1 ? 2 : 1);
+      double bound = alpha * eps * std::sqrt(8.0) + eps * std::sqrt(64.0) * (L > 1 ? 2 : 1);
       EXPECT_LE(err, bound) << to_string(alg) << " L=" << L;
       EXPECT_GT(err, 0.0);  // something was dropped
       std::int64_t skipped = rep.blocks_skipped + rep.blocks_filtered;
@@ -404,6 +404,90 @@ TEST(Spgemm, FilteringWithinBound) {
     }
   MPI_Allreduce(MPI_IN_PLACE, &partial_dropped, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
   if (pr == 2 && pc == 2) EXPECT_GT(partial_dropped, 0);  // L = 4 exercised the partial filter
+}
+
+namespace {
+// A and B of FilteringWithinBound's kind (block (r, c) scaled by 10^-(r + c) / 2) on `ctx`
+// with a pr x pc grid: the same values whatever the grid (fill_random's draws do not depend on
+// it).
+void decaying_pair(Context& ctx, int pr, int pc, std::optional<BlockSparseMatrix<double>>& A,
+                   std::optional<BlockSparseMatrix<double>>& B) {
+  std::mt19937 rng(21);
+  auto ms = random_sizes(rng, 14), ks = random_sizes(rng, 12);
+  A.emplace(ctx, Distribution::random(BlockSizes(ms), BlockSizes(ks), pr, pc, 5), "A");
+  B.emplace(ctx, Distribution::random(BlockSizes(ks), BlockSizes(ms), pr, pc, 6), "B");
+  fill_random(*A, rng, 0.8, ctx.size());
+  fill_random(*B, rng, 0.8, ctx.size());
+  for (auto* M : {&*A, &*B}) {
+    M->for_each_block([](int br, int bc, double* x, int nr, int nc) {
+      double s = std::pow(10.0, -0.3 * (br + bc));
+      for (int e = 0; e < nr * nc; ++e) x[e] *= s;
+    });
+    M->update_norms();
+  }
+}
+// The dense matrix of a matrix whose blocks are all on this rank (column-major).
+std::vector<double> local_dense(const BlockSparseMatrix<double>& m) {
+  const auto& d = m.distribution();
+  std::vector<double> f(static_cast<std::size_t>(m.rows() * m.cols()), 0.0);
+  m.for_each_block([&](int br, int bc, const double* x, int nr, int nc) {
+    for (int j = 0; j < nc; ++j)
+      for (int i = 0; i < nr; ++i)
+        f[static_cast<std::size_t>((d.col_blocks().offset(bc) + j) * m.rows() +
+                                   d.row_blocks().offset(br) + i)] = x[j * nr + i];
+  });
+  return f;
+}
+}  // namespace
+
+// The same answer at every rank count: with on-the-fly filtering (eps 1e-4 on blocks spanning
+// 1 .. 1e-8), the product on all ranks (Cannon and rma25d at every valid L <= 4) equals the
+// product on rank 0 alone to 1e-12 relative, and skips exactly the same block products.
+TEST(Spgemm, FilteredProductIndependentOfRankCount) {
+  Context ctx(MPI_COMM_WORLD);
+  const double eps = 1e-4, alpha = 1.5;
+  SpMultiplyOptions o;
+  o.filter_eps = eps;
+  std::vector<double> want;
+  std::int64_t skipped_one = 0;
+  if (ctx.rank() == 0) {  // the reference: one rank
+    Context one(MPI_COMM_SELF);
+    std::optional<BlockSparseMatrix<double>> A, B;
+    decaying_pair(one, 1, 1, A, B);
+    BlockSparseMatrix<double> C(one,
+                                Distribution::random(A->distribution().row_blocks(),
+                                                     B->distribution().col_blocks(), 1, 1, 7),
+                                "C");
+    skipped_one = multiply(one, alpha, SpOp::N, *A, SpOp::N, *B, 0.0, C, o).blocks_skipped;
+    want = local_dense(C);
+  }
+  std::int64_t n = static_cast<std::int64_t>(want.size());
+  MPI_Bcast(&n, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
+  MPI_Bcast(&skipped_one, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
+  want.resize(static_cast<std::size_t>(n));
+  MPI_Bcast(want.data(), static_cast<int>(n), MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  ASSERT_GT(skipped_one, 0);  // the filter acts
+  double scale = 0;
+  for (double x : want) scale = std::max(scale, std::abs(x));
+  auto [pr, pc] = Distribution::default_grid(world_size());
+  std::optional<BlockSparseMatrix<double>> A, B;
+  decaying_pair(ctx, pr, pc, A, B);
+  for (auto alg : {SpAlgorithm::Cannon, SpAlgorithm::Rma25d})
+    for (int L : layer_choices(alg, pr, pc)) {
+      o.algorithm = alg;
+      o.layers = L;
+      BlockSparseMatrix<double> C(ctx,
+                                  Distribution::random(A->distribution().row_blocks(),
+                                                       B->distribution().col_blocks(), pr, pc, 7),
+                                  "C");
+      auto rep = multiply(ctx, alpha, SpOp::N, *A, SpOp::N, *B, 0.0, C, o);
+      const std::string what = std::string(to_string(alg)) + " L=" + std::to_string(L) + " " +
+                               std::to_string(pr) + "x" + std::to_string(pc);
+      EXPECT_LE(max_abs_diff(dense_of(ctx, C), want) / scale, 1e-12) << what;
+      std::int64_t skipped = rep.blocks_skipped;
+      MPI_Allreduce(MPI_IN_PLACE, &skipped, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+      EXPECT_EQ(skipped, skipped_one) << what;
+    }
 }
 
 TEST(Spgemm, EmptyMatricesAndRows) {

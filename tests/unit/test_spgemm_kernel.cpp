@@ -58,6 +58,44 @@ PanelBuf make_image(Dense& d, std::mt19937& rng, double fill, double (*scale)(in
   return p;
 }
 
+// The image of d's blocks (i, j) with keep(i, j), from d's values (norms recomputed).
+template <class Keep>
+PanelBuf image_of(Dense& d, Keep keep) {
+  PanelBuf p;
+  for (int i = 0; i < d.r.count(); ++i)
+    for (int j = 0; j < d.c.count(); ++j) {
+      if (!d.has[static_cast<std::size_t>(i * d.c.count() + j)] || !keep(i, j)) continue;
+      double nrm = 0;
+      for (int y = 0; y < d.c.size(j); ++y)
+        for (int x = 0; x < d.r.size(i); ++x) {
+          const double v = d.at(d.r.offset(i) + x, d.c.offset(j) + y);
+          p.data.push_back(v);
+          nrm += v * v;
+        }
+      nrm = std::sqrt(nrm);
+      std::int64_t bits;
+      std::memcpy(&bits, &nrm, sizeof bits);
+      p.meta.insert(p.meta.end(), {meta_rc(i, j), bits});
+    }
+  p.index(d.r, d.c);
+  return p;
+}
+
+// The on-the-fly thresholds eps / n_i, n_i counted here from the two patterns (the products
+// of C's block row i in the whole multiply).
+std::vector<double> thresholds(const Dense& a, const Dense& b, double eps) {
+  std::vector<double> t(static_cast<std::size_t>(a.r.count()), 0.0);
+  for (int i = 0; i < a.r.count(); ++i) {
+    long n = 0;
+    for (int k = 0; k < a.c.count(); ++k)
+      if (a.has[static_cast<std::size_t>(i * a.c.count() + k)])
+        for (int j = 0; j < b.c.count(); ++j)
+          n += b.has[static_cast<std::size_t>(k * b.c.count() + j)];
+    if (n > 0) t[static_cast<std::size_t>(i)] = eps / static_cast<double>(n);
+  }
+  return t;
+}
+
 double one(int, int) { return 1.0; }
 double decay(int i, int j) { return std::pow(10.0, -0.7 * (i + j)); }
 
@@ -94,8 +132,8 @@ TEST(SpgemmKernel, ExactAgainstNaiveProduct) {
   CAccumulator acc(&rs, &cs);
   KernelStats st;
   // twice: the second call accumulates into the blocks of the first
-  multiply_images(pa.view(), pb.view(), rs, ks, cs, 0.0, nullptr, acc, st);
-  multiply_images(pa.view(), pb.view(), rs, ks, cs, 0.0, nullptr, acc, st);
+  multiply_images(pa.view(), pb.view(), rs, ks, cs, nullptr, nullptr, acc, st);
+  multiply_images(pa.view(), pb.view(), rs, ks, cs, nullptr, nullptr, acc, st);
   auto want = naive(a, b);
   auto got = dense_of(acc, rs, cs);
   double scale = 1, err = 0;
@@ -117,7 +155,8 @@ TEST(SpgemmKernel, FilterWithinPerRowBound) {
   const double eps = 1e-5;
   CAccumulator acc(&bs, &bs);
   KernelStats st;
-  multiply_images(pa.view(), pb.view(), bs, bs, bs, eps, nullptr, acc, st);
+  const auto thr = thresholds(a, b, eps);
+  multiply_images(pa.view(), pb.view(), bs, bs, bs, thr.data(), nullptr, acc, st);
   EXPECT_GT(st.skipped, 0);
   auto want = naive(a, b);
   auto got = dense_of(acc, bs, bs);
@@ -134,6 +173,35 @@ TEST(SpgemmKernel, FilterWithinPerRowBound) {
   }
 }
 
+// The multiply split into calls (k in three ranges, as over the ticks of a grid) skips exactly
+// the products one call skips, and gives the same C: the thresholds belong to the whole
+// multiply, not to a call.
+TEST(SpgemmKernel, SplitCallsSkipWhatOneCallSkips) {
+  std::mt19937 rng(16);
+  std::vector<int> s(15, 3);
+  BlockSizes bs(s);
+  Dense a(bs, bs), b(bs, bs);
+  (void)make_image(a, rng, 0.7, decay);
+  (void)make_image(b, rng, 0.7, decay);
+  const auto thr = thresholds(a, b, 1e-4);
+  CAccumulator whole(&bs, &bs), split(&bs, &bs);
+  KernelStats st1, st3;
+  PanelBuf pa = image_of(a, [](int, int) { return true; });
+  PanelBuf pb = image_of(b, [](int, int) { return true; });
+  multiply_images(pa.view(), pb.view(), bs, bs, bs, thr.data(), nullptr, whole, st1);
+  for (int part = 0; part < 3; ++part) {
+    PanelBuf qa = image_of(a, [&](int, int k) { return k % 3 == part; });
+    PanelBuf qb = image_of(b, [&](int k, int) { return k % 3 == part; });
+    multiply_images(qa.view(), qb.view(), bs, bs, bs, thr.data(), nullptr, split, st3);
+  }
+  EXPECT_GT(st1.skipped, 0);
+  EXPECT_EQ(st3.skipped, st1.skipped);
+  EXPECT_EQ(st3.multiplied, st1.multiplied);
+  auto x = dense_of(whole, bs, bs), y = dense_of(split, bs, bs);
+  ASSERT_EQ(x.size(), y.size());
+  for (std::size_t q = 0; q < x.size(); ++q) EXPECT_NEAR(x[q], y[q], 1e-14 * (1 + std::abs(x[q])));
+}
+
 TEST(SpgemmKernel, RetainPattern) {
   std::mt19937 rng(7);
   BlockSizes bs({4, 1, 5});
@@ -144,7 +212,7 @@ TEST(SpgemmKernel, RetainPattern) {
   allowed.slot(2, 1);
   CAccumulator acc(&bs, &bs);
   KernelStats st;
-  multiply_images(pa.view(), pb.view(), bs, bs, bs, 0.0, &allowed, acc, st);
+  multiply_images(pa.view(), pb.view(), bs, bs, bs, nullptr, &allowed, acc, st);
   EXPECT_EQ(acc.nblocks(), 2);
   EXPECT_TRUE(acc.contains(0, 0));
   EXPECT_TRUE(acc.contains(2, 1));
@@ -163,8 +231,9 @@ TEST(SpgemmKernel, WireFormatPartialDropAndSymbolic) {
   PanelBuf pa = make_image(a, rng, 0.8, decay), pb = make_image(b, rng, 0.8, decay);
   CAccumulator acc(&bs, &bs), sym(&bs, &bs);
   KernelStats st, st_sym;
-  multiply_images(pa.view(), pb.view(), bs, bs, bs, 1e-12, nullptr, acc, st);
-  multiply_images(pa.view(), pb.view(), bs, bs, bs, 1e-12, nullptr, sym, st_sym, true);
+  const auto rt = thresholds(a, b, 1e-12);
+  multiply_images(pa.view(), pb.view(), bs, bs, bs, rt.data(), nullptr, acc, st);
+  multiply_images(pa.view(), pb.view(), bs, bs, bs, rt.data(), nullptr, sym, st_sym, true);
   EXPECT_EQ(st_sym.flops, 0.0);
   EXPECT_EQ(st_sym.multiplied, 0);
   EXPECT_EQ(st_sym.skipped, st.skipped);
@@ -223,7 +292,7 @@ TEST(SpgemmKernel, MaskedPartialRoundTrip) {
   PanelBuf pa = make_image(a, rng, 0.04, decay), pb = make_image(b, rng, 0.04, decay);
   CAccumulator acc(&bs, &bs);
   KernelStats st;
-  multiply_images(pa.view(), pb.view(), bs, bs, bs, 0.0, &allowed, acc, st);
+  multiply_images(pa.view(), pb.view(), bs, bs, bs, nullptr, &allowed, acc, st);
   ASSERT_GT(acc.nblocks(), 0);
   ASSERT_LT(acc.nblocks(), np);  // some pattern blocks absent: the bitmap matters
   CWire w = acc.pack_masked(pattern);

@@ -3,8 +3,11 @@
 /// CommLedger: bytes and messages moved, per named phase and per kind of traffic.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "tessel/core/memory.hpp"
 
 namespace tessel {
 
@@ -55,9 +58,15 @@ class CommLedger {
   /// push_phase/pop_phase report phases to; null (the default) when not tracing.
   Tracer* tracer() const { return tracer_; }
   void set_tracer(Tracer* t) { tracer_ = t; }
+  /// The bytes tessel holds on this rank (core/memory.hpp), peaks by this ledger's phases.
+  MemoryLedger& memory() { return *memory_; }
+  const MemoryLedger& memory() const { return *memory_; }
+  /// Not collective. A charge of `bytes` of kind k against memory(), for an object's lifetime.
+  MemoryCharge charge(MemKind k, std::int64_t bytes = 0) const { return {memory_, k, bytes}; }
 
  private:
   Tracer* tracer_ = nullptr;
+  std::shared_ptr<MemoryLedger> memory_ = std::make_shared<MemoryLedger>();
   std::string current_;
   std::vector<std::string> stack_;
   std::map<std::string, PhaseCounts> phases_;

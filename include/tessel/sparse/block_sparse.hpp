@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "tessel/core/context.hpp"
+#include "tessel/core/memory.hpp"
 
 namespace tessel::sparse {
 
@@ -57,7 +58,11 @@ class Distribution {
                std::vector<int> col_dist);
   /// The default: block rows (columns) dealt to process rows (columns) by a seeded random
   /// permutation, balanced in elements (greedy on the permuted order, so any block-size
-  /// distribution balances), reproducible from `seed` on every rank.
+  /// distribution balances), reproducible from `seed` on every rank. When rows == cols (a
+  /// square matrix of atomic blocks) block i is dealt to one of V = lcm(pr, pc) images and
+  /// goes to process row v / (V / pr) and process column v / (V / pc): then block column k of
+  /// one such matrix and block row k of another share an image, so a product of matrices on
+  /// this distribution needs no operand moved before it (k_images; any L of rma25d).
   static Distribution random(BlockSizes rows, BlockSizes cols, int pr, int pc,
                              std::uint64_t seed = 1);
   /// The most square pr x pc with pr * pc == nranks and pr <= pc.
@@ -204,6 +209,10 @@ class BlockSparseMatrix {
   std::unordered_map<std::int64_t, std::int64_t> tail_index_;
   /// The first bad put since the last finalize() (empty when none).
   std::string put_error_;
+  /// This rank's storage (the vectors' capacities) in the Context's MemoryLedger.
+  MemoryCharge charge_;
+  /// Not collective. charge_ = the storage's bytes now.
+  void recharge();
 
   /// Index of local row `brow` in brows_, or -1.
   int local_row(int brow) const;

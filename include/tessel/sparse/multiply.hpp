@@ -25,10 +25,15 @@ struct SpMultiplyOptions {
   /// 0 = estimate it (volume_model).
   double product_bytes_hint = 0;
   /// On-the-fly filter: a block product is skipped when ||A_ik|| ||B_kj|| < eps / n_i, n_i the
-  /// block products of C's block row i in that tick; rma25d with L > 1 sends no block of a
-  /// partial C panel whose norm bound is < eps / (L |alpha|); then blocks of C with norm < eps
-  /// are dropped. 0 = exact.
+  /// block products of C's block row i in the whole multiply (counted over all ranks, so the
+  /// skipped products and the answer do not depend on the grid: the norm skipped from a row of
+  /// C is < eps); then blocks of C with norm < eps are dropped. 0 = exact.
   double filter_eps = 0.0;
+  /// rma25d with L > 1 and filter_eps > 0: send no block of a partial C panel whose norm bound
+  /// is < eps / (L |alpha|) (fewer C bytes; each block of C may lose < eps more). Off by
+  /// default: what is dropped depends on L and the split of k over the layers, so the answer
+  /// would then change (by less than eps per block) with the rank count.
+  bool drop_partial_blocks = false;
   /// Keep C's existing block pattern: products outside it are not stored. rma25d with L > 1
   /// sends C's pattern (index only) to the other layers first, so they neither compute nor
   /// send partial blocks outside it.

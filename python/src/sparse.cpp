@@ -2,8 +2,8 @@
 // as NumPy arrays, finalize, dense conversion and the algebra. SciPy input is Python code
 // (tessel/sparse.py: BlockSparseMatrix.from_scipy) over put_block + finalize.
 //
-// Extension points: the block-sparse multiply, the sign iteration and the CP2K/MatrixMarket
-// readers land later; bind them here beside the algebra (module functions taking
+// Extension points: the block-sparse multiply, the density solvers and the CP2K/MatrixMarket
+// readers (in the C++ library, not bound yet) go here beside the algebra (module functions taking
 // BlockSparseMatrix holders), with their errors agreed by the library as for finalize().
 #include "bindings.hpp"
 #include "tessel/sparse/block_sparse.hpp"

@@ -226,8 +226,8 @@ struct PurifyGenericResult {
   std::int64_t products = 0;  ///< products of the steps actually used
   bool stopped = false;       ///< PurifyCheckpointing::stop_after ended it unconverged
 };
-/// Checkpoint and restart of purify_generic, for every algebra (purify() uses it on the
-/// SymmSquareCube algebra; the dense and block-sparse density() can use it the same way).
+/// Checkpoint and restart of purify_generic, for every algebra. Only purify() uses it (on the
+/// SymmSquareCube algebra); density() passes none, so `tessel density` cannot checkpoint.
 ///  - every > 0: after each step whose count is a multiple of `every` (and after the step at
 ///    which stop_after stops), on_checkpoint(state, X, best) is called, collective over the
 ///    algebra's ranks (alg.agree's), best null unless state.has_best; a throw on any of them

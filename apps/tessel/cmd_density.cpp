@@ -16,6 +16,7 @@
 
 #include "cli_util.hpp"
 #include "commands.hpp"
+#include "memory_watch.hpp"
 #include "report.hpp"
 #include "tessel/comm/ledger_stats.hpp"
 #include "tessel/io/npy.hpp"
@@ -41,6 +42,7 @@ struct DensityArgs {
   std::optional<double> mu;
   int sign_order = 2, max_iter = 200;
   double eps = 1e-6, tol = 1e-12;
+  double memory_mib = 0;  // 0: no budget
   std::optional<double> eps_inverse, eps_transform,
       eps_final;  // unset: the defaults of DensityOptions
   std::optional<int> final_steps;
@@ -94,6 +96,21 @@ Input read_input(Context& ctx, const DensityArgs& a) {
   return in;
 }
 
+// The accounted memory per rank by stage (max over ranks), for the summary.
+std::string memory_table(const std::vector<StagePeak>& stages, double peak,
+                         const std::string& peak_stage, double largest) {
+  std::string t = fmt::format(
+      "accounted memory per rank (max over ranks): peak {} in stage '{}', largest matrix {} "
+      "(peak / largest {:.1f})\n",
+      human_bytes(peak), peak_stage, human_bytes(largest), largest > 0 ? peak / largest : 0.0);
+  t += fmt::format("{:>16} {:>12} {:>12} {:>12} {:>12}\n", "stage", "peak", "matrices", "buffers",
+                   "windows");
+  for (const auto& s : stages)
+    t += fmt::format("{:>16} {:>12} {:>12} {:>12} {:>12}\n", s.stage, human_bytes(s.total),
+                     human_bytes(s.matrices), human_bytes(s.buffers), human_bytes(s.windows));
+  return t;
+}
+
 template <class M>
 solvers::DensityResult<M> solve(solvers::Algebra<M>& alg, const M& H, const M& S,
                                 std::int64_t electrons, const solvers::DensityOptions& o) {
@@ -112,6 +129,8 @@ int run_density(const DensityArgs& a) {
                ": expected >= 0 (0 = no filtering)");
   TESSEL_CHECK(a.tol > 0, InputError, "--tol ", a.tol, ": expected > 0");
   TESSEL_CHECK(!a.mu || std::isfinite(*a.mu), InputError, "--mu: expected a finite energy");
+  TESSEL_CHECK(a.memory_mib >= 0 && std::isfinite(a.memory_mib), InputError, "--memory ",
+               a.memory_mib, ": expected MiB per rank >= 0 (0 = no budget)");
   sparse::SpMultiplyOptions mo;
   mo.algorithm = parse_named("--algorithm", a.algorithm, "cannon or rma25d",
                              [](const std::string& v) { return sparse::parse_sp_algorithm(v); });
@@ -190,7 +209,9 @@ int run_density(const DensityArgs& a) {
               << fmt::format("{:>14} {:>5} {:>12} {:>14} {:>12} {:>10} {:>9}\n", "stage", "iter",
                              "residual", "occupation", "mu", "blocks", "seconds")
               << std::flush;
+  MemoryWatch watch(ctx, a.memory_mib * 1024.0 * 1024.0);
   opt.on_step = [&](const solvers::IterationInfo& s) {
+    watch.step(s);  // every rank: with --memory it may stop the run (collectively)
     if (!root) return;
     std::cout << fmt::format(
                      "{:>14} {:>5} {:>12.3e} {:>14} {:>12} {:>10} {:>9.3f}\n", s.stage, s.iteration,
@@ -250,6 +271,7 @@ int run_density(const DensityArgs& a) {
       in.H = sparse::to_tiles(ctx, in.H, tl, tl, td, "H");
       in.S = sparse::to_tiles(ctx, in.S, tl, tl, td, "S");
     }
+    watch.check_start("the solve");
     solvers::SparseAlgebra alg(ctx, mo);
     auto r = solve(alg, in.H, in.S, in.electrons, opt);
     if (tiled) {
@@ -264,6 +286,20 @@ int run_density(const DensityArgs& a) {
     if (npy) sparse::write_npy_blocks(ctx, r.P, a.out);
     if (csr) sparse::write_cp2k_csr(ctx, r.P, a.out);
   }
+  {
+    solvers::IterationInfo end;
+    end.stage = "end";  // from the last step to the end: P back from tiles, the output
+    watch.step(end);
+  }
+  const auto mem_stages = watch.stages();
+  const double largest = watch.largest_matrix();
+  double mem_peak = 0;
+  std::string mem_peak_stage;
+  for (const auto& st : mem_stages)
+    if (st.total > mem_peak) {
+      mem_peak = st.total;
+      mem_peak_stage = st.stage;
+    }
   // Peak resident memory per rank (getrusage ru_maxrss, kB on Linux), max and mean over ranks.
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
@@ -302,6 +338,7 @@ int run_density(const DensityArgs& a) {
         << fmt::format("bytes received per rank (max): {}\n", human_bytes(bytes_max))
         << fmt::format("peak memory per rank (ru_maxrss): max {}, mean {}\n", human_bytes(rss_max),
                        human_bytes(rss_mean))
+        << (a.dense ? std::string() : memory_table(mem_stages, mem_peak, mem_peak_stage, largest))
         << ledger_table(
                comm::ledger_stats(ctx.comm(), ctx.ledger(), {"spgemm", "gemm", "sparse", ""}), true)
         << std::flush;
@@ -337,6 +374,17 @@ int run_density(const DensityArgs& a) {
     j["bytes_per_rank_max"] = bytes_max;
     j["maxrss_bytes_max"] = rss_max;
     j["maxrss_bytes_mean"] = rss_mean;
+    if (!a.dense) {
+      j["memory_peak_bytes"] = mem_peak;
+      j["memory_peak_stage"] = mem_peak_stage;
+      j["largest_matrix_bytes"] = largest;
+      for (const auto& st : mem_stages)
+        j["memory_stages"].push_back({{"stage", st.stage},
+                                      {"peak_bytes", st.total},
+                                      {"matrices", st.matrices},
+                                      {"buffers", st.buffers},
+                                      {"windows", st.windows}});
+    }
     j["n"] = in.H.rows();
     j["block_rows"] = block_rows;
     j["tile"] = tile;
@@ -407,6 +455,12 @@ std::function<int()> add_density(CLI::App& app) {
   s->add_flag("--energy-weighted", a->energy_weighted, "Also compute W = P H P");
   s->add_option("--out", a->out, "Write P (.npy dense, or .csr CP2K text)");
   s->add_option("--json", a->json, "Write the results as JSON");
+  s->add_option("--memory", a->memory_mib,
+                "Budget per rank in MiB (0 = none): the run stops with an error on every rank, "
+                "at the start or at the first step, when tessel's accounted peak (matrices, "
+                "multiply buffers, windows), the process's ru_maxrss or the next step's "
+                "extrapolated peak exceeds it")
+      ->capture_default_str();
   add_trace_option(s, a->trace);
   return [a] { return run_density(*a); };
 }

@@ -95,6 +95,29 @@ def main():
             if max(v) - min(v) > 1e-9:
                 problems.append(f"dense, block-sparse and tiled band energies differ: {v}")
 
+        # ---- the memory accounting: stages with a peak, the peak within the process's
+        # ru_maxrss (the accounting counts tessel's storage, a part of the process), the
+        # largest matrix below the peak
+        js = os.path.join(work, "memory.json")
+        p = run(["--generate", "water:48", "--method", "trs4", "--json", js], work)
+        if p.returncode != 0:
+            problems.append(f"memory accounting run: exit {p.returncode}: {p.stderr[-500:]}")
+        else:
+            r = json.load(open(js))
+            stages = {s["stage"]: s for s in r.get("memory_stages", [])}
+            if not {"inverse sqrt", "trs4", "end"} <= set(stages):
+                problems.append(f"memory stages: {sorted(stages)}")
+            elif not (0 < r["largest_matrix_bytes"] < r["memory_peak_bytes"] <= r["maxrss_bytes_max"]):
+                problems.append(f"memory: largest {r['largest_matrix_bytes']}, peak "
+                                f"{r['memory_peak_bytes']}, maxrss {r['maxrss_bytes_max']}")
+            elif any(s["peak_bytes"] < s["matrices"] + s["buffers"] + s["windows"] - 1 for s in stages.values()):
+                problems.append(f"memory: a stage's parts exceed its peak: {stages}")
+            elif "accounted memory per rank" not in p.stdout:
+                problems.append("memory: no accounted memory line")
+            else:
+                print(f"ok memory accounting: peak {r['memory_peak_bytes']:.0f} B in "
+                      f"{r['memory_peak_stage']}, largest matrix {r['largest_matrix_bytes']:.0f} B")
+
         # ---- errors: exit 2, one message from rank 0, no output file
         blocks_bad = os.path.join(work, "bad_blocks.txt")
         with open(blocks_bad, "w") as f:
@@ -119,6 +142,9 @@ def main():
             ("tile zero", gen + ["--tile", "0"], "--tile"),
             ("tile not a number", gen + ["--tile", "big"], "--tile"),
             ("bad tiling", gen + ["--tiling", "random"], "--tiling"),
+            ("negative memory", gen + ["--memory", "-5"], "--memory"),
+            ("memory budget below the need", ["--generate", "water:48", "--memory", "1"],
+             "--memory 1 MiB: the solve needs"),
         ]
         if os.path.exists(os.path.join(CP2K, "meta.json")):
             cases.append(("block sizes do not match", ["--ks", os.path.join(CP2K, "KS.csr"), "--overlap",

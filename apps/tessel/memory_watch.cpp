@@ -1,0 +1,89 @@
+#include "memory_watch.hpp"
+
+#include <fmt/format.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+
+#include "report.hpp"
+
+namespace tessel::app {
+
+namespace {
+double maxrss_bytes() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_maxrss) * 1024.0;  // kB on Linux
+}
+}  // namespace
+
+MemoryWatch::MemoryWatch(Context& ctx, double budget_bytes) : ctx_(ctx), budget_(budget_bytes) {
+  ctx_.ledger().memory().reset_peak();
+}
+
+void MemoryWatch::over(const std::string& where, double need, const std::string& why) const {
+  throw InputError(fmt::format(
+      "--memory {:g} MiB: {} needs {} per rank (max over ranks; {}): more than the budget. "
+      "Give the run more memory per rank (--memory, more ranks) or a larger --eps",
+      budget_ / (1024.0 * 1024.0), where, human_bytes(need), why));
+}
+
+void MemoryWatch::check_start(const char* what) {
+  const auto& m = ctx_.ledger().memory();
+  double v[2] = {static_cast<double>(m.current() + 2 * m.largest_matrix()), maxrss_bytes()};
+  ctx_.comm().allreduce(v, 2, MPI_MAX);
+  if (budget_ > 0 && v[0] > budget_)
+    over(what, v[0],
+         "predicted: the matrices held now plus a product and its accumulator the size of the "
+         "largest");
+  if (budget_ > 0 && v[1] > budget_) over(what, v[1], "measured: ru_maxrss");
+}
+
+void MemoryWatch::step(const solvers::IterationInfo& s) {
+  auto& m = ctx_.ledger().memory();
+  const auto& k = m.peak_by_kind();
+  std::vector<double> v = {static_cast<double>(m.peak()), static_cast<double>(k[0]),
+                           static_cast<double>(k[1]), static_cast<double>(k[2]), maxrss_bytes()};
+  m.reset_peak();
+  auto& p = peak_[s.stage];
+  if (p.empty()) {
+    order_.push_back(s.stage);
+    p.assign(4, 0.0);
+  }
+  if (v[0] > p[0]) std::copy(v.begin(), v.begin() + 4, p.begin());
+  if (budget_ <= 0) return;
+  ctx_.comm().allreduce(v.data(), static_cast<int>(v.size()), MPI_MAX);
+  const std::string where =
+      fmt::format("stage '{}' step {} (X: {} blocks)", s.stage, s.iteration, s.blocks);
+  if (v[0] > budget_) over(where, v[0], "accounted: matrices, multiply buffers and windows");
+  if (v[4] > budget_) over(where, v[4], "measured: ru_maxrss");
+  // The next step: this step's peak grown as the iterate's blocks grew over this step.
+  const double growth = last_blocks_ > 0 && s.blocks > last_blocks_
+                            ? static_cast<double>(s.blocks) / static_cast<double>(last_blocks_)
+                            : 1.0;
+  if (s.blocks > 0) last_blocks_ = s.blocks;
+  if (v[0] * growth > budget_)
+    over(fmt::format("the step after {}", where), v[0] * growth,
+         fmt::format("predicted: this step's {} grown {:.3f}x with X's blocks", human_bytes(v[0]),
+                     growth));
+}
+
+std::vector<StagePeak> MemoryWatch::stages() const {
+  std::vector<double> all;
+  for (const auto& st : order_) {
+    const auto& p = peak_.at(st);
+    all.insert(all.end(), p.begin(), p.end());
+  }
+  ctx_.comm().allreduce(all.data(), static_cast<int>(all.size()), MPI_MAX);
+  std::vector<StagePeak> out;
+  for (std::size_t i = 0; i < order_.size(); ++i)
+    out.push_back({order_[i], all[4 * i], all[4 * i + 1], all[4 * i + 2], all[4 * i + 3]});
+  return out;
+}
+
+double MemoryWatch::largest_matrix() const {
+  return ctx_.comm().allreduce_value(static_cast<double>(ctx_.ledger().memory().largest_matrix()),
+                                     MPI_MAX);
+}
+
+}  // namespace tessel::app

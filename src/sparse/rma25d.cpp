@@ -33,6 +33,11 @@ int SpMultiplyCache::creations() const { return s_->creations; }
 namespace detail {
 
 namespace {
+/// Window sizes: need + need / kSlackDivisor + kSlackMin elements (room to grow a little
+/// without recreating them); recreated smaller when every need is below size / kShrinkBelow.
+/// Windows of fewer values than kShrinkMinValues (512 KiB) are never shrunk.
+constexpr std::int64_t kSlackDivisor = 4, kSlackMin = 64, kShrinkBelow = 4,
+                       kShrinkMinValues = std::int64_t{1} << 16;
 constexpr int kTagHead = comm::tag::kRma25dHead, kTagIdx = comm::tag::kRma25dMeta,
               kTagData = comm::tag::kRma25dData;
 
@@ -122,11 +127,19 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
     PhaseScope ph(ledger, kPhaseSetup);
     bool same = st.key_comm == ctx.comm().raw() && st.key_ledger == &ctx.ledger() &&
                 st.pr == plan.pr && st.pc == plan.pc && st.layers == L && !st.a_meta.is_null();
-    int grow = !same || need[0] > st.a_meta.size() || need[1] > st.a_data.size() ||
-               need[2] > st.b_meta.size() || need[3] > st.b_data.size();
-    int any_grow = 0;
+    // Recreate the windows when one rank's panels outgrow them, or when every rank's panels
+    // fit in a quarter of them (a solver's matrices shrink as well as grow: the cache must not
+    // keep the largest panels ever seen).
+    const std::int64_t have[4] = {st.a_meta.size(), st.a_data.size(), st.b_meta.size(),
+                                  st.b_data.size()};
+    int flags[2] = {!same, have[1] + have[3] < kShrinkMinValues};  // must grow; cannot shrink
+    for (int x = 0; x < 4; ++x) {
+      flags[0] |= need[x] > have[x];
+      flags[1] |= need[x] > have[x] / kShrinkBelow;
+    }
+    int any[2] = {0, 0};
     comm::RequestSet rs;
-    comm::iallreduce_raw(ctx.comm(), &grow, &any_grow, 1, MPI_INT, sizeof(int), MPI_MAX, rs);
+    comm::iallreduce_raw(ctx.comm(), flags, any, 2, MPI_INT, sizeof(int), MPI_MAX, rs);
     if (!same) {  // the sub-communicators depend only on the grid and L (every rank agrees)
       st.pattern_sent_valid = false;
       st.pattern_sent = {};
@@ -141,7 +154,7 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
     dir_a.build(st.acomm, mine_a);
     dir_b.build(st.bcomm, mine_b);
     rs.wait_all();  // also: every rank has left its previous multiply (windows are free)
-    if (any_grow) {
+    if (any[0] || !any[1]) {
       st.a_meta = {};  // frees the old windows (collective), in creation order
       st.a_data = {};
       st.b_meta = {};
@@ -152,7 +165,7 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
       st.pr = plan.pr;
       st.pc = plan.pc;
       st.layers = L;
-      auto slack = [](std::int64_t n) { return n + n / 4 + 64; };
+      auto slack = [](std::int64_t n) { return n + n / kSlackDivisor + kSlackMin; };
       st.a_meta = comm::Window<std::int64_t>(st.acomm, slack(need[0]));
       st.a_data = comm::Window<double>(st.acomm, slack(need[1]));
       st.b_meta = comm::Window<std::int64_t>(st.bcomm, slack(need[2]));

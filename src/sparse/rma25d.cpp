@@ -298,7 +298,7 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
     if (s + 1 < plan.ticks) post(s + 1);
     bool last = s + 1 == plan.ticks;
     // The next tick's reads (and the reads of others from my windows) move while I multiply.
-    TickProgress progress(&rs_ab[1 - buf], ctx.comm().raw(), opt.progress_poll);
+    TickProgress progress(&rs_ab[1 - buf], ctx.comm().raw(), opt.progress_poll, &ctx.comm());
     for (std::size_t p = 0; p < panels.size(); ++p) {
       auto x = p / static_cast<std::size_t>(plan.lc), y = p % static_cast<std::size_t>(plan.lc);
       multiply_images(fa[buf][x].view, fb[buf][y].view, *ops.rows, *ops.inner, *ops.cols, opt.eps,

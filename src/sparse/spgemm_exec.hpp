@@ -36,6 +36,10 @@ struct SpMultiplyCache::State {
   bool pattern_sent_valid = false;
   detail::CWire pattern_sent;
   std::map<int, detail::CWire> pattern_from;
+  /// True from a multiply's set-up until it completed: still true at the next multiply when
+  /// the last one threw midway, and then every rank drops its patterns (the set-up's allreduce
+  /// carries the flag), so the caches never disagree.
+  bool in_flight = false;
 };
 
 }  // namespace tessel::sparse

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <climits>
 #include <cstring>
+#include <memory>
 #include <thread>
 #include <utility>
 
@@ -444,24 +445,25 @@ void complete_collective(RequestSet& rs, PhaseCounts* k, Tracer* tr, std::int64_
 class Staged {
  public:
   Staged(void* user, std::size_t bytes, bool copy_in)
-      : user_(static_cast<char*>(user)), bytes_(bytes), p_(new char[bytes > 0 ? bytes : 1]) {
-    if (copy_in && bytes > 0) std::memcpy(p_, user_, bytes);
+      : user_(static_cast<char*>(user)),
+        bytes_(bytes),
+        p_(std::make_unique<char[]>(bytes > 0 ? bytes : 1)) {
+    if (copy_in && bytes > 0) std::memcpy(p_.get(), user_, bytes);
   }
   Staged(const Staged&) = delete;
   Staged& operator=(const Staged&) = delete;
   ~Staged() {
-    if (std::uncaught_exceptions() > uncaught_) return;  // abandoned: left to MPI
-    delete[] p_;
+    if (std::uncaught_exceptions() > uncaught_) (void)p_.release();  // abandoned: left to MPI
   }
-  char* data() const { return p_; }
+  char* data() const { return p_.get(); }
   void copy_out() const {
-    if (bytes_ > 0) std::memcpy(user_, p_, bytes_);
+    if (bytes_ > 0) std::memcpy(user_, p_.get(), bytes_);
   }
 
  private:
   char* user_;
   std::size_t bytes_;
-  char* p_;
+  std::unique_ptr<char[]> p_;
   int uncaught_ = std::uncaught_exceptions();
 };
 }  // namespace

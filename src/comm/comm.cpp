@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cstring>
+#include <memory>
 #include <thread>
 #include <utility>
 
@@ -435,13 +437,43 @@ void complete_collective(RequestSet& rs, PhaseCounts* k, Tracer* tr, std::int64_
   }
   if (tr) tr->transfer_since("coll", -1, bytes, t0);
 }
+
+// The buffer a blocking collective runs on: a heap copy of the caller's. When a peer's failure
+// ends the wait (PeerFailure: the RequestSet abandons the collective, which MPI may still
+// progress among the other ranks and write into), the copy is leaked with the requests rather
+// than freed under them, and the caller's buffer (often on the stack) is never written again.
+class Staged {
+ public:
+  Staged(void* user, std::size_t bytes, bool copy_in)
+      : user_(static_cast<char*>(user)),
+        bytes_(bytes),
+        p_(std::make_unique<char[]>(bytes > 0 ? bytes : 1)) {
+    if (copy_in && bytes > 0) std::memcpy(p_.get(), user_, bytes);
+  }
+  Staged(const Staged&) = delete;
+  Staged& operator=(const Staged&) = delete;
+  ~Staged() {
+    if (std::uncaught_exceptions() > uncaught_) (void)p_.release();  // abandoned: left to MPI
+  }
+  char* data() const { return p_.get(); }
+  void copy_out() const {
+    if (bytes_ > 0) std::memcpy(user_, p_.get(), bytes_);
+  }
+
+ private:
+  char* user_;
+  std::size_t bytes_;
+  std::unique_ptr<char[]> p_;
+  int uncaught_ = std::uncaught_exceptions();
+};
 }  // namespace
 
 void Comm::allreduce_raw(void* buf, int count, MPI_Datatype t, std::size_t sz, MPI_Op op) const {
   const double t0 = trace::begin(tracer_of(ledger_));
+  const Staged st(buf, static_cast<std::size_t>(count) * sz, true);  // outlives rs
   RequestSet rs;
   rs.watch(comm_);
-  auto* p = static_cast<char*>(buf);
+  char* p = st.data();
   const std::int64_t pieces =
       for_each_piece(count, max_message_items(), [&](std::int64_t at, int n) {
         check_mpi(MPI_Iallreduce(MPI_IN_PLACE, p + at * static_cast<std::int64_t>(sz), n, t, op,
@@ -450,13 +482,15 @@ void Comm::allreduce_raw(void* buf, int count, MPI_Datatype t, std::size_t sz, M
       });
   complete_collective(rs, counts(), tracer_of(ledger_), static_cast<std::int64_t>(count) * sz,
                       pieces, t0);
+  st.copy_out();
 }
 
 void Comm::bcast_raw(void* buf, int count, MPI_Datatype t, std::size_t sz, int root) const {
   const double t0 = trace::begin(tracer_of(ledger_));
+  const Staged st(buf, static_cast<std::size_t>(count) * sz, rank_ == root);  // outlives rs
   RequestSet rs;
   rs.watch(comm_);
-  auto* p = static_cast<char*>(buf);
+  char* p = st.data();
   const std::int64_t pieces =
       for_each_piece(count, max_message_items(), [&](std::int64_t at, int n) {
         check_mpi(MPI_Ibcast(p + at * static_cast<std::int64_t>(sz), n, t, root, comm_, rs.add()),
@@ -464,17 +498,23 @@ void Comm::bcast_raw(void* buf, int count, MPI_Datatype t, std::size_t sz, int r
       });
   complete_collective(rs, counts(), tracer_of(ledger_), static_cast<std::int64_t>(count) * sz,
                       pieces, t0);
+  st.copy_out();
 }
 
 void Comm::allgather_raw(const void* send, int count, void* recv, MPI_Datatype t,
                          std::size_t sz) const {
   const double t0 = trace::begin(tracer_of(ledger_));
+  const std::size_t bytes = static_cast<std::size_t>(count) * sz;
+  const Staged in(const_cast<void*>(send), bytes, true);  // both outlive rs
+  const Staged out(recv, bytes * static_cast<std::size_t>(size_), false);
   RequestSet rs;
   rs.watch(comm_);
-  check_mpi(MPI_Iallgather(send, count, t, recv, count, t, comm_, rs.add()), "MPI_Iallgather");
+  check_mpi(MPI_Iallgather(in.data(), count, t, out.data(), count, t, comm_, rs.add()),
+            "MPI_Iallgather");
   // payload: own + (p-1) received
   complete_collective(rs, counts(), tracer_of(ledger_),
                       static_cast<std::int64_t>(count) * sz * size_, 1, t0);
+  out.copy_out();
 }
 
 void Comm::barrier() const {

@@ -7,6 +7,13 @@
 
 namespace tessel::solvers::block {
 
+void check_block_width(const char* solver, std::int64_t k) {
+  TESSEL_CHECK(k <= kMaxBlockWidth, InputError, solver, ": a block of ", k,
+               " vectors: its Gram matrix of ", k, "^2 = ", k * k,
+               " entries exceeds one MPI count (at most ", kMaxBlockWidth,
+               " vectors, states and guard vectors together)");
+}
+
 double hashed_unit(std::uint64_t seed, std::int64_t g, int col) {
   std::uint64_t z = seed * 0x9E3779B97F4A7C15ULL +
                     static_cast<std::uint64_t>(g) * 0xBF58476D1CE4E5B9ULL +
@@ -22,7 +29,7 @@ std::vector<double> gram(const Context& ctx, const double* x, const double* y, i
   std::vector<double> s(static_cast<std::size_t>(k) * static_cast<std::size_t>(k), 0.0);
   const double one = 1, zero = 0;
   if (n > 0) dgemm_("N", "T", &k, &k, &n, &one, x, &k, y, &k, &zero, s.data(), &k);
-  ctx.comm().allreduce(s.data(), k * k, MPI_SUM);
+  ctx.comm().allreduce(s.data(), static_cast<int>(at(k, 0, k)), MPI_SUM);  // k <= 46340
   return s;
 }
 
@@ -47,21 +54,20 @@ static void chol_qr_pass(const Context& ctx, std::vector<double>& x, int n, int 
   std::vector<double> s = gram(ctx, x.data(), x.data(), n, k);
   std::vector<double> d(static_cast<std::size_t>(k));
   for (int j = 0; j < k; ++j) {
-    const double sjj = s[static_cast<std::size_t>(j * k + j)];
+    const double sjj = s[at(j, j, k)];
     TESSEL_CHECK(sjj > 0 && std::isfinite(sjj), Error, "eigensolver: vector ", j, " has norm^2 ",
                  sjj, " (the block lost rank; try more states or a smaller degree)");
     d[static_cast<std::size_t>(j)] = 1.0 / std::sqrt(sjj);
   }
   for (int i = 0; i < k; ++i)
     for (int j = 0; j < k; ++j)
-      s[static_cast<std::size_t>(j * k + i)] *=
-          d[static_cast<std::size_t>(i)] * d[static_cast<std::size_t>(j)];
+      s[at(j, i, k)] *= d[static_cast<std::size_t>(i)] * d[static_cast<std::size_t>(j)];
   std::vector<double> r = s;
   int info = 0;
   dpotrf_("U", &k, r.data(), &k, &info);
   for (double shift = 1e-14; info != 0 && shift < 1e-2; shift *= 100) {
     r = s;
-    for (int j = 0; j < k; ++j) r[static_cast<std::size_t>(j * k + j)] += shift;
+    for (int j = 0; j < k; ++j) r[at(j, j, k)] += shift;
     dpotrf_("U", &k, r.data(), &k, &info);
   }
   TESSEL_CHECK(info == 0, Error, "eigensolver: Cholesky QR failed (dpotrf info ", info, ")");
@@ -81,9 +87,8 @@ void orthonormalize(const Context& ctx, std::vector<double>& x, int n, int k) {
 std::vector<double> syev(std::vector<double>& a, int k) {
   for (int i = 0; i < k; ++i)
     for (int j = 0; j < i; ++j) {
-      const double m =
-          0.5 * (a[static_cast<std::size_t>(j * k + i)] + a[static_cast<std::size_t>(i * k + j)]);
-      a[static_cast<std::size_t>(j * k + i)] = a[static_cast<std::size_t>(i * k + j)] = m;
+      const double m = 0.5 * (a[at(j, i, k)] + a[at(i, j, k)]);
+      a[at(j, i, k)] = a[at(i, j, k)] = m;
     }
   std::vector<double> w(static_cast<std::size_t>(k));
   int lwork = -1, info = 0;

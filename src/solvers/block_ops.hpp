@@ -10,6 +10,18 @@
 
 namespace tessel::solvers::block {
 
+/// Pure. Index of entry (row i, column j) of an item-major block of k columns, in 64 bits:
+/// i k passes 2^31 at 10^6 local points and 2,148 columns, so no product of sizes is an int.
+inline std::size_t at(std::int64_t i, std::int64_t j, std::int64_t k) {
+  return static_cast<std::size_t>(i) * static_cast<std::size_t>(k) + static_cast<std::size_t>(j);
+}
+/// The widest block the eigensolvers take: its k x k Gram matrix is summed by one allreduce
+/// with an int count, k^2 <= INT32_MAX.
+inline constexpr std::int64_t kMaxBlockWidth = 46340;
+/// Pure. Throws InputError naming `solver`, the width and the limit when a block of k columns
+/// is wider than kMaxBlockWidth (the solvers check it before allocating their blocks).
+void check_block_width(const char* solver, std::int64_t k);
+
 /// Pure. A value in [-1, 1) from (seed, global point, column).
 double hashed_unit(std::uint64_t seed, std::int64_t g, int col);
 /// Collective over ctx: X^T Y (k x k, column-major), summed over ranks.

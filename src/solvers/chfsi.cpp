@@ -49,12 +49,10 @@ Bounds lanczos(Context& ctx, stencil::Hamiltonian& h, int steps, std::uint64_t s
     for (std::size_t i = 0; i < w.size(); ++i) q[i] = w[i] / b;
   }
   const int m = static_cast<int>(alpha.size());
-  std::vector<double> t(static_cast<std::size_t>(m * m), 0.0);
+  std::vector<double> t(at(m, 0, m), 0.0);
   for (int i = 0; i < m; ++i) {
-    t[static_cast<std::size_t>(i * m + i)] = alpha[static_cast<std::size_t>(i)];
-    if (i + 1 < m)
-      t[static_cast<std::size_t>(i * m + i + 1)] = t[static_cast<std::size_t>((i + 1) * m + i)] =
-          beta[static_cast<std::size_t>(i)];
+    t[at(i, i, m)] = alpha[static_cast<std::size_t>(i)];
+    if (i + 1 < m) t[at(i, i + 1, m)] = t[at(i + 1, i, m)] = beta[static_cast<std::size_t>(i)];
   }
   auto ev = syev(t, m);
   if (ev.empty()) return {0.0, h.kinetic_bound() + vmax};
@@ -70,7 +68,7 @@ std::vector<double> column_norms2(const Context& ctx, const std::vector<double>&
   std::vector<double> s(static_cast<std::size_t>(width), 0.0);
   for (std::int64_t p = 0; p < n; ++p)
     for (int j = 0; j < width; ++j) {
-      const double v = x[static_cast<std::size_t>(p * width + j)];
+      const double v = x[at(p, j, width)];
       s[static_cast<std::size_t>(j)] += v * v;
     }
   ctx.comm().allreduce(s.data(), width, MPI_SUM);
@@ -91,10 +89,11 @@ EigenResult chfsi(Context& ctx, stencil::Hamiltonian& h, std::int64_t mesh_point
   TESSEL_CHECK(opt.max_iter >= 1, InputError, "max_iter ", opt.max_iter, ": expected >= 1");
   TESSEL_CHECK(opt.degree >= 0 && opt.degree <= 1000, InputError, "degree ", opt.degree,
                ": expected 0 (automatic) .. 1000");
+  check_block_width("chfsi", kk);
   const int k = static_cast<int>(kk);
   const auto& pts = h.plan().points;
   const int n = static_cast<int>(pts.size());
-  const std::size_t N = static_cast<std::size_t>(n) * static_cast<std::size_t>(k);
+  const std::size_t N = at(n, 0, k);
 
   EigenResult res;
   res.block = k;
@@ -111,8 +110,7 @@ EigenResult chfsi(Context& ctx, stencil::Hamiltonian& h, std::int64_t mesh_point
   std::vector<double> x(N), hx(N), y(N), ynew(N), hy(N), tmp;
   for (int i = 0; i < n; ++i)
     for (int j = 0; j < k; ++j)
-      x[static_cast<std::size_t>(i) * static_cast<std::size_t>(k) + static_cast<std::size_t>(j)] =
-          hashed_unit(opt.seed, pts[static_cast<std::size_t>(i)], j);
+      x[at(i, j, k)] = hashed_unit(opt.seed, pts[static_cast<std::size_t>(i)], j);
 
   std::vector<double> theta;
   auto rayleigh_ritz = [&](std::vector<double>& v) {
@@ -157,8 +155,7 @@ EigenResult chfsi(Context& ctx, stencil::Hamiltonian& h, std::int64_t mesh_point
     std::vector<double> r2(static_cast<std::size_t>(opt.states), 0.0);
     for (int i = 0; i < n; ++i)
       for (int j = 0; j < opt.states; ++j) {
-        const std::size_t p =
-            static_cast<std::size_t>(i) * static_cast<std::size_t>(k) + static_cast<std::size_t>(j);
+        const std::size_t p = at(i, j, k);
         const double rr = hx[p] - theta[static_cast<std::size_t>(j)] * x[p];
         r2[static_cast<std::size_t>(j)] += rr * rr;
       }
@@ -171,12 +168,9 @@ EigenResult chfsi(Context& ctx, stencil::Hamiltonian& h, std::int64_t mesh_point
     }
   }
   res.values.assign(theta.begin(), theta.begin() + opt.states);
-  res.vectors.resize(static_cast<std::size_t>(n) * static_cast<std::size_t>(opt.states));
+  res.vectors.resize(at(n, 0, opt.states));
   for (int i = 0; i < n; ++i)
-    for (int j = 0; j < opt.states; ++j)
-      res.vectors[static_cast<std::size_t>(i * opt.states + j)] =
-          x[static_cast<std::size_t>(i) * static_cast<std::size_t>(k) +
-            static_cast<std::size_t>(j)];
+    for (int j = 0; j < opt.states; ++j) res.vectors[at(i, j, opt.states)] = x[at(i, j, k)];
   return res;
 }
 

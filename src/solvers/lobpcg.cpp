@@ -23,6 +23,7 @@ EigenResult lobpcg(Context& ctx, stencil::Hamiltonian& h, std::int64_t mesh_poin
   TESSEL_CHECK(opt.tol > 0 && std::isfinite(opt.tol), InputError, "tolerance ", opt.tol,
                ": expected > 0");
   TESSEL_CHECK(opt.max_iter >= 1, InputError, "max_iter ", opt.max_iter, ": expected >= 1");
+  check_block_width("lobpcg", 3 * (static_cast<std::int64_t>(opt.states) + extra));  // [X W P]
   const int k = opt.states + extra;
   const auto& pts = h.plan().points;
   const int n = static_cast<int>(pts.size());
@@ -100,11 +101,9 @@ EigenResult lobpcg(Context& ctx, stencil::Hamiltonian& h, std::int64_t mesh_poin
     if (opt.on_step) opt.on_step(EigenStep{it, worst, t0.seconds()});
   }
   res.values.assign(theta.begin(), theta.begin() + opt.states);
-  res.vectors.resize(static_cast<std::size_t>(n) * static_cast<std::size_t>(opt.states));
+  res.vectors.resize(at(n, 0, opt.states));
   for (int i = 0; i < n; ++i)
-    for (int j = 0; j < opt.states; ++j)
-      res.vectors[static_cast<std::size_t>(i * opt.states + j)] =
-          x[static_cast<std::size_t>(i) * K + static_cast<std::size_t>(j)];
+    for (int j = 0; j < opt.states; ++j) res.vectors[at(i, j, opt.states)] = x[at(i, j, k)];
   return res;
 }
 

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "gershgorin.hpp"
 #include "tessel/dense/symm_square_cube.hpp"
 #include "tessel/solvers/algebra.hpp"
 #include "tessel/core/timer.hpp"
@@ -101,7 +102,7 @@ class Algebra<SscMatrix> {
             rs[static_cast<std::size_t>(i0 + r)] += std::abs(v);
         }
     }
-    m.global().allreduce(rs.data(), static_cast<int>(2 * n), MPI_SUM);
+    allreduce_sum(m.global(), rs.data(), 2 * n);
     double lo = std::numeric_limits<double>::infinity(), hi = -lo;
     for (std::int64_t r = 0; r < n; ++r) {
       lo = std::min(lo, rs[static_cast<std::size_t>(n + r)] - rs[static_cast<std::size_t>(r)]);

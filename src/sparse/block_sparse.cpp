@@ -28,6 +28,47 @@ struct WireHeader {
 
 constexpr int kFinalizeTag = comm::tag::kSparseFinalize;
 
+// Not collective. The first malformed block of a received finalize buffer, or "" when none:
+// the bytes from each source (`from`, per rank) must parse as headers of blocks of this rank
+// (`me`), each followed by its values (`elem` bytes each). Always on: the buffer comes from
+// other ranks.
+std::string check_received(const std::vector<unsigned char>& recv,
+                           const std::vector<std::int64_t>& from, const Distribution& dist, int me,
+                           std::size_t elem) {
+  const int nbr = dist.row_blocks().count(), nbc = dist.col_blocks().count();
+  std::size_t pos = 0;
+  for (std::size_t src = 0; src < from.size(); ++src) {
+    const std::size_t end = pos + static_cast<std::size_t>(from[src]);
+    auto bad = [&](auto... what) {
+      return detail::concat("finalize: the ", from[src], " bytes of blocks rank ", me,
+                            " received from rank ", src, " are malformed at byte ",
+                            pos - (end - static_cast<std::size_t>(from[src])), ": ", what...);
+    };
+    while (pos < end) {
+      WireHeader h;
+      if (end - pos < sizeof h) return bad("a header of ", sizeof h, " bytes does not fit");
+      std::memcpy(&h, recv.data() + pos, sizeof h);
+      if (h.brow < 0 || h.brow >= nbr || h.bcol < 0 || h.bcol >= nbc || h.accumulate < 0 ||
+          h.accumulate > 1)
+        return bad("block (", h.brow, ", ", h.bcol, ") accumulate ", h.accumulate,
+                   ", expected a "
+                   "block of the ",
+                   nbr, " x ", nbc, " block grid and accumulate 0 or 1");
+      if (dist.owner(h.brow, h.bcol) != me)
+        return bad("block (", h.brow, ", ", h.bcol, ") belongs to rank ",
+                   dist.owner(h.brow, h.bcol));
+      pos += sizeof h;
+      const std::size_t n = static_cast<std::size_t>(dist.row_blocks().size(h.brow)) *
+                            static_cast<std::size_t>(dist.col_blocks().size(h.bcol)) * elem;
+      if (end - pos < n)
+        return bad("block (", h.brow, ", ", h.bcol, ") needs ", n, " bytes of values, ", end - pos,
+                   " remain");
+      pos += n;
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 template <class T>
@@ -159,7 +200,7 @@ void BlockSparseMatrix<T>::sort_local() {
   std::vector<int> col(e.size());
   std::vector<double> norm(e.size());
   std::vector<T> data(data_.size());
-  const MemoryCharge sorted =
+  MemoryCharge sorted =
       ctx_ ? ctx_->ledger().charge(MemKind::Matrix, capacity_bytes(data)) : MemoryCharge();
   std::int64_t at = 0;
   for (std::size_t x = 0; x < e.size(); ++x) {
@@ -176,6 +217,7 @@ void BlockSparseMatrix<T>::sort_local() {
   }
   data.resize(static_cast<std::size_t>(at));
   for (std::size_t i = 0; i < brows_.size(); ++i) row_ptr[i + 1] += row_ptr[i];
+  sorted.set(0);  // charge_ takes the new storage over below
   row_ptr_ = std::move(row_ptr);
   col_ = std::move(col);
   offset_ = std::move(offset);
@@ -199,16 +241,6 @@ void BlockSparseMatrix<T>::exchange_pending() {
   TESSEL_CHECK(ctx_ != nullptr, Error, "finalize: the matrix has no Context (default-constructed)");
   const Context& ctx = *ctx_;
   const comm::Comm& c = ctx.comm();
-  try {
-    ctx.agree([&] { TESSEL_CHECK(put_error_.empty(), InputError, put_error_); });
-  } catch (const Error&) {
-    // Every rank drops its buffered remote blocks, so the matrix stays usable.
-    pending_.clear();
-    pending_data_.clear();
-    put_error_.clear();
-    sort_local();
-    throw;
-  }
 
   // Pack the buffered blocks by destination rank (put order kept within a destination).
   const int p = c.size();
@@ -235,16 +267,32 @@ void BlockSparseMatrix<T>::exchange_pending() {
   std::vector<T>().swap(pending_data_);
   recharge();
 
-  // Exchange, then apply in increasing source rank (the receive buffer's order).
+  // Exchange, then one agreement: a bad put on any rank (InputError, the caller's mistake) or a
+  // malformed received buffer (Error) ends the call on every rank before anything received is
+  // applied; the received blocks are dropped and the matrix stays usable.
+  std::vector<std::int64_t> from;
   MemoryCharge buffers = ctx.ledger().charge(MemKind::Buffers, capacity_bytes(send));
-  std::vector<unsigned char> recv = comm::exchange_packed(c, bytes, send, kFinalizeTag);
+  std::vector<unsigned char> recv = comm::exchange_packed(c, bytes, send, kFinalizeTag, &from);
   buffers.set(capacity_bytes(send) + capacity_bytes(recv));
+  c.test_received("finalize: received", recv.data(), recv.size());
+  const std::string malformed = check_received(recv, from, dist_, rank_, sizeof(T));
+  try {
+    ctx.agree([&] {
+      TESSEL_CHECK(put_error_.empty(), InputError, put_error_);
+      TESSEL_CHECK(malformed.empty(), Error, malformed);
+    });
+  } catch (const Error&) {
+    put_error_.clear();
+    sort_local();
+    throw;
+  }
+
+  // Apply in increasing source rank (the receive buffer's order).
   std::vector<T> values;
   for (std::size_t pos = 0; pos < recv.size();) {
     WireHeader h;
     std::memcpy(&h, recv.data() + pos, sizeof h);
     pos += sizeof h;
-    TESSEL_ASSERT(dist_.owner(h.brow, h.bcol) == rank_);
     const std::int64_t n = block_elems(h.brow, h.bcol);
     values.resize(static_cast<std::size_t>(n));
     std::memcpy(values.data(), recv.data() + pos, static_cast<std::size_t>(n) * sizeof(T));

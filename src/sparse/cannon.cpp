@@ -169,7 +169,7 @@ ExecResult run_cannon(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
                 rs);
       post_send(grid.col(), cur_b, (i + plan.pr - 1) % plan.pr, rs);
     }
-    TickProgress progress(&rs, MPI_COMM_NULL, opt.progress_poll);  // p2p only
+    TickProgress progress(&rs, MPI_COMM_NULL, opt.progress_poll, &ctx.comm());  // p2p only
     cur_a.index(*ops.rows, *ops.inner);  // offsets of the received (or home) images: meta only,
     cur_b.index(*ops.inner, *ops.cols);  // so the sends of these buffers may still be reading
     multiply_images(cur_a.view(), cur_b.view(), *ops.rows, *ops.inner, *ops.cols, opt.row_thr,

@@ -182,18 +182,39 @@ CWire CAccumulator::pack_masked(const CWire& pattern, double drop_below,
 }
 
 void CAccumulator::add_masked(const CWire& w, const CWire& pattern) {
+  // Checked before anything is added (the bitmap and values come from another rank).
   const std::int64_t np = static_cast<std::int64_t>(pattern.idx.size() / 2);
-  TESSEL_ASSERT(static_cast<std::int64_t>(w.idx.size()) == (np + 31) / 32);
-  std::int64_t at = 0;
-  for (std::int64_t b = 0; b < np; ++b) {
-    if (!((static_cast<std::uint32_t>(w.idx[static_cast<std::size_t>(b / 32)]) >> (b % 32)) & 1u))
-      continue;
+  TESSEL_CHECK(static_cast<std::int64_t>(w.idx.size()) == (np + 31) / 32, Error,
+               "a masked partial C panel has a bitmap of ", w.idx.size(),
+               " words, but the pattern of ", np, " blocks needs ", (np + 31) / 32);
+  auto sent = [&](std::int64_t b) {
+    return ((static_cast<std::uint32_t>(w.idx[static_cast<std::size_t>(b / 32)]) >> (b % 32)) &
+            1u) != 0;
+  };
+  std::int64_t need = 0;
+  for (std::int64_t b = 0; b < static_cast<std::int64_t>(w.idx.size()) * 32; ++b) {
+    if (!sent(b)) continue;
+    TESSEL_CHECK(b < np, Error, "a masked partial C panel marks block ", b, " of a pattern of ", np,
+                 " blocks");
     const int r = pattern.idx[static_cast<std::size_t>(2 * b)],
               c = pattern.idx[static_cast<std::size_t>(2 * b + 1)];
-    TESSEL_ASSERT(at + block_size(r, c) <= static_cast<std::int64_t>(w.data.size()));
-    at += add_block(r, c, w.data.data() + at);
+    check_block(r, c, "a masked partial C panel's pattern");
+    need += block_size(r, c);
   }
-  TESSEL_ASSERT(at == static_cast<std::int64_t>(w.data.size()));
+  TESSEL_CHECK(need == static_cast<std::int64_t>(w.data.size()), Error,
+               "a masked partial C panel's bitmap selects blocks of ", need,
+               " values, but it holds ", w.data.size());
+  std::int64_t at = 0;
+  for (std::int64_t b = 0; b < np; ++b)
+    if (sent(b))
+      at += add_block(pattern.idx[static_cast<std::size_t>(2 * b)],
+                      pattern.idx[static_cast<std::size_t>(2 * b + 1)], w.data.data() + at);
+}
+
+void CAccumulator::check_block(int r, int c, const char* what) const {
+  TESSEL_CHECK(r >= 0 && r < rows_->count() && c >= 0 && c < cols_->count(), Error, what,
+               " names block (", r, ", ", c, "), outside the ", rows_->count(), " x ",
+               cols_->count(), " block grid");
 }
 
 std::int64_t CAccumulator::block_size(int r, int c) const {
@@ -257,14 +278,23 @@ void CAccumulator::add(const PanelView& p) {
 }
 
 void CAccumulator::add(const CWire& w) {
+  // Checked before anything is added (the wire comes from another rank).
+  TESSEL_CHECK(w.idx.size() % 2 == 0, Error, "a partial C panel has ", w.idx.size(),
+               " index entries (expected 2 per block)");
   const std::int64_t nb = static_cast<std::int64_t>(w.idx.size() / 2);
-  std::int64_t at = 0;
+  std::int64_t need = 0;
   for (std::int64_t b = 0; b < nb; ++b) {
-    int r = w.idx[static_cast<std::size_t>(2 * b)], c = w.idx[static_cast<std::size_t>(2 * b + 1)];
-    TESSEL_ASSERT(at + block_size(r, c) <= static_cast<std::int64_t>(w.data.size()));
-    at += add_block(r, c, w.data.data() + at);
+    const int r = w.idx[static_cast<std::size_t>(2 * b)],
+              c = w.idx[static_cast<std::size_t>(2 * b + 1)];
+    check_block(r, c, "a partial C panel");
+    need += block_size(r, c);
   }
-  TESSEL_ASSERT(at == static_cast<std::int64_t>(w.data.size()));
+  TESSEL_CHECK(need == static_cast<std::int64_t>(w.data.size()), Error, "a partial C panel of ", nb,
+               " blocks needs ", need, " values, but it holds ", w.data.size());
+  std::int64_t at = 0;
+  for (std::int64_t b = 0; b < nb; ++b)
+    at += add_block(w.idx[static_cast<std::size_t>(2 * b)],
+                    w.idx[static_cast<std::size_t>(2 * b + 1)], w.data.data() + at);
 }
 
 void CAccumulator::for_each_block(
@@ -548,8 +578,8 @@ std::int64_t merge_into(BlockSparseMatrix<double>& c, double beta, double alpha,
       },
       [&] { row_ptr.push_back(static_cast<std::int64_t>(col.size())); });
   TESSEL_ASSERT(at == nvalues);
+  if (held) held->set(0);  // c's own charge takes the new storage over
   c.assign_local(std::move(row_ptr), std::move(col), std::move(offset), std::move(data));
-  if (held) held->set(0);
   return dropped;
 }
 

@@ -12,11 +12,16 @@
 // retain_sparsity (L > 1): each owner first sends its C pattern (index only; only when it changed
 //           since the cache last sent it) to the other layers, which then compute and send only
 //           partial blocks inside it, as a bitmap over the pattern plus values (no index).
+// Received data (L > 1: the C patterns and partials) is checked in release builds too: sizes
+//           before anything is allocated for them (a bad one ends the exchange: failure notices),
+//           contents before they are used; a failure is recorded and the exchange completes, and
+//           one agreement at the end throws it on every rank.
 // comm_only: the block products are replaced by the symbolic product (same blocks, zero-filled),
 // so every panel, the C partials included, has the size of the full run's.
 // The schedule (which image, from whom) is SpgemmPlan's (spgemm_plan.hpp).
 #include <algorithm>
 #include <optional>
+#include <string>
 
 #include "spgemm_exec.hpp"
 #include "tessel/comm/nonblocking.hpp"
@@ -87,6 +92,75 @@ struct Fetch {
   }
 };
 
+/// Not collective. Why a received C pattern (idx: row, column per block) is malformed, or "":
+/// an odd length, a block outside the block grid, blocks not sorted by (row, column).
+std::string check_pattern(const CWire& p, const BlockSizes& rows, const BlockSizes& cols) {
+  if (p.idx.size() % 2) return tessel::detail::concat(p.idx.size(), " entries, not 2 per block");
+  for (std::size_t b = 0; b < p.idx.size(); b += 2) {
+    const int r = p.idx[b], c = p.idx[b + 1];
+    if (r < 0 || r >= rows.count() || c < 0 || c >= cols.count())
+      return tessel::detail::concat("block ", b / 2, " is (", r, ", ", c, "), outside the ",
+                                    rows.count(), " x ", cols.count(), " block grid");
+    if (b > 0 && std::make_pair(p.idx[b - 2], p.idx[b - 1]) >= std::make_pair(r, c))
+      return tessel::detail::concat("block ", b / 2, " (", r, ", ", c, ") is not after (",
+                                    p.idx[b - 2], ", ", p.idx[b - 1], ")");
+  }
+  return {};
+}
+
+/// What a C pattern or partial from another rank can hold at most (all of C): index words and
+/// values. A received count beyond it never sizes a buffer.
+struct CLimits {
+  std::int64_t idx = 0, data = 0;
+};
+
+/// Not collective. Throws Error naming both ranks when a count received from `src` cannot be
+/// right (negative, or beyond `max`): it cannot be received safely.
+void check_count(const comm::Comm& c, std::int64_t n, std::int64_t max, int src, const char* what) {
+  TESSEL_CHECK(n >= 0 && n <= max, Error, "rma25d: rank ", c.rank(), " received a ", what,
+               " count of ", n, " from rank ", src, " (expected 0 .. ", max, ")");
+}
+
+/// The owner's part of the C phase (L > 1): receives the partials of the other layers of its
+/// fibre (`srcs`, whose counts `heads` have arrived), checks each (CAccumulator::add, or
+/// add_masked against `pattern` when not null) and adds it into `own`. Returns the first
+/// malformed partial's message ("" when none) instead of throwing, so the exchange completes;
+/// a count that cannot be right throws before anything is received.
+std::string receive_partials(const comm::Comm& c, const std::vector<int>& srcs,
+                             std::vector<std::int64_t>& heads, const CLimits& lim,
+                             const CWire* pattern, CAccumulator& own) {
+  c.test_received("rma25d: C partial heads", heads.data(), heads.size() * sizeof(std::int64_t));
+  for (std::size_t q = 0; q < srcs.size(); ++q) {  // every count, before any receive
+    check_count(c, heads[2 * q], lim.idx, srcs[q], "C partial index");
+    check_count(c, heads[2 * q + 1], lim.data, srcs[q], "C partial value");
+  }
+  std::vector<CWire> in(srcs.size());
+  comm::RequestSet rs;  // after `in`: abandoned before it is freed
+  for (std::size_t q = 0; q < srcs.size(); ++q) {
+    in[q].idx.resize(static_cast<std::size_t>(heads[2 * q]));
+    in[q].data.resize(static_cast<std::size_t>(heads[2 * q + 1]));
+    c.irecv(in[q].idx.data(), heads[2 * q], srcs[q], kTagIdx, rs);
+    c.irecv(in[q].data.data(), heads[2 * q + 1], srcs[q], kTagData, rs);
+  }
+  rs.wait_all();
+  std::string bad;
+  for (std::size_t q = 0; q < srcs.size(); ++q) {
+    c.test_received("rma25d: C partial received", in[q].idx.data(),
+                    in[q].idx.size() * sizeof(std::int32_t));
+    try {
+      if (pattern)
+        own.add_masked(in[q], *pattern);
+      else
+        own.add(in[q]);
+    } catch (const Error& e) {
+      if (bad.empty())
+        bad = tessel::detail::concat("rma25d: the partial C panel rank ", c.rank(),
+                                     " received from rank ", srcs[q], ": ", e.what());
+    }
+  }
+  return bad;
+}
+
 void fetch(comm::Window<std::int64_t>& wm, comm::Window<double>& wd, const Directory& dir,
            int member, int q, int me, Fetch& f, comm::RequestSet& rs) {
   std::size_t x = static_cast<std::size_t>(member) * static_cast<std::size_t>(dir.per) +
@@ -129,17 +203,19 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
                 st.pr == plan.pr && st.pc == plan.pc && st.layers == L && !st.a_meta.is_null();
     // Recreate the windows when one rank's panels outgrow them, or when every rank's panels
     // fit in a quarter of them (a solver's matrices shrink as well as grow: the cache must not
-    // keep the largest panels ever seen).
+    // keep the largest panels ever seen). Bit 0: my panels outgrow the windows; bit 1: my last
+    // multiply on this cache threw midway; bit 2: my windows must not shrink.
     const std::int64_t have[4] = {st.a_meta.size(), st.a_data.size(), st.b_meta.size(),
                                   st.b_data.size()};
-    int flags[2] = {!same, have[1] + have[3] < kShrinkMinValues};  // must grow; cannot shrink
+    int grow = !same, keep = have[1] + have[3] < kShrinkMinValues;
     for (int x = 0; x < 4; ++x) {
-      flags[0] |= need[x] > have[x];
-      flags[1] |= need[x] > have[x] / kShrinkBelow;
+      grow |= need[x] > have[x];
+      keep |= need[x] > have[x] / kShrinkBelow;
     }
-    int any[2] = {0, 0};
+    const int flags = grow | (st.in_flight ? 2 : 0) | (keep ? 4 : 0);
+    int any = 0;
     comm::RequestSet rs;
-    comm::iallreduce_raw(ctx.comm(), flags, any, 2, MPI_INT, sizeof(int), MPI_MAX, rs);
+    comm::iallreduce_raw(ctx.comm(), &flags, &any, 1, MPI_INT, sizeof(int), MPI_BOR, rs);
     if (!same) {  // the sub-communicators depend only on the grid and L (every rank agrees)
       st.pattern_sent_valid = false;
       st.pattern_sent = {};
@@ -154,7 +230,12 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
     dir_a.build(st.acomm, mine_a);
     dir_b.build(st.bcomm, mine_b);
     rs.wait_all();  // also: every rank has left its previous multiply (windows are free)
-    if (any[0] || !any[1]) {
+    if (any & 2) {  // some rank's last multiply threw midway: its pattern cache may be stale
+      st.pattern_sent_valid = false;
+      st.pattern_from.clear();
+    }
+    st.in_flight = true;
+    if ((any & 1) || !(any & 4)) {
       st.a_meta = {};  // frees the old windows (collective), in creation order
       st.a_data = {};
       st.b_meta = {};
@@ -228,7 +309,6 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
     }
   };
   // The other layers of my fibre: they compute partials of my panel, I of theirs.
-  comm::RequestSet rs_head, rs_c, rs_send;
   std::vector<int> srcs;
   std::vector<std::int64_t> heads;
   if (L > 1)
@@ -251,12 +331,26 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
   // partial is posted).
   constexpr std::int64_t kFollows = std::int64_t{1} << 62;
   const bool masked = opt.retain_c && L > 1;
+  // L > 1: the first malformed thing received (empty: none), thrown on every rank at the end.
+  std::string bad;
+  auto note = [&](const std::string& what) {
+    if (bad.empty()) bad = what;  // "" notes nothing
+  };
+  // Counts received from another rank size buffers: check_count ends the exchange on one that
+  // cannot be right (the guard sends failure notices; the peers throw PeerFailure).
+  const CLimits limits{2 * static_cast<std::int64_t>(ops.rows->count()) * ops.cols->count(),
+                       static_cast<std::int64_t>(ops.rows->offset(ops.rows->count())) *
+                           ops.cols->offset(ops.cols->count())};
+  std::optional<comm::ExchangeGuard> guard;
+  if (L > 1) guard.emplace(ctx.comm().raw());
   std::vector<std::optional<CAccumulator>> foreign_allowed(panels.size());
   std::vector<std::size_t> pattern_of_panel(panels.size(), 0);  // index into pat_in
-  comm::RequestSet rs_pat_send;
   CWire my_pattern;
   std::vector<std::int64_t> pat_head_out(2), pat_heads;
   std::vector<CWire> pat_in;
+  // After the buffers they send from and receive into: when an exception unwinds this frame,
+  // the requests are abandoned (comm::RequestSet) before those buffers are freed.
+  comm::RequestSet rs_head, rs_send, rs_pat_send;
   if (masked) {
     comm::RequestSet rs_pat;
     {
@@ -278,18 +372,32 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
         st.pattern_sent_valid = true;
       }
       rs_pat.wait_all();
+      ctx.comm().test_received("rma25d: C pattern heads", pat_heads.data(),
+                               pat_heads.size() * sizeof(std::int64_t));
       pat_in.resize(srcs.size());
       for (std::size_t q = 0; q < srcs.size(); ++q) {
-        const std::int64_t n = pat_heads[2 * q] & (kFollows - 1);
-        if (pat_heads[2 * q] & kFollows) {
+        const std::int64_t head = pat_heads[2 * q], n = head & (kFollows - 1);
+        TESSEL_CHECK(head >= 0 && n % 2 == 0, Error, "rma25d: rank ", me,
+                     " received the C pattern header ", head, " from rank ", srcs[q],
+                     " (expected an even count, bit 62 the follows flag)");
+        check_count(ctx.comm(), n, limits.idx, srcs[q], "C pattern");
+        if (head & kFollows) {
           pat_in[q].idx.resize(static_cast<std::size_t>(n));
           ctx.comm().irecv(pat_in[q].idx.data(), n, srcs[q], kTagIdx, rs_pat);
-        } else {
-          auto it = st.pattern_from.find(srcs[q]);
-          TESSEL_ASSERT(it != st.pattern_from.end() &&
-                        static_cast<std::int64_t>(it->second.idx.size()) == n);
-          pat_in[q] = it->second;
+          continue;
         }
+        auto it = st.pattern_from.find(srcs[q]);
+        if (it != st.pattern_from.end() && static_cast<std::int64_t>(it->second.idx.size()) == n) {
+          pat_in[q] = it->second;
+          continue;
+        }
+        note(tessel::detail::concat(
+            "rma25d: rank ", srcs[q], " sent its C pattern (", n / 2,
+            " blocks) as unchanged, but rank ", me, " holds ",
+            it == st.pattern_from.end()
+                ? std::string("none from it")
+                : tessel::detail::concat(it->second.idx.size() / 2, " blocks from it"),
+            ": the pattern caches disagree"));
       }
     }
     post(0);  // tick 0's reads overlap the pattern's arrival
@@ -298,6 +406,16 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
       rs_pat.wait_all();
     }
     for (std::size_t q = 0; q < srcs.size(); ++q) {
+      if (pat_heads[2 * q] & kFollows) {  // a new pattern: checked before it is used or kept
+        ctx.comm().test_received("rma25d: C pattern received", pat_in[q].idx.data(),
+                                 pat_in[q].idx.size() * sizeof(std::int32_t));
+        const std::string why = check_pattern(pat_in[q], *ops.rows, *ops.cols);
+        if (!why.empty()) {
+          note(tessel::detail::concat("rma25d: the C pattern rank ", me, " received from rank ",
+                                      srcs[q], ": ", why));
+          pat_in[q] = {};  // an empty pattern keeps the exchange going; the owner's check fails
+        }
+      }
       st.pattern_from[srcs[q]] = pat_in[q];
       for (std::size_t p = 0; p < panels.size(); ++p)
         if (plan.rank_of(panels[p].first, panels[p].second) == srcs[q]) {
@@ -325,7 +443,7 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
     if (s + 1 < plan.ticks) post(s + 1);
     bool last = s + 1 == plan.ticks;
     // The next tick's reads (and the reads of others from my windows) move while I multiply.
-    TickProgress progress(&rs_ab[1 - buf], ctx.comm().raw(), opt.progress_poll);
+    TickProgress progress(&rs_ab[1 - buf], ctx.comm().raw(), opt.progress_poll, &ctx.comm());
     for (std::size_t p = 0; p < panels.size(); ++p) {
       auto x = p / static_cast<std::size_t>(plan.lc), y = p % static_cast<std::size_t>(plan.lc);
       multiply_images(fa[buf][x].view, fb[buf][y].view, *ops.rows, *ops.inner, *ops.cols,
@@ -357,26 +475,20 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
   if (L > 1) {
     PhaseScope ph(ledger, kPhaseC);
     rs_head.wait_all();
-    std::vector<CWire> incoming(srcs.size());
-    for (std::size_t q = 0; q < srcs.size(); ++q) {
-      incoming[q].idx.resize(static_cast<std::size_t>(heads[2 * q]));
-      incoming[q].data.resize(static_cast<std::size_t>(heads[2 * q + 1]));
-      ctx.comm().irecv(incoming[q].idx.data(), heads[2 * q], srcs[q], kTagIdx, rs_c);
-      ctx.comm().irecv(incoming[q].data.data(), heads[2 * q + 1], srcs[q], kTagData, rs_c);
-    }
-    rs_c.wait_all();
-    for (auto& in : incoming) {  // accumulate on the owner
-      if (masked)
-        acc[own].add_masked(in, my_pattern);
-      else
-        acc[own].add(in);
-    }
+    note(receive_partials(ctx.comm(), srcs, heads, limits, masked ? &my_pattern : nullptr,
+                          acc[own]));
     rs_send.wait_all();
   }
   if (!rs_pat_send.empty()) {
     PhaseScope ph(ledger, kPhaseCPattern);
     rs_pat_send.wait_all();
   }
+  guard.reset();  // every message of the exchange completed
+  if (L > 1) {
+    PhaseScope ph(ledger, kPhaseC);
+    ctx.agree([&] { TESSEL_CHECK(bad.empty(), Error, bad); });
+  }
+  st.in_flight = false;
   res.product.emplace(std::move(acc[own]));
   return res;
 }

@@ -37,6 +37,10 @@ struct SpMultiplyCache::State {
   bool pattern_sent_valid = false;
   detail::CWire pattern_sent;
   std::map<int, detail::CWire> pattern_from;
+  /// True from a multiply's set-up until it completed: still true at the next multiply when
+  /// the last one threw midway, and then every rank drops its patterns (the set-up's allreduce
+  /// carries the flag), so the caches never disagree.
+  bool in_flight = false;
 };
 
 }  // namespace tessel::sparse
@@ -96,15 +100,19 @@ struct ExecResult {
 /// and a one-sided read from this rank's window is served (Open MPI's osc pt2pt, MPICH), only
 /// while the ranks involved are inside MPI calls: without these calls the next tick's panels
 /// would move only after the multiply, and communication would not overlap computation.
+/// `hooks` (may be null): its test point kPointPoll is hit before every poll that calls MPI
+/// (comm::TestSettings::at_point; tests count the polls).
 class TickProgress {
  public:
-  TickProgress(comm::RequestSet* rs, MPI_Comm c, double interval)
-      : rs_(rs), c_(c), interval_(interval), on_(interval > 0) {}
+  static constexpr const char* kPointPoll = "spgemm: progress poll";
+  TickProgress(comm::RequestSet* rs, MPI_Comm c, double interval, const comm::Comm* hooks = nullptr)
+      : rs_(rs), c_(c), interval_(interval), on_(interval > 0), hooks_(hooks) {}
   void operator()() {
     if (!on_) return;
     const double now = clock_.seconds();
     if (now < next_) return;  // the first call polls at once
     next_ = now + interval_;
+    if (hooks_ && (c_ != MPI_COMM_NULL || (rs_ && !rs_->empty()))) hooks_->test_point(kPointPoll);
     const bool done = !rs_ || rs_->test_all();
     if (c_ != MPI_COMM_NULL)
       comm::throw_if_failed(c_);
@@ -117,6 +125,7 @@ class TickProgress {
   MPI_Comm c_;
   double interval_;
   bool on_;
+  const comm::Comm* hooks_;
   Stopwatch clock_;
   double next_ = 0;
 };

@@ -130,7 +130,9 @@ class CAccumulator {
   void mark(const CWire& pattern);
   /// Adds a received panel (same block sizes).
   void add(const PanelView& p);
-  /// Adds a received partial panel in the C wire format (same block sizes).
+  /// Adds a received partial panel in the C wire format (same block sizes). Throws Error, and
+  /// adds nothing, when the wire is malformed: an odd index count, a block outside the block
+  /// grid, values that do not match the blocks' sizes (always on: it comes from another rank).
   void add(const CWire& w);
   /// f(r, c, values, norm bound) for every block, sorted by (row, column). Not for mark()ed
   /// accumulators.
@@ -146,7 +148,9 @@ class CAccumulator {
   /// pattern blocks instead of 8 per block. Blocks with norm bound < drop_below are not sent.
   CWire pack_masked(const CWire& pattern, double drop_below = 0,
                     std::int64_t* dropped = nullptr) const;
-  /// Adds a partial packed by pack_masked against the same pattern.
+  /// Adds a partial packed by pack_masked against the same pattern. Throws Error, and adds
+  /// nothing, when the bitmap's length does not match the pattern's, marks a block beyond it,
+  /// or the values do not match the marked blocks' sizes.
   void add_masked(const CWire& w, const CWire& pattern);
   std::int64_t nvalues() const { return nvalues_; }
   std::int64_t nblocks() const { return nblocks_; }
@@ -163,6 +167,8 @@ class CAccumulator {
   std::int64_t slot_id(int r, int c, bool values = true);
   std::int64_t find_id(int r, int c) const;
   std::int64_t block_size(int r, int c) const;
+  /// Throws Error naming `what` when (r, c) is outside the block grid.
+  void check_block(int r, int c, const char* what) const;
   /// Adds block (r, c)'s values from src (created when absent); returns the values added.
   std::int64_t add_block(int r, int c, const double* src);
   /// n zero values in the current page (a new page when they do not fit).

@@ -57,8 +57,8 @@ std::int64_t Mesh::find(int i, int j, int k) const {
 
 // coords_ is in lexicographic order already; builds the padded lookup box.
 void Mesh::index_points() {
-  TESSEL_CHECK(coords_.size() <= static_cast<std::size_t>(INT32_MAX), InputError, "mesh of ",
-               coords_.size(), " points: at most ", INT32_MAX, " supported");
+  TESSEL_CHECK(coords_.size() <= static_cast<std::size_t>(kMaxPoints), InputError, "mesh of ",
+               coords_.size(), " points: at most ", kMaxPoints, " supported");
   std::array<int, 3> lo{INT_MAX, INT_MAX, INT_MAX}, hi{INT_MIN, INT_MIN, INT_MIN};
   for (const auto& c : coords_)
     for (int d = 0; d < 3; ++d) {
@@ -94,10 +94,14 @@ Mesh Mesh::box(double length, double spacing) {
   TESSEL_CHECK(std::abs(q - static_cast<double>(n)) <= 1e-9 * std::max(1.0, q) && n >= 2,
                InputError, "box length L = ", length, " and spacing h = ", spacing, ": L/h = ", q,
                " must be an integer >= 2 (the walls lie on grid points)");
-  TESSEL_CHECK(n <= 2001, InputError, "box L/h = ", n, ": at most 2001 points per axis");
+  // Before anything is allocated: (n - 1)^3 interior points (n <= 1291 fits a 32-bit index).
+  const long long side = std::min(n, 1LL << 20) - 1, points = side * side * side;
+  TESSEL_CHECK(points <= Mesh::kMaxPoints, InputError, "box L/h = ", n, ": ", side, "^3 = ", points,
+               " interior points, more than the ", Mesh::kMaxPoints, " a mesh holds (L/h <= 1291)");
   Mesh m;
   m.h_ = spacing;
   m.origin_ = {-length / 2, -length / 2, -length / 2};
+  m.coords_.reserve(static_cast<std::size_t>(points));
   for (int i = 1; i < n; ++i)
     for (int j = 1; j < n; ++j)
       for (int k = 1; k < n; ++k) m.coords_.push_back({i, j, k});
@@ -141,19 +145,31 @@ Mesh Mesh::spheres(const std::vector<Atom>& atoms, double radius, double spacing
   TESSEL_CHECK(cells <= 4e9, InputError, "mesh bounding box of ", cells,
                " grid points at h = ", spacing, ": too large (at most 4e9)");
   const double r2 = radius * radius * (1 + 1e-12);
-  for (long long i = ilo[0]; i <= ihi[0]; ++i)
-    for (long long j = ilo[1]; j <= ihi[1]; ++j)
-      for (long long k = ilo[2]; k <= ihi[2]; ++k) {
-        const double x = static_cast<double>(i) * spacing, y = static_cast<double>(j) * spacing,
-                     z = static_cast<double>(k) * spacing;
-        for (const auto& a : atoms) {
-          const double dx = x - a.x, dy = y - a.y, dz = z - a.z;
-          if (dx * dx + dy * dy + dz * dz <= r2) {
-            m.coords_.push_back({static_cast<int>(i), static_cast<int>(j), static_cast<int>(k)});
-            break;
-          }
-        }
-      }
+  auto inside = [&](long long i, long long j, long long k) {
+    const double x = static_cast<double>(i) * spacing, y = static_cast<double>(j) * spacing,
+                 z = static_cast<double>(k) * spacing;
+    for (const auto& a : atoms) {
+      const double dx = x - a.x, dy = y - a.y, dz = z - a.z;
+      if (dx * dx + dy * dy + dz * dz <= r2) return true;
+    }
+    return false;
+  };
+  auto for_each_point = [&](const auto& f) {
+    for (long long i = ilo[0]; i <= ihi[0]; ++i)
+      for (long long j = ilo[1]; j <= ihi[1]; ++j)
+        for (long long k = ilo[2]; k <= ihi[2]; ++k)
+          if (inside(i, j, k)) f(i, j, k);
+  };
+  if (cells > static_cast<double>(kMaxPoints)) {  // count before allocating
+    std::int64_t count = 0;
+    for_each_point([&](long long, long long, long long) { ++count; });
+    TESSEL_CHECK(count <= kMaxPoints, InputError, "mesh of ", count, " points (", atoms.size(),
+                 " spheres of r = ", radius, " at h = ", spacing, "): at most ", kMaxPoints,
+                 " supported");
+  }
+  for_each_point([&](long long i, long long j, long long k) {
+    m.coords_.push_back({static_cast<int>(i), static_cast<int>(j), static_cast<int>(k)});
+  });
   TESSEL_CHECK(!m.coords_.empty(), InputError, "empty mesh: no grid point of spacing h = ", spacing,
                " lies within radius r = ", radius, " of any of the ", atoms.size(), " atoms");
   m.index_points();

@@ -3,6 +3,7 @@
 #include <metis.h>
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "tessel/core/error.hpp"
@@ -18,32 +19,67 @@ Partitioner parse_partitioner(const std::string& s) {
 
 const char* to_string(Partitioner p) { return p == Partitioner::Metis ? "metis" : "geometric"; }
 
-void stencil_graph(const Mesh& mesh, int order, std::vector<std::int32_t>& xadj,
-                   std::vector<std::int32_t>& adjncy) {
+namespace {
+
+// f(o) for every mesh point o within the stencil radius r of point g along one axis.
+template <class F>
+void for_each_neighbor(const Mesh& mesh, std::int64_t g, int r, F&& f) {
+  const auto c = mesh.coords(g);
+  for (int d = 0; d < 3; ++d)
+    for (int k = -r; k <= r; ++k) {
+      if (k == 0) continue;
+      auto q = c;
+      q[static_cast<std::size_t>(d)] += k;
+      const std::int64_t o = mesh.find(q[0], q[1], q[2]);
+      if (o >= 0) f(o);
+    }
+}
+
+}  // namespace
+
+std::int64_t stencil_edge_count(const Mesh& mesh, int order) {
   const int r = stencil_radius(order);
-  const std::int64_t n = mesh.size();
-  xadj.assign(static_cast<std::size_t>(n + 1), 0);
-  adjncy.clear();
-  adjncy.reserve(static_cast<std::size_t>(n) * static_cast<std::size_t>(6 * r));
-  for (std::int64_t g = 0; g < n; ++g) {
-    const auto c = mesh.coords(g);
-    for (int d = 0; d < 3; ++d)
-      for (int k = -r; k <= r; ++k) {
-        if (k == 0) continue;
-        auto q = c;
-        q[static_cast<std::size_t>(d)] += k;
-        const std::int64_t o = mesh.find(q[0], q[1], q[2]);
-        if (o >= 0) adjncy.push_back(static_cast<std::int32_t>(o));
-      }
-    xadj[static_cast<std::size_t>(g + 1)] = static_cast<std::int32_t>(adjncy.size());
-  }
+  std::int64_t edges = 0;
+  for (std::int64_t g = 0; g < mesh.size(); ++g)
+    for_each_neighbor(mesh, g, r, [&](std::int64_t) { ++edges; });
+  return edges;
+}
+
+std::int64_t metis_index_max() { return std::numeric_limits<idx_t>::max(); }
+
+void check_metis_graph(std::int64_t points, std::int64_t edges, int order) {
+  const std::int64_t limit = metis_index_max();
+  TESSEL_CHECK(points <= limit && edges <= limit, InputError,
+               "partitioner metis: the stencil graph of ", points, " points at order ", order,
+               " has ", edges, " edge entries, but this build's METIS has ", IDXTYPEWIDTH,
+               "-bit indices (at most ", limit,
+               "): use the geometric partitioner, or build tessel against a METIS with "
+               "IDXTYPEWIDTH 64");
 }
 
 namespace {
 
+// The stencil graph in METIS's CSR form (xadj, adjncy) in the build's idx_t; `edges`
+// (stencil_edge_count, checked by check_metis_graph: every offset fits idx_t) sizes adjncy.
+void stencil_graph(const Mesh& mesh, int order, std::int64_t edges, std::vector<idx_t>& xadj,
+                   std::vector<idx_t>& adjncy) {
+  const int r = stencil_radius(order);
+  const std::int64_t n = mesh.size();
+  xadj.assign(static_cast<std::size_t>(n + 1), 0);
+  adjncy.clear();
+  adjncy.reserve(static_cast<std::size_t>(edges));
+  for (std::int64_t g = 0; g < n; ++g) {
+    for_each_neighbor(mesh, g, r, [&](std::int64_t o) { adjncy.push_back(static_cast<idx_t>(o)); });
+    xadj[static_cast<std::size_t>(g + 1)] = static_cast<idx_t>(adjncy.size());
+  }
+}
+
 std::vector<int> metis_parts(const Mesh& mesh, int parts, int order) {
-  std::vector<std::int32_t> xadj, adjncy;
-  stencil_graph(mesh, order, xadj, adjncy);
+  // The size check runs before the graph (8 GB of adjncy at 2^31 32-bit entries) is allocated.
+  const std::int64_t edges = stencil_edge_count(mesh, order);
+  check_metis_graph(mesh.size(), edges, order);
+  std::vector<idx_t> xadj, adjncy;
+  stencil_graph(mesh, order, edges, xadj, adjncy);
   idx_t nv = static_cast<idx_t>(mesh.size()), ncon = 1, np = parts, objval = 0;
   std::vector<idx_t> part(static_cast<std::size_t>(nv), 0);
   idx_t options[METIS_NOPTIONS];

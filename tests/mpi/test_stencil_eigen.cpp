@@ -228,3 +228,20 @@ TEST(StencilEigen, BadInputThrowsOnEveryRank) {
   auto r = solve(ctx, *s, 3);  // a tiny mesh still works: block 7 of 27 points
   EXPECT_TRUE(r.converged);
 }
+
+// Issue 28: a block wider than one MPI count's Gram matrix (46340 columns) is refused before
+// anything is allocated, on every rank. The mesh size is only claimed (mesh_points = 10^6, the
+// Hamiltonian's 27 points are enough to reach the check): before, 46341 states went on to
+// allocate a 46341^2 Gram matrix (17 GB) whose int count had overflowed.
+TEST(StencilEigen, TooWideABlockThrowsBeforeAllocating) {
+  Context ctx(MPI_COMM_WORLD);
+  auto s = make(ctx, Mesh::box(2.0, 0.5), 2, PotentialKind::Box);
+  solvers::EigenOptions opt;
+  opt.states = 46341;
+  opt.extra = 0;
+  EXPECT_THROW(solvers::chfsi(ctx, *s->h, 1000000, 0.5, opt), InputError);
+  opt.states = 15447;  // 3 x 15447 = 46341 columns in [X W P]
+  EXPECT_THROW(solvers::lobpcg(ctx, *s->h, 1000000, opt), InputError);
+  auto r = solve(ctx, *s, 3);  // and the Context still works
+  EXPECT_TRUE(r.converged);
+}

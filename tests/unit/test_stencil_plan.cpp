@@ -80,6 +80,26 @@ TEST(StencilMesh, BoxErrors) {
   EXPECT_THROW(Mesh::box(NAN, 0.5), InputError);
 }
 
+// Issue 28: a box of more points than a mesh holds is refused before anything is allocated
+// (it used to fill 1291^3 coordinates, 26 GB, and die in bad_alloc or the OOM killer).
+TEST(StencilMesh, BoxSizeCheckedBeforeAllocating) {
+  EXPECT_EQ(Mesh::kMaxPoints, 2147483647);
+  // 1290^3 = 2,146,689,000 <= 2^31 - 1 < 1291^3 = 2,151,685,171: L/h = 1292 is the first too large
+  EXPECT_LE(1290LL * 1290 * 1290, Mesh::kMaxPoints);
+  EXPECT_GT(1291LL * 1291 * 1291, Mesh::kMaxPoints);
+  for (double length : {1292.0, 2001.0, 4000.0, 1e7}) {
+    try {
+      Mesh::box(length, 1.0);
+      ADD_FAILURE() << "L/h = " << length << " accepted";
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("2147483647"), std::string::npos) << what;
+      EXPECT_NE(what.find("L/h <= 1291"), std::string::npos) << what;
+    }
+  }
+  EXPECT_THROW(Mesh::box(2584.0, 2.0), InputError);  // the same box at another spacing
+}
+
 TEST(StencilMesh, SpheresAgainstDirectCount) {
   std::vector<Atom> atoms = {{"H", 0.1, 0.2, -0.3}, {"H", 1.7, 0, 0}};
   const double r = 1.3, h = 0.4;
@@ -156,6 +176,63 @@ TEST(StencilPartition, MoreRanksThanPointsThrows) {
   EXPECT_NO_THROW(partition_mesh(m, 27, Partitioner::Geometric, 2));
   EXPECT_THROW(partition_mesh(m, 2, Partitioner::Metis, 5), InputError);
   EXPECT_THROW(parse_partitioner("scotch"), InputError);
+}
+
+namespace {
+// Entries of the stencil graph of a box of m^3 points at radius r: along each of the 3 axes and
+// both directions, the m^2 lines of m points hold sum_{k=1..r} max(0, m - k) pairs at distance k.
+std::int64_t box_edges(std::int64_t m, int r) {
+  std::int64_t pairs = 0;
+  for (int k = 1; k <= r; ++k) pairs += std::max<std::int64_t>(0, m - k);
+  return 3 * 2 * m * m * pairs;
+}
+}  // namespace
+
+// Issue 28: the METIS graph's entries are counted in 64 bits without building it, and a graph
+// beyond the build's METIS index width is refused before it is allocated, naming the limit.
+// The boundary cases are only arithmetic: 392^3 points at order 12 (2,149,144,704 entries) and
+// 711^3 at order 2 (2,153,519,460) pass 2^31 - 1; 391^3 and 710^3 do not.
+TEST(StencilPartition, MetisGraphSizeCheckedBeforeBuilding) {
+  Mesh m = Mesh::box(4.0, 0.5);  // 7^3
+  for (int order : {2, 4, 6, 8, 12})
+    EXPECT_EQ(stencil_edge_count(m, order), box_edges(7, order / 2)) << order;
+  Mesh mol = small_molecule();  // irregular: against a brute-force count
+  std::int64_t brute = 0;
+  for (std::int64_t i = 0; i < mol.size(); ++i) {
+    const auto c = mol.coords(i);
+    for (int d = 0; d < 3; ++d)
+      for (int k = -2; k <= 2; ++k) {
+        auto q = c;
+        q[static_cast<std::size_t>(d)] += k;
+        if (k != 0 && mol.find(q[0], q[1], q[2]) >= 0) ++brute;
+      }
+  }
+  EXPECT_EQ(stencil_edge_count(mol, 4), brute);
+
+  const std::int64_t lim = metis_index_max();
+  EXPECT_TRUE(lim == INT32_MAX || lim == INT64_MAX) << lim;
+  EXPECT_EQ(box_edges(392, 6), 2149144704);
+  EXPECT_EQ(box_edges(711, 1), 2153519460);
+  EXPECT_NO_THROW(check_metis_graph(391LL * 391 * 391, box_edges(391, 6), 12));
+  EXPECT_NO_THROW(check_metis_graph(710LL * 710 * 710, box_edges(710, 1), 2));
+  for (auto [side, order] : {std::pair<std::int64_t, int>{392, 12}, {711, 2}}) {
+    const std::int64_t e = box_edges(side, order / 2);
+    if (lim == INT32_MAX) {
+      try {
+        check_metis_graph(side * side * side, e, order);
+        ADD_FAILURE() << side << "^3 at order " << order << " accepted with 32-bit METIS";
+      } catch (const InputError& err) {
+        const std::string what = err.what();
+        EXPECT_NE(what.find(std::to_string(e)), std::string::npos) << what;
+        EXPECT_NE(what.find("2147483647"), std::string::npos) << what;
+        EXPECT_NE(what.find("geometric"), std::string::npos) << what;
+      }
+    } else {
+      EXPECT_NO_THROW(check_metis_graph(side * side * side, e, order));
+    }
+  }
+  // the partition itself still works on the small meshes, through the same check
+  EXPECT_EQ(partition_mesh(m, 4, Partitioner::Metis, 12).size(), 343u);
 }
 
 // Brute force: j is a stencil neighbour of i when their coordinates differ along exactly one

@@ -85,6 +85,10 @@ struct TestSettings {
   /// Called with the name of a point inside an exchange (e.g. "redistribute: posted", after
   /// the receives are posted and before anything is sent); a test throws from it on one rank.
   std::function<void(const std::string& point)> at_point;
+  /// Called with the name of a point where a buffer received from other ranks is about to be
+  /// read (e.g. "finalize: received"), its address and length in bytes; a test changes the
+  /// bytes on one rank to feed a malformed message to the checks that follow.
+  std::function<void(const std::string& point, void* data, std::size_t bytes)> at_received;
 };
 
 /// Completion token of one operation posted into a RequestSet: it may consist of many
@@ -230,6 +234,11 @@ class Comm {
   /// Calls TestSettings::at_point(point) when set (tests inject failures there).
   void test_point(const char* point) const {
     if (testing_ && testing_->at_point) testing_->at_point(point);
+  }
+  /// Calls TestSettings::at_received(point, data, bytes) when set (tests corrupt a received
+  /// buffer there). Nothing for an empty buffer.
+  void test_received(const char* point, void* data, std::size_t bytes) const {
+    if (testing_ && testing_->at_received && bytes > 0) testing_->at_received(point, data, bytes);
   }
   /// Ranks per emulated node of the node-shared paths (NodeComm via layout::redistribute):
   /// 0 = the real node. The owning Context sets it from its options (ContextOptions::node_size,

@@ -6,6 +6,7 @@
 /// communication, and the global numbering of the points is the lexicographic order of their
 /// grid coordinates (x slowest, z fastest).
 #include <array>
+#include <climits>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -30,13 +31,18 @@ constexpr int kMaxStencilRadius = 6;
 
 class Mesh {
  public:
+  /// The most points a mesh holds (global indices are 32-bit in the halo plans and lookups).
+  static constexpr std::int64_t kMaxPoints = INT32_MAX;
   /// Pure. A cube [-L/2, L/2]^3 with Dirichlet walls (the wave function is 0 on and beyond
   /// them): the interior points x = -L/2 + i h, i = 1 .. n-1, n = round(L/h). Throws InputError
-  /// for h <= 0, L <= 0, non-finite values, or L/h not within 1e-9 of an integer >= 2.
+  /// for h <= 0, L <= 0, non-finite values, L/h not within 1e-9 of an integer >= 2, or more
+  /// than kMaxPoints points (L/h > 1291), the last before anything is allocated.
   static Mesh box(double length, double spacing);
   /// Pure. The points i h (i integer, per axis) within distance `radius` of some atom. Throws
-  /// InputError for h <= 0, radius <= 0 (an empty mesh), non-finite values, and for an
-  /// empty mesh (no atoms, or a radius too small to contain a grid point).
+  /// InputError for h <= 0, radius <= 0 (an empty mesh), non-finite values, for an
+  /// empty mesh (no atoms, or a radius too small to contain a grid point), for a bounding box
+  /// of more than 4e9 grid points, and for more than kMaxPoints points (counted before the
+  /// points are stored when the bounding box has more than kMaxPoints grid points).
   static Mesh spheres(const std::vector<Atom>& atoms, double radius, double spacing);
 
   double spacing() const { return h_; }

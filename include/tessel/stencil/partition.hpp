@@ -2,10 +2,9 @@
 /// @file partition.hpp
 /// Partitions of a Mesh over ranks: METIS on the stencil graph (k-way, or recursive bisection
 /// for few parts) and a geometric baseline (recursive coordinate bisection). Pure and
-/// deterministic: every rank computes the same owner vector from the same mesh, with no
-/// communication (tessel runs METIS identically on every rank rather than on rank 0 plus a
-/// broadcast: same input and METIS's fixed default seed give the same partition, and no
-/// rank waits on another).
+/// deterministic: every rank would compute the same owner vector from the same mesh (same
+/// input, METIS's fixed seed); the collective overload runs it on rank 0 only and broadcasts
+/// the owners, so one copy of the graph is in memory.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -20,15 +19,24 @@ enum class Partitioner { Metis, Geometric };
 Partitioner parse_partitioner(const std::string& s);
 const char* to_string(Partitioner p);
 
-/// Pure. The stencil graph of `mesh` for `order` in CSR form (xadj, adjncy): point g is joined
-/// to every mesh point within the stencil radius along one axis.
-void stencil_graph(const Mesh& mesh, int order, std::vector<std::int32_t>& xadj,
-                   std::vector<std::int32_t>& adjncy);
+/// Pure. The entries of the stencil graph of `mesh` for `order` (point g is joined to every mesh
+/// point within the stencil radius along one axis; each edge counted at both ends, as METIS's
+/// adjncy holds it), counted without building the graph. 64-bit: it passes 2^31 near 358 M
+/// points at order 2 and 60 M at order 12.
+std::int64_t stencil_edge_count(const Mesh& mesh, int order);
+/// Pure. The largest vertex count and edge entry count the build's METIS can index (idx_t:
+/// 2^31 - 1 for IDXTYPEWIDTH 32, as Debian's libmetis-dev, 2^63 - 1 for 64).
+std::int64_t metis_index_max();
+/// Pure. Throws InputError naming the counts, the limit and the way out (the geometric
+/// partitioner, a 64-bit METIS) when a stencil graph of `points` vertices and `edges` entries
+/// does not fit metis_index_max(). partition_mesh runs it before building the graph.
+void check_metis_graph(std::int64_t points, std::int64_t edges, int order);
 
 /// Pure. owner[g] in [0, parts) for every global point g. Throws GridError when parts < 1 or
 /// parts > mesh.size() ("more ranks than points"), InputError for a bad order. Metis: k-way
 /// (METIS_PartGraphKway) for parts > 8, recursive bisection (METIS_PartGraphRecursive)
-/// otherwise, on stencil_graph(mesh, order); Geometric: recursive coordinate bisection (cut the
+/// otherwise, on the stencil graph of the order (InputError from check_metis_graph, before the
+/// graph is allocated, when it has more entries than METIS's idx_t holds); Geometric: recursive coordinate bisection (cut the
 /// longest extent at the point-count quantile that gives each half its share of the parts;
 /// ties broken by global index). Every part is non-empty.
 std::vector<int> partition_mesh(const Mesh& mesh, int parts, Partitioner how, int order);

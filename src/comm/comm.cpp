@@ -6,8 +6,10 @@
 #include <climits>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "pieces.hpp"
 #include "poll.hpp"
@@ -438,10 +440,20 @@ void complete_collective(RequestSet& rs, PhaseCounts* k, Tracer* tr, std::int64_
   if (tr) tr->transfer_since("coll", -1, bytes, t0);
 }
 
+// Buffers of collectives abandoned after a PeerFailure: MPI may still write them, so they are
+// kept (reachable) until the process ends, as the marked communicator itself is never freed.
+void keep_for_mpi(std::unique_ptr<char[]> p) {
+  static std::mutex m;
+  static std::vector<std::unique_ptr<char[]>> kept;
+  const std::lock_guard<std::mutex> lock(m);
+  kept.push_back(std::move(p));
+}
+
 // The buffer a blocking collective runs on: a heap copy of the caller's. When a peer's failure
 // ends the wait (PeerFailure: the RequestSet abandons the collective, which MPI may still
-// progress among the other ranks and write into), the copy is leaked with the requests rather
-// than freed under them, and the caller's buffer (often on the stack) is never written again.
+// progress among the other ranks and write into), the copy is kept for MPI (keep_for_mpi)
+// rather than freed under it, and the caller's buffer (often on the stack) is never written
+// again.
 class Staged {
  public:
   Staged(void* user, std::size_t bytes, bool copy_in)
@@ -453,7 +465,7 @@ class Staged {
   Staged(const Staged&) = delete;
   Staged& operator=(const Staged&) = delete;
   ~Staged() {
-    if (std::uncaught_exceptions() > uncaught_) (void)p_.release();  // abandoned: left to MPI
+    if (std::uncaught_exceptions() > uncaught_) keep_for_mpi(std::move(p_));  // abandoned
   }
   char* data() const { return p_.get(); }
   void copy_out() const {

@@ -13,7 +13,11 @@
 
 namespace tessel::comm {
 
+#ifdef TESSEL_SMPI
+void pcontrol(int) {}  // SMPI has no MPI_Pcontrol (it aborts the simulation) and no profiler to tell
+#else
 void pcontrol(int level) { MPI_Pcontrol(level); }
+#endif
 
 std::string mpi_error_string(int rc) {
   char msg[MPI_MAX_ERROR_STRING];
@@ -73,6 +77,14 @@ ExchangeGuard::~ExchangeGuard() {
 }
 
 // ---------------------------------------------------------------- RequestSet
+namespace {
+#ifdef TESSEL_SMPI
+constexpr bool kBlockingWaits = true;  // see back_off
+#else
+constexpr bool kBlockingWaits = false;
+#endif
+}  // namespace
+
 RequestSet& RequestSet::operator=(RequestSet&& o) noexcept {
   if (this != &o) {
     try {
@@ -154,6 +166,13 @@ MPI_Request* RequestSet::add(Pending& token, Then then) {
 }
 
 // ---------------------------------------------------------------- polled waits (poll.hpp)
+// Under SMPI (TESSEL_SMPI) the waits block instead (progress(true), MPI_Wait): the ranks are
+// simulated actors that do not compete for a core, a real sleep or yield would be measured and
+// charged as computation, and every MPI_Test that finds nothing advances the simulated clock
+// by SMPI's injected smpi/test time (growing with repeated tests), which would quantise waits.
+#ifdef TESSEL_SMPI
+void back_off(int) {}
+#else
 void back_off(int idle_tests) {
   if (idle_tests <= 64) return;
   if (idle_tests < 1024)
@@ -161,14 +180,19 @@ void back_off(int idle_tests) {
   else
     std::this_thread::sleep_for(std::chrono::microseconds(50));
 }
+#endif
 
 int wait_polled(MPI_Request& r, MPI_Status* st) noexcept {
+#ifdef TESSEL_SMPI
+  return MPI_Wait(&r, st);  // see back_off
+#else
   for (int idle = 1;; idle = std::min(idle + 1, 1 << 20)) {
     int flag = 0;
     const int rc = MPI_Test(&r, &flag, st);
     if (rc != MPI_SUCCESS || flag) return rc;
     back_off(idle);
   }
+#endif
 }
 
 void arrive(MPI_Comm c, bool watch) {
@@ -185,12 +209,19 @@ void RequestSet::idle(int n) {
   back_off(n);
 }
 
-int RequestSet::progress() {
+int RequestSet::progress(bool block) {
   if (reqs_.empty()) return 0;
   const int n = static_cast<int>(reqs_.size());
   std::vector<int> idx(static_cast<std::size_t>(n));
   int out = 0;
-  check_mpi(MPI_Testsome(n, reqs_.data(), &out, idx.data(), MPI_STATUSES_IGNORE), "MPI_Testsome");
+  // Blocking only while every slot holds a request: an empty slot counts as done at once
+  // (below), and its continuation may be what a peer waits for.
+  if (block && std::find(reqs_.begin(), reqs_.end(), MPI_REQUEST_NULL) == reqs_.end())
+    check_mpi(MPI_Waitsome(n, reqs_.data(), &out, idx.data(), MPI_STATUSES_IGNORE),
+              "MPI_Waitsome");
+  else
+    check_mpi(MPI_Testsome(n, reqs_.data(), &out, idx.data(), MPI_STATUSES_IGNORE),
+              "MPI_Testsome");
   // Completed requests are now MPI_REQUEST_NULL; so are slots that were never filled or that
   // were already inactive (MPI_Testsome then reports MPI_UNDEFINED): all of them are done. A
   // started persistent request (add_started) stays allocated when it completes: MPI_Testsome
@@ -237,7 +268,7 @@ int RequestSet::progress() {
 }
 
 bool RequestSet::test_all() {
-  progress();
+  progress(false);
   return reqs_.empty();
 }
 
@@ -246,8 +277,9 @@ void RequestSet::wait_all() {
   for (MPI_Comm c : comms_) throw_if_failed(c);  // a marked communicator fails at once
   int idle = 0;
   while (!reqs_.empty()) {
-    // Spin briefly for latency, then sleep so oversubscribed ranks give up the core.
-    if (progress() > 0)
+    // Spin briefly for latency, then sleep so oversubscribed ranks give up the core (SMPI:
+    // block in MPI_Waitsome, see back_off).
+    if (progress(kBlockingWaits) > 0)
       idle = 0;
     else if (++idle > 64)
       this->idle(idle = std::min(idle, 1 << 20));
@@ -261,7 +293,7 @@ void RequestSet::wait(const Pending& token) {
   while (!token.done()) {
     TESSEL_CHECK(!reqs_.empty(), Error,
                  "RequestSet::wait: the token has outstanding requests that are not in this set");
-    if (progress() > 0)
+    if (progress(kBlockingWaits) > 0)
       idle = 0;
     else if (++idle > 64)
       this->idle(idle = std::min(idle, 1 << 20));
@@ -323,9 +355,15 @@ Comm Comm::dup() const {
   MPI_Comm c = MPI_COMM_NULL;
   // MPI_Comm_idup waited for by polling (poll.hpp): the nonblocking form of MPI_Comm_dup,
   // in which MPICH would busy-poll for the last rank (context id agreement).
+#ifdef TESSEL_SMPI
+  // SMPI has no MPI_Comm_idup; its blocking MPI_Comm_dup is the same duplicate and does not
+  // busy-poll (the ranks are simulated).
+  check_mpi(MPI_Comm_dup(comm_, &c), "MPI_Comm_dup");
+#else
   MPI_Request r = MPI_REQUEST_NULL;
   check_mpi(MPI_Comm_idup(comm_, &c, &r), "MPI_Comm_idup");
   check_mpi(wait_polled(r, MPI_STATUS_IGNORE), "MPI_Comm_idup (wait)");
+#endif
   Comm out(c, ledger_);
   out.owned_ = true;
   out.testing_ = testing_;

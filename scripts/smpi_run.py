@@ -110,10 +110,13 @@ def run(platform, np, argv, ppn=1, host_speed=None, cfg=(), timeout=None, privat
         for c in SMPI_CFG + list(cfg) + ([f"smpi/host-speed:{speed}"] if speed else []):
             cmd.append(f"--cfg={c}")
         cmd += LOG + list(argv)
+        # One BLAS thread, as under mpirun (scripts/mpi-env.sh): SMPI charges the CPU time of
+        # each rank's own thread, so the work of extra BLAS threads would go uncharged.
+        env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
         t0 = time.monotonic()
         try:
             p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               timeout=timeout, stdin=subprocess.DEVNULL)
+                               timeout=timeout, stdin=subprocess.DEVNULL, env=env)
             out, status = p.stdout, p.returncode
         except subprocess.TimeoutExpired as e:
             out = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")

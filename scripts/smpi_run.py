@@ -8,8 +8,10 @@ Writes the hostfile smpirun needs (the platform's hosts in the order they are de
 repeated --ppn times: consecutive ranks share a node; on a platform whose hosts are process
 slots, tessel-slots-per-node in its comment, consecutive ranks take the slots of a node), passes tessel's SMPI settings
 (SMPI_CFG below, each explained there) and prints the program's output. The last line is one
-JSON object: {"smpi": {"simulated_s": ..., "wall_s": ..., "exit": ...}}, the simulated time
-and the simulator's wall time as smpirun reports them (smpi/display-timing). Exit status:
+JSON object: {"smpi": {"simulated_s": ..., "wall_s": ..., "exit": ..., "maxrss_bytes": ...}},
+the simulated time and the simulator's wall time as smpirun reports them
+(smpi/display-timing), and the simulator's peak resident memory (all ranks are in its one
+process). Exit status:
 the program's (smpirun's).
 
 Also importable: run(...) returns (exit status, output, simulated seconds, wall seconds).
@@ -20,6 +22,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -151,7 +154,9 @@ def main():
     status, out, sim, wall = run(a.platform, a.np, argv, a.ppn, a.host_speed, a.cfg, a.timeout,
                                   not a.no_privatize)
     sys.stdout.write(out)
-    print(json.dumps({"smpi": {"simulated_s": sim, "wall_s": wall, "exit": status}}))
+    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+    print(json.dumps({"smpi": {"simulated_s": sim, "wall_s": wall, "exit": status,
+                               "maxrss_bytes": rss}}))
     sys.exit(status)
 
 

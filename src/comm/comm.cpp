@@ -14,7 +14,8 @@
 namespace tessel::comm {
 
 #ifdef TESSEL_SMPI
-void pcontrol(int) {}  // SMPI has no MPI_Pcontrol (it aborts the simulation) and no profiler to tell
+// SMPI has no MPI_Pcontrol (it aborts the simulation), and no profiler to tell.
+void pcontrol(int) {}
 #else
 void pcontrol(int level) { MPI_Pcontrol(level); }
 #endif
@@ -217,11 +218,9 @@ int RequestSet::progress(bool block) {
   // Blocking only while every slot holds a request: an empty slot counts as done at once
   // (below), and its continuation may be what a peer waits for.
   if (block && std::find(reqs_.begin(), reqs_.end(), MPI_REQUEST_NULL) == reqs_.end())
-    check_mpi(MPI_Waitsome(n, reqs_.data(), &out, idx.data(), MPI_STATUSES_IGNORE),
-              "MPI_Waitsome");
+    check_mpi(MPI_Waitsome(n, reqs_.data(), &out, idx.data(), MPI_STATUSES_IGNORE), "MPI_Waitsome");
   else
-    check_mpi(MPI_Testsome(n, reqs_.data(), &out, idx.data(), MPI_STATUSES_IGNORE),
-              "MPI_Testsome");
+    check_mpi(MPI_Testsome(n, reqs_.data(), &out, idx.data(), MPI_STATUSES_IGNORE), "MPI_Testsome");
   // Completed requests are now MPI_REQUEST_NULL; so are slots that were never filled or that
   // were already inactive (MPI_Testsome then reports MPI_UNDEFINED): all of them are done. A
   // started persistent request (add_started) stays allocated when it completes: MPI_Testsome

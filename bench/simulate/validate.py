@@ -11,6 +11,7 @@ Cases (each with --json; Open MPI runs get TESSEL_NODE_SIZE=1, one rank per node
     gemm       gemm --m 2048 --n 2048 --k 2048 --layout plan --repeat 3    (time: median_s)
     cannon     spgemm --generate water-ss:2000 --eps 1e-6 --algorithm cannon --repeat 3
     rma25d     spgemm ... --algorithm rma25d --layers 1                     (time: median_s)
+    cannon-comm, rma25d-comm   the two with --comm-only (no local products: the network alone)
     alltoallv  stencil --exchange alltoallv                                 (time: solve_seconds)
     p2p        stencil --exchange p2p
 Bytes compared: gemm, spgemm: every count of the JSON's ledger; stencil: the halo bytes and
@@ -44,10 +45,15 @@ CASES = {
              "--repeat", "3"],
     "cannon": SP + ["--algorithm", "cannon"],
     "rma25d": SP + ["--algorithm", "rma25d", "--layers", "1"],
+    # The same multiplies without the local products (spgemm --comm-only): the network alone,
+    # which the load on this machine's cores barely changes on either side.
+    "cannon-comm": SP + ["--algorithm", "cannon", "--comm-only"],
+    "rma25d-comm": SP + ["--algorithm", "rma25d", "--layers", "1", "--comm-only"],
     "alltoallv": ["stencil", "--exchange", "alltoallv"],
     "p2p": ["stencil", "--exchange", "p2p"],
 }
 KIND = {"gemm": "gemm", "cannon": "spgemm-cannon", "rma25d": "spgemm-rma25d",
+        "cannon-comm": "spgemm-cannon", "rma25d-comm": "spgemm-rma25d",
         "alltoallv": "stencil", "p2p": "stencil"}
 
 

@@ -201,8 +201,12 @@ void arrive(MPI_Comm c, bool watch) {
   RequestSet
       rs;  // by default no watch(c): c may be the caller's own communicator (no probing on it)
   if (watch) rs.watch(c);
+#ifdef TESSEL_SMPI
+  check_mpi(PMPI_Barrier(c), "MPI_Barrier");  // see kBlockingCollectives
+#else
   check_mpi(PMPI_Ibarrier(c, rs.add()), "MPI_Ibarrier");
   rs.wait_all();
+#endif
 }
 
 void RequestSet::idle(int n) {
@@ -210,14 +214,17 @@ void RequestSet::idle(int n) {
   back_off(n);
 }
 
-int RequestSet::progress(bool block) {
+int RequestSet::progress(bool block, const std::int64_t* only) {
   if (reqs_.empty()) return 0;
   const int n = static_cast<int>(reqs_.size());
   std::vector<int> idx(static_cast<std::size_t>(n));
   int out = 0;
+  const int one = block ? wait_one(only) : -1;
   // Blocking only while every slot holds a request: an empty slot counts as done at once
   // (below), and its continuation may be what a peer waits for.
-  if (block && std::find(reqs_.begin(), reqs_.end(), MPI_REQUEST_NULL) == reqs_.end())
+  if (one >= 0)
+    out = 0;  // slot `one` completed (below)
+  else if (block && std::find(reqs_.begin(), reqs_.end(), MPI_REQUEST_NULL) == reqs_.end())
     check_mpi(MPI_Waitsome(n, reqs_.data(), &out, idx.data(), MPI_STATUSES_IGNORE), "MPI_Waitsome");
   else
     check_mpi(MPI_Testsome(n, reqs_.data(), &out, idx.data(), MPI_STATUSES_IGNORE), "MPI_Testsome");
@@ -226,6 +233,7 @@ int RequestSet::progress(bool block) {
   // started persistent request (add_started) stays allocated when it completes: MPI_Testsome
   // names it in idx and marks it inactive; it is done too (its owner frees it).
   std::vector<char> fin(static_cast<std::size_t>(n), 0);
+  if (one >= 0) fin[static_cast<std::size_t>(one)] = 1;
   if (out != MPI_UNDEFINED)
     for (int k = 0; k < out; ++k)
       fin[static_cast<std::size_t>(idx[static_cast<std::size_t>(k)])] = 1;
@@ -266,6 +274,27 @@ int RequestSet::progress(bool block) {
   return out;
 }
 
+int RequestSet::wait_one(const std::int64_t* only) {
+  // SMPI (the only build whose waits block, kBlockingWaits): MPI_Waitsome over n requests
+  // costs SimGrid O(n) per completion (every completion withdraws the wait from all n), so
+  // ranks with hundreds of requests (an exchange with every peer) made the simulation
+  // quadratic: a 256-rank spgemm spent 95% of the simulator's time there. When no request of
+  // the set has a continuation, the order in which they complete cannot change what this rank
+  // posts, so blocking on one of them (MPI_Wait) is as good; under a token, only on one of
+  // the token's (another request may need what this rank does after the wait).
+  constexpr std::size_t kFew = 16;  // below this, MPI_Waitsome is cheap
+  if (reqs_.size() <= kFew) return -1;
+  for (const Then& t : thens_)
+    if (t) return -1;
+  for (std::size_t i = 0; i < reqs_.size(); ++i) {
+    if (reqs_[i] == MPI_REQUEST_NULL) return -1;  // collect the empty slots first (no wait)
+    if (only != nullptr && tokens_[i].get() != only) continue;
+    check_mpi(MPI_Wait(&reqs_[i], MPI_STATUS_IGNORE), "MPI_Wait");
+    return static_cast<int>(i);
+  }
+  return -1;
+}
+
 bool RequestSet::test_all() {
   progress(false);
   return reqs_.empty();
@@ -292,7 +321,7 @@ void RequestSet::wait(const Pending& token) {
   while (!token.done()) {
     TESSEL_CHECK(!reqs_.empty(), Error,
                  "RequestSet::wait: the token has outstanding requests that are not in this set");
-    if (progress(kBlockingWaits) > 0)
+    if (progress(kBlockingWaits, token.n_.get()) > 0)
       idle = 0;
     else if (++idle > 64)
       this->idle(idle = std::min(idle, 1 << 20));
@@ -474,6 +503,17 @@ void complete_collective(RequestSet& rs, PhaseCounts* k, Tracer* tr, std::int64_
 }
 }  // namespace
 
+// The blocking collectives of Comm are posted nonblocking and waited for by polling (MPICH
+// busy-polls inside the blocking calls). In the SMPI build (TESSEL_SMPI) they are the blocking
+// calls: SMPI builds its nonblocking collectives from one request per peer and completes them
+// in O(p^2) per rank, which made simulations of a few hundred ranks spend hours there, while
+// its blocking ones are its tuned algorithms. The payload, and so the ledger, is the same.
+#ifdef TESSEL_SMPI
+constexpr bool kBlockingCollectives = true;
+#else
+constexpr bool kBlockingCollectives = false;
+#endif
+
 void Comm::allreduce_raw(void* buf, int count, MPI_Datatype t, std::size_t sz, MPI_Op op) const {
   const double t0 = trace::begin(tracer_of(ledger_));
   RequestSet rs;
@@ -481,9 +521,14 @@ void Comm::allreduce_raw(void* buf, int count, MPI_Datatype t, std::size_t sz, M
   auto* p = static_cast<char*>(buf);
   const std::int64_t pieces =
       for_each_piece(count, max_message_items(), [&](std::int64_t at, int n) {
-        check_mpi(MPI_Iallreduce(MPI_IN_PLACE, p + at * static_cast<std::int64_t>(sz), n, t, op,
-                                 comm_, rs.add()),
-                  "MPI_Iallreduce");
+        if (kBlockingCollectives)
+          check_mpi(
+              MPI_Allreduce(MPI_IN_PLACE, p + at * static_cast<std::int64_t>(sz), n, t, op, comm_),
+              "MPI_Allreduce");
+        else
+          check_mpi(MPI_Iallreduce(MPI_IN_PLACE, p + at * static_cast<std::int64_t>(sz), n, t, op,
+                                   comm_, rs.add()),
+                    "MPI_Iallreduce");
       });
   complete_collective(rs, counts(), tracer_of(ledger_), static_cast<std::int64_t>(count) * sz,
                       pieces, t0);
@@ -496,8 +541,12 @@ void Comm::bcast_raw(void* buf, int count, MPI_Datatype t, std::size_t sz, int r
   auto* p = static_cast<char*>(buf);
   const std::int64_t pieces =
       for_each_piece(count, max_message_items(), [&](std::int64_t at, int n) {
-        check_mpi(MPI_Ibcast(p + at * static_cast<std::int64_t>(sz), n, t, root, comm_, rs.add()),
-                  "MPI_Ibcast");
+        if (kBlockingCollectives)
+          check_mpi(MPI_Bcast(p + at * static_cast<std::int64_t>(sz), n, t, root, comm_),
+                    "MPI_Bcast");
+        else
+          check_mpi(MPI_Ibcast(p + at * static_cast<std::int64_t>(sz), n, t, root, comm_, rs.add()),
+                    "MPI_Ibcast");
       });
   complete_collective(rs, counts(), tracer_of(ledger_), static_cast<std::int64_t>(count) * sz,
                       pieces, t0);
@@ -508,7 +557,10 @@ void Comm::allgather_raw(const void* send, int count, void* recv, MPI_Datatype t
   const double t0 = trace::begin(tracer_of(ledger_));
   RequestSet rs;
   rs.watch(comm_);
-  check_mpi(MPI_Iallgather(send, count, t, recv, count, t, comm_, rs.add()), "MPI_Iallgather");
+  if (kBlockingCollectives)
+    check_mpi(MPI_Allgather(send, count, t, recv, count, t, comm_), "MPI_Allgather");
+  else
+    check_mpi(MPI_Iallgather(send, count, t, recv, count, t, comm_, rs.add()), "MPI_Iallgather");
   // payload: own + (p-1) received
   complete_collective(rs, counts(), tracer_of(ledger_),
                       static_cast<std::int64_t>(count) * sz * size_, 1, t0);
@@ -518,7 +570,10 @@ void Comm::barrier() const {
   const double t0 = trace::begin(tracer_of(ledger_));
   RequestSet rs;
   rs.watch(comm_);
-  check_mpi(MPI_Ibarrier(comm_, rs.add()), "MPI_Ibarrier");
+  if (kBlockingCollectives)
+    check_mpi(MPI_Barrier(comm_), "MPI_Barrier");
+  else
+    check_mpi(MPI_Ibarrier(comm_, rs.add()), "MPI_Ibarrier");
   complete_collective(rs, counts(), tracer_of(ledger_), 0, 1, t0);
 }
 

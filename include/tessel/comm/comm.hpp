@@ -169,8 +169,12 @@ class RequestSet {
  private:
   MPI_Request* add_entry(std::shared_ptr<std::int64_t> counter, Then then, bool recv);
   /// One MPI_Testsome pass (block: MPI_Waitsome, once every slot holds a request; the SMPI
-  /// build's waits); returns the number of requests that completed.
-  int progress(bool block);
+  /// build's waits); returns the number of requests that completed. `only`: the counter of
+  /// the token a blocking wait is for (wait_one).
+  int progress(bool block, const std::int64_t* only = nullptr);
+  /// For a blocking pass over many requests none of which has a continuation: MPI_Wait on
+  /// the first (of `only`'s when given); returns its slot, or -1 when it did not wait.
+  int wait_one(const std::int64_t* only);
   /// Nothing completed for `n` tests: yield the core (then, after a while, sleep briefly);
   /// throw PeerFailure on a failure notice.
   void idle(int n);

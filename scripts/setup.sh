@@ -1,10 +1,14 @@
 #!/bin/bash
 # setup.sh — install tessel's system dependencies (Debian 12) and build it.
 #
-#   scripts/setup.sh [--mpi openmpi|mpich] [--build-dir DIR] [--no-build]
+#   scripts/setup.sh [--mpi openmpi|mpich|smpi] [--smpi] [--build-dir DIR] [--no-build]
 #
 #   --mpi        MPI implementation to build against (default openmpi)
-#   --build-dir  build folder (default: build for openmpi, build-mpich for mpich)
+#   --smpi       = --mpi smpi: the simulated build, the library and the `tessel` command
+#                compiled with SimGrid's smpicc/smpicxx (Debian libsimgrid-dev) into build-smpi/
+#                to run under smpirun on a modelled cluster; no Python, no ScaLAPACK, no
+#                benchmark drivers, no commcount (docs/simulation.md)
+#   --build-dir  build folder (default: build for openmpi, build-mpich for mpich, build-smpi)
 #   --no-build   only install the packages; do not configure or build
 #
 # Idempotent: packages already installed are not touched (apt-get update runs only when
@@ -18,7 +22,7 @@ MPI=openmpi
 BUILD_DIR=
 DO_BUILD=1
 
-usage() { sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 die() { echo "setup.sh: $*" >&2; exit 1; }
 
 while [ $# -gt 0 ]; do
@@ -27,17 +31,21 @@ while [ $# -gt 0 ]; do
     --mpi=*) MPI=${1#--mpi=}; shift;;
     --build-dir) [ $# -ge 2 ] || die "--build-dir needs a value"; BUILD_DIR=$2; shift 2;;
     --build-dir=*) BUILD_DIR=${1#--build-dir=}; shift;;
+    --smpi) MPI=smpi; shift;;
     --no-build) DO_BUILD=0; shift;;
     -h|--help) usage; exit 0;;
     *) die "unknown argument '$1' (see --help)";;
   esac
 done
 case $MPI in
-  openmpi|mpich) ;;
-  *) die "--mpi must be openmpi or mpich, not '$MPI'";;
+  openmpi|mpich|smpi) ;;
+  *) die "--mpi must be openmpi, mpich or smpi, not '$MPI'";;
 esac
 if [ -z "$BUILD_DIR" ]; then
-  if [ "$MPI" = openmpi ]; then BUILD_DIR=build; else BUILD_DIR=build-mpich; fi
+  case $MPI in
+    openmpi) BUILD_DIR=build;;
+    *) BUILD_DIR=build-$MPI;;
+  esac
 fi
 case $BUILD_DIR in /*) ;; *) BUILD_DIR=$ROOT/$BUILD_DIR;; esac
 
@@ -57,6 +65,8 @@ PACKAGES=(
   python3-dev python3-pip python3-venv pybind11-dev python3-mpi4py python3-scipy python3-pytest
   clang libclang-rt-14-dev clang-format
 )
+# SimGrid's SMPI (smpicc, smpicxx, smpirun), only for the simulated build.
+if [ "$MPI" = smpi ]; then PACKAGES+=(libsimgrid-dev); fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -84,7 +94,9 @@ fi
 # with python3-mpi4py) only when it cannot be imported yet. The CMake build below does not
 # need it: it builds the module directly (python/CMakeLists.txt).
 PYTHON=/usr/bin/python3
-if "$PYTHON" -c 'import scikit_build_core' 2>/dev/null; then
+if [ "$MPI" = smpi ]; then
+  echo "setup.sh: the SMPI build has no Python package: scikit-build-core not needed"
+elif "$PYTHON" -c 'import scikit_build_core' 2>/dev/null; then
   echo "setup.sh: scikit-build-core already installed for $PYTHON"
 else
   echo "setup.sh: pip installing scikit-build-core for $PYTHON"
@@ -103,6 +115,22 @@ fi
 # ---------------------------------------------------------------- build
 # shellcheck source=mpi-env.sh
 source "$ROOT/scripts/mpi-env.sh"
+
+# The SMPI build: the library and the command only, compiled by SimGrid's wrappers
+# (cmake/TesselSmpi.cmake); its tests (tests/smpi) need no target of their own.
+if [ "$MPI" = smpi ]; then
+  for t in /usr/bin/smpicc /usr/bin/smpicxx /usr/bin/smpirun; do [ -x "$t" ] || die "$t not found"; done
+  cache=$BUILD_DIR/CMakeCache.txt
+  if [ -f "$cache" ] && ! grep -q '^TESSEL_SMPI:BOOL=ON' "$cache"; then
+    die "$BUILD_DIR is not an SMPI build (TESSEL_SMPI is not ON in its cache): use another --build-dir or remove it"
+  fi
+  echo "setup.sh: configuring $BUILD_DIR for SMPI (smpicxx)"
+  CC=/usr/bin/smpicc CXX=/usr/bin/smpicxx cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DTESSEL_SMPI=ON
+  echo "setup.sh: building $BUILD_DIR (the library and the tessel command)"
+  cmake --build "$BUILD_DIR" --parallel "$(nproc)" --target tessel_cli
+  echo "setup.sh: done (smpi, $BUILD_DIR: run it with smpirun, docs/simulation.md)"
+  exit 0
+fi
 
 MPICC=/usr/bin/mpicc.$MPI
 MPICXX=/usr/bin/mpicxx.$MPI

@@ -3,7 +3,7 @@
 # Open MPI, MPICH or both.
 #
 #   scripts/test.sh [--mpi openmpi|mpich|both] [--build-dir DIR] [--sanitize] [--sanitize-tests REGEX]
-#                   [--fuzz-total S] [-- <extra ctest args>]
+#                   [--fuzz-total S] [--smpi smoke|all|none] [-- <extra ctest args>]
 #
 # --mpi: which MPI to build against and run under (default both; env TESSEL_TEST_MPI).
 #   both: Open MPI in build/, then MPICH in build-mpich/ (each as scripts/setup.sh --mpi M),
@@ -28,6 +28,12 @@
 # --fuzz-total S (or env TESSEL_FUZZ_TOTAL=S): afterwards also build and run the libFuzzer
 # targets (scripts/fuzz.sh; in build-asan after --sanitize-tests, else build-fuzz) for S
 # seconds in all, once; a crash fails the run.
+# --smpi smoke|all|none (or env TESSEL_TEST_SMPI; default smoke): after an Open MPI run, also
+# build the SMPI build (scripts/setup.sh --smpi: build-smpi/, the library and the command
+# compiled with SimGrid's smpicxx) and run its tests against that Open MPI build: smoke = the
+# block-sparse multiply on 16 simulated nodes whose answers and ledger bytes must equal the
+# Open MPI run's (ctest label smoke, ~20 s); all = also the 4-rank cases (spgemm cannon and
+# rma25d, gemm, stencil alltoallv); its own summary line (docs/simulation.md).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -37,6 +43,7 @@ CTEST_ARGS=()
 SANITIZE=0
 FUZZ_TOTAL=${TESSEL_FUZZ_TOTAL:-0}
 SANITIZE_TESTS=${TESSEL_SANITIZE_TESTS:-}
+SMPI=${TESSEL_TEST_SMPI:-smoke}
 
 die() { echo "test.sh: $*" >&2; exit 2; }
 
@@ -51,8 +58,10 @@ while [ $# -gt 0 ]; do
     --sanitize-tests=*) SANITIZE_TESTS=${1#--sanitize-tests=}; shift;;
     --fuzz-total) [ $# -ge 2 ] || die "--fuzz-total needs a value"; FUZZ_TOTAL=$2; shift 2;;
     --fuzz-total=*) FUZZ_TOTAL=${1#--fuzz-total=}; shift;;
+    --smpi) [ $# -ge 2 ] || die "--smpi needs a value"; SMPI=$2; shift 2;;
+    --smpi=*) SMPI=${1#--smpi=}; shift;;
     --) shift; CTEST_ARGS=("$@"); break;;
-    -h|--help) sed -n '2,29p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0;;
+    -h|--help) sed -n '2,36p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0;;
     *) die "unknown argument '$1' (see --help)";;
   esac
 done
@@ -70,6 +79,10 @@ esac
 [ "$MPI" != none ] || [ $SANITIZE = 0 ] || die "--sanitize needs an MPI"
 [ ${#MPIS[@]} -eq 1 ] || [ $SANITIZE = 0 ] || die "--sanitize runs under one MPI (--mpi openmpi or mpich)"
 [ $SANITIZE = 0 ] || [ -z "$SANITIZE_TESTS" ] || die "--sanitize-tests is for a normal run (with --sanitize: -- -R REGEX)"
+case $SMPI in
+  smoke|all|none) ;;
+  *) die "--smpi / TESSEL_TEST_SMPI must be smoke, all or none, not '$SMPI'";;
+esac
 if ! [[ $FUZZ_TOTAL =~ ^[0-9]+$ ]]; then
   die "--fuzz-total / TESSEL_FUZZ_TOTAL must be a number of seconds, not '$FUZZ_TOTAL'"
 fi
@@ -190,11 +203,52 @@ run_one() {
   RUN_STATUS=$status
 }
 
+# run_smpi REF: the SMPI build and its tests (--smpi) against the Open MPI build REF; sets
+# RUN_STATUS and appends a summary line.
+run_smpi() {
+  local ref=$1 dir=$ROOT/build-smpi t0=$SECONDS status=0
+  echo "test.sh: ==== smpi: build $dir (reference: $ref)"
+  bash "$ROOT/scripts/setup.sh" --smpi --build-dir "$dir" || status=$?
+  local t1=$SECONDS log=$dir/test.sh-ctest.log
+  if [ $status -eq 0 ]; then
+    cmake "$dir" -DTESSEL_SMPI_REFERENCE_TESSEL="$ref/apps/tessel/tessel" >/dev/null || status=$?
+  fi
+  if [ $status -eq 0 ]; then
+    local label=()
+    [ "$SMPI" = all ] || label=(-L smoke)
+    echo "test.sh: ==== smpi: ctest ${label[*]} in $dir (load $(cut -d' ' -f1-3 /proc/loadavg))"
+    set +e
+    (cd "$dir" && ctest --output-on-failure "${label[@]}" </dev/null) 2>&1 | tee "$log"
+    status=${PIPESTATUS[0]}
+    set -e
+    # A skipped test (no reference, no smpirun) must not read as a pass.
+    if [ $status -eq 0 ] && grep -q 'Not Run\|Skipped' "$log"; then
+      echo "test.sh: ==== smpi: tests were skipped (see above)"
+    fi
+  else
+    echo "test.sh: ==== smpi: build failed (status $status)"
+  fi
+  local result
+  result=$(grep -E '^[0-9]+% tests passed' "$log" 2>/dev/null | tail -1 || true)
+  if grep -q '\*\*\*Skipped\|Not Run' "$log" 2>/dev/null; then result="$result (skipped)"; fi
+  SUMMARY+=("$(printf '%-8s %-44s build %3d s, ctest %4d s, load %s' smpi \
+    "${result:-no ctest result (status $status)}" $((t1 - t0)) $((SECONDS - t1)) \
+    "$(cut -d' ' -f1-3 /proc/loadavg)")")
+  RUN_STATUS=$status
+}
+
 status=0
 for mpi in ${MPIS[@]+"${MPIS[@]}"}; do
   run_one "$mpi"
   [ $status -ne 0 ] || status=$RUN_STATUS
 done
+# The SMPI stage needs the Open MPI build of this run as its reference.
+if [ "$SMPI" != none ] && [ $SANITIZE = 0 ] && [[ " ${MPIS[*]-} " == *" openmpi "* ]]; then
+  ref=${BUILD_DIR:-build}
+  case $ref in /*) ;; *) ref=$ROOT/$ref;; esac
+  run_smpi "$ref"
+  [ $status -ne 0 ] || status=$RUN_STATUS
+fi
 FUZZ_DIR=build-fuzz
 if [ -n "$SANITIZE_TESTS" ]; then
   SANITIZE=1 SUBSET=1 BUILD_DIR=

@@ -17,7 +17,9 @@
 #include "tessel/io/npy.hpp"
 #include "tessel/layout/redist_plan.hpp"
 #include "tessel/layout/redistribute.hpp"
+#ifndef TESSEL_SMPI
 #include "tessel/scalapack/pgemm.hpp"
+#endif
 #include "tessel/core/timer.hpp"
 
 namespace tessel::app {
@@ -55,6 +57,7 @@ std::pair<int, int> parse_grid(const std::string& g, int p) {
   return {pr, pc};
 }
 
+#ifndef TESSEL_SMPI  // the SMPI build has no ScaLAPACK (no BLACS, no p?gemm entry point)
 extern "C" {
 void Cblacs_get(int ctxt, int what, int* val);
 void Cblacs_gridinit(int* ctxt, const char* order, int nprow, int npcol);
@@ -85,6 +88,7 @@ struct Descriptor {
       : d{1, ctxt, static_cast<int>(x.rows()), static_cast<int>(x.cols()), nb, nb,
           0, 0,    static_cast<int>(x.ld())} {}
 };
+#endif
 
 template <class T>
 int run_gemm_typed(const GemmArgs& g) {
@@ -161,6 +165,11 @@ int run_gemm_typed(const GemmArgs& g) {
                "': expected block-cyclic or plan");
   TESSEL_CHECK(g.entry == "library" || g.entry == "pdgemm", InputError, "--entry '", g.entry,
                "': expected library or pdgemm");
+#ifdef TESSEL_SMPI
+  TESSEL_CHECK(g.entry != "pdgemm", InputError,
+               "--entry pdgemm: this is the SMPI build of tessel, which has no ScaLAPACK and no "
+               "ScaLAPACK-compatible entry point: expected --entry library");
+#endif
   TESSEL_CHECK(!(g.entry == "pdgemm" && g.layout == "plan"), InputError,
                "--entry pdgemm takes ScaLAPACK descriptors: it needs --layout block-cyclic");
   const bool in_plan = g.layout == "plan";
@@ -255,6 +264,11 @@ int run_gemm_typed(const GemmArgs& g) {
   }
   // --entry pdgemm: the same multiply through the ScaLAPACK-compatible entry point, on a BLACS
   // grid matching the block-cyclic layout.
+#ifdef TESSEL_SMPI
+  auto run_once = [&]() -> dense::MultiplyReport {
+    return dense::multiply(ctx, T(g.alpha), opa, *A, opb, *B, T(g.beta), *C, opt);
+  };
+#else
   BlacsGrid blacs(g.entry == "pdgemm" ? pr : 0, pc);
   auto run_once = [&]() -> dense::MultiplyReport {
     if (g.entry != "pdgemm")
@@ -272,6 +286,7 @@ int run_gemm_typed(const GemmArgs& g) {
                  "--entry pdgemm: the ScaLAPACK-compatible entry point refused the call");
     return r;
   };
+#endif
 
   // Keep the input C when beta != 0 so every repetition computes the same thing.
   std::vector<T> c0(C->data(), C->data() + (C->data() ? C->local_rows() * C->local_cols() : 0));

@@ -132,6 +132,13 @@ int run_stencil(const StencilArgs& a) {
                ": needs the eigenstates, which --apply-only skips");
   TESSEL_CHECK(a.omega > 0 && std::isfinite(a.omega), InputError, "--omega ", a.omega,
                ": expected > 0");
+  TESSEL_CHECK((strategy != comm::ExchangeStrategy::Neighbor &&
+                strategy != comm::ExchangeStrategy::Persistent) ||
+                   comm::have_neighbor_collectives(),
+               InputError, "--exchange ", a.exchange,
+               ": this is tessel's SMPI build, and SimGrid's SMPI has no "
+               "MPI_Dist_graph_create_adjacent nor MPI_Ineighbor_alltoallv: use --exchange "
+               "alltoallv, ialltoallv or p2p");
   TESSEL_CHECK(
       strategy != comm::ExchangeStrategy::Persistent || comm::have_persistent_neighbor(),
       InputError,

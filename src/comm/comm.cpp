@@ -17,7 +17,12 @@
 
 namespace tessel::comm {
 
+#ifdef TESSEL_SMPI
+// SMPI has no MPI_Pcontrol (it aborts the simulation), and no profiler to tell.
+void pcontrol(int) {}
+#else
 void pcontrol(int level) { MPI_Pcontrol(level); }
+#endif
 
 std::string mpi_error_string(int rc) {
   char msg[MPI_MAX_ERROR_STRING];
@@ -77,6 +82,14 @@ ExchangeGuard::~ExchangeGuard() {
 }
 
 // ---------------------------------------------------------------- RequestSet
+namespace {
+#ifdef TESSEL_SMPI
+constexpr bool kBlockingWaits = true;  // see back_off
+#else
+constexpr bool kBlockingWaits = false;
+#endif
+}  // namespace
+
 RequestSet& RequestSet::operator=(RequestSet&& o) noexcept {
   if (this != &o) {
     try {
@@ -158,6 +171,13 @@ MPI_Request* RequestSet::add(Pending& token, Then then) {
 }
 
 // ---------------------------------------------------------------- polled waits (poll.hpp)
+// Under SMPI (TESSEL_SMPI) the waits block instead (progress(true), MPI_Wait): the ranks are
+// simulated actors that do not compete for a core, a real sleep or yield would be measured and
+// charged as computation, and every MPI_Test that finds nothing advances the simulated clock
+// by SMPI's injected smpi/test time (growing with repeated tests), which would quantise waits.
+#ifdef TESSEL_SMPI
+void back_off(int) {}
+#else
 void back_off(int idle_tests) {
   if (idle_tests <= 64) return;
   if (idle_tests < 1024)
@@ -165,14 +185,19 @@ void back_off(int idle_tests) {
   else
     std::this_thread::sleep_for(std::chrono::microseconds(50));
 }
+#endif
 
 int wait_polled(MPI_Request& r, MPI_Status* st) noexcept {
+#ifdef TESSEL_SMPI
+  return MPI_Wait(&r, st);  // see back_off
+#else
   for (int idle = 1;; idle = std::min(idle + 1, 1 << 20)) {
     int flag = 0;
     const int rc = MPI_Test(&r, &flag, st);
     if (rc != MPI_SUCCESS || flag) return rc;
     back_off(idle);
   }
+#endif
 }
 
 void arrive(MPI_Comm c, bool watch) {
@@ -180,8 +205,12 @@ void arrive(MPI_Comm c, bool watch) {
   RequestSet
       rs;  // by default no watch(c): c may be the caller's own communicator (no probing on it)
   if (watch) rs.watch(c);
+#ifdef TESSEL_SMPI
+  check_mpi(PMPI_Barrier(c), "MPI_Barrier");  // see kBlockingCollectives
+#else
   check_mpi(PMPI_Ibarrier(c, rs.add()), "MPI_Ibarrier");
   rs.wait_all();
+#endif
 }
 
 void RequestSet::idle(int n) {
@@ -189,17 +218,26 @@ void RequestSet::idle(int n) {
   back_off(n);
 }
 
-int RequestSet::progress() {
+int RequestSet::progress(bool block, const std::int64_t* only) {
   if (reqs_.empty()) return 0;
   const int n = static_cast<int>(reqs_.size());
   std::vector<int> idx(static_cast<std::size_t>(n));
   int out = 0;
-  check_mpi(MPI_Testsome(n, reqs_.data(), &out, idx.data(), MPI_STATUSES_IGNORE), "MPI_Testsome");
+  const int one = block ? wait_one(only) : -1;
+  // Blocking only while every slot holds a request: an empty slot counts as done at once
+  // (below), and its continuation may be what a peer waits for.
+  if (one >= 0)
+    out = 0;  // slot `one` completed (below)
+  else if (block && std::find(reqs_.begin(), reqs_.end(), MPI_REQUEST_NULL) == reqs_.end())
+    check_mpi(MPI_Waitsome(n, reqs_.data(), &out, idx.data(), MPI_STATUSES_IGNORE), "MPI_Waitsome");
+  else
+    check_mpi(MPI_Testsome(n, reqs_.data(), &out, idx.data(), MPI_STATUSES_IGNORE), "MPI_Testsome");
   // Completed requests are now MPI_REQUEST_NULL; so are slots that were never filled or that
   // were already inactive (MPI_Testsome then reports MPI_UNDEFINED): all of them are done. A
   // started persistent request (add_started) stays allocated when it completes: MPI_Testsome
   // names it in idx and marks it inactive; it is done too (its owner frees it).
   std::vector<char> fin(static_cast<std::size_t>(n), 0);
+  if (one >= 0) fin[static_cast<std::size_t>(one)] = 1;
   if (out != MPI_UNDEFINED)
     for (int k = 0; k < out; ++k)
       fin[static_cast<std::size_t>(idx[static_cast<std::size_t>(k)])] = 1;
@@ -240,8 +278,29 @@ int RequestSet::progress() {
   return out;
 }
 
+int RequestSet::wait_one(const std::int64_t* only) {
+  // SMPI (the only build whose waits block, kBlockingWaits): MPI_Waitsome over n requests
+  // costs SimGrid O(n) per completion (every completion withdraws the wait from all n), so
+  // ranks with hundreds of requests (an exchange with every peer) made the simulation
+  // quadratic: a 256-rank spgemm spent 95% of the simulator's time there. When no request of
+  // the set has a continuation, the order in which they complete cannot change what this rank
+  // posts, so blocking on one of them (MPI_Wait) is as good; under a token, only on one of
+  // the token's (another request may need what this rank does after the wait).
+  constexpr std::size_t kFew = 16;  // below this, MPI_Waitsome is cheap
+  if (reqs_.size() <= kFew) return -1;
+  for (const Then& t : thens_)
+    if (t) return -1;
+  for (std::size_t i = 0; i < reqs_.size(); ++i) {
+    if (reqs_[i] == MPI_REQUEST_NULL) return -1;  // collect the empty slots first (no wait)
+    if (only != nullptr && tokens_[i].get() != only) continue;
+    check_mpi(MPI_Wait(&reqs_[i], MPI_STATUS_IGNORE), "MPI_Wait");
+    return static_cast<int>(i);
+  }
+  return -1;
+}
+
 bool RequestSet::test_all() {
-  progress();
+  progress(false);
   return reqs_.empty();
 }
 
@@ -250,8 +309,9 @@ void RequestSet::wait_all() {
   for (MPI_Comm c : comms_) throw_if_failed(c);  // a marked communicator fails at once
   int idle = 0;
   while (!reqs_.empty()) {
-    // Spin briefly for latency, then sleep so oversubscribed ranks give up the core.
-    if (progress() > 0)
+    // Spin briefly for latency, then sleep so oversubscribed ranks give up the core (SMPI:
+    // block in MPI_Waitsome, see back_off).
+    if (progress(kBlockingWaits) > 0)
       idle = 0;
     else if (++idle > 64)
       this->idle(idle = std::min(idle, 1 << 20));
@@ -265,7 +325,7 @@ void RequestSet::wait(const Pending& token) {
   while (!token.done()) {
     TESSEL_CHECK(!reqs_.empty(), Error,
                  "RequestSet::wait: the token has outstanding requests that are not in this set");
-    if (progress() > 0)
+    if (progress(kBlockingWaits, token.n_.get()) > 0)
       idle = 0;
     else if (++idle > 64)
       this->idle(idle = std::min(idle, 1 << 20));
@@ -327,9 +387,15 @@ Comm Comm::dup() const {
   MPI_Comm c = MPI_COMM_NULL;
   // MPI_Comm_idup waited for by polling (poll.hpp): the nonblocking form of MPI_Comm_dup,
   // in which MPICH would busy-poll for the last rank (context id agreement).
+#ifdef TESSEL_SMPI
+  // SMPI has no MPI_Comm_idup; its blocking MPI_Comm_dup is the same duplicate and does not
+  // busy-poll (the ranks are simulated).
+  check_mpi(MPI_Comm_dup(comm_, &c), "MPI_Comm_dup");
+#else
   MPI_Request r = MPI_REQUEST_NULL;
   check_mpi(MPI_Comm_idup(comm_, &c, &r), "MPI_Comm_idup");
   check_mpi(wait_polled(r, MPI_STATUS_IGNORE), "MPI_Comm_idup (wait)");
+#endif
   Comm out(c, ledger_);
   out.owned_ = true;
   out.testing_ = testing_;
@@ -480,6 +546,17 @@ class Staged {
 };
 }  // namespace
 
+// The blocking collectives of Comm are posted nonblocking and waited for by polling (MPICH
+// busy-polls inside the blocking calls). In the SMPI build (TESSEL_SMPI) they are the blocking
+// calls: SMPI builds its nonblocking collectives from one request per peer and completes them
+// in O(p^2) per rank, which made simulations of a few hundred ranks spend hours there, while
+// its blocking ones are its tuned algorithms. The payload, and so the ledger, is the same.
+#ifdef TESSEL_SMPI
+constexpr bool kBlockingCollectives = true;
+#else
+constexpr bool kBlockingCollectives = false;
+#endif
+
 void Comm::allreduce_raw(void* buf, int count, MPI_Datatype t, std::size_t sz, MPI_Op op) const {
   const double t0 = trace::begin(tracer_of(ledger_));
   const Staged st(buf, static_cast<std::size_t>(count) * sz, true);  // outlives rs
@@ -488,9 +565,14 @@ void Comm::allreduce_raw(void* buf, int count, MPI_Datatype t, std::size_t sz, M
   char* p = st.data();
   const std::int64_t pieces =
       for_each_piece(count, max_message_items(), [&](std::int64_t at, int n) {
-        check_mpi(MPI_Iallreduce(MPI_IN_PLACE, p + at * static_cast<std::int64_t>(sz), n, t, op,
-                                 comm_, rs.add()),
-                  "MPI_Iallreduce");
+        if (kBlockingCollectives)
+          check_mpi(
+              MPI_Allreduce(MPI_IN_PLACE, p + at * static_cast<std::int64_t>(sz), n, t, op, comm_),
+              "MPI_Allreduce");
+        else
+          check_mpi(MPI_Iallreduce(MPI_IN_PLACE, p + at * static_cast<std::int64_t>(sz), n, t, op,
+                                   comm_, rs.add()),
+                    "MPI_Iallreduce");
       });
   complete_collective(rs, counts(), tracer_of(ledger_), static_cast<std::int64_t>(count) * sz,
                       pieces, t0);
@@ -505,8 +587,12 @@ void Comm::bcast_raw(void* buf, int count, MPI_Datatype t, std::size_t sz, int r
   char* p = st.data();
   const std::int64_t pieces =
       for_each_piece(count, max_message_items(), [&](std::int64_t at, int n) {
-        check_mpi(MPI_Ibcast(p + at * static_cast<std::int64_t>(sz), n, t, root, comm_, rs.add()),
-                  "MPI_Ibcast");
+        if (kBlockingCollectives)
+          check_mpi(MPI_Bcast(p + at * static_cast<std::int64_t>(sz), n, t, root, comm_),
+                    "MPI_Bcast");
+        else
+          check_mpi(MPI_Ibcast(p + at * static_cast<std::int64_t>(sz), n, t, root, comm_, rs.add()),
+                    "MPI_Ibcast");
       });
   complete_collective(rs, counts(), tracer_of(ledger_), static_cast<std::int64_t>(count) * sz,
                       pieces, t0);
@@ -521,8 +607,11 @@ void Comm::allgather_raw(const void* send, int count, void* recv, MPI_Datatype t
   const Staged out(recv, bytes * static_cast<std::size_t>(size_), false);
   RequestSet rs;
   rs.watch(comm_);
-  check_mpi(MPI_Iallgather(in.data(), count, t, out.data(), count, t, comm_, rs.add()),
-            "MPI_Iallgather");
+  if (kBlockingCollectives)
+    check_mpi(MPI_Allgather(in.data(), count, t, out.data(), count, t, comm_), "MPI_Allgather");
+  else
+    check_mpi(MPI_Iallgather(in.data(), count, t, out.data(), count, t, comm_, rs.add()),
+              "MPI_Iallgather");
   // payload: own + (p-1) received
   complete_collective(rs, counts(), tracer_of(ledger_),
                       static_cast<std::int64_t>(count) * sz * size_, 1, t0);
@@ -533,7 +622,10 @@ void Comm::barrier() const {
   const double t0 = trace::begin(tracer_of(ledger_));
   RequestSet rs;
   rs.watch(comm_);
-  check_mpi(MPI_Ibarrier(comm_, rs.add()), "MPI_Ibarrier");
+  if (kBlockingCollectives)
+    check_mpi(MPI_Barrier(comm_), "MPI_Barrier");
+  else
+    check_mpi(MPI_Ibarrier(comm_, rs.add()), "MPI_Ibarrier");
   complete_collective(rs, counts(), tracer_of(ledger_), 0, 1, t0);
 }
 

@@ -155,6 +155,14 @@ bool have_persistent_neighbor() {
 #endif
 }
 
+bool have_neighbor_collectives() {
+#ifdef TESSEL_SMPI
+  return false;
+#else
+  return true;
+#endif
+}
+
 Exchanger::Exchanger(const Comm& c, ExchangePlan plan, int width, ExchangeStrategy s)
     : comm_(c), plan_(std::move(plan)), width_(width), strategy_(s) {
   rs_.watch(c.raw());
@@ -203,6 +211,12 @@ std::unique_ptr<Exchanger> make_exchanger(const Comm& c, const ExchangePlan& pla
     TESSEL_CHECK(plan.send_items() <= lim && plan.recv_items() <= lim, Error,
                  "exchange: ", plan.send_items(), " items sent and ", plan.recv_items(),
                  " received of width ", width, " exceed the MPI int count limit");
+    TESSEL_CHECK((s != ExchangeStrategy::Neighbor && s != ExchangeStrategy::Persistent) ||
+                     have_neighbor_collectives(),
+                 InputError, "exchange strategy ", to_string(s),
+                 ": this is tessel's SMPI build, and SimGrid's SMPI has no "
+                 "MPI_Dist_graph_create_adjacent nor MPI_Ineighbor_alltoallv (nor any "
+                 "neighbourhood collective): use alltoallv, ialltoallv or p2p");
     TESSEL_CHECK(
         s != ExchangeStrategy::Persistent || have_persistent_neighbor(), InputError,
         "exchange strategy persistent: this MPI has no MPI_Neighbor_alltoallv_init (MPI-4; "

@@ -14,6 +14,18 @@ class AlltoallvExchanger final : public Exchanger {
   void start() override {
     begin_collective();
     Tracer* t = tracer_of(comm_.ledger());
+#ifdef TESSEL_SMPI
+    // SMPI: the blocking original is MPI_Alltoallv itself (comm.cpp, kBlockingCollectives).
+    if (strategy_ == ExchangeStrategy::Alltoallv) {
+      const double t0 = trace::begin(t);
+      check_mpi(MPI_Alltoallv(send_.data(), k_.send_counts.data(), k_.send_displs.data(),
+                              MPI_DOUBLE, recv_.data(), k_.recv_counts.data(),
+                              k_.recv_displs.data(), MPI_DOUBLE, comm_.raw()),
+                "MPI_Alltoallv");
+      if (t) t->transfer_since("coll", -1, payload_bytes(), t0);
+      return;
+    }
+#endif
     check_mpi(MPI_Ialltoallv(send_.data(), k_.send_counts.data(), k_.send_displs.data(), MPI_DOUBLE,
                              recv_.data(), k_.recv_counts.data(), k_.recv_displs.data(), MPI_DOUBLE,
                              comm_.raw(), trace::add(rs_, t, "coll", -1, payload_bytes())),

@@ -209,6 +209,15 @@ Datatype share_file_type(const MatrixShare& s, MPI_Datatype elem, std::int64_t e
 File::File(const Comm& c, const std::string& path, int amode, const char* what)
     : comm_(c.raw()), max_items_(c.max_message_items()), ledger_(c.ledger()), path_(path) {
   MPI_File fh = MPI_FILE_NULL;
+#ifdef TESSEL_SMPI
+  // The same on every rank (a build property), before any message: a collective failure.
+  throw InputError(detail::concat(
+      "cannot open ", path, " for ", what,
+      ": this is tessel's SMPI build, and SimGrid's SMPI implements MPI_File_open and the "
+      "MPI-IO transfers on disks modelled in the platform, without reading or writing the "
+      "file's bytes (and has no MPI_File_iread_all/MPI_File_iwrite_all): file input and output "
+      "need tessel built against a real MPI"));
+#endif
   // Arrival barrier (poll.hpp): MPI_File_open is blocking and collective (ROMIO duplicates
   // the communicator and reduces inside) and busy-polls under MPICH while it waits.
   arrive(c.raw());

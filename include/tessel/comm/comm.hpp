@@ -163,6 +163,8 @@ class RequestSet {
   /// Blocks until all complete (including those posted by continuations meanwhile). When
   /// nothing completes it yields the core, and after ~1000 idle tests sleeps 50 us between
   /// tests, so that oversubscribed ranks give up the core (MPICH busy-polls in MPI_Waitall).
+  /// In the SMPI build (TESSEL_SMPI) it blocks in MPI_Waitsome instead: there a failure
+  /// notice that arrives while it blocks is not seen (SMPI reports the deadlock).
   void wait_all();
   /// Blocks until `token` is done, driving every outstanding request of the set meanwhile (so
   /// that other pipelined operations keep moving). Same polling as wait_all.
@@ -170,8 +172,13 @@ class RequestSet {
 
  private:
   MPI_Request* add_entry(std::shared_ptr<std::int64_t> counter, Then then, bool recv);
-  /// One MPI_Testsome pass; returns the number of requests that completed.
-  int progress();
+  /// One MPI_Testsome pass (block: MPI_Waitsome, once every slot holds a request; the SMPI
+  /// build's waits); returns the number of requests that completed. `only`: the counter of
+  /// the token a blocking wait is for (wait_one).
+  int progress(bool block, const std::int64_t* only = nullptr);
+  /// For a blocking pass over many requests none of which has a continuation: MPI_Wait on
+  /// the first (of `only`'s when given); returns its slot, or -1 when it did not wait.
+  int wait_one(const std::int64_t* only);
   /// Nothing completed for `n` tests: yield the core (then, after a while, sleep briefly);
   /// throw PeerFailure on a failure notice.
   void idle(int n);

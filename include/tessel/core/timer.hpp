@@ -5,10 +5,27 @@
 /// timestamps, polling deadlines, CLI wall times) is read from it, never from MPI_Wtime or a
 /// std::chrono clock of its own. It is std::chrono::steady_clock: monotonic, per process, not
 /// synchronised across ranks (reduce with MPI_MAX for a wall time over ranks). Not collective;
-/// no MPI; not thread safe.
+/// no MPI; not thread safe. In the SMPI build (TESSEL_SMPI, docs/simulation.md) it is the
+/// simulated clock instead (MPI_Wtime, SMPI's simulated seconds; the only MPI call here): a
+/// real clock would time the simulator, not the simulated cluster.
 #include <chrono>
+#ifdef TESSEL_SMPI
+#include <mpi.h>
+#endif
 
 namespace tessel {
+
+#ifdef TESSEL_SMPI
+/// The simulated clock of SMPI as a std::chrono clock (MPI_Wtime; steady in simulated time).
+struct SimulatedClock {
+  using duration = std::chrono::duration<double>;
+  using rep = duration::rep;
+  using period = duration::period;
+  using time_point = std::chrono::time_point<SimulatedClock>;
+  static constexpr bool is_steady = true;
+  static time_point now() { return time_point(duration(MPI_Wtime())); }
+};
+#endif
 
 class Stopwatch {
  public:
@@ -31,7 +48,11 @@ class Stopwatch {
   void restart() { t0_ = Clock::now(); }
 
  private:
+#ifdef TESSEL_SMPI
+  using Clock = SimulatedClock;
+#else
   using Clock = std::chrono::steady_clock;
+#endif
   Clock::time_point t0_;
 };
 

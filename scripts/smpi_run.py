@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""smpi_run.py — run a program of the SMPI build (build-smpi/) under smpirun on a platform file.
+
+    scripts/smpi_run.py --platform bench/simulate/platforms/netcluster.xml --np 4 \\
+        [--ppn 1] [--host-speed F] [--cfg KEY:VALUE ...] [--timeout S] -- PROGRAM ARGS...
+
+Writes the hostfile smpirun needs (the platform's hosts in the order they are declared, each
+repeated --ppn times: consecutive ranks share a node; on a platform whose hosts are process
+slots, tessel-slots-per-node in its comment, consecutive ranks take the slots of a node), passes tessel's SMPI settings
+(SMPI_CFG below, each explained there) and prints the program's output. The last line is one
+JSON object: {"smpi": {"simulated_s": ..., "wall_s": ..., "exit": ..., "maxrss_bytes": ...}},
+the simulated time and the simulator's wall time as smpirun reports them
+(smpi/display-timing), and the simulator's peak resident memory (all ranks are in its one
+process). Exit status:
+the program's (smpirun's).
+
+Also importable: run(...) returns (exit status, output, simulated seconds, wall seconds).
+The platform files and what their numbers come from: bench/simulate/platforms/, and
+docs/simulation.md.
+"""
+import argparse
+import json
+import os
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+
+# tessel's settings of every simulated run (docs/simulation.md, "Settings"):
+SMPI_CFG = [
+    # Simulated time and the simulator's wall time at the end (parsed below).
+    "smpi/display-timing:yes",
+    # tessel checks for a peer's failure notice (MPI_Iprobe) once at the start of each wait;
+    # SMPI would charge 0.1 ms of simulated time per probe. The SMPI build's waits block in
+    # MPI_Waitsome, so no loop of probes or tests depends on these injected times.
+    "smpi/iprobe:0",
+    # The MPI_Test passes between local products (Cannon's and rma25d's progress polls, the
+    # stencil's test-every) would likewise be charged 0.1 ms each, growing with every test
+    # that finds nothing: 1 us each, not growing, keeps them from distorting the time.
+    "smpi/test:1e-6",
+    "smpi/grow-injected-times:no",
+]
+LOG = ["--log=xbt_cfg.thres:warning", "--log=smpi_config.thres:error",
+       # SMPI warns once per run that MPI_Win_sync is not implemented; there it is not needed
+       # (all ranks share one address space), see docs/simulation.md.
+       "--log=smpi_mpi.thres:error"]
+
+
+def platform_hosts(path):
+    """The host names of a SimGrid platform file, in declaration order (host and cluster)."""
+    hosts = []
+    for el in ET.parse(path).getroot().iter():
+        if el.tag == "host":
+            hosts.append(el.get("id"))
+        elif el.tag == "cluster":
+            prefix, suffix = el.get("prefix", ""), el.get("suffix", "")
+            for part in el.get("radical", "").split(","):
+                lo, _, hi = part.partition("-")
+                for i in range(int(lo), int(hi or lo) + 1):
+                    hosts.append(f"{prefix}{i}{suffix}")
+    return hosts
+
+
+def platform_host_speed(path):
+    """The reference flop rate the platform file records for smpi/host-speed (the speed of the
+    machine that runs the simulation, docs/simulation.md), or None."""
+    with open(path) as f:
+        m = re.search(r"tessel-host-speed:\s*([0-9.eE+-]+\s*[GMk]?f)", f.read())
+    return m.group(1).replace(" ", "") if m else None
+
+
+def platform_slots(path):
+    """Hosts per node when the platform's hosts are process slots (tessel-slots-per-node in its
+    comment, e.g. omnipath-64.xml), else None (a host is a node)."""
+    with open(path) as f:
+        m = re.search(r"tessel-slots-per-node:\s*([0-9]+)", f.read())
+    return int(m.group(1)) if m else None
+
+
+def rank_hosts(platform, np, ppn):
+    """The host of each rank: ppn consecutive ranks per node; a node is one host, or
+    slots-per-node consecutive hosts (one rank per slot)."""
+    hosts = platform_hosts(platform)
+    slots = platform_slots(platform)
+    if slots is not None and ppn > slots:
+        raise SystemExit(f"smpi_run: ppn {ppn} > the {slots} process slots per node of {platform}")
+    out = [hosts[(r // ppn) * slots + r % ppn] if slots else hosts[r // ppn]
+           if r // ppn < len(hosts) else None for r in range(np)]
+    if slots is not None and ((np - 1) // ppn + 1) * slots > len(hosts):
+        out = [None]
+    if None in out:
+        raise SystemExit(f"smpi_run: {np} ranks at ppn {ppn} need more nodes than {platform} has")
+    return out
+
+
+def run(platform, np, argv, ppn=1, host_speed=None, cfg=(), timeout=None, privatize=True):
+    """Runs argv under smpirun; returns (status, output, simulated_s, wall_s). privatize=False:
+    smpirun -no-privatize (every rank shares the program's globals; tessel has none of its
+    own. smpirun otherwise copies the program once per rank into /tmp: 4.5 MB each)."""
+    hosts = rank_hosts(platform, np, ppn)
+    speed = host_speed or platform_host_speed(platform)
+    with tempfile.TemporaryDirectory() as tmp:
+        hostfile = os.path.join(tmp, "hosts")
+        with open(hostfile, "w") as f:
+            for h in hosts:
+                f.write(h + "\n")
+        cmd = ["smpirun", "-np", str(np), "-platform", platform, "-hostfile", hostfile]
+        if not privatize:
+            cmd.append("-no-privatize")
+        for c in SMPI_CFG + list(cfg) + ([f"smpi/host-speed:{speed}"] if speed else []):
+            cmd.append(f"--cfg={c}")
+        cmd += LOG + list(argv)
+        # One BLAS thread, as under mpirun (scripts/mpi-env.sh): SMPI charges the CPU time of
+        # each rank's own thread, so the work of extra BLAS threads would go uncharged.
+        env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+        t0 = time.monotonic()
+        try:
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               timeout=timeout, stdin=subprocess.DEVNULL, env=env)
+            out, status = p.stdout, p.returncode
+        except subprocess.TimeoutExpired as e:
+            out = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+            out += f"\nsmpi_run: timeout after {timeout} s\n"
+            status = 124
+        wall = time.monotonic() - t0
+    sim = None
+    m = re.search(r"Simulated time: ([0-9.eE+-]+) seconds", out)
+    if m:
+        sim = float(m.group(1))
+    m = re.search(r"The simulation took ([0-9.eE+-]+) seconds", out)
+    if m:
+        wall = float(m.group(1))
+    return status, out, sim, wall
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--platform", required=True, help="SimGrid platform file (XML)")
+    ap.add_argument("--np", type=int, required=True, help="ranks")
+    ap.add_argument("--ppn", type=int, default=1, help="ranks per node (default 1)")
+    ap.add_argument("--host-speed", help="smpi/host-speed (default: the platform's record)")
+    ap.add_argument("--cfg", action="append", default=[], help="extra --cfg KEY:VALUE")
+    ap.add_argument("--timeout", type=float, help="seconds")
+    ap.add_argument("--no-privatize", action="store_true",
+                    help="smpirun -no-privatize (large rank counts: no copy of the program per rank)")
+    ap.add_argument("argv", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS...")
+    a = ap.parse_args()
+    argv = a.argv[1:] if a.argv[:1] == ["--"] else a.argv
+    if not argv:
+        ap.error("no program (give it after --)")
+    status, out, sim, wall = run(a.platform, a.np, argv, a.ppn, a.host_speed, a.cfg, a.timeout,
+                                  not a.no_privatize)
+    sys.stdout.write(out)
+    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+    print(json.dumps({"smpi": {"simulated_s": sim, "wall_s": wall, "exit": status,
+                               "maxrss_bytes": rss}}))
+    sys.exit(status)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""compare_openmpi.py — the same tessel cases under SMPI (build-smpi/) and under Open MPI
+(build/), at the same rank count: the answers and the ledger's bytes must be equal.
+
+    tests/smpi/compare_openmpi.py --smpi-tessel build-smpi/apps/tessel/tessel \\
+        --openmpi-tessel build/apps/tessel/tessel --platform PLATFORM.xml --np 4 \\
+        [--cases spgemm-cannon,spgemm-rma25d,gemm,stencil-alltoallv] [--water N]
+
+A simulated run executes the program's own messages and local kernels; only time is
+modelled. So every count of the ledger (bytes and messages per phase, max/mean/total over
+ranks) must be the same number, and the results must agree: the block-sparse product's
+blocks and values and its error against the dense multiply, the dense product's Freivalds
+check, the stencil's eigenvalues and halo traffic. Open MPI runs with TESSEL_NODE_SIZE=1,
+one rank per node as on the simulated platform (where MPI_COMM_TYPE_SHARED splits per host),
+and without TESSEL_MACHINE on either side, so both price plans with the same defaults.
+
+Exit 0: all equal; 1: a difference (printed); 77: skipped, because the Open MPI build or
+smpirun is missing (ctest reports it as skipped, not passed).
+"""
+import argparse
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import smpi_run  # noqa: E402
+
+
+def cases(water):
+    """name -> (tessel arguments, the JSON keys that must be equal, checker of the answers)."""
+    spgemm = ["spgemm", "--generate", f"water:{water}", "--eps", "1e-6", "--verify",
+              "--repeat", "1"]
+    return {
+        "spgemm-cannon": spgemm + ["--algorithm", "cannon"],
+        "spgemm-rma25d": spgemm + ["--algorithm", "rma25d", "--layers", "1"],
+        "gemm": ["gemm", "--m", "600", "--n", "500", "--k", "700", "--verify", "--repeat", "1"],
+        "stencil-alltoallv": ["stencil", "--exchange", "alltoallv"],
+    }
+
+
+def mpi_env():
+    env = dict(os.environ)
+    with open(os.path.join(ROOT, "scripts", "mpi-env.sh")) as f:
+        for line in f:
+            if line.startswith("export ") and "=" in line:
+                k, v = line[len("export "):].strip().split("=", 1)
+                env[k] = v
+    env["TESSEL_NODE_SIZE"] = "1"
+    env.pop("TESSEL_MACHINE", None)
+    return env
+
+
+def close(a, b, rel=1e-12, abs_=1e-14):
+    return a == b or (isinstance(a, (int, float)) and isinstance(b, (int, float)) and
+                      math.isfinite(a) and math.isfinite(b) and
+                      abs(a - b) <= max(abs_, rel * max(abs(a), abs(b))))
+
+
+def diff(path, a, b, out, rel=1e-12):
+    """Appends to out every leaf where a and b differ (numbers: within rel)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b)):
+            if k not in a or k not in b:
+                out.append(f"{path}.{k}: only in {'Open MPI' if k in a else 'SMPI'}")
+            else:
+                diff(f"{path}.{k}", a[k], b[k], out, rel)
+    elif isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            out.append(f"{path}: {len(a)} entries under Open MPI, {len(b)} under SMPI")
+        for i, (x, y) in enumerate(zip(a, b)):
+            diff(f"{path}[{i}]", x, y, out, rel)
+    elif not close(a, b, rel):
+        out.append(f"{path}: Open MPI {a!r}, SMPI {b!r}")
+
+
+def compare(name, o, s):
+    """The keys of each command's JSON that carry the ledger and the answers."""
+    bad = []
+    if name.startswith("spgemm"):
+        diff("ledger_one_call", o["ledger_one_call"], s["ledger_one_call"], bad)
+        for k in ("n", "blocks", "grid", "layers", "ticks", "blocks_multiplied",
+                  "blocks_skipped", "blocks_filtered", "product_blocks", "product_values",
+                  "c_blocks", "c_values"):
+            diff(k, o[k], s[k], bad)
+        diff("verify.relative_error", o["verify"]["relative_error"],
+             s["verify"]["relative_error"], bad, rel=1e-9)
+        for side, j in (("Open MPI", o), ("SMPI", s)):
+            if j["verify"]["done"] and not j["verify"]["text"].startswith("PASSED"):
+                bad.append(f"{side}: --verify {j['verify']['text']}")
+    elif name == "gemm":
+        diff("ledger", o["ledger"], s["ledger"], bad)
+        diff("plan", o["plan"], s["plan"], bad)
+        diff("executed", o["executed"], s["executed"], bad)
+        diff("verify.residual", o["verify"]["residual"], s["verify"]["residual"], bad, rel=1e-9)
+        for side, j in (("Open MPI", o), ("SMPI", s)):
+            if j["verify"]["done"] and not j["verify"]["text"].startswith("PASSED"):
+                bad.append(f"{side}: --verify {j['verify']['text']}")
+    elif name.startswith("stencil"):
+        for k in ("points", "iterations", "converged", "partition"):
+            diff(k, o[k], s[k], bad)
+        diff("eigenvalues", o["eigenvalues"], s["eigenvalues"], bad, rel=1e-10)
+        for k in ("halo_bytes_per_rank_solve", "halo_bytes_per_rank_per_apply",
+                  "messages_per_rank", "neighbors_per_rank"):
+            diff(f"exchange.{k}", o["exchange"][k], s["exchange"][k], bad)
+        for side, j in (("Open MPI", o), ("SMPI", s)):
+            if not j["converged"]:
+                bad.append(f"{side}: the eigensolver did not converge")
+    return bad
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--smpi-tessel", required=True)
+    ap.add_argument("--openmpi-tessel", required=True)
+    ap.add_argument("--mpirun", default="/usr/bin/mpirun.openmpi")
+    ap.add_argument("--platform", required=True)
+    ap.add_argument("--np", type=int, required=True)
+    ap.add_argument("--cases", default="spgemm-cannon,spgemm-rma25d,gemm,stencil-alltoallv")
+    ap.add_argument("--water", type=int, default=200, help="molecules of the spgemm cases")
+    ap.add_argument("--timeout", type=float, default=300)
+    a = ap.parse_args()
+
+    for what, path in (("Open MPI tessel (build it: scripts/setup.sh)", a.openmpi_tessel),
+                       ("mpirun", a.mpirun), ("smpirun", shutil.which("smpirun") or ""),
+                       ("SMPI tessel", a.smpi_tessel)):
+        if not path or not os.access(path, os.X_OK):
+            print(f"compare_openmpi: SKIP: no {what} at '{path}'")
+            return 77
+    table = cases(a.water)
+    failed = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in a.cases.split(","):
+            args = table[name]
+            oj, sj = os.path.join(tmp, f"{name}.openmpi.json"), os.path.join(tmp, f"{name}.smpi.json")
+            cmd = [a.mpirun, "-np", str(a.np), "--oversubscribe", a.openmpi_tessel] + args + \
+                  ["--json", oj]
+            p = subprocess.run(cmd, env=mpi_env(), stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, timeout=a.timeout,
+                               stdin=subprocess.DEVNULL)
+            if p.returncode != 0:
+                print(f"compare_openmpi: {name}: Open MPI run failed ({p.returncode}):\n"
+                      f"{' '.join(cmd)}\n{p.stdout[-3000:]}")
+                failed += 1
+                continue
+            status, out, sim, wall = smpi_run.run(
+                a.platform, a.np, [a.smpi_tessel] + args + ["--json", sj], timeout=a.timeout)
+            if status != 0:
+                print(f"compare_openmpi: {name}: SMPI run failed ({status}):\n{out[-3000:]}")
+                failed += 1
+                continue
+            with open(oj) as f:
+                o = json.load(f)
+            with open(sj) as f:
+                s = json.load(f)
+            bad = compare(name, o, s)
+            verdict = "equal" if not bad else f"{len(bad)} differences"
+            print(f"compare_openmpi: {name} at {a.np} ranks: {verdict} (simulated {sim} s, "
+                  f"simulation wall {wall:.1f} s)")
+            for line in bad[:40]:
+                print(f"    {line}")
+            failed += bool(bad)
+    print(f"compare_openmpi: {'FAILED' if failed else 'passed'}: {a.cases} at {a.np} ranks")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -213,10 +213,10 @@ File::File(const Comm& c, const std::string& path, int amode, const char* what)
   // The same on every rank (a build property), before any message: a collective failure.
   throw InputError(detail::concat(
       "cannot open ", path, " for ", what,
-      ": this is tessel's SMPI build, and SimGrid's SMPI implements MPI_File_open and the "
-      "MPI-IO transfers on disks modelled in the platform, without reading or writing the "
-      "file's bytes (and has no MPI_File_iread_all/MPI_File_iwrite_all): file input and output "
-      "need tessel built against a real MPI"));
+      ": this is tessel's SMPI build: SimGrid's SMPI does MPI-IO on disks modelled in the "
+      "platform, and lacks calls tessel's transfers use (MPI_File_iread_all, "
+      "MPI_File_iwrite_all, MPI_Get_elements_x): file input and output need tessel built "
+      "against a real MPI"));
 #endif
   // Arrival barrier (poll.hpp): MPI_File_open is blocking and collective (ROMIO duplicates
   // the communicator and reduces inside) and busy-polls under MPICH while it waits.

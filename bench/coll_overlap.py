@@ -35,6 +35,9 @@ import socket
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts"))
+from mpi_env import mpi_env  # noqa: E402
+
 
 def _reexec_with_debian_python():
     """matplotlib comes from Debian (python3-matplotlib, scripts/setup.sh): when another python3
@@ -69,17 +72,6 @@ def human(n):
         if n >= f and n % f == 0:
             return f"{n // f}{unit}"
     return str(n)
-
-
-def mpi_env():
-    env = dict(os.environ)
-    with open(os.path.join(ROOT, "scripts", "mpi-env.sh")) as f:
-        for line in f:
-            line = line.strip()
-            if line.startswith("export ") and "=" in line:
-                k, v = line[len("export "):].split("=", 1)
-                env[k] = v
-    return env
 
 
 def launch(args, ranks, ppn, prog_args, mca, label):

@@ -5,8 +5,6 @@
 // bytes per rank.
 #include <fmt/format.h>
 
-#include <sys/resource.h>
-
 #include <cmath>
 #include <cstdint>
 #include <iostream>
@@ -301,9 +299,7 @@ int run_density(const DensityArgs& a) {
       mem_peak_stage = st.stage;
     }
   // Peak resident memory per rank (getrusage ru_maxrss, kB on Linux), max and mean over ranks.
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  const double rss = static_cast<double>(ru.ru_maxrss) * 1024.0;
+  const double rss = maxrss_bytes();
   const double rss_max = ctx.comm().allreduce_value(rss, MPI_MAX);
   const double rss_mean = ctx.comm().allreduce_value(rss, MPI_SUM) / ctx.size();
   auto stats = comm::ledger_stats(ctx.comm(), ctx.ledger(), {""});

@@ -9,13 +9,11 @@
 
 namespace tessel::app {
 
-namespace {
 double maxrss_bytes() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   return static_cast<double>(ru.ru_maxrss) * 1024.0;  // kB on Linux
 }
-}  // namespace
 
 MemoryWatch::MemoryWatch(Context& ctx, double budget_bytes) : ctx_(ctx), budget_(budget_bytes) {
   ctx_.ledger().memory().reset_peak();

@@ -11,6 +11,9 @@
 
 namespace tessel::app {
 
+/// Not collective. This process's peak resident memory so far (getrusage ru_maxrss), bytes.
+double maxrss_bytes();
+
 /// Per rank: the accounted peak of each stage (max over its steps) with its parts.
 struct StagePeak {
   std::string stage;

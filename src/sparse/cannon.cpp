@@ -32,8 +32,7 @@ std::vector<ImageSize> sizes_of(const std::vector<PanelBuf>& home) {
 std::int64_t panel_bytes(std::initializer_list<const std::vector<PanelBuf>*> sets) {
   std::int64_t n = 0;
   for (const auto* v : sets)
-    for (const auto& p : *v)
-      n += capacity_bytes(p.meta) + capacity_bytes(p.data) + capacity_bytes(p.off);
+    for (const auto& p : *v) n += p.held_bytes();
   return n;
 }
 

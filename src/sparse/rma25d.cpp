@@ -285,9 +285,8 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
   auto account = [&] {
     std::int64_t n = 0;
     for (auto* v : {&fa[0], &fa[1], &fb[0], &fb[1]})
-      for (const auto& f : *v)
-        n += capacity_bytes(f.buf.meta) + capacity_bytes(f.buf.data) + capacity_bytes(f.off);
-    for (const auto& o : outgoing) n += capacity_bytes(o.idx) + capacity_bytes(o.data);
+      for (const auto& f : *v) n += f.buf.held_bytes() + capacity_bytes(f.off);
+    for (const auto& o : outgoing) n += o.held_bytes();
     fetched.set(n);
   };
   comm::RequestSet rs_ab[2];

@@ -68,6 +68,10 @@ struct PanelBuf {
     block_offsets(meta.data(), nblocks(), rows, cols, off);
   }
   PanelView view() const;
+  /// Bytes held (the vectors' capacities), for the MemoryLedger.
+  std::int64_t held_bytes() const {
+    return capacity_bytes(meta) + capacity_bytes(data) + capacity_bytes(off);
+  }
   void resize(std::int64_t nblocks, std::int64_t ndata) {
     meta.resize(static_cast<std::size_t>(nblocks * kMeta));
     data.resize(static_cast<std::size_t>(ndata));
@@ -84,6 +88,8 @@ struct CWire {
   std::int64_t bytes() const {
     return static_cast<std::int64_t>(idx.size()) * 4 + static_cast<std::int64_t>(data.size()) * 8;
   }
+  /// Bytes held (the vectors' capacities), for the MemoryLedger.
+  std::int64_t held_bytes() const { return capacity_bytes(idx) + capacity_bytes(data); }
 };
 
 /// Size of one image: blocks and values.

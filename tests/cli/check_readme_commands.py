@@ -77,6 +77,7 @@ def main():
     a = ap.parse_args()
     root = Path(a.root).resolve()
     failures, skipped, checked = [], [], 0
+    readme_kinds = set()  # "tessel", "scripts": the kinds of README command checked
 
     for line in bash_lines(root / "README.md"):
         ws = words(line)
@@ -84,12 +85,14 @@ def main():
             continue
         if ws[0] == "mpirun" and tessel_args(ws) is not None:
             check_tessel(a.tessel, tessel_args(ws), root, "README.md", failures)
+            readme_kinds.add("tessel")
             checked += 1
         elif ws[0] == "bash" and len(ws) > 1 and ws[1].startswith("scripts/"):
             rc, out = run(["bash"] + ws[1:] + ["--help"], root)
             print(f"{'ok' if rc == 0 else f'FAILED (exit {rc})'}: README.md: {' '.join(ws)} --help")
             if rc != 0:
                 failures.append(f"README.md: {' '.join(ws)} --help\n{out}")
+            readme_kinds.add("scripts")
             checked += 1
         else:
             skipped.append(line)
@@ -117,6 +120,11 @@ def main():
         check_tessel(a.tessel, tessel_args(words(e)) or [], root, "tessel --help", failures)
         checked += 1
 
+    # Not vacuous: README.md's two commands (bash scripts/...) and its tour (mpirun ... tessel)
+    # were found and checked.
+    for kind in ("tessel", "scripts"):
+        if kind not in readme_kinds:
+            failures.append(f"README.md: no {kind} command found in its ```bash blocks")
     for line in skipped:
         print(f"skipped (not tessel, not scripts/): {line}")
     print(f"{checked} commands checked, {len(failures)} failed, {len(skipped)} skipped")

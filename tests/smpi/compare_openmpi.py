@@ -29,6 +29,7 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import smpi_run  # noqa: E402
+from mpi_env import mpi_env  # noqa: E402
 
 
 def cases(water):
@@ -43,14 +44,9 @@ def cases(water):
     }
 
 
-def mpi_env():
-    env = dict(os.environ)
-    with open(os.path.join(ROOT, "scripts", "mpi-env.sh")) as f:
-        for line in f:
-            if line.startswith("export ") and "=" in line:
-                k, v = line[len("export "):].strip().split("=", 1)
-                env[k] = v
-    env["TESSEL_NODE_SIZE"] = "1"
+def ompi_env():
+    """scripts/mpi-env.sh, one rank per node as on the simulated platform, no machine file."""
+    env = mpi_env(TESSEL_NODE_SIZE="1")
     env.pop("TESSEL_MACHINE", None)
     return env
 
@@ -78,9 +74,26 @@ def diff(path, a, b, out, rel=1e-12):
         out.append(f"{path}: Open MPI {a!r}, SMPI {b!r}")
 
 
+def nonzero(x):
+    """True when some number under x is not 0 (the ledger recorded traffic)."""
+    if isinstance(x, dict):
+        return any(nonzero(v) for v in x.values())
+    if isinstance(x, list):
+        return any(nonzero(v) for v in x)
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and x != 0
+
+
 def compare(name, o, s):
-    """The keys of each command's JSON that carry the ledger and the answers."""
+    """The keys of each command's JSON that carry the ledger and the answers. Equal but empty
+    is not a pass: both sides must have recorded traffic and, where asked, run --verify."""
     bad = []
+    ledger = "ledger_one_call" if name.startswith("spgemm") else "ledger"
+    if ledger in o and not nonzero(o[ledger]):
+        bad.append(f"{ledger}: the Open MPI run recorded no traffic")
+    if name.startswith(("spgemm", "gemm")):
+        for side, j in (("Open MPI", o), ("SMPI", s)):
+            if not j["verify"]["done"]:
+                bad.append(f"{side}: --verify did not run")
     if name.startswith("spgemm"):
         diff("ledger_one_call", o["ledger_one_call"], s["ledger_one_call"], bad)
         for k in ("n", "blocks", "grid", "layers", "ticks", "blocks_multiplied",
@@ -139,7 +152,7 @@ def main():
             oj, sj = os.path.join(tmp, f"{name}.openmpi.json"), os.path.join(tmp, f"{name}.smpi.json")
             cmd = [a.mpirun, "-np", str(a.np), "--oversubscribe", a.openmpi_tessel] + args + \
                   ["--json", oj]
-            p = subprocess.run(cmd, env=mpi_env(), stdout=subprocess.PIPE,
+            p = subprocess.run(cmd, env=ompi_env(), stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True, timeout=a.timeout,
                                stdin=subprocess.DEVNULL)
             if p.returncode != 0:

@@ -29,42 +29,16 @@ struct Dense {
   }
 };
 
-// A random image over all blocks with probability `fill`, block (i, j) scaled by scale(i, j).
-PanelBuf make_image(Dense& d, std::mt19937& rng, double fill, double (*scale)(int, int)) {
-  std::uniform_real_distribution<double> u(-1, 1);
+// The image of d's blocks (i, j) with keep(i, j), from d's values; the receiver's offsets
+// (index(), from the block sizes alone) must be where the blocks were put.
+template <class Keep>
+PanelBuf image_of(Dense& d, Keep keep) {
   PanelBuf p;
   std::vector<std::int64_t> offsets;  // where the blocks were put
   for (int i = 0; i < d.r.count(); ++i)
     for (int j = 0; j < d.c.count(); ++j) {
-      if (u(rng) * 0.5 + 0.5 >= fill) continue;
-      d.has[static_cast<std::size_t>(i * d.c.count() + j)] = 1;
-      double s = scale(i, j), nrm = 0;
-      std::int64_t off = static_cast<std::int64_t>(p.data.size());
-      for (int y = 0; y < d.c.size(j); ++y)
-        for (int x = 0; x < d.r.size(i); ++x) {
-          double val = s * u(rng);
-          d.at(d.r.offset(i) + x, d.c.offset(j) + y) = val;
-          p.data.push_back(val);
-          nrm += val * val;
-        }
-      nrm = std::sqrt(nrm);
-      std::int64_t bits;
-      std::memcpy(&bits, &nrm, sizeof bits);
-      p.meta.insert(p.meta.end(), {meta_rc(i, j), bits});
-      offsets.push_back(off);
-    }
-  p.index(d.r, d.c);  // the receiver's offsets, from the block sizes alone
-  EXPECT_EQ(p.off, offsets);
-  return p;
-}
-
-// The image of d's blocks (i, j) with keep(i, j), from d's values (norms recomputed).
-template <class Keep>
-PanelBuf image_of(Dense& d, Keep keep) {
-  PanelBuf p;
-  for (int i = 0; i < d.r.count(); ++i)
-    for (int j = 0; j < d.c.count(); ++j) {
       if (!d.has[static_cast<std::size_t>(i * d.c.count() + j)] || !keep(i, j)) continue;
+      offsets.push_back(static_cast<std::int64_t>(p.data.size()));
       double nrm = 0;
       for (int y = 0; y < d.c.size(j); ++y)
         for (int x = 0; x < d.r.size(i); ++x) {
@@ -78,7 +52,23 @@ PanelBuf image_of(Dense& d, Keep keep) {
       p.meta.insert(p.meta.end(), {meta_rc(i, j), bits});
     }
   p.index(d.r, d.c);
+  EXPECT_EQ(p.off, offsets);
   return p;
+}
+
+// Random blocks of d with probability `fill`, block (i, j) scaled by scale(i, j); their image.
+PanelBuf make_image(Dense& d, std::mt19937& rng, double fill, double (*scale)(int, int)) {
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (int i = 0; i < d.r.count(); ++i)
+    for (int j = 0; j < d.c.count(); ++j) {
+      if (u(rng) * 0.5 + 0.5 >= fill) continue;
+      d.has[static_cast<std::size_t>(i * d.c.count() + j)] = 1;
+      const double s = scale(i, j);
+      for (int y = 0; y < d.c.size(j); ++y)
+        for (int x = 0; x < d.r.size(i); ++x)
+          d.at(d.r.offset(i) + x, d.c.offset(j) + y) = s * u(rng);
+    }
+  return image_of(d, [](int, int) { return true; });
 }
 
 // The on-the-fly thresholds eps / n_i, n_i counted here from the two patterns (the products

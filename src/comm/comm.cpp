@@ -1,4 +1,6 @@
 #include "tessel/comm/comm.hpp"
+
+#include "tessel/core/build.hpp"
 #include "tessel/core/timer.hpp"
 
 #include <algorithm>
@@ -551,11 +553,7 @@ class Staged {
 // calls: SMPI builds its nonblocking collectives from one request per peer and completes them
 // in O(p^2) per rank, which made simulations of a few hundred ranks spend hours there, while
 // its blocking ones are its tuned algorithms. The payload, and so the ledger, is the same.
-#ifdef TESSEL_SMPI
-constexpr bool kBlockingCollectives = true;
-#else
-constexpr bool kBlockingCollectives = false;
-#endif
+constexpr bool kBlockingCollectives = kSimulatedMpi;
 
 void Comm::allreduce_raw(void* buf, int count, MPI_Datatype t, std::size_t sz, MPI_Op op) const {
   const double t0 = trace::begin(tracer_of(ledger_));

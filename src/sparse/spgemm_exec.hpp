@@ -9,6 +9,7 @@
 
 #include "spgemm_panels.hpp"
 #include "tessel/comm/window.hpp"
+#include "tessel/core/build.hpp"
 #include "tessel/core/context.hpp"
 #include "tessel/core/timer.hpp"
 #include "tessel/layout/grid2d.hpp"
@@ -111,7 +112,7 @@ class TickProgress {
  public:
   static constexpr const char* kPointPoll = "spgemm: progress poll";
   TickProgress(comm::RequestSet* rs, MPI_Comm c, double interval, const comm::Comm* hooks = nullptr)
-      : rs_(rs), c_(c), interval_(interval), on_(interval > 0 && !kSimulated), hooks_(hooks) {}
+      : rs_(rs), c_(c), interval_(interval), on_(interval > 0 && !kSimulatedMpi), hooks_(hooks) {}
   void operator()() {
     if (!on_) return;
     const double now = clock_.seconds();
@@ -126,11 +127,6 @@ class TickProgress {
   }
 
  private:
-#ifdef TESSEL_SMPI
-  static constexpr bool kSimulated = true;
-#else
-  static constexpr bool kSimulated = false;
-#endif
   comm::RequestSet* rs_;
   MPI_Comm c_;
   double interval_;

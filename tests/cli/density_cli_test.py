@@ -112,6 +112,11 @@ def main():
                                 f"{r['memory_peak_bytes']}, maxrss {r['maxrss_bytes_max']}")
             elif any(s["peak_bytes"] < s["matrices"] + s["buffers"] + s["windows"] - 1 for s in stages.values()):
                 problems.append(f"memory: a stage's parts exceed its peak: {stages}")
+            elif any(not s["matrices_alive"] or s["matrices_alive"][0] > r["largest_matrix_bytes"]
+                     or s["matrices_alive"] != sorted(s["matrices_alive"], reverse=True)
+                     for s in stages.values() if s["matrices"] > 0):
+                problems.append(f"memory: the matrices alive at a stage's peak are not listed "
+                                f"largest first within the largest matrix: {stages}")
             elif "accounted memory per rank" not in p.stdout:
                 problems.append("memory: no accounted memory line")
             else:

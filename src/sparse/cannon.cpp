@@ -160,8 +160,8 @@ ExecResult run_cannon(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
     PhaseScope ph(ledger, kPhaseA);
     preshift(
         grid.row(), plan.pc, j, a * Q,
-        [&](int pos, int q) { return piece_of(plan.cannon_image(i, pos, q / Q), q % Q); },
-        home_a, dir_a, sa);
+        [&](int pos, int q) { return piece_of(plan.cannon_image(i, pos, q / Q), q % Q); }, home_a,
+        dir_a, sa);
   }
   home_a = {};  // sent (or moved into a slot): the pre-shift's copies are not needed any more
   home_b = pack_home(*ops.b, *ops.inner, *ops.cols, kq, false, i * b * Q, b * Q);
@@ -174,8 +174,8 @@ ExecResult run_cannon(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
     PhaseScope ph(ledger, kPhaseB);
     preshift(
         grid.col(), plan.pr, i, b * Q,
-        [&](int pos, int q) { return piece_of(plan.cannon_image(pos, j, q / Q), q % Q); },
-        home_b, dir_b, sb);
+        [&](int pos, int q) { return piece_of(plan.cannon_image(pos, j, q / Q), q % Q); }, home_b,
+        dir_b, sb);
   }
   home_b = {};
   account();

@@ -197,8 +197,7 @@ SpMultiplyReport multiply(Context& ctx, double alpha, SpOp opa, const BlockSpars
   TESSEL_CHECK(std::isfinite(options.progress_poll) && options.progress_poll >= 0, InputError,
                "spgemm: progress_poll = ", options.progress_poll, " s (expected >= 0)");
   TESSEL_CHECK(options.cannon_pieces >= 1 && options.cannon_pieces <= detail::kMaxCannonPieces,
-               InputError,
-               "spgemm: cannon_pieces = ", options.cannon_pieces, " (expected 1 .. ",
+               InputError, "spgemm: cannon_pieces = ", options.cannon_pieces, " (expected 1 .. ",
                detail::kMaxCannonPieces, ")");
   const Distribution& dc = c.distribution();
   SpMultiplyReport rep;

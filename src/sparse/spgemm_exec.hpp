@@ -87,7 +87,6 @@ struct ExecOptions {
 /// SpMultiplyOptions::cannon_pieces at most: more pieces only add messages.
 constexpr int kMaxCannonPieces = 64;
 
-
 struct ExecResult {
   /// This rank's C panel, sum over all images (not scaled by alpha); merge_into reads it in
   /// place. Empty when nothing was multiplied (alpha = 0).

@@ -19,7 +19,9 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CP2K = os.path.join(ROOT, "..", "shared", "data", "cp2k", "h2o-32-szv")
+# The optional real matrices: TESSEL_SHARED_DATA (ctest sets it from -DTESSEL_DATA_DIR).
+DATA = os.environ.get("TESSEL_SHARED_DATA", os.path.join(ROOT, "..", "shared", "data"))
+CP2K = os.path.join(DATA, "cp2k", "h2o-32-szv")
 
 
 def main():
@@ -77,7 +79,7 @@ def main():
                 print(f"ok {name}: band energy {be:.10f} (exact {meta['band_energy_exact']}), "
                       f"{r['multiplications']} multiplications, {r['sign_evaluations']} sign evaluations")
         else:
-            print("skip: no ../shared/data/cp2k/h2o-32-szv")
+            print(f"skip: no {CP2K}")
         energies = {}
         for extra in ([], ["--dense"], ["--tile", "none"], ["--tile", "12", "--tiling", "contiguous"]):
             p = run(["--generate", "water:12", "--eps", "0"] + extra, work)

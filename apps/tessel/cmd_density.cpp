@@ -44,7 +44,7 @@ struct DensityArgs {
   std::optional<double> eps_inverse, eps_transform,
       eps_final;  // unset: the defaults of DensityOptions
   std::optional<int> final_steps;
-  bool dense = false, nonsymmetric = false, energy_weighted = false;
+  bool dense = false, nonsymmetric = false, energy_weighted = false, explain = false;
 };
 
 struct Input {
@@ -209,8 +209,10 @@ int run_density(const DensityArgs& a) {
               << (tiled ? fmt::format("tiles: {} (--tile {}, --tiling {}, {:.3f} s)\n",
                                       tl.describe(), a.tile, a.tiling, tile_seconds)
                         : std::string())
-              << fmt::format("{:>14} {:>5} {:>12} {:>14} {:>12} {:>10} {:>9}\n", "stage", "iter",
-                             "residual", "occupation", "mu", "blocks", "seconds")
+              << (a.explain ? std::string()
+                            : fmt::format("{:>14} {:>5} {:>12} {:>14} {:>12} {:>10} {:>9}\n",
+                                          "stage", "iter", "residual", "occupation", "mu",
+                                          "blocks", "seconds"))
               << std::flush;
   MemoryWatch watch(ctx, a.memory_mib * 1024.0 * 1024.0);
   opt.on_step = [&](const solvers::IterationInfo& s) {
@@ -252,13 +254,19 @@ int run_density(const DensityArgs& a) {
     mults = r.multiplications;
     flops = ctx.comm().allreduce_value(alg.stats().flops, MPI_SUM);
   };
-  double seconds = 0;
+  double seconds = 0, mem_predicted = 0;
   if (a.dense) {
     auto g = most_square_grid(ctx.size());
     auto lay = layout::Layout::block_cyclic(in.H.rows(), in.H.cols(), 64, 64, g.first, g.second, 0,
                                             0, ctx.size());
     auto H = sparse::to_dense(ctx, in.H, lay);
     auto S = sparse::to_dense(ctx, in.S, lay);
+    if (a.explain) {
+      if (root)
+        std::cout << "--explain: the dense path has no memory model (every matrix n^2 / ranks "
+                     "values); stopped before the solve\n";
+      return trace.finish(0);
+    }
     solvers::DenseAlgebra alg(ctx);
     auto r = solve(alg, H, S, in.electrons, opt);
     seconds = t0.seconds();
@@ -274,7 +282,18 @@ int run_density(const DensityArgs& a) {
       in.H = sparse::to_tiles(ctx, in.H, tl, tl, td, "H");
       in.S = sparse::to_tiles(ctx, in.S, tl, tl, td, "S");
     }
-    watch.check_start("the solve");
+    const std::int64_t input = std::max(in.H.local_bytes(), in.S.local_bytes());
+    mem_predicted = watch.check_start("the solve", input);
+    if (root)
+      std::cout << fmt::format(
+          "memory per rank: predicted peak {} ({} x the largest input matrix as the solver "
+          "holds it; docs/density.md){}\n",
+          human_bytes(mem_predicted), kPeakPerLargestInput,
+          a.memory_mib > 0 ? fmt::format(", budget {:g} MiB", a.memory_mib) : std::string());
+    if (a.explain) {
+      if (root) std::cout << "--explain: stopped before the solve\n";
+      return trace.finish(0);
+    }
     solvers::SparseAlgebra alg(ctx, mo);
     auto r = solve(alg, in.H, in.S, in.electrons, opt);
     if (tiled) {
@@ -376,6 +395,7 @@ int run_density(const DensityArgs& a) {
     j["maxrss_bytes_max"] = rss_max;
     j["maxrss_bytes_mean"] = rss_mean;
     if (!a.dense) {
+      j["memory_predicted_bytes"] = mem_predicted;
       j["memory_peak_bytes"] = mem_peak;
       j["memory_peak_stage"] = mem_peak_stage;
       j["largest_matrix_bytes"] = largest;
@@ -463,6 +483,9 @@ std::function<int()> add_density(CLI::App& app) {
                 "multiply buffers, windows), the process's ru_maxrss or the next step's "
                 "extrapolated peak exceeds it")
       ->capture_default_str();
+  s->add_flag("--explain", a->explain,
+              "Read (or generate) and tile the input, print the predicted peak memory per rank, "
+              "and stop before the solve (no output files)");
   add_trace_option(s, a->trace);
   return [a] { return run_density(*a); };
 }

@@ -31,15 +31,21 @@ void MemoryWatch::over(const std::string& where, double need, const std::string&
       budget_ / (1024.0 * 1024.0), where, human_bytes(need), why));
 }
 
-void MemoryWatch::check_start(const char* what) {
+double MemoryWatch::check_start(const char* what, std::int64_t largest_input) {
   const auto& m = ctx_.ledger().memory();
-  double v[2] = {static_cast<double>(m.current() + 2 * m.largest_matrix()), maxrss_bytes()};
-  ctx_.comm().allreduce(v, 2, MPI_MAX);
+  double v[3] = {static_cast<double>(m.current() + 2 * m.largest_matrix()), maxrss_bytes(),
+                 kPeakPerLargestInput * static_cast<double>(largest_input)};
+  ctx_.comm().allreduce(v, 3, MPI_MAX);
+  if (budget_ > 0 && v[2] > budget_)
+    over(what, v[2],
+         fmt::format("predicted: {} x the largest input matrix as the solver holds it, {}",
+                     kPeakPerLargestInput, human_bytes(v[2] / kPeakPerLargestInput)));
   if (budget_ > 0 && v[0] > budget_)
     over(what, v[0],
          "predicted: the matrices held now plus a product and its accumulator the size of the "
          "largest");
   if (budget_ > 0 && v[1] > budget_) over(what, v[1], "measured: ru_maxrss");
+  return v[2];
 }
 
 void MemoryWatch::step(const solvers::IterationInfo& s) {

@@ -23,6 +23,15 @@ struct StagePeak {
   std::vector<double> alive;
 };
 
+/// The solve's peak per rank predicted from its largest input matrix (local bytes of H or S as
+/// the solver holds them, max over ranks). The iterations hold six matrices the size of the
+/// iterate X (H, S, Z = S^-1/2, H~, X^2 and Y in TRS4; H, S, Z, H~, X, X^2 in sign), X at least
+/// as large as the inputs, and a multiply holds 1.25 images per operand (Cannon's pieces) and
+/// its accumulator (the product before the final filter, about 3 X): kPeakPerLargestInput X.
+/// Measured 2026-11-28 with --generate water:N, TRS4, eps 1e-6, 4 ranks: 11.4 (N = 4,000,
+/// where X and H are the same size in tiles), 417 MB against 408 MB predicted (N = 1,000).
+inline constexpr double kPeakPerLargestInput = 11.5;
+
 class MemoryWatch {
  public:
   /// `budget_bytes` <= 0: no budget. Not collective.
@@ -32,10 +41,11 @@ class MemoryWatch {
   /// peak so far (accounted, or the process's ru_maxrss) exceeds it, or when the next step,
   /// extrapolated from the growth of the iterate's blocks, would.
   void step(const solvers::IterationInfo& s);
-  /// Collective, before the solve: throws when what is already held plus the first products'
-  /// buffers (one more copy of the largest matrix for the product, one for its accumulator)
-  /// exceeds the budget.
-  void check_start(const char* what);
+  /// Collective, before the solve: the predicted peak per rank (max over ranks; see
+  /// kPeakPerLargestInput), from the largest of `inputs` (this rank's local bytes). Throws when
+  /// it, or what is already held plus the first products' buffers (one more copy of the largest
+  /// matrix for the product, one for its accumulator), or ru_maxrss exceeds the budget.
+  double check_start(const char* what, std::int64_t largest_input);
   /// Collective. The per-stage peaks, max over ranks (the stages in order of first appearance).
   std::vector<StagePeak> stages() const;
   /// Collective. Max over ranks of the largest single matrix seen.

@@ -125,6 +125,22 @@ def main():
                 print(f"ok memory accounting: peak {r['memory_peak_bytes']:.0f} B in "
                       f"{r['memory_peak_stage']}, largest matrix {r['largest_matrix_bytes']:.0f} B")
 
+            # --explain: the same prediction as the full run's, no solve, no output files
+            jx, ox = os.path.join(work, "explain.json"), os.path.join(work, "explain_P.npy")
+            q = run(["--generate", "water:48", "--method", "trs4", "--explain", "--json", jx,
+                     "--out", ox], work)
+            m = re.search(r"predicted peak ([0-9.]+ [kMG]?B)", q.stdout)
+            full = re.search(r"predicted peak ([0-9.]+ [kMG]?B)", p.stdout)
+            if q.returncode != 0:
+                problems.append(f"--explain: exit {q.returncode}: {q.stderr[-500:]}")
+            elif not m or not full or m.group(1) != full.group(1) or not r["memory_predicted_bytes"] > 0:
+                problems.append(f"--explain: predicted {m and m.group(1)} against the run's "
+                                f"{full and full.group(1)} / {r['memory_predicted_bytes']}")
+            elif "band energy" in q.stdout or os.path.exists(jx) or os.path.exists(ox):
+                problems.append("--explain: solved or wrote output files")
+            else:
+                print(f"ok --explain: predicted peak {m.group(1)} per rank, as the run")
+
         # ---- errors: exit 2, one message from rank 0, no output file
         blocks_bad = os.path.join(work, "bad_blocks.txt")
         with open(blocks_bad, "w") as f:

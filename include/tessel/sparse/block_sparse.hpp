@@ -174,6 +174,9 @@ class BlockSparseMatrix {
   /// Not collective: blocks stored on this rank. Collective versions below. local() describes
   /// the sorted CSR: valid when is_finalized() (blocks put since are not in row_ptr).
   std::int64_t local_nblocks() const { return static_cast<std::int64_t>(col_.size()); }
+  /// Not collective. This rank's storage in bytes (the vectors' capacities: what the Context's
+  /// MemoryLedger is charged for this matrix).
+  std::int64_t local_bytes() const { return charge_.bytes(); }
   std::int64_t local_nnz() const { return static_cast<std::int64_t>(data_.size()); }
   LocalBlocks<T> local() const {
     return {&brows_, &row_ptr_, &col_, &offset_, &norm_, data_.data()};

@@ -209,10 +209,10 @@ int run_density(const DensityArgs& a) {
               << (tiled ? fmt::format("tiles: {} (--tile {}, --tiling {}, {:.3f} s)\n",
                                       tl.describe(), a.tile, a.tiling, tile_seconds)
                         : std::string())
-              << (a.explain ? std::string()
-                            : fmt::format("{:>14} {:>5} {:>12} {:>14} {:>12} {:>10} {:>9}\n",
-                                          "stage", "iter", "residual", "occupation", "mu",
-                                          "blocks", "seconds"))
+              << (a.explain
+                      ? std::string()
+                      : fmt::format("{:>14} {:>5} {:>12} {:>14} {:>12} {:>10} {:>9}\n", "stage",
+                                    "iter", "residual", "occupation", "mu", "blocks", "seconds"))
               << std::flush;
   MemoryWatch watch(ctx, a.memory_mib * 1024.0 * 1024.0);
   opt.on_step = [&](const solvers::IterationInfo& s) {

@@ -33,7 +33,7 @@ struct SpgemmArgs {
                             transa = "N", transb = "N", out, json, retain = "none", trace;
   double eps = 0;
   double poll_us = 1e6 * sparse::SpMultiplyOptions{}.progress_poll;
-  int repeat = 3;
+  int repeat = 3, pieces = sparse::SpMultiplyOptions{}.cannon_pieces;
   bool verify = false, explain = false, comm_only = false, drop_partial = false;
   std::uint64_t seed = 42;
 };
@@ -82,6 +82,9 @@ int run_spgemm(const SpgemmArgs& a) {
   TESSEL_CHECK(std::isfinite(a.poll_us) && a.poll_us >= 0, InputError, "--poll-us ", a.poll_us,
                ": expected >= 0");
   opt.progress_poll = a.poll_us * 1e-6;
+  TESSEL_CHECK(a.pieces >= 1 && a.pieces <= 64, InputError, "--cannon-pieces ", a.pieces,
+               ": expected 1 .. 64");
+  opt.cannon_pieces = a.pieces;
   TESSEL_CHECK(std::isfinite(a.eps) && a.eps >= 0, InputError, "--eps ", a.eps, ": expected >= 0");
   TESSEL_CHECK(a.repeat >= 1, InputError, "--repeat ", a.repeat, ": expected >= 1");
   TESSEL_CHECK(!(a.comm_only && a.verify), InputError,
@@ -347,6 +350,7 @@ int run_spgemm(const SpgemmArgs& a) {
     j["partial_blocks_dropped"] = partial_dropped;
     j["comm_only"] = a.comm_only;
     j["poll_us"] = a.poll_us;
+    j["cannon_pieces"] = a.pieces;
     j["retain"] = a.retain;
     j["retain_pattern_occupancy"] = occ_pat;
     j["c_pattern_last_call_mean_bytes"] = pattern_last;
@@ -398,6 +402,10 @@ std::function<int()> add_spgemm(CLI::App& app) {
       "--drop-partial-blocks", a->drop_partial,
       "rma25d, L > 1, --eps > 0: do not send partial C blocks whose norm bound is below "
       "eps / (L |alpha|) (fewer C bytes; the answer then depends on L, by < eps per block)");
+  s->add_option("--cannon-pieces", a->pieces,
+                "Cannon: move and multiply each image in this many pieces (1 .. 64; a rank "
+                "holds its images plus one piece in flight; 1 = whole images)")
+      ->capture_default_str();
   s->add_option("--transa", a->transa, "op(A): N or T")->capture_default_str();
   s->add_option("--transb", a->transb, "op(B): N or T")->capture_default_str();
   s->add_option("--repeat", a->repeat,

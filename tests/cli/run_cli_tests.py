@@ -1152,6 +1152,7 @@ def spgemm_error_cases(runner, tally, nranks, work):
         (["--generate", "band:0"], ["--generate 'band:0'"]),
         (["--comm-only", "--verify"], ["--comm-only", "--verify"]),
         (["--repeat", "0"], ["--repeat 0"]),
+        (["--cannon-pieces", "0"], ["--cannon-pieces 0", "1 .. 64"]),
         (["--retain", "b"], ["--retain 'b'", "none, a or c"]),
         (["--a", "A.csr"], ["--a/--b/--blocks", "all three"]),
         (["--a", "nothere.csr", "--b", "nothere.csr", "--blocks", "nothere.txt"], ["nothere.txt"]),
@@ -1178,6 +1179,7 @@ def spgemm_positive_cases(runner, tally, nranks, work):
     runs = [
         ("cannon exact", ["--algorithm", "cannon", "--verify"]),
         ("cannon eps T", ["--algorithm", "cannon", "--eps", "1e-6", "--transb", "T", "--verify"]),
+        ("cannon 7 pieces", ["--algorithm", "cannon", "--cannon-pieces", "7", "--verify"]),
         ("rma25d auto eps T", ["--algorithm", "rma25d", "--layers", "auto", "--eps", "1e-6", "--transa", "T",
                                "--verify"]),
         ("rma25d L=1", ["--algorithm", "rma25d", "--layers", "1", "--verify"]),

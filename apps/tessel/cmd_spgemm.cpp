@@ -82,8 +82,8 @@ int run_spgemm(const SpgemmArgs& a) {
   TESSEL_CHECK(std::isfinite(a.poll_us) && a.poll_us >= 0, InputError, "--poll-us ", a.poll_us,
                ": expected >= 0");
   opt.progress_poll = a.poll_us * 1e-6;
-  TESSEL_CHECK(a.pieces >= 1 && a.pieces <= 64, InputError, "--cannon-pieces ", a.pieces,
-               ": expected 1 .. 64");
+  TESSEL_CHECK(a.pieces >= 0 && a.pieces <= 64, InputError, "--cannon-pieces ", a.pieces,
+               ": expected 0 (auto) or 1 .. 64");
   opt.cannon_pieces = a.pieces;
   TESSEL_CHECK(std::isfinite(a.eps) && a.eps >= 0, InputError, "--eps ", a.eps, ": expected >= 0");
   TESSEL_CHECK(a.repeat >= 1, InputError, "--repeat ", a.repeat, ": expected >= 1");
@@ -404,7 +404,8 @@ std::function<int()> add_spgemm(CLI::App& app) {
       "eps / (L |alpha|) (fewer C bytes; the answer then depends on L, by < eps per block)");
   s->add_option("--cannon-pieces", a->pieces,
                 "Cannon: move and multiply each image in this many pieces (1 .. 64; a rank "
-                "holds its images plus one piece in flight; 1 = whole images)")
+                "holds its images plus one piece in flight; 1 = whole images; 0 = auto: pieces "
+                "of at most ~16 MB)")
       ->capture_default_str();
   s->add_option("--transa", a->transa, "op(A): N or T")->capture_default_str();
   s->add_option("--transb", a->transb, "op(B): N or T")->capture_default_str();

@@ -4,6 +4,7 @@
 
 #include <libxsmm.h>
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -131,6 +132,19 @@ std::vector<double> row_thresholds(Context& ctx, const SpOperands& ops, double e
   return detail::row_thresholds(products, eps);
 }
 
+/// Cannon's pieces per image: `requested`, or with 0 (auto) as many as keep a piece of the
+/// larger operand's local storage (max over ranks, one allreduce in the setup phase) within
+/// kAutoPieceBytes, at most kMaxAutoPieces. Collective when auto.
+int cannon_pieces(Context& ctx, const SpOperands& ops, int requested) {
+  if (requested > 0) return requested;
+  PhaseScope ph(ctx.ledger(), detail::kPhaseSetup);
+  const double local =
+      static_cast<double>(std::max(ops.a->local_bytes(), ops.b->local_bytes()));
+  const double most = ctx.comm().allreduce_value(local, MPI_MAX);
+  const double pieces = std::ceil(most / static_cast<double>(detail::kAutoPieceBytes));
+  return static_cast<int>(std::clamp(pieces, 1.0, static_cast<double>(detail::kMaxAutoPieces)));
+}
+
 /// Conform the operands, run the executor: this rank's product panel in `res`.
 void run_multiply(Context& ctx, const SpgemmPlan& plan, double alpha, SpOp opa,
                   const BlockSparseMatrix<double>& a, SpOp opb, const BlockSparseMatrix<double>& b,
@@ -169,7 +183,8 @@ void run_multiply(Context& ctx, const SpgemmPlan& plan, double alpha, SpOp opa,
     eo.partial_drop = options.filter_eps / (plan.layers * std::abs(alpha));
   eo.comm_only = options.comm_only;
   eo.progress_poll = options.progress_poll;
-  eo.cannon_pieces = options.cannon_pieces;
+  if (plan.algorithm == SpAlgorithm::Cannon)
+    eo.cannon_pieces = cannon_pieces(ctx, ops, options.cannon_pieces);
   if (options.retain_sparsity) {
     allowed.emplace(detail::pattern_of(c));
     eo.allowed = &*allowed;
@@ -196,9 +211,9 @@ SpMultiplyReport multiply(Context& ctx, double alpha, SpOp opa, const BlockSpars
                " (expected >= 0)");
   TESSEL_CHECK(std::isfinite(options.progress_poll) && options.progress_poll >= 0, InputError,
                "spgemm: progress_poll = ", options.progress_poll, " s (expected >= 0)");
-  TESSEL_CHECK(options.cannon_pieces >= 1 && options.cannon_pieces <= detail::kMaxCannonPieces,
-               InputError, "spgemm: cannon_pieces = ", options.cannon_pieces, " (expected 1 .. ",
-               detail::kMaxCannonPieces, ")");
+  TESSEL_CHECK(options.cannon_pieces >= 0 && options.cannon_pieces <= detail::kMaxCannonPieces,
+               InputError, "spgemm: cannon_pieces = ", options.cannon_pieces,
+               " (expected 0 = auto, or 1 .. ", detail::kMaxCannonPieces, ")");
   const Distribution& dc = c.distribution();
   SpMultiplyReport rep;
   if (options.algorithm == SpAlgorithm::Rma25d && options.layers == 0) {  // auto: eq. 7

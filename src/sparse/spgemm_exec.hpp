@@ -86,6 +86,13 @@ struct ExecOptions {
 
 /// SpMultiplyOptions::cannon_pieces at most: more pieces only add messages.
 constexpr int kMaxCannonPieces = 64;
+/// cannon_pieces = auto: a piece of an image holds at most about this many bytes. Every piece
+/// costs a pass over the accumulator's rows and its own messages (4 pieces of ~30 MB images
+/// made a 4-rank multiply of generated water:600 with atomic blocks ~10% slower than whole
+/// images, 2026-11-28, loaded machine); above a few tens of MB per image the memory saved
+/// matters more (water:1000 in 32-row tiles at 4 ranks: 55 MB, 4 pieces).
+constexpr std::int64_t kAutoPieceBytes = std::int64_t{16} << 20;
+constexpr int kMaxAutoPieces = 16;
 
 struct ExecResult {
   /// This rank's C panel, sum over all images (not scaled by alpha); merge_into reads it in

@@ -1152,7 +1152,7 @@ def spgemm_error_cases(runner, tally, nranks, work):
         (["--generate", "band:0"], ["--generate 'band:0'"]),
         (["--comm-only", "--verify"], ["--comm-only", "--verify"]),
         (["--repeat", "0"], ["--repeat 0"]),
-        (["--cannon-pieces", "0"], ["--cannon-pieces 0", "1 .. 64"]),
+        (["--cannon-pieces", "65"], ["--cannon-pieces 65", "1 .. 64"]),
         (["--retain", "b"], ["--retain 'b'", "none, a or c"]),
         (["--a", "A.csr"], ["--a/--b/--blocks", "all three"]),
         (["--a", "nothere.csr", "--b", "nothere.csr", "--blocks", "nothere.txt"], ["nothere.txt"]),

@@ -636,11 +636,11 @@ TEST(Spgemm, Errors) {
     EXPECT_THROW(multiply(ctx, 1.0, SpOp::N, A, SpOp::N, A, 0.0, C, o), InputError);
   }
   o.progress_poll = 2e-4;
-  for (int q : {0, 65}) {  // cannon_pieces 1 .. 64
+  for (int q : {-1, 65}) {  // cannon_pieces 0 (auto) .. 64
     o.cannon_pieces = q;
     EXPECT_THROW(multiply(ctx, 1.0, SpOp::N, A, SpOp::N, A, 0.0, C, o), InputError);
   }
-  o.cannon_pieces = 4;
+  o.cannon_pieces = 0;
   // a put pending on one rank only: refused on every rank
   std::vector<double> v(static_cast<std::size_t>(s[0] * s[0]), 1.0);
   if (ctx.rank() == p - 1) A.put_block(0, 0, v.data());

@@ -49,9 +49,10 @@ struct SpMultiplyOptions {
   double progress_poll = 2e-4;
   /// Cannon: every image of A and B is sent and multiplied in this many pieces (its k blocks
   /// cut into consecutive runs), so a rank holds the images it multiplies plus one piece in
-  /// flight per operand, not a second whole image. 1 = whole images (fewer, larger messages).
-  /// The bytes moved and the answer do not depend on it. 1 .. 64.
-  int cannon_pieces = 4;
+  /// flight per operand, not a second whole image. 1 = whole images (fewer, larger messages);
+  /// 0 = auto: pieces of at most ~16 MB of the larger operand's local storage (1 for small
+  /// matrices; one allreduce). The bytes moved and the answer do not depend on it. 0 .. 64.
+  int cannon_pieces = 0;
 };
 
 /// Per-rank bytes of one phase ("spgemm/A panels", ...): received (p2p + get) and sent.

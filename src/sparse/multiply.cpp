@@ -138,8 +138,7 @@ std::vector<double> row_thresholds(Context& ctx, const SpOperands& ops, double e
 int cannon_pieces(Context& ctx, const SpOperands& ops, int requested) {
   if (requested > 0) return requested;
   PhaseScope ph(ctx.ledger(), detail::kPhaseSetup);
-  const double local =
-      static_cast<double>(std::max(ops.a->local_bytes(), ops.b->local_bytes()));
+  const double local = static_cast<double>(std::max(ops.a->local_bytes(), ops.b->local_bytes()));
   const double most = ctx.comm().allreduce_value(local, MPI_MAX);
   const double pieces = std::ceil(most / static_cast<double>(detail::kAutoPieceBytes));
   return static_cast<int>(std::clamp(pieces, 1.0, static_cast<double>(detail::kMaxAutoPieces)));

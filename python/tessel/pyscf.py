@@ -1,0 +1,185 @@
+"""tessel.pyscf: PySCF's closed-shell SCF (RHF, RKS; molecules) with tessel's density step.
+
+    from pyscf import gto, dft
+    import tessel, tessel.pyscf
+    ctx = tessel.Context(MPI.COMM_WORLD)
+    mf = tessel.pyscf.use_tessel(dft.RKS(mol, xc="pbe"), ctx, method="trs4")
+    mf.kernel()                     # every rank; PySCF's own cycle lines, tessel's densities
+
+Every rank runs the same PySCF code on the same inputs (integrals, Fock builds, DIIS, energy:
+replicated); each SCF step's density is tessel's, from F and PySCF's orthogonalizer x
+distributed over the Context's ranks (tessel._scf_step). PySCF's loop is unchanged: the
+object's `eig` returns orbital energies and a placeholder for the orbitals (TesselOrbitals)
+that carries the density, and `get_occ`, `make_rdm1`, `get_grad` read it. What is exact and
+what is a substitute: docs/pyscf.md. PySCF is an optional dependency (`pip install
+tessel[pyscf]`); importing this module without it raises ImportError.
+"""
+import numpy as np
+from mpi4py import MPI
+from pyscf import lib
+from pyscf.lib import logger
+from pyscf.scf import hf as _hf
+
+from ._scf_step import METHODS, DensityStep
+from ._tessel import Context, InputError
+
+__all__ = ["use_tessel", "TesselOrbitals", "METHODS"]
+
+
+class TesselOrbitals(np.ndarray):
+    """The `mo_coeff` of a tessel SCF step: NaN-filled (n_ao x n_mo, so any use as orbitals
+    shows), with `.tessel`, the step's StepRecord (density, HOMO, LUMO, ...)."""
+
+    def __new__(cls, record, shape):
+        obj = np.full(shape, np.nan).view(cls)
+        obj.tessel = record
+        return obj
+
+    def __array_finalize__(self, obj):
+        self.tessel = getattr(obj, "tessel", None)
+
+
+def use_tessel(mf, ctx=None, method="canonical", **purify_options):
+    """Collective over ctx (default: a new Context on MPI.COMM_WORLD; make one and pass it).
+
+    A copy of the PySCF mean-field object `mf` (restricted closed-shell RHF or RKS of a
+    molecule, no point-group symmetry) whose density step is tessel's purification: `method`
+    one of METHODS; `purify_options` as tessel.purify (tol, max_iter, algorithm, n_dup, ...).
+    Unsupported objects (UHF/UKS, ROHF, GHF, smearing, fractional or replaced occupations,
+    second-order SCF, symmetry, periodic cells, odd electron counts) raise tessel.InputError
+    on every rank. Call `.kernel()` on every rank.
+    """
+    if ctx is None:
+        ctx = Context(MPI.COMM_WORLD)
+    ctx.agree(lambda: _check_supported(mf, method))
+    step = DensityStep(ctx, mf.mol.nelectron // 2, method, **purify_options)
+    return lib.set_class(_TesselSCF(mf, step), (_TesselSCF, mf.__class__))
+
+
+def _check_supported(mf, method):
+    """Not collective. Raises InputError naming what `mf` or `method` is and what is needed."""
+    where = "tessel.pyscf.use_tessel"
+    if method not in METHODS:
+        raise InputError(f"{where}: method = {method!r} (expected one of {', '.join(METHODS)})")
+    for cls_path, what in _UNSUPPORTED:
+        cls = _class_at(cls_path)
+        if cls is not None and isinstance(mf, cls):
+            raise InputError(f"{where}: mf is a {type(mf).__name__} ({what}); tessel.pyscf "
+                             "supports restricted closed-shell RHF/RKS with integer occupations")
+    if not isinstance(mf, _hf.RHF):
+        raise InputError(f"{where}: mf is a {type(mf).__name__} (expected a pyscf RHF or RKS object)")
+    mol = mf.mol
+    if getattr(mol, "a", None) is not None:
+        raise InputError(f"{where}: mf.mol is a periodic cell (expected a molecule)")
+    if mol.spin != 0 or mol.nelectron % 2:
+        raise InputError(f"{where}: mol.spin = {mol.spin}, mol.nelectron = {mol.nelectron} "
+                         "(expected a closed shell: spin 0, an even electron count)")
+    replaced = sorted(k for k in ("eig", "_eigh", "get_occ", "make_rdm1", "get_grad") if k in vars(mf))
+    if replaced:
+        raise InputError(f"{where}: mf.{', mf.'.join(replaced)} replaced on the object (e.g. "
+                         "scf.addons.frac_occ or mom: fractional or chosen occupations; expected "
+                         "aufbau integer occupations)")
+
+
+# (module.class, what it is) of the objects refused, checked before RHF (ROHF is an RHF).
+_UNSUPPORTED = (
+    ("pyscf.scf.rohf.ROHF", "restricted open shell"),
+    ("pyscf.scf.uhf.UHF", "unrestricted, open shell"),
+    ("pyscf.scf.ghf.GHF", "generalized spin orbitals"),
+    ("pyscf.scf.dhf.DHF", "relativistic four-component"),
+    ("pyscf.scf.smearing._SmearingSCF", "smearing: fractional occupations"),
+    ("pyscf.soscf.newton_ah._CIAH_SOSCF", "second-order SCF: orbital rotations"),
+    ("pyscf.scf.hf_symm.SymAdaptedRHF", "point-group symmetry: build the molecule with symmetry=False"),
+    ("pyscf.pbc.scf.hf.SCF", "periodic"),
+)
+
+
+def _class_at(path):
+    import importlib
+
+    module, name = path.rsplit(".", 1)
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError):
+        return None
+
+
+class _TesselSCF:
+    """Mixin over the PySCF class: eig, get_occ, make_rdm1 and get_grad on tessel's density
+    (their inputs from elsewhere — real orbitals — go to PySCF's own methods)."""
+
+    __name_mixin__ = "Tessel"
+    _keys = {"tessel_step"}
+
+    def __init__(self, mf, step):
+        self.__dict__.update(mf.__dict__)
+        self.tessel_step = step
+
+    def eig(self, h, s, overwrite=False, x=None):
+        """Collective. (mo_energy, TesselOrbitals) of Fock matrix h: tessel's density of h.
+        mo_energy: NaN except the HOMO (index nocc-1) and LUMO (nocc) of the projected F."""
+        if x is None:
+            x = self._tessel_x(s)
+        record = self.tessel_step.run(np.asarray(h), x)
+        _log_step(self, record)
+        mo_energy = np.full(x.shape[1], np.nan)
+        mo_energy[record.nocc - 1], mo_energy[record.nocc] = record.homo, record.lumo
+        return mo_energy, TesselOrbitals(record, x.shape)
+
+    def get_occ(self, mo_energy=None, mo_coeff=None):
+        """Not collective. 2 for the nocc lowest states, 0 above (aufbau, as the density)."""
+        record = _record_of(self, mo_coeff)
+        if record is None:
+            return super().get_occ(mo_energy, mo_coeff)
+        mo_occ = np.zeros(record.x.shape[1])
+        mo_occ[: record.nocc] = 2.0
+        gap = (record.lumo - record.homo) * 27.211386245988
+        self.scf_summary["gap"] = gap
+        logger.info(self, "  HOMO = %.15g  LUMO = %.15g  gap/eV = %.5f  (tessel)",
+                    record.homo, record.lumo, gap)
+        return mo_occ
+
+    def make_rdm1(self, mo_coeff=None, mo_occ=None, **kwargs):
+        """Not collective. dm = 2 P from tessel's step (a plain array, no orbitals attached)."""
+        record = _record_of(self, mo_coeff)
+        if record is None:
+            return super().make_rdm1(mo_coeff, mo_occ, **kwargs)
+        return 2.0 * record.density
+
+    def get_grad(self, mo_coeff, mo_occ, fock=None):
+        """Not collective. The orbital gradient in the orthogonal basis (StepRecord)."""
+        record = _record_of(self, mo_coeff)
+        if record is None:
+            return super().get_grad(mo_coeff, mo_occ, fock)
+        if fock is None:
+            fock = self.get_hcore(self.mol) + self.get_veff(self.mol, 2.0 * record.density)
+        return record.orbital_gradient(np.asarray(fock))
+
+    def undo_tessel(self):
+        """Not collective. The object with PySCF's own density step again."""
+        obj = lib.view(self, lib.drop_class(self.__class__, _TesselSCF))
+        del obj.tessel_step
+        return obj
+
+    def _tessel_x(self, s):
+        """PySCF's canonical orthogonalization of s (as its kernel passes to eig)."""
+        cached = getattr(self, "_tessel_x_cache", None)
+        if cached is None or cached[0] is not s:
+            self._tessel_x_cache = (s, _hf.check_linear_dependency(s))
+        return self._tessel_x_cache[1]
+
+
+def _record_of(mf, mo_coeff):
+    if mo_coeff is None:
+        mo_coeff = mf.mo_coeff
+    if isinstance(mo_coeff, TesselOrbitals) and mo_coeff.tessel is not None:
+        if mo_coeff.shape == mo_coeff.tessel.x.shape:
+            return mo_coeff.tessel
+    return None
+
+
+def _log_step(mf, record):
+    r, t = record.result, record.seconds
+    logger.info(mf, "  tessel %s: %d iterations, ||D-D^2|| = %.2e, %.3f s (purify %.3f s) "
+                "on %d ranks", r["method"], r["iterations"], r["idempotency_error"],
+                sum(t.values()), t["purify"], mf.tessel_step.ctx.size)

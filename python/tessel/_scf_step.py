@@ -16,11 +16,13 @@ import time
 import numpy as np
 
 from ._replicated import gather_replicated, scatter_replicated
-from ._tessel import multiply
+from ._tessel import density, multiply
 from ._tessel import purify as _purify
 
-#: Density methods of the step: tessel.purify's methods without a chemical potential.
-METHODS = ("canonical", "trs2", "trs4")
+#: Density methods of the step: tessel.purify's methods without a chemical potential (around
+#: SymmSquareCube), and "sign": the sign iteration with its chemical-potential search
+#: (tessel.density over dense.multiply).
+METHODS = ("canonical", "trs2", "trs4", "sign")
 
 
 class StepRecord:
@@ -50,6 +52,7 @@ class DensityStep:
     def __init__(self, ctx, nocc, method="canonical", **purify_options):
         self.ctx, self.nocc, self.method, self.options = ctx, nocc, method, purify_options
         self._x = None  # (the replicated x, its DistMatrix)
+        self._eye = None  # the identity in the orthogonal basis (S of the sign method)
 
     def run(self, fock, x):
         """Collective. The StepRecord of Fock matrix `fock` (AO) with orthogonalizer `x`."""
@@ -60,7 +63,7 @@ class DensityStep:
         xtF, _ = multiply(ctx, dx, dF, transa="T")
         dFo, _ = multiply(ctx, xtF, dx)
         t1 = time.perf_counter()
-        dDo, result = _purify(ctx, dFo, self.nocc, method=self.method, **self.options)
+        dDo, result = self._solve(dFo, x.shape[1])
         t2 = time.perf_counter()
         xD, _ = multiply(ctx, dx, dDo)
         dP, _ = multiply(ctx, xD, dx, transb="T")
@@ -73,6 +76,14 @@ class DensityStep:
              "levels": t5 - t4}
         return StepRecord(density=0.5 * (P + P.T), d_orth=d_orth, f_orth=f_orth, x=x,
                           nocc=self.nocc, homo=homo, lumo=lumo, result=result, seconds=t)
+
+    def _solve(self, dFo, m):
+        """Collective. (D', result) of F' (m x m, orthogonal basis) by the step's method."""
+        if self.method != "sign":
+            return _purify(self.ctx, dFo, self.nocc, method=self.method, **self.options)
+        if self._eye is None or self._eye.layout.shape != (m, m):
+            self._eye = scatter_replicated(self.ctx, np.eye(m))
+        return density(self.ctx, dFo, self._eye, 2 * self.nocc, method="sign", **self.options)
 
     def _distributed_x(self, x):
         if self._x is None or self._x[0] is not x:

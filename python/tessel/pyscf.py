@@ -43,8 +43,10 @@ def use_tessel(mf, ctx=None, method="canonical", **purify_options):
     """Collective over ctx (default: a new Context on MPI.COMM_WORLD; make one and pass it).
 
     A copy of the PySCF mean-field object `mf` (restricted closed-shell RHF or RKS of a
-    molecule, no point-group symmetry) whose density step is tessel's purification: `method`
-    one of METHODS; `purify_options` as tessel.purify (tol, max_iter, algorithm, n_dup, ...).
+    molecule, no point-group symmetry) whose density step is tessel's: `method` one of METHODS
+    (purification around SymmSquareCube, or the sign iteration); `purify_options` as
+    tessel.purify (tol, max_iter, algorithm, n_dup, ...) or, for "sign", tessel.density
+    (tol, max_iter, mu).
     Unsupported objects (UHF/UKS, ROHF, GHF, smearing, fractional or replaced occupations,
     second-order SCF, symmetry, periodic cells, odd electron counts) raise tessel.InputError
     on every rank. Call `.kernel()` on every rank.
@@ -180,6 +182,10 @@ def _record_of(mf, mo_coeff):
 
 def _log_step(mf, record):
     r, t = record.result, record.seconds
-    logger.info(mf, "  tessel %s: %d iterations, ||D-D^2|| = %.2e, %.3f s (purify %.3f s) "
-                "on %d ranks", r["method"], r["iterations"], r["idempotency_error"],
-                sum(t.values()), t["purify"], mf.tessel_step.ctx.size)
+    if "idempotency_error" in r:
+        quality = "||D-D^2|| = %.2e" % r["idempotency_error"]
+    else:
+        quality = "sign residual %.2e, mu = %.6f" % (r["residual"], r["mu"])
+    logger.info(mf, "  tessel %s: %d iterations, %s, %.3f s (density %.3f s) on %d ranks",
+                r["method"], r["iterations"], quality, sum(t.values()), t["purify"],
+                mf.tessel_step.ctx.size)

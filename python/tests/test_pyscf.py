@@ -73,7 +73,7 @@ CASES = {
 
 
 @pytest.mark.parametrize("case,method", [
-    ("h2o2-rhf", "canonical"), ("h2o2-pbe", "trs4"), ("h2o8-rhf", "trs4"),
+    ("h2o2-rhf", "canonical"), ("h2o2-pbe", "trs4"), ("h2o2-pbe", "sign"), ("h2o8-rhf", "trs4"),
     ("octatetraene-pbe", "canonical"),
 ])
 def test_energy_equals_pyscf(ctx, case, method):
@@ -132,7 +132,7 @@ def test_unsupported_raises_everywhere(ctx, kind):
 def test_bad_method_raises_everywhere(ctx):
     raises_everywhere(ctx, tessel.InputError,
                       lambda: tessel.pyscf.use_tessel(scf.RHF(_closed()), ctx, method="sign?"),
-                      match=r"method = 'sign\?' \(expected one of canonical, trs2, trs4\)")
+                      match=r"method = 'sign\?' \(expected one of canonical, trs2, trs4, sign\)")
 
 
 def test_method_differing_between_ranks_raises_everywhere(ctx):

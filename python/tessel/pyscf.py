@@ -20,7 +20,13 @@ from pyscf import lib
 from pyscf.lib import logger
 from pyscf.scf import hf as _hf
 
-from ._scf_step import METHODS, DensityStep
+from ._scf_step import DensityStep
+
+#: The methods use_tessel offers: purification around SymmSquareCube. The step also runs
+#: "sign" (tessel.density), but its chemical-potential search fails on small molecules (the
+#: water dimer in 6-31G: mu lands next to an eigenvalue and the iteration stalls; with mu
+#: given mid-gap it converges): not offered until the search is fixed (docs/pyscf.md).
+METHODS = ("canonical", "trs2", "trs4")
 from ._tessel import Context, InputError
 
 __all__ = ["use_tessel", "TesselOrbitals", "METHODS"]
@@ -43,10 +49,8 @@ def use_tessel(mf, ctx=None, method="canonical", **purify_options):
     """Collective over ctx (default: a new Context on MPI.COMM_WORLD; make one and pass it).
 
     A copy of the PySCF mean-field object `mf` (restricted closed-shell RHF or RKS of a
-    molecule, no point-group symmetry) whose density step is tessel's: `method` one of METHODS
-    (purification around SymmSquareCube, or the sign iteration); `purify_options` as
-    tessel.purify (tol, max_iter, algorithm, n_dup, ...) or, for "sign", tessel.density
-    (tol, max_iter, mu).
+    molecule, no point-group symmetry) whose density step is tessel's purification: `method`
+    one of METHODS; `purify_options` as tessel.purify (tol, max_iter, algorithm, n_dup, ...).
     Unsupported objects (UHF/UKS, ROHF, GHF, smearing, fractional or replaced occupations,
     second-order SCF, symmetry, periodic cells, odd electron counts) raise tessel.InputError
     on every rank. Call `.kernel()` on every rank.

@@ -20,13 +20,16 @@ from pyscf import lib
 from pyscf.lib import logger
 from pyscf.scf import hf as _hf
 
+from . import _route
 from ._scf_step import DensityStep
 
 #: The methods use_tessel offers: purification around SymmSquareCube. The step also runs
 #: "sign" (tessel.density), but its chemical-potential search fails on small molecules (the
 #: water dimer in 6-31G: mu lands next to an eigenvalue and the iteration stalls; with mu
 #: given mid-gap it converges): not offered until the search is fixed (docs/pyscf.md).
-METHODS = ("canonical", "trs2", "trs4")
+#: "auto" (the default): PySCF's own diagonalization or canonical purification, chosen at the
+#: first step from n and the cores (tessel._route, logged at PySCF's NOTE level).
+METHODS = ("auto", "canonical", "trs2", "trs4")
 from ._tessel import Context, InputError
 
 __all__ = ["use_tessel", "TesselOrbitals", "METHODS"]
@@ -45,12 +48,13 @@ class TesselOrbitals(np.ndarray):
         self.tessel = getattr(obj, "tessel", None)
 
 
-def use_tessel(mf, ctx=None, method="canonical", **purify_options):
+def use_tessel(mf, ctx=None, method="auto", **purify_options):
     """Collective over ctx (default: a new Context on MPI.COMM_WORLD; make one and pass it).
 
     A copy of the PySCF mean-field object `mf` (restricted closed-shell RHF or RKS of a
     molecule, no point-group symmetry) whose density step is tessel's purification: `method`
-    one of METHODS; `purify_options` as tessel.purify (tol, max_iter, algorithm, n_dup, ...).
+    one of METHODS ("auto": PySCF's own diagonalization where that is faster, see
+    tessel._route); `purify_options` as tessel.purify (tol, max_iter, algorithm, n_dup, ...).
     Unsupported objects (UHF/UKS, ROHF, GHF, smearing, fractional or replaced occupations,
     second-order SCF, symmetry, periodic cells, odd electron counts) raise tessel.InputError
     on every rank. Call `.kernel()` on every rank.
@@ -58,8 +62,9 @@ def use_tessel(mf, ctx=None, method="canonical", **purify_options):
     if ctx is None:
         ctx = Context(MPI.COMM_WORLD)
     ctx.agree(lambda: _check_supported(mf, method))
-    step = DensityStep(ctx, mf.mol.nelectron // 2, method, **purify_options)
-    return lib.set_class(_TesselSCF(mf, step), (_TesselSCF, mf.__class__))
+    purify_method = "canonical" if method == "auto" else method
+    step = DensityStep(ctx, mf.mol.nelectron // 2, purify_method, **purify_options)
+    return lib.set_class(_TesselSCF(mf, step, method), (_TesselSCF, mf.__class__))
 
 
 def _check_supported(mf, method):
@@ -115,17 +120,22 @@ class _TesselSCF:
     (their inputs from elsewhere — real orbitals — go to PySCF's own methods)."""
 
     __name_mixin__ = "Tessel"
-    _keys = {"tessel_step"}
+    _keys = {"tessel_step", "tessel_method", "tessel_route"}
 
-    def __init__(self, mf, step):
+    def __init__(self, mf, step, method):
         self.__dict__.update(mf.__dict__)
         self.tessel_step = step
+        self.tessel_method = method
+        self.tessel_route = None  # ("diagonalize" | "purify", reason) once chosen
 
     def eig(self, h, s, overwrite=False, x=None):
         """Collective. (mo_energy, TesselOrbitals) of Fock matrix h: tessel's density of h.
-        mo_energy: NaN except the HOMO (index nocc-1) and LUMO (nocc) of the projected F."""
+        mo_energy: NaN except the HOMO (index nocc-1) and LUMO (nocc) of the projected F.
+        Where "auto" chose diagonalization: PySCF's own eig (real orbitals)."""
         if x is None:
             x = self._tessel_x(s)
+        if self._tessel_route(x.shape[1]) == "diagonalize":
+            return super().eig(h, s, overwrite, x)
         record = self.tessel_step.run(np.asarray(h), x)
         _log_step(self, record)
         mo_energy = np.full(x.shape[1], np.nan)
@@ -161,10 +171,20 @@ class _TesselSCF:
             fock = self.get_hcore(self.mol) + self.get_veff(self.mol, 2.0 * record.density)
         return record.orbital_gradient(np.asarray(fock))
 
+    def _tessel_route(self, n):
+        """Collective at the first call (counts the cores). The route of this SCF."""
+        if self.tessel_method != "auto":
+            return "purify"
+        if self.tessel_route is None:
+            cores = _route.usable_cores(self.tessel_step.ctx.comm)
+            self.tessel_route = _route.choose(n, cores)
+            logger.note(self, "tessel.pyscf method auto: %s (%s)", *self.tessel_route)
+        return self.tessel_route[0]
+
     def undo_tessel(self):
         """Not collective. The object with PySCF's own density step again."""
         obj = lib.view(self, lib.drop_class(self.__class__, _TesselSCF))
-        del obj.tessel_step
+        del obj.tessel_step, obj.tessel_method, obj.tessel_route
         return obj
 
     def _tessel_x(self, s):

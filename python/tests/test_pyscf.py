@@ -15,6 +15,7 @@ pyscf = pytest.importorskip("pyscf")
 from pyscf import dft, gto, scf  # noqa: E402
 
 import tessel  # noqa: E402
+import tessel._route  # noqa: E402
 import tessel.pyscf  # noqa: E402
 from conftest import raises_everywhere  # noqa: E402
 
@@ -96,6 +97,21 @@ def test_energy_equals_pyscf(ctx, case, method):
     assert np.array_equal(dm, ctx.comm.bcast(dm, root=0))
 
 
+@pytest.mark.parametrize("route", ["diagonalize", "purify"])
+def test_auto_either_route_equals_pyscf(ctx, monkeypatch, route):
+    """method="auto": the route it chooses (diagonalization at this size; purification when
+    the thresholds are lowered) gives PySCF's energy."""
+    if route == "purify":
+        monkeypatch.setattr(tessel._route, "MIN_N", 0)
+        monkeypatch.setattr(tessel._route, "MEASURED_RATIO", 0)
+    e_ref = make_mf(*CASES["h2o2-rhf"]).kernel()
+    mf = tessel.pyscf.use_tessel(make_mf(*CASES["h2o2-rhf"]), ctx)  # the default: auto
+    e = mf.kernel()
+    assert mf.tessel_route[0] == route, mf.tessel_route
+    assert isinstance(mf.mo_coeff, tessel.pyscf.TesselOrbitals) == (route == "purify")
+    assert abs(e - e_ref) < 1e-8
+
+
 def test_undo_gives_pyscf_back(ctx):
     mf = tessel.pyscf.use_tessel(make_mf(*CASES["h2o2-rhf"]), ctx)
     plain = mf.undo_tessel()
@@ -136,7 +152,7 @@ def test_bad_method_raises_everywhere(ctx, method):
     """Unknown methods, and "sign" (not offered: docs/pyscf.md), raise on every rank."""
     raises_everywhere(ctx, tessel.InputError,
                       lambda: tessel.pyscf.use_tessel(scf.RHF(_closed()), ctx, method=method),
-                      match=rf"method = '{re.escape(method)}' \(expected one of canonical, trs2, trs4\)")
+                      match=rf"method = '{re.escape(method)}' \(expected one of auto, canonical, trs2, trs4\)")
 
 
 def test_method_differing_between_ranks_raises_everywhere(ctx):

@@ -6,6 +6,7 @@ import scipy.linalg
 
 import tessel
 from tessel._replicated import gather_replicated, scatter_replicated
+from tessel._route import MEASURED_RATIO, MIN_N, choose, usable_cores
 from tessel._scf_step import DensityStep, frontier_levels
 
 
@@ -65,3 +66,21 @@ def test_frontier_levels_lanczos_path():
     homo, lumo = frontier_levels(f, d, nocc)
     assert homo == pytest.approx(e[nocc - 1], abs=1e-9)
     assert lumo == pytest.approx(e[nocc], abs=1e-9)
+
+
+def test_auto_route_rule():
+    big = int(MEASURED_RATIO) + 1
+    assert choose(MIN_N - 1, 10 * big)[0] == "diagonalize"
+    assert choose(MIN_N, int(MEASURED_RATIO))[0] == "diagonalize"
+    assert choose(MIN_N, big)[0] == "purify"
+    assert "n = " in choose(10, 1)[1]
+
+
+def test_usable_cores(ctx):
+    import os
+
+    cores = usable_cores(ctx.comm)
+    assert 1 <= cores <= ctx.size
+    assert cores == ctx.comm.bcast(cores)
+    if ctx.comm.allreduce(os.uname().nodename != ctx.comm.bcast(os.uname().nodename)) == 0:
+        assert cores == min(ctx.size, len(os.sched_getaffinity(0)))  # one node

@@ -22,6 +22,7 @@ from pyscf.scf import hf as _hf
 
 from . import _route
 from ._scf_step import DensityStep
+from ._tessel import Context, InputError
 
 #: The methods use_tessel offers: purification around SymmSquareCube. The step also runs
 #: "sign" (tessel.density), but its chemical-potential search fails on small molecules (the
@@ -30,7 +31,9 @@ from ._scf_step import DensityStep
 #: "auto" (the default): PySCF's own diagonalization or canonical purification, chosen at the
 #: first step from n and the cores (tessel._route, logged at PySCF's NOTE level).
 METHODS = ("auto", "canonical", "trs2", "trs4")
-from ._tessel import Context, InputError
+#: Keywords passed on to tessel.purify.
+PURIFY_OPTIONS = ("tol", "max_iter", "algorithm", "n_dup", "p", "active_ranks", "replication",
+                  "collectives")
 
 __all__ = ["use_tessel", "TesselOrbitals", "METHODS"]
 
@@ -61,17 +64,22 @@ def use_tessel(mf, ctx=None, method="auto", **purify_options):
     """
     if ctx is None:
         ctx = Context(MPI.COMM_WORLD)
-    ctx.agree(lambda: _check_supported(mf, method))
+    ctx.agree(lambda: _check_supported(mf, method, purify_options))
     purify_method = "canonical" if method == "auto" else method
     step = DensityStep(ctx, mf.mol.nelectron // 2, purify_method, **purify_options)
     return lib.set_class(_TesselSCF(mf, step, method), (_TesselSCF, mf.__class__))
 
 
-def _check_supported(mf, method):
-    """Not collective. Raises InputError naming what `mf` or `method` is and what is needed."""
+def _check_supported(mf, method, options):
+    """Not collective. Raises InputError naming what `mf`, `method` or an option is and what
+    is needed."""
     where = "tessel.pyscf.use_tessel"
     if method not in METHODS:
         raise InputError(f"{where}: method = {method!r} (expected one of {', '.join(METHODS)})")
+    unknown = sorted(set(options) - set(PURIFY_OPTIONS))
+    if unknown:
+        raise InputError(f"{where}: unknown option {unknown[0]} = {options[unknown[0]]!r} "
+                         f"(expected tessel.purify's: {', '.join(PURIFY_OPTIONS)})")
     for cls_path, what in _UNSUPPORTED:
         cls = _class_at(cls_path)
         if cls is not None and isinstance(mf, cls):

@@ -155,6 +155,12 @@ def test_bad_method_raises_everywhere(ctx, method):
                       match=rf"method = '{re.escape(method)}' \(expected one of auto, canonical, trs2, trs4\)")
 
 
+def test_unknown_option_raises_everywhere(ctx):
+    raises_everywhere(ctx, tessel.InputError,
+                      lambda: tessel.pyscf.use_tessel(scf.RHF(_closed()), ctx, tolerance=1e-9),
+                      match=r"unknown option tolerance = 1e-09 \(expected tessel.purify's: tol, ")
+
+
 def test_method_differing_between_ranks_raises_everywhere(ctx):
     """A rank-local mistake (one rank passes a bad method) still raises on every rank."""
     method = "canonical" if ctx.rank != ctx.size - 1 else "eigh"

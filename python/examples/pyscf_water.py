@@ -1,21 +1,20 @@
 """A water cluster RKS/PBE SCF in PySCF with tessel's density step, on every rank.
 
-    mpirun -np 4 python3 python/examples/pyscf_water.py [--waters 8] [--basis 6-31g]
-           [--method canonical|trs2|trs4] [--compare]
+    mpirun -np 4 python3 python/examples/pyscf_water.py [--waters 4] [--basis 6-31g]
+           [--method canonical|trs2|trs4|auto] [--compare] [--max-memory MB]
 
 The waters sit on a grid 2.9 Angstrom apart (a test geometry, not a minimum). Every rank runs
 PySCF (integrals, Kohn-Sham matrix, DIIS: replicated); each cycle's density comes from tessel
 (F distributed over the ranks, purification). Rank 0 prints PySCF's per-cycle lines with
 tessel's line per density step. --compare also runs PySCF's own SCF (diagonalization) and
 prints both energies, cycle counts and times. The last line is OK (converged; with --compare
-also the energies within 1e-8 Eh) or FAILED (exit status 1). The issue's case is --waters 8 --basis cc-pvdz
-(n = 192); the default, 4 waters in 6-31g (n = 52), takes under a minute on 4 ranks of the
-2 shared cores here (docs/pyscf.md). Without PySCF it prints SKIPPED and exits 0.
+also the energies within 1e-8 Eh) or FAILED (exit status 1). The issue's case is --waters 8
+--basis cc-pvdz (n = 192); the default is 4 waters in 6-31g (n = 52), smaller for the 2
+shared cores here (docs/pyscf.md). Without PySCF it prints SKIPPED and exits 0.
 """
 import argparse
-import time
-
 import sys
+import time
 
 import numpy as np
 from mpi4py import MPI

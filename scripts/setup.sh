@@ -107,6 +107,20 @@ else
     echo "setup.sh: warning: could not pip install scikit-build-core (only 'pip install .' needs it)" >&2
 fi
 
+# PySCF (PyPI wheel, ~30 s) for tessel.pyscf and its tests (python/tests/test_pyscf.py, ctest
+# python.pyscf.npN: skipped without it). Optional: a failed install only warns.
+if [ "$MPI" = smpi ]; then
+  :
+elif "$PYTHON" -c 'import pyscf' 2>/dev/null; then
+  echo "setup.sh: pyscf already installed for $PYTHON"
+else
+  echo "setup.sh: pip installing pyscf for $PYTHON (tessel.pyscf, docs/pyscf.md)"
+  PIP_SUDO=()
+  if [ "$(id -u)" -ne 0 ]; then PIP_SUDO=(sudo -n); fi
+  "${PIP_SUDO[@]}" "$PYTHON" -m pip install -q --break-system-packages --no-input 'pyscf>=2.14' </dev/null ||
+    echo "setup.sh: warning: could not pip install pyscf (the python.pyscf tests will be skipped)" >&2
+fi
+
 if [ $DO_BUILD = 0 ]; then
   echo "setup.sh: --no-build: packages ready, nothing configured or built"
   exit 0

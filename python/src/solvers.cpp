@@ -1,6 +1,8 @@
 // tessel.purify: the density matrix of a Fock matrix, with a Python per-step callback.
 #include "bindings.hpp"
 #include "tessel/comm/p2p_coll.hpp"
+#include "tessel/solvers/algebra.hpp"
+#include "tessel/solvers/density.hpp"
 #include "tessel/solvers/purify.hpp"
 
 namespace tessel::python {
@@ -85,9 +87,65 @@ py::tuple purify(py::object ctx_obj, py::object F_obj, std::int64_t nocc, py::ob
   return py::make_tuple(py::cast(std::move(D)), res);
 }
 
+// tessel.density on dense matrices: solvers::density over the dense algebra (dense::multiply).
+py::tuple density(py::object ctx_obj, py::object H_obj, py::object S_obj, std::int64_t electrons,
+                  const std::string& method, std::optional<double> mu, double tol, int max_iter) {
+  const ContextPtr cp = context_ptr(ctx_obj, "density");
+  PyContext& c = *cp;
+  auto matrix = [&c](py::handle h, const char* name) -> PyDistMatrix& {
+    TESSEL_CHECK(py::isinstance<PyDistMatrix>(h), InputError, "density: ", name,
+                 " must be a tessel.DistMatrix");
+    auto& x = h.cast<PyDistMatrix&>();
+    TESSEL_CHECK(x.dtype() == Dtype::F64, InputError, "density: ", name,
+                 " is complex128 (expected a real symmetric float64 matrix)");
+    TESSEL_CHECK(x.ctx.get() == &c, InputError, "density: ", name,
+                 " belongs to another tessel.Context than ctx");
+    return x;
+  };
+  PyDistMatrix& H = matrix(H_obj, "H");
+  PyDistMatrix& S = matrix(S_obj, "S");
+  solvers::DensityOptions opt;
+  opt.method = solvers::parse_density_method(method);
+  opt.mu = mu;
+  opt.tol = tol;
+  opt.max_iter = max_iter;
+  solvers::DensityResult<dense::DistMatrix<double>> r;
+  {
+    py::gil_scoped_release nogil;
+    solvers::Algebra<dense::DistMatrix<double>> alg(*c);
+    r = solvers::density(alg, H.as<double>(), S.as<double>(), electrons, opt);
+    if (!(r.P.layout() == H.layout.lay)) r.P = dense::redistribute(*c, r.P, H.layout.lay);
+  }
+  py::dict res;
+  res["method"] = solvers::to_string(opt.method);
+  res["iterations"] = r.iterations;
+  res["sign_evaluations"] = r.sign_evaluations;
+  res["mu"] = r.mu;
+  res["band_energy"] = r.band_energy;
+  res["trace_ps"] = r.trace_ps;
+  res["idempotency"] = r.idempotency;
+  res["residual"] = r.residual;
+  res["multiplications"] = r.multiplications;
+  res["inverse_iterations"] = r.inverse_iterations;
+  auto P = std::make_unique<PyDistMatrix>();
+  P->ctx = cp;
+  P->layout = H.layout;
+  P->m = std::move(r.P);
+  return py::make_tuple(py::cast(std::move(P)), res);
+}
+
 }  // namespace
 
 void bind_solvers(py::module_& m) {
+  m.def("density", &density, py::arg("ctx"), py::arg("H"), py::arg("S"), py::arg("electrons"),
+        py::arg("method") = "sign", py::arg("mu") = py::none(), py::arg("tol") = 1e-12,
+        py::arg("max_iter") = 200, R"doc(
+Collective. The density matrix P of one spin channel of (H, S) with `electrons` electrons
+(even; tr(P S) = electrons / 2) by solvers::density on dense matrices, as `tessel density`:
+method "sign" (chemical-potential search unless mu is given), "trs4", "canonical", "trs2";
+S^-1/2 by Newton-Schulz. Returns (P, result) with P in H's layout; result: method, iterations,
+sign_evaluations, mu, band_energy (2 tr(P H)), trace_ps, idempotency, residual,
+multiplications, inverse_iterations.)doc");
   m.def("purify", &purify, py::arg("ctx"), py::arg("F"), py::arg("nocc"), py::arg("S") = py::none(),
         py::arg("method") = "canonical", py::arg("mu") = py::none(), py::arg("tol") = 1e-11,
         py::arg("max_iter") = 200, py::arg("algorithm") = "5", py::arg("n_dup") = 0,

@@ -21,6 +21,7 @@ from ._tessel import (  # noqa: F401
     MpiError,
     __version__,
     _testing,
+    density,
     explain,
     mpi_flavour,
     multiply,
@@ -62,6 +63,6 @@ def purify(ctx, F, nocc, S=None, method="canonical", on_step=None, **options):
 
 __all__ = [
     "BlockSparseMatrix", "Context", "DimensionMismatch", "DistMatrix", "Distribution", "Error",
-    "GridError", "InputError", "Layout", "LayoutMismatch", "MpiError", "explain", "multiply",
-    "purify",
+    "GridError", "InputError", "Layout", "LayoutMismatch", "MpiError", "density", "explain",
+    "multiply", "purify",
 ]

@@ -81,7 +81,11 @@ def human(b):
 
 
 def plot(rows, path, title):
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:  # e.g. a python3 without it (the Debian one has it: python3-matplotlib)
+        print("simulate.py: no matplotlib: no plot")
+        return False
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     ok = [r for r in rows if r.get("exit") == 0 and r.get("call_s") is not None]
@@ -123,6 +127,8 @@ def main():
     ap.add_argument("--out", default=str(ROOT / "docs" / "bench" / "simulate"))
     ap.add_argument("--tessel", default=str(ROOT / "build-smpi" / "apps" / "tessel" / "tessel"))
     ap.add_argument("--timeout", type=float, default=3600, help="seconds per run")
+    ap.add_argument("--cfg", action="append", default=[],
+                    help="extra SMPI setting KEY:VALUE for every run (smpi_run.py --cfg)")
     ap.add_argument("--node-speed", help="the platform's host speed replaced by this "
                     "(smpi_run.py --node-speed, e.g. a process standing for several cores)")
     ap.add_argument("--no-privatize-above", type=int, default=256,
@@ -152,6 +158,8 @@ def main():
                 cmd.append("--no-privatize")
             if a.node_speed:
                 cmd += ["--node-speed", a.node_speed]
+            for c in a.cfg:
+                cmd += ["--cfg", c]
             p = subprocess.run(cmd + ["--", a.tessel] + case + ["--json", jpath],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                stdin=subprocess.DEVNULL)
@@ -185,11 +193,13 @@ def main():
     doc = {"name": a.name, "platform": plat, "ppn": a.ppn, "node_speed": a.node_speed,
            "case": case, "date": stamp,
            "tessel": a.tessel,
-           "smpi_cfg": smpi_run.SMPI_CFG + (smpi_run.SKIP_CFG if skip else []), "rows": rows}
+           "smpi_cfg": smpi_run.SMPI_CFG + (smpi_run.SKIP_CFG if skip else []) + a.cfg,
+           "rows": rows}
     (out / f"{a.name}.json").write_text(json.dumps(doc, indent=1) + "\n")
     lines = [f"`tessel {' '.join(case)}` on `{plat}` (SIMULATED, SMPI 3.32; {a.ppn} rank(s) per "
              f"node; {stamp})" +
              (f" — host speed set to {a.node_speed}" if a.node_speed else "") +
+             (f" — --cfg {' '.join(a.cfg)}" if a.cfg else "") +
              (" — local products SKIPPED and charged at the node speed: results meaningless, "
               "times and bytes are the output" if skip else ""), "",
              "| nodes | ranks | simulated s per call | recv B/rank mean | recv B/rank max | "

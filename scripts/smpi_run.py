@@ -23,6 +23,7 @@ import json
 import os
 import re
 import resource
+import signal
 import subprocess
 import sys
 import tempfile
@@ -158,13 +159,17 @@ def run(platform, np, argv, ppn=1, host_speed=None, cfg=(), timeout=None, privat
         # each rank's own thread, so the work of extra BLAS threads would go uncharged.
         env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
         t0 = time.monotonic()
+        # In a session of its own: on a timeout the whole group goes (smpirun is a shell
+        # script; killing it alone left the simulator, smpimain, running).
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             stdin=subprocess.DEVNULL, env=env, start_new_session=True)
         try:
-            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               timeout=timeout, stdin=subprocess.DEVNULL, env=env)
-            out, status = p.stdout, p.returncode
-        except subprocess.TimeoutExpired as e:
-            out = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
-            out += f"\nsmpi_run: timeout after {timeout} s\n"
+            out, _ = p.communicate(timeout=timeout)
+            status = p.returncode
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            out, _ = p.communicate()
+            out = (out or "") + f"\nsmpi_run: timeout after {timeout} s\n"
             status = 124
         wall = time.monotonic() - t0
     sim = None

@@ -6,13 +6,15 @@
         -- spgemm --generate water:2000 --eps 1e-6 --algorithm cannon
 
 Every run is `scripts/smpi_run.py` with the SMPI build's tessel (build-smpi/, made by
-`scripts/setup.sh --smpi`) on NODES x PPN ranks (--ppn, default 1) and the case's command
-(after --) plus --json. Per run it records:
+`scripts/setup.sh --smpi`) on NODES x PPN ranks (--ppn, default 1), or on the rank counts of
+--ranks (nodes = ranks / PPN rounded up, the last node partly filled), and the case's command
+(after --) plus --json. A case with `--simulate-compute skip` (gemm, ssc: the local products
+charged, not computed; docs/simulation.md) runs as smpi_run.py runs it. Per run it records:
   - the simulated time: the command's own median time per call, read from its JSON
-    (spgemm, gemm: median_s; stencil: solve_seconds) — simulated seconds, since the SMPI
+    (spgemm, gemm, ssc: median_s; stencil: solve_seconds) — simulated seconds, since the SMPI
     build's clock is the simulated one — and SMPI's simulated time of the whole run;
   - the ledger's bytes per rank, mean and max: received bytes (point-to-point and one-sided)
-    and collective bytes of the call (spgemm: "all" of ledger_one_call; gemm: the "gemm"
+    and collective bytes of the call (spgemm, ssc: "all" of ledger_one_call; gemm: the "gemm"
     phases; stencil: halo bytes per apply, sent + received);
   - memory per rank: what tessel accounts where the command reports it (gemm: the plan's
     words needed x 8 B); else the simulator's peak resident memory divided by the ranks (all
@@ -41,7 +43,7 @@ import smpi_run  # noqa: E402
 def ledger_numbers(j):
     """(recv mean, recv max, coll mean, coll max) bytes per rank of one call, from a command's JSON."""
     cmd = j.get("command")
-    if cmd == "spgemm":
+    if cmd in ("spgemm", "ssc"):
         a = j["ledger_one_call"]["all"]
     elif cmd == "gemm":
         a = j["ledger"]["gemm"]
@@ -56,7 +58,7 @@ def ledger_numbers(j):
 
 def call_seconds(j):
     cmd = j.get("command")
-    if cmd in ("spgemm", "gemm"):
+    if cmd in ("spgemm", "gemm", "ssc"):
         return j["median_s"]
     if cmd == "stencil":
         return j["solve_seconds"]
@@ -79,7 +81,11 @@ def human(b):
 
 
 def plot(rows, path, title):
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:  # e.g. a python3 without it (the Debian one has it: python3-matplotlib)
+        print("simulate.py: no matplotlib: no plot")
+        return False
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     ok = [r for r in rows if r.get("exit") == 0 and r.get("call_s") is not None]
@@ -113,17 +119,25 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=__doc__.split("\n", 2)[2])
     ap.add_argument("--platform", required=True, help="SimGrid platform file")
-    ap.add_argument("--nodes", required=True, help="comma-separated node counts")
+    ap.add_argument("--nodes", help="comma-separated node counts (ranks = nodes x ppn)")
+    ap.add_argument("--ranks", help="comma-separated rank counts instead of --nodes "
+                    "(nodes = ranks / ppn, rounded up)")
     ap.add_argument("--ppn", type=int, default=1, help="ranks per node (default 1)")
     ap.add_argument("--name", required=True, help="name of the result files")
     ap.add_argument("--out", default=str(ROOT / "docs" / "bench" / "simulate"))
     ap.add_argument("--tessel", default=str(ROOT / "build-smpi" / "apps" / "tessel" / "tessel"))
     ap.add_argument("--timeout", type=float, default=3600, help="seconds per run")
+    ap.add_argument("--cfg", action="append", default=[],
+                    help="extra SMPI setting KEY:VALUE for every run (smpi_run.py --cfg)")
+    ap.add_argument("--node-speed", help="the platform's host speed replaced by this "
+                    "(smpi_run.py --node-speed, e.g. a process standing for several cores)")
     ap.add_argument("--no-privatize-above", type=int, default=256,
                     help="ranks above which smpirun -no-privatize is used (no program copy per rank)")
     ap.add_argument("case", nargs=argparse.REMAINDER, help="-- tessel SUBCOMMAND ARGS")
     a = ap.parse_args()
     case = a.case[1:] if a.case[:1] == ["--"] else a.case
+    if bool(a.nodes) == bool(a.ranks):
+        ap.error("give one of --nodes and --ranks")
     if not case:
         ap.error("no case (give the tessel subcommand and its options after --)")
     if not os.access(a.tessel, os.X_OK):
@@ -132,8 +146,9 @@ def main():
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     rows = []
-    for nodes in [int(x) for x in a.nodes.split(",")]:
-        np = nodes * a.ppn
+    counts = [(int(x), int(x) * a.ppn) for x in a.nodes.split(",")] if a.nodes else \
+        [(-(-int(x) // a.ppn), int(x)) for x in a.ranks.split(",")]
+    for nodes, np in counts:
         with tempfile.TemporaryDirectory() as tmp:
             jpath = os.path.join(tmp, "run.json")
             # A process per run, so that its children's peak memory is this run's alone.
@@ -141,6 +156,10 @@ def main():
                    a.platform, "--np", str(np), "--ppn", str(a.ppn), "--timeout", str(a.timeout)]
             if np > a.no_privatize_above:
                 cmd.append("--no-privatize")
+            if a.node_speed:
+                cmd += ["--node-speed", a.node_speed]
+            for c in a.cfg:
+                cmd += ["--cfg", c]
             p = subprocess.run(cmd + ["--", a.tessel] + case + ["--json", jpath],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                stdin=subprocess.DEVNULL)
@@ -170,11 +189,19 @@ def main():
               f"simulated {row.get('call_s')} s per call, recv/rank mean {human(row.get('recv_mean'))} "
               f"max {human(row.get('recv_max'))}, wall {wall:.1f} s", flush=True)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    doc = {"name": a.name, "platform": plat, "ppn": a.ppn, "case": case, "date": stamp,
-           "tessel": a.tessel, "smpi_cfg": smpi_run.SMPI_CFG, "rows": rows}
+    skip = smpi_run.skips_compute(case)
+    doc = {"name": a.name, "platform": plat, "ppn": a.ppn, "node_speed": a.node_speed,
+           "case": case, "date": stamp,
+           "tessel": a.tessel,
+           "smpi_cfg": smpi_run.SMPI_CFG + (smpi_run.SKIP_CFG if skip else []) + a.cfg,
+           "rows": rows}
     (out / f"{a.name}.json").write_text(json.dumps(doc, indent=1) + "\n")
     lines = [f"`tessel {' '.join(case)}` on `{plat}` (SIMULATED, SMPI 3.32; {a.ppn} rank(s) per "
-             f"node; {stamp})", "",
+             f"node; {stamp})" +
+             (f" — host speed set to {a.node_speed}" if a.node_speed else "") +
+             (f" — --cfg {' '.join(a.cfg)}" if a.cfg else "") +
+             (" — local products SKIPPED and charged at the node speed: results meaningless, "
+              "times and bytes are the output" if skip else ""), "",
              "| nodes | ranks | simulated s per call | recv B/rank mean | recv B/rank max | "
              "coll B/rank mean | memory/rank | simulation wall s | load |",
              "|---:|---:|---:|---:|---:|---:|---:|---:|---|"]

@@ -23,6 +23,7 @@ import json
 import os
 import re
 import resource
+import signal
 import subprocess
 import sys
 import tempfile
@@ -43,6 +44,26 @@ SMPI_CFG = [
     "smpi/test:1e-6",
     "smpi/grow-injected-times:no",
 ]
+# Added when the program runs with `--simulate-compute skip` (tessel's SMPI build only): the
+# local GEMMs are then charged by the program itself (smpi_execute_flops, at the node speed of
+# the platform), and nothing else is charged as computation. Otherwise the measured CPU time of
+# the rest would be, which here is mostly the simulator's own work on shared memory (mapping
+# and faulting in SMPI_SHARED_MALLOC's pages: a 128-rank 16384^3 gemm on daint-xc40.xml took
+# 7.85 simulated seconds with it, 2.48 without, of which the charged flops are 2.29) and
+# depends on the load of the machine that runs the simulation. So under skip
+# the simulated time is the network's and the charged flops', a lower bound on the local work
+# (the reduction's sums and the copies are free).
+SKIP_CFG = ["smpi/simulate-computation:no"]
+
+
+def skips_compute(argv):
+    """True when argv runs tessel with --simulate-compute skip."""
+    argv = list(argv)
+    return any(a == "--simulate-compute=skip" or
+               (a == "--simulate-compute" and argv[i + 1:i + 2] == ["skip"])
+               for i, a in enumerate(argv))
+
+
 LOG = ["--log=xbt_cfg.thres:warning", "--log=smpi_config.thres:error",
        # SMPI warns once per run that MPI_Win_sync is not implemented; there it is not needed
        # (all ranks share one address space), see docs/simulation.md.
@@ -96,13 +117,33 @@ def rank_hosts(platform, np, ppn):
     return out
 
 
-def run(platform, np, argv, ppn=1, host_speed=None, cfg=(), timeout=None, privatize=True):
+def with_node_speed(platform, speed, tmp):
+    """A copy of the platform file in tmp whose cluster hosts compute at `speed` (e.g.
+    "360Gf"), or the file itself when speed is None. For a rank that stands for several cores
+    of a node (seed 000: one process per node with 48 threads, PPN processes sharing them)."""
+    if not speed:
+        return platform
+    with open(platform) as f:
+        text = f.read()
+    text, n = re.subn(r'(<cluster\b[^>]*\bspeed=")[^"]*(")', rf"\g<1>{speed}\g<2>", text)
+    if n != 1:
+        raise SystemExit(f"smpi_run: --node-speed needs one <cluster speed=...> in {platform}")
+    out = os.path.join(tmp, os.path.basename(platform))
+    with open(out, "w") as f:
+        f.write(text)
+    return out
+
+
+def run(platform, np, argv, ppn=1, host_speed=None, cfg=(), timeout=None, privatize=True,
+        node_speed=None):
     """Runs argv under smpirun; returns (status, output, simulated_s, wall_s). privatize=False:
     smpirun -no-privatize (every rank shares the program's globals; tessel has none of its
-    own. smpirun otherwise copies the program once per rank into /tmp: 4.5 MB each)."""
+    own. smpirun otherwise copies the program once per rank into /tmp: 4.5 MB each).
+    node_speed: the hosts' speed instead of the platform's (with_node_speed)."""
     hosts = rank_hosts(platform, np, ppn)
     speed = host_speed or platform_host_speed(platform)
     with tempfile.TemporaryDirectory() as tmp:
+        platform = with_node_speed(platform, node_speed, tmp)
         hostfile = os.path.join(tmp, "hosts")
         with open(hostfile, "w") as f:
             for h in hosts:
@@ -110,20 +151,25 @@ def run(platform, np, argv, ppn=1, host_speed=None, cfg=(), timeout=None, privat
         cmd = ["smpirun", "-np", str(np), "-platform", platform, "-hostfile", hostfile]
         if not privatize:
             cmd.append("-no-privatize")
-        for c in SMPI_CFG + list(cfg) + ([f"smpi/host-speed:{speed}"] if speed else []):
+        skip = SKIP_CFG if skips_compute(argv) else []
+        for c in SMPI_CFG + skip + list(cfg) + ([f"smpi/host-speed:{speed}"] if speed else []):
             cmd.append(f"--cfg={c}")
         cmd += LOG + list(argv)
         # One BLAS thread, as under mpirun (scripts/mpi-env.sh): SMPI charges the CPU time of
         # each rank's own thread, so the work of extra BLAS threads would go uncharged.
         env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
         t0 = time.monotonic()
+        # In a session of its own: on a timeout the whole group goes (smpirun is a shell
+        # script; killing it alone left the simulator, smpimain, running).
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             stdin=subprocess.DEVNULL, env=env, start_new_session=True)
         try:
-            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               timeout=timeout, stdin=subprocess.DEVNULL, env=env)
-            out, status = p.stdout, p.returncode
-        except subprocess.TimeoutExpired as e:
-            out = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
-            out += f"\nsmpi_run: timeout after {timeout} s\n"
+            out, _ = p.communicate(timeout=timeout)
+            status = p.returncode
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            out, _ = p.communicate()
+            out = (out or "") + f"\nsmpi_run: timeout after {timeout} s\n"
             status = 124
         wall = time.monotonic() - t0
     sim = None
@@ -144,6 +190,7 @@ def main():
     ap.add_argument("--host-speed", help="smpi/host-speed (default: the platform's record)")
     ap.add_argument("--cfg", action="append", default=[], help="extra --cfg KEY:VALUE")
     ap.add_argument("--timeout", type=float, help="seconds")
+    ap.add_argument("--node-speed", help="the platform's host speed replaced by this (e.g. 360Gf)")
     ap.add_argument("--no-privatize", action="store_true",
                     help="smpirun -no-privatize (large rank counts: no copy of the program per rank)")
     ap.add_argument("argv", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS...")
@@ -152,7 +199,7 @@ def main():
     if not argv:
         ap.error("no program (give it after --)")
     status, out, sim, wall = run(a.platform, a.np, argv, a.ppn, a.host_speed, a.cfg, a.timeout,
-                                  not a.no_privatize)
+                                  not a.no_privatize, a.node_speed)
     sys.stdout.write(out)
     rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
     print(json.dumps({"smpi": {"simulated_s": sim, "wall_s": wall, "exit": status,

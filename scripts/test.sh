@@ -34,7 +34,8 @@
 # compiled with SimGrid's smpicxx) and run its tests against that Open MPI build: smoke = the
 # block-sparse multiply on 16 simulated nodes whose answers and ledger bytes must equal the
 # Open MPI run's (ctest label smoke, ~20 s); all = also the 4-rank cases (spgemm cannon and
-# rma25d, gemm, stencil alltoallv); its own summary line (docs/simulation.md).
+# rma25d, gemm, stencil alltoallv; gemm under --simulate-compute skip); its own summary line
+# (docs/simulation.md).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

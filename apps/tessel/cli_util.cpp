@@ -52,6 +52,24 @@ void add_trace_option(CLI::App* s, std::string& path) {
                 "to this file in the Chrome trace-event format (Perfetto; bench/trace_plot.py)");
 }
 
+void add_simulate_compute_option(CLI::App* s, std::string& mode) {
+  s->add_option("--simulate-compute", mode,
+                "run | skip. skip (only in the SMPI build, docs/simulation.md): the local GEMMs "
+                "are not computed but charged to the simulated clock at the simulated host's "
+                "speed, and the matrices are shared simulated memory: results are meaningless, "
+                "times and bytes are not (no --verify)")
+      ->capture_default_str();
+}
+
+ContextOptions simulate_compute_options(const std::string& mode, bool verify) {
+  ContextOptions o;
+  o.compute = parse_compute_mode(mode, "--simulate-compute");
+  TESSEL_CHECK(!(verify && o.compute == ComputeMode::Skip), InputError,
+               "--verify with --simulate-compute skip: the local products are not computed, so "
+               "there is no result to verify (expected one of the two)");
+  return o;
+}
+
 TraceRun::TraceRun(Context& ctx, const std::string& path) : ctx_(ctx), path_(path) {
   if (path_.empty()) return;
   check_writable(ctx_, "--trace", path_);

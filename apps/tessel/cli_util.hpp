@@ -46,6 +46,19 @@ class TraceRun {
   std::string path_;
 };
 
+/// `--simulate-compute run|skip` (gemm, ssc): skip, in the SMPI build only, skips the local
+/// GEMMs and charges their flops to the simulated clock, with shared buffers (docs/simulation.md).
+void add_simulate_compute_option(CLI::App* s, std::string& mode);
+/// Pure. The Context options of a command run with `--simulate-compute mode`: InputError naming
+/// the option for a value other than run or skip, and for skip outside the SMPI build. Under
+/// skip, `verify` (the command's --verify) is refused as well: the results are meaningless.
+ContextOptions simulate_compute_options(const std::string& mode, bool verify);
+/// The line a command prints (rank 0) when its local kernels are skipped.
+inline constexpr const char* kSkipNotice =
+    "SIMULATED COMPUTE SKIPPED (--simulate-compute skip): the local products were not computed "
+    "and the matrices are shared simulated memory, so every result is meaningless by design; "
+    "the times (simulated) and the bytes moved are the output\n";
+
 /// An option value parsed by the library, with the option's name in the error message:
 /// InputError "<option> '<value>': expected <expected>".
 template <class F>

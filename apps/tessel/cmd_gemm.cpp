@@ -12,6 +12,7 @@
 #include "commands.hpp"
 #include "cli_util.hpp"
 #include "report.hpp"
+#include "tessel/core/build.hpp"
 #include "tessel/dense/multiply.hpp"
 #include "tessel/dense/plan_layouts.hpp"
 #include "tessel/io/npy.hpp"
@@ -34,7 +35,7 @@ struct GemmArgs {
   std::string layout = "block-cyclic", entry = "library";
   double alpha = 1.0, beta = 0.0, memory_mib = 0, delta = 0.15;
   int rounds = 0, repeat = 3, nb = 128;
-  std::string grid, a, b, c, out, json, trace, machine;
+  std::string grid, a, b, c, out, json, trace, machine, simulate_compute = "run";
   bool verify = false, explain = false;
   std::uint64_t seed = 42;
 };
@@ -92,8 +93,12 @@ struct Descriptor {
 
 template <class T>
 int run_gemm_typed(const GemmArgs& g) {
-  Context ctx(MPI_COMM_WORLD);
+  Context ctx(MPI_COMM_WORLD, simulate_compute_options(g.simulate_compute, g.verify));
   const int p = ctx.size();
+  const bool skip = ctx.compute() == ComputeMode::Skip;  // values meaningless, never read
+  TESSEL_CHECK(!skip || (g.a.empty() && g.b.empty() && g.c.empty() && g.out.empty()), InputError,
+               "--simulate-compute skip with a matrix file (--a, --b, --c or --out): the "
+               "matrices are shared simulated memory, expected generated inputs and no --out");
   const Op opa = parse_named("--transa", g.transa, "N, T or C", dense::parse_op);
   const Op opb = parse_named("--transb", g.transb, "N, T or C", dense::parse_op);
   dense::MultiplyOptions opt;
@@ -165,11 +170,9 @@ int run_gemm_typed(const GemmArgs& g) {
                "': expected block-cyclic or plan");
   TESSEL_CHECK(g.entry == "library" || g.entry == "pdgemm", InputError, "--entry '", g.entry,
                "': expected library or pdgemm");
-#ifdef TESSEL_SMPI
-  TESSEL_CHECK(g.entry != "pdgemm", InputError,
+  TESSEL_CHECK(!(kSimulatedMpi && g.entry == "pdgemm"), InputError,
                "--entry pdgemm: this is the SMPI build of tessel, which has no ScaLAPACK and no "
                "ScaLAPACK-compatible entry point: expected --entry library");
-#endif
   TESSEL_CHECK(!(g.entry == "pdgemm" && g.layout == "plan"), InputError,
                "--entry pdgemm takes ScaLAPACK descriptors: it needs --layout block-cyclic");
   const bool in_plan = g.layout == "plan";
@@ -189,15 +192,15 @@ int run_gemm_typed(const GemmArgs& g) {
   const auto L = dense::make_plan_layouts(plan, opa != Op::N, opb != Op::N, p);
   if (!A) {
     A.emplace(ctx, in_plan ? L.a : bc(ar, ac));
-    fill_random(*A, g.seed, 1);
+    if (!skip) fill_random(*A, g.seed, 1);
   }
   if (!B) {
     B.emplace(ctx, in_plan ? L.b : bc(br, bcn));
-    fill_random(*B, g.seed, 2);
+    if (!skip) fill_random(*B, g.seed, 2);
   }
   if (!C) {
     C.emplace(ctx, in_plan ? L.c : bc(m, n));
-    if (g.beta != 0.0) fill_random(*C, g.seed, 3);
+    if (g.beta != 0.0 && !skip) fill_random(*C, g.seed, 3);
   }
   // Only a file can disagree here (generated matrices get the shapes asked for).
   auto where = [&](const char* what) {
@@ -219,6 +222,7 @@ int run_gemm_typed(const GemmArgs& g) {
     std::cout
         << fmt::format("tessel gemm: C({} x {}) = {} op_{}(A) op_{}(B) + {} C, {} ranks, {}\n", m,
                        n, g.alpha, g.transa, g.transb, g.beta, p, g.dtype)
+        << (skip ? kSkipNotice : "")
         << (in_plan ? std::string("inputs: in the plan's own layouts (--layout plan)\n")
                     : fmt::format("inputs: block-cyclic {} x {} blocks on a {} x {} grid\n", g.nb,
                                   g.nb, pr, pc))
@@ -288,8 +292,10 @@ int run_gemm_typed(const GemmArgs& g) {
   };
 #endif
 
-  // Keep the input C when beta != 0 so every repetition computes the same thing.
-  std::vector<T> c0(C->data(), C->data() + (C->data() ? C->local_rows() * C->local_cols() : 0));
+  // Keep the input C when beta != 0 so every repetition computes the same thing (not under
+  // skip: C is shared simulated memory, its copy would be real memory).
+  std::vector<T> c0;
+  if (!skip) c0.assign(C->data(), C->data() + (C->data() ? C->local_rows() * C->local_cols() : 0));
   std::vector<double> times;
   const T alpha = T(g.alpha), beta = T(g.beta);
   // The ledger and a preloaded traffic counter both count exactly the timed multiplies.
@@ -297,7 +303,7 @@ int run_gemm_typed(const GemmArgs& g) {
   comm::pcontrol(2);
   dense::MultiplyReport rep;
   for (int r = 0; r < g.repeat; ++r) {
-    std::copy(c0.begin(), c0.end(), C->data());
+    if (!skip) std::copy(c0.begin(), c0.end(), C->data());
     ctx.comm().barrier();
     const Stopwatch t0;
     rep = run_once();
@@ -385,7 +391,9 @@ int run_gemm_typed(const GemmArgs& g) {
                human_bytes(plan_recv_max), human_bytes(total_recv_max), human_bytes(bound_bytes),
                bound_bytes > 0 ? plan_recv_max / bound_bytes : 0.0,
                bound_bytes > 0 ? total_recv_max / bound_bytes : 0.0)
-        << "verify: " << verdict << "\n";
+        << "verify: " << (skip ? std::string("not possible (--simulate-compute skip)") : verdict)
+        << "\n"
+        << (skip ? kSkipNotice : "");
   }
   const bool failed = g.verify && verdict.rfind("PASSED", 0) != 0;
   if (!g.out.empty() && failed && root)
@@ -439,6 +447,7 @@ int run_gemm_typed(const GemmArgs& g) {
                                        {"mean", stats[7].recv_bytes.mean}};
     j["ratio_to_bound"] = bound_bytes > 0 ? plan_recv_max / bound_bytes : 0.0;
     j["verify"] = {{"done", g.verify}, {"residual", residual}, {"text", verdict}};
+    j["simulate_compute"] = to_string(ctx.compute());
     write_json(ctx, g.json, j);
   }
   return trace.finish((g.verify && verdict.rfind("PASSED", 0) != 0) ? 1 : 0);
@@ -490,6 +499,7 @@ std::function<int()> add_gemm(CLI::App& app) {
       ->capture_default_str();
   s->add_flag("--verify", g->verify, "Refuse NaN/Inf inputs and check the result (Freivalds)");
   s->add_flag("--explain", g->explain, "Print the plan and exit without multiplying");
+  add_simulate_compute_option(s, g->simulate_compute);
   return [g]() -> int {
     if (g->dtype == "double") return run_gemm_typed<double>(*g);
     if (g->dtype == "complex") return run_gemm_typed<std::complex<double>>(*g);

@@ -19,12 +19,10 @@
 
 namespace tessel::comm {
 
-#ifdef TESSEL_SMPI
-// SMPI has no MPI_Pcontrol (it aborts the simulation), and no profiler to tell.
-void pcontrol(int) {}
-#else
-void pcontrol(int level) { MPI_Pcontrol(level); }
-#endif
+void pcontrol(int level) {
+  // SMPI has no MPI_Pcontrol (it aborts the simulation), and no profiler to tell.
+  if constexpr (!kSimulatedMpi) MPI_Pcontrol(level);
+}
 
 std::string mpi_error_string(int rc) {
   char msg[MPI_MAX_ERROR_STRING];
@@ -85,11 +83,7 @@ ExchangeGuard::~ExchangeGuard() {
 
 // ---------------------------------------------------------------- RequestSet
 namespace {
-#ifdef TESSEL_SMPI
-constexpr bool kBlockingWaits = true;  // see back_off
-#else
-constexpr bool kBlockingWaits = false;
-#endif
+constexpr bool kBlockingWaits = kSimulatedMpi;  // see back_off
 }  // namespace
 
 RequestSet& RequestSet::operator=(RequestSet&& o) noexcept {
@@ -173,33 +167,26 @@ MPI_Request* RequestSet::add(Pending& token, Then then) {
 }
 
 // ---------------------------------------------------------------- polled waits (poll.hpp)
-// Under SMPI (TESSEL_SMPI) the waits block instead (progress(true), MPI_Wait): the ranks are
+// Under SMPI (kSimulatedMpi) the waits block instead (progress(true), MPI_Wait): the ranks are
 // simulated actors that do not compete for a core, a real sleep or yield would be measured and
 // charged as computation, and every MPI_Test that finds nothing advances the simulated clock
 // by SMPI's injected smpi/test time (growing with repeated tests), which would quantise waits.
-#ifdef TESSEL_SMPI
-void back_off(int) {}
-#else
 void back_off(int idle_tests) {
-  if (idle_tests <= 64) return;
+  if (kSimulatedMpi || idle_tests <= 64) return;
   if (idle_tests < 1024)
     std::this_thread::yield();
   else
     std::this_thread::sleep_for(std::chrono::microseconds(50));
 }
-#endif
 
 int wait_polled(MPI_Request& r, MPI_Status* st) noexcept {
-#ifdef TESSEL_SMPI
-  return MPI_Wait(&r, st);  // see back_off
-#else
+  if constexpr (kSimulatedMpi) return MPI_Wait(&r, st);  // see back_off
   for (int idle = 1;; idle = std::min(idle + 1, 1 << 20)) {
     int flag = 0;
     const int rc = MPI_Test(&r, &flag, st);
     if (rc != MPI_SUCCESS || flag) return rc;
     back_off(idle);
   }
-#endif
 }
 
 void arrive(MPI_Comm c, bool watch) {
@@ -207,12 +194,12 @@ void arrive(MPI_Comm c, bool watch) {
   RequestSet
       rs;  // by default no watch(c): c may be the caller's own communicator (no probing on it)
   if (watch) rs.watch(c);
-#ifdef TESSEL_SMPI
-  check_mpi(PMPI_Barrier(c), "MPI_Barrier");  // see kBlockingCollectives
-#else
-  check_mpi(PMPI_Ibarrier(c, rs.add()), "MPI_Ibarrier");
-  rs.wait_all();
-#endif
+  if constexpr (kSimulatedMpi) {
+    check_mpi(PMPI_Barrier(c), "MPI_Barrier");  // see kBlockingCollectives
+  } else {
+    check_mpi(PMPI_Ibarrier(c, rs.add()), "MPI_Ibarrier");
+    rs.wait_all();
+  }
 }
 
 void RequestSet::idle(int n) {
@@ -389,15 +376,15 @@ Comm Comm::dup() const {
   MPI_Comm c = MPI_COMM_NULL;
   // MPI_Comm_idup waited for by polling (poll.hpp): the nonblocking form of MPI_Comm_dup,
   // in which MPICH would busy-poll for the last rank (context id agreement).
-#ifdef TESSEL_SMPI
-  // SMPI has no MPI_Comm_idup; its blocking MPI_Comm_dup is the same duplicate and does not
-  // busy-poll (the ranks are simulated).
-  check_mpi(MPI_Comm_dup(comm_, &c), "MPI_Comm_dup");
-#else
-  MPI_Request r = MPI_REQUEST_NULL;
-  check_mpi(MPI_Comm_idup(comm_, &c, &r), "MPI_Comm_idup");
-  check_mpi(wait_polled(r, MPI_STATUS_IGNORE), "MPI_Comm_idup (wait)");
-#endif
+  if constexpr (kSimulatedMpi) {
+    // SMPI has no MPI_Comm_idup; its blocking MPI_Comm_dup is the same duplicate and does not
+    // busy-poll (the ranks are simulated).
+    check_mpi(MPI_Comm_dup(comm_, &c), "MPI_Comm_dup");
+  } else {
+    MPI_Request r = MPI_REQUEST_NULL;
+    check_mpi(MPI_Comm_idup(comm_, &c, &r), "MPI_Comm_idup");
+    check_mpi(wait_polled(r, MPI_STATUS_IGNORE), "MPI_Comm_idup (wait)");
+  }
   Comm out(c, ledger_);
   out.owned_ = true;
   out.testing_ = testing_;
@@ -549,7 +536,7 @@ class Staged {
 }  // namespace
 
 // The blocking collectives of Comm are posted nonblocking and waited for by polling (MPICH
-// busy-polls inside the blocking calls). In the SMPI build (TESSEL_SMPI) they are the blocking
+// busy-polls inside the blocking calls). In the SMPI build (kSimulatedMpi) they are the blocking
 // calls: SMPI builds its nonblocking collectives from one request per peer and completes them
 // in O(p^2) per rank, which made simulations of a few hundred ranks spend hours there, while
 // its blocking ones are its tuned algorithms. The payload, and so the ledger, is the same.

@@ -1,6 +1,7 @@
 // The exchange plan (pure), the Exchanger base and the factory; one file per strategy:
 // exchange_alltoallv.cpp, exchange_neighbor.cpp (neighbor + persistent), exchange_p2p.cpp.
 #include "tessel/comm/exchange.hpp"
+#include "tessel/core/build.hpp"
 
 #include <algorithm>
 #include <climits>
@@ -155,13 +156,7 @@ bool have_persistent_neighbor() {
 #endif
 }
 
-bool have_neighbor_collectives() {
-#ifdef TESSEL_SMPI
-  return false;
-#else
-  return true;
-#endif
-}
+bool have_neighbor_collectives() { return !kSimulatedMpi; }
 
 Exchanger::Exchanger(const Comm& c, ExchangePlan plan, int width, ExchangeStrategy s)
     : comm_(c), plan_(std::move(plan)), width_(width), strategy_(s) {

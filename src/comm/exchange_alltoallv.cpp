@@ -1,6 +1,7 @@
 // Exchanger strategies alltoallv and ialltoallv: the Octopus original of seed 002. Counts and
 // displacements of size p, zero for every rank that is not a peer.
 #include "exchange_impl.hpp"
+#include "tessel/core/build.hpp"
 #include "trace_hooks.hpp"
 
 namespace tessel::comm {
@@ -14,9 +15,8 @@ class AlltoallvExchanger final : public Exchanger {
   void start() override {
     begin_collective();
     Tracer* t = tracer_of(comm_.ledger());
-#ifdef TESSEL_SMPI
     // SMPI: the blocking original is MPI_Alltoallv itself (comm.cpp, kBlockingCollectives).
-    if (strategy_ == ExchangeStrategy::Alltoallv) {
+    if (kSimulatedMpi && strategy_ == ExchangeStrategy::Alltoallv) {
       const double t0 = trace::begin(t);
       check_mpi(MPI_Alltoallv(send_.data(), k_.send_counts.data(), k_.send_displs.data(),
                               MPI_DOUBLE, recv_.data(), k_.recv_counts.data(),
@@ -25,7 +25,6 @@ class AlltoallvExchanger final : public Exchanger {
       if (t) t->transfer_since("coll", -1, payload_bytes(), t0);
       return;
     }
-#endif
     check_mpi(MPI_Ialltoallv(send_.data(), k_.send_counts.data(), k_.send_displs.data(), MPI_DOUBLE,
                              recv_.data(), k_.recv_counts.data(), k_.recv_displs.data(), MPI_DOUBLE,
                              comm_.raw(), trace::add(rs_, t, "coll", -1, payload_bytes())),

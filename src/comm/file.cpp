@@ -1,4 +1,5 @@
 #include "tessel/comm/file.hpp"
+#include "tessel/core/build.hpp"
 
 #include <unistd.h>
 
@@ -209,15 +210,14 @@ Datatype share_file_type(const MatrixShare& s, MPI_Datatype elem, std::int64_t e
 File::File(const Comm& c, const std::string& path, int amode, const char* what)
     : comm_(c.raw()), max_items_(c.max_message_items()), ledger_(c.ledger()), path_(path) {
   MPI_File fh = MPI_FILE_NULL;
-#ifdef TESSEL_SMPI
   // The same on every rank (a build property), before any message: a collective failure.
-  throw InputError(detail::concat(
-      "cannot open ", path, " for ", what,
-      ": this is tessel's SMPI build: SimGrid's SMPI does MPI-IO on disks modelled in the "
-      "platform, and lacks calls tessel's transfers use (MPI_File_iread_all, "
-      "MPI_File_iwrite_all, MPI_Get_elements_x): file input and output need tessel built "
-      "against a real MPI"));
-#endif
+  if constexpr (kSimulatedMpi)
+    throw InputError(detail::concat(
+        "cannot open ", path, " for ", what,
+        ": this is tessel's SMPI build: SimGrid's SMPI does MPI-IO on disks modelled in the "
+        "platform, and lacks calls tessel's transfers use (MPI_File_iread_all, "
+        "MPI_File_iwrite_all, MPI_Get_elements_x): file input and output need tessel built "
+        "against a real MPI"));
   // Arrival barrier (poll.hpp): MPI_File_open is blocking and collective (ROMIO duplicates
   // the communicator and reduces inside) and busy-polls under MPICH while it waits.
   arrive(c.raw());

@@ -1,4 +1,5 @@
 #include "tessel/comm/nonblocking.hpp"
+#include "tessel/core/build.hpp"
 
 #include <algorithm>
 #include <climits>
@@ -102,10 +103,10 @@ void sleep_barrier(const Comm& c, std::chrono::microseconds poll) {
   MPI_Request r = MPI_REQUEST_NULL;
   check_mpi(MPI_Ibarrier(c.raw(), &r), "MPI_Ibarrier");
   if (auto* l = c.ledger()) l->now().coll_calls += 1;
-#ifdef TESSEL_SMPI
-  (void)poll;  // simulated ranks: block (see back_off in comm.cpp)
-  check_mpi(MPI_Wait(&r, MPI_STATUS_IGNORE), "MPI_Wait");
-#else
+  if constexpr (kSimulatedMpi) {  // simulated ranks: block (see back_off in comm.cpp)
+    check_mpi(MPI_Wait(&r, MPI_STATUS_IGNORE), "MPI_Wait");
+    return;
+  }
   for (;;) {
     int flag = 0;
     check_mpi(MPI_Test(&r, &flag, MPI_STATUS_IGNORE), "MPI_Test");
@@ -113,7 +114,6 @@ void sleep_barrier(const Comm& c, std::chrono::microseconds poll) {
     throw_if_failed(c.raw());  // a peer left with an error: do not wait for it (Ibarrier leaked)
     std::this_thread::sleep_for(poll);
   }
-#endif
 }
 
 }  // namespace tessel::comm

@@ -1,4 +1,5 @@
 #include "tessel/comm/packed_exchange.hpp"
+#include "tessel/core/build.hpp"
 
 #include "trace_hooks.hpp"
 
@@ -13,14 +14,13 @@ std::vector<std::int64_t> alltoall_counts(const Comm& c, const std::vector<std::
   {  // posted nonblocking and polled (RequestSet): a blocking MPI_Alltoall spins under MPICH
     RequestSet rs;
     rs.watch(c.raw());
-#ifdef TESSEL_SMPI  // blocking in the SMPI build (comm.cpp, kBlockingCollectives)
-    check_mpi(MPI_Alltoall(send.data(), 1, MPI_INT64_T, recv.data(), 1, MPI_INT64_T, c.raw()),
-              "MPI_Alltoall");
-#else
-    check_mpi(
-        MPI_Ialltoall(send.data(), 1, MPI_INT64_T, recv.data(), 1, MPI_INT64_T, c.raw(), rs.add()),
-        "MPI_Ialltoall");
-#endif
+    if constexpr (kSimulatedMpi)  // blocking in the SMPI build (comm.cpp, kBlockingCollectives)
+      check_mpi(MPI_Alltoall(send.data(), 1, MPI_INT64_T, recv.data(), 1, MPI_INT64_T, c.raw()),
+                "MPI_Alltoall");
+    else
+      check_mpi(MPI_Ialltoall(send.data(), 1, MPI_INT64_T, recv.data(), 1, MPI_INT64_T, c.raw(),
+                              rs.add()),
+                "MPI_Ialltoall");
     rs.wait_all();
   }
   if (CommLedger* l = c.ledger()) {

@@ -31,6 +31,14 @@ int resolve_node_size(const ContextOptions& opt) {
                "emulated node)");
   return static_cast<int>(v);
 }
+
+ComputeMode checked_compute(const ContextOptions& opt) {
+  TESSEL_CHECK(opt.compute == ComputeMode::Run || kSimulatedMpi, InputError,
+               "Context: compute = ", to_string(opt.compute),
+               ": skipping the local kernels exists only in the simulated build on SimGrid's "
+               "SMPI (docs/simulation.md): expected run");
+  return opt.compute;
+}
 }  // namespace
 
 Context::Context(MPI_Comm user_comm, const ContextOptions& opt)
@@ -40,6 +48,7 @@ Context::Context(MPI_Comm user_comm, const ContextOptions& opt)
       cache_(std::make_unique<comm::CommCache>()) {
   comm_.set_node_size(resolve_node_size(opt));
   comm_.set_cache(cache_.get());
+  compute_ = checked_compute(opt);
 }
 
 Context::Context(MPI_Comm user_comm, CommLedger& ledger, const ContextOptions& opt)
@@ -48,6 +57,7 @@ Context::Context(MPI_Comm user_comm, CommLedger& ledger, const ContextOptions& o
       cache_(std::make_unique<comm::CommCache>()) {
   comm_.set_node_size(resolve_node_size(opt));
   comm_.set_cache(cache_.get());
+  compute_ = checked_compute(opt);
 }
 
 void Context::set_testing(comm::TestSettings s) {

@@ -10,7 +10,8 @@ namespace tessel::dense {
 template <class T>
 DistMatrix<T>::DistMatrix(const Context& ctx, layout::Layout layout)
     : DistMatrix(uninitialized(ctx, std::move(layout))) {
-  std::fill(store_.begin(), store_.end(), T{});
+  if (store_.mode() == ComputeMode::Run)
+    std::fill(store_.data(), store_.data() + store_.size(), T{});
 }
 
 template <class T>
@@ -22,7 +23,7 @@ DistMatrix<T> DistMatrix<T>::uninitialized(const Context& ctx, layout::Layout la
   m.rank_ = ctx.rank();
   const std::int64_t lr = m.local_rows(), lc = m.local_cols();
   m.ld_ = std::max<std::int64_t>(1, lr);
-  m.store_.resize(static_cast<std::size_t>(lr * lc));  // default-initialised: not written
+  m.store_ = Storage<T>(ctx.compute(), static_cast<std::size_t>(lr * lc));  // not written
   m.data_ = m.store_.empty() ? nullptr : m.store_.data();
   return m;
 }
@@ -91,8 +92,10 @@ DistMatrix<T> DistMatrix<T>::clone() const {
   m.rank_ = rank_;
   const std::int64_t lr = local_rows(), lc = local_cols();
   m.ld_ = std::max<std::int64_t>(1, lr);
-  m.store_.assign(static_cast<std::size_t>(lr * lc), T{});
+  m.store_ = Storage<T>(store_.empty() ? ComputeMode::Run : store_.mode(),
+                        static_cast<std::size_t>(lr * lc));
   m.data_ = m.store_.empty() ? nullptr : m.store_.data();
+  if (m.store_.mode() == ComputeMode::Skip) return m;  // shared: nothing to copy
   for (std::int64_t j = 0; j < lc; ++j)
     std::copy(data_ + j * ld_, data_ + j * ld_ + lr, m.data_ + j * m.ld_);
   return m;

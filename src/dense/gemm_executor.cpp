@@ -79,7 +79,8 @@ struct Gatherer {
   const DistMatrix<T>& X;
   int rounds;
   int tag_base;
-  std::vector<T> buf[2];
+  ComputeMode mode;
+  Storage<T> buf[2];  // shared simulated memory under ComputeMode::Skip
   comm::RequestSet pending[2];
   RoundPieces rp[2];
   const T* direct[2] = {nullptr, nullptr};  // q == 1: the panel is read in place
@@ -95,8 +96,8 @@ struct Gatherer {
     }
     std::int64_t need = spec.free_len * rp[b].klen;
     if (static_cast<std::int64_t>(buf[b].size()) < need)
-      buf[b].resize(static_cast<std::size_t>(need));
-    place_own_piece(spec, rp[b], X, buf[b].data());
+      buf[b] = Storage<T>(mode, static_cast<std::size_t>(need));
+    if (mode == ComputeMode::Run) place_own_piece(spec, rp[b], X, buf[b].data());
     comm::post_allgather(c, spec.members, spec.me, rp[b].pieces, buf[b].data(), tag_base + b,
                          pending[b]);
   }
@@ -146,6 +147,7 @@ void execute_plan(Context& ctx, const GemmPlan& plan, T alpha, Op opa, const Dis
                    Ap,
                    plan.rounds,
                    comm::tag::kGemmRoundsA,
+                   ctx.compute(),
                    {},
                    {},
                    {}};
@@ -154,6 +156,7 @@ void execute_plan(Context& ctx, const GemmPlan& plan, T alpha, Op opa, const Dis
                    Bp,
                    plan.rounds,
                    comm::tag::kGemmRoundsB,
+                   ctx.compute(),
                    {},
                    {},
                    {}};
@@ -162,8 +165,9 @@ void execute_plan(Context& ctx, const GemmPlan& plan, T alpha, Op opa, const Dis
     // (pk == 1: Cp's part is the mi x nj panel), else a partial sum for the reduce-scatter.
     // The first round's GEMM writes every element (beta 0, or C's beta), so nothing is zeroed.
     const bool into_cp = !c_in_place && plan.pk == 1 && Cp.ld() == std::max<std::int64_t>(1, mi);
-    UninitVector<T> partial;
-    if (!c_in_place && !into_cp) partial.resize(static_cast<std::size_t>(mi * nj));
+    Storage<T> partial;
+    if (!c_in_place && !into_cp)
+      partial = Storage<T>(ctx.compute(), static_cast<std::size_t>(mi * nj));
     T* out = c_in_place ? C.data() : (into_cp ? Cp.data() : partial.data());
     const std::int64_t ldo = c_in_place ? C.ld() : std::max<std::int64_t>(1, mi);
 
@@ -186,7 +190,8 @@ void execute_plan(Context& ctx, const GemmPlan& plan, T alpha, Op opa, const Dis
       // call when nothing is in flight (a chunked GEMM is slower than one large call).
       const bool in_flight = !na.empty() || !nb.empty();
       kernels::gemm<T>(
-          op_char(opa), op_char(opb), mi, nj, kr, alpha, a, lda, b, ldb, beta_r, out, ldo,
+          ctx.compute(), op_char(opa), op_char(opb), mi, nj, kr, alpha, a, lda, b, ldb, beta_r, out,
+          ldo,
           [&] {
             na.test_all();
             nb.test_all();

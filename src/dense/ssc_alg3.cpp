@@ -22,8 +22,8 @@ namespace {
 
 /// Line 5 / 10: P(i,k,k) sends its reduced block `blk` (r_i x r_k) to P(i,k,0) over grd;
 /// P(i,j,0) receives block (i, j) into `out` (a copy when k = 0). Tag `tag`.
-void return_to_plane0(const Exec& e, const comm::Comm& grd, const std::vector<double>& blk,
-                      double* out, int tag) {
+void return_to_plane0(const Exec& e, const comm::Comm& grd, const Storage<double>& blk, double* out,
+                      int tag) {
   const std::int64_t ri = e.r[e.i], rj = e.r[e.j], rk = e.r[e.k];
   comm::RequestSet rs;
   if (e.j == e.k) {
@@ -42,11 +42,12 @@ void alg3(const Exec& e, const double* d, double* d2, double* d3) {
   const int i = e.i, j = e.j, k = e.k, p = e.p;
   const std::int64_t ri = e.r[i], rj = e.r[j], rk = e.r[k];
   const comm::Comm &row = (*e.row)[0], &col = (*e.col)[0], &grd = (*e.grd)[0], &glob = (*e.glob)[0];
-  std::vector<double> a(static_cast<std::size_t>(ri * rj)), c(static_cast<std::size_t>(ri * rk));
-  std::vector<double> bt, blk;
+  Storage<double> a(e.mode, static_cast<std::size_t>(ri * rj)),
+      c(e.mode, static_cast<std::size_t>(ri * rk));
+  Storage<double> bt(e.mode, 0), blk(e.mode, 0);
 
   // 1: P(i,j,0) broadcasts D_ij as A_ij along grd.
-  if (k == 0) std::copy(d, d + ri * rj, a.begin());
+  if (k == 0 && e.mode == ComputeMode::Run) std::copy(d, d + ri * rj, a.data());
   if (p > 1) comm::bcast(grd, a.data(), ri * rj, 0, e.coll);
   // 2: P(k,j,k) broadcasts its A = D_kj as B_jk^T along row (j, k).
   const double* btp = a.data();
@@ -68,7 +69,7 @@ void alg3(const Exec& e, const double* d, double* d2, double* d3) {
   if (!e.cube) return;
 
   // 6: transpose: P(j',k',0) sends D^2_j'k' to P(k',j',k'), so P(k,j,k) holds D^2_jk.
-  std::vector<double> b(static_cast<std::size_t>(rj * rk));
+  Storage<double> b(e.mode, static_cast<std::size_t>(rj * rk));
   {
     comm::RequestSet rs;
     if (k == 0) {  // P(i,j,0) holds D^2_ij: to P(j,i,j) (itself only at P(0,0,0))

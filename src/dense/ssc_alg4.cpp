@@ -13,12 +13,12 @@ void alg4(const Exec& e, const double* d, double* d2, double* d3) {
   const int i = e.i, j = e.j, k = e.k, p = e.p;
   const std::int64_t ri = e.r[i], rj = e.r[j], rk = e.r[k];
   const comm::Comm &row = (*e.row)[0], &col = (*e.col)[0], &grd = (*e.grd)[0], &glob = (*e.glob)[0];
-  std::vector<double> a(static_cast<std::size_t>(ri * rj)), bt,
-      c(static_cast<std::size_t>(ri * rk));
-  std::vector<double> d2blk, d3blk, b2;
+  Storage<double> a(e.mode, static_cast<std::size_t>(ri * rj)), bt(e.mode, 0),
+      c(e.mode, static_cast<std::size_t>(ri * rk));
+  Storage<double> d2blk(e.mode, 0), d3blk(e.mode, 0), b2(e.mode, 0);
 
   // 1: P(i,j,0) broadcasts D_ij as A_ij along grd.
-  if (k == 0) std::copy(d, d + ri * rj, a.begin());
+  if (k == 0 && e.mode == ComputeMode::Run) std::copy(d, d + ri * rj, a.data());
   if (p > 1) comm::bcast(grd, a.data(), ri * rj, 0, e.coll);
   // 2: P(k,j,k) broadcasts D_kj as B_jk^T along row (j, k).
   const double* btp = a.data();

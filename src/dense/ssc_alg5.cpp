@@ -23,8 +23,9 @@ void alg5(const Exec& e, const double* d, double* d2, double* d3) {
   auto part = [&](std::int64_t rows, std::int64_t cols, int c) {
     return comm::split_part(rows * cols, N, c, rows == 0 ? 1 : rows);
   };
-  std::vector<double> a(static_cast<std::size_t>(ri * rj)), c(static_cast<std::size_t>(ri * rk));
-  std::vector<double> bt, b2, d2blk, d3blk;
+  Storage<double> a(e.mode, static_cast<std::size_t>(ri * rj)),
+      c(e.mode, static_cast<std::size_t>(ri * rk));
+  Storage<double> bt(e.mode, 0), b2(e.mode, 0), d2blk(e.mode, 0), d3blk(e.mode, 0);
 
   // One RequestSet drives every part: waiting for part q (RequestSet::wait) keeps the other
   // parts moving, which the point-to-point chains (e.coll = P2P) need to forward segments.
@@ -32,7 +33,7 @@ void alg5(const Exec& e, const double* d, double* d2, double* d3) {
   std::vector<comm::Pending> tok(static_cast<std::size_t>(N));
 
   // Lines 1-7: D_ij along grd (parts), P(i,j,i) forwards each part along row (j, i).
-  if (k == 0) std::copy(d, d + ri * rj, a.begin());
+  if (k == 0 && e.mode == ComputeMode::Run) std::copy(d, d + ri * rj, a.data());
   double* btp = a.data();  // P(k,j,k) broadcasts its A = D_kj; the others receive D_kj
   if (i != k) {
     bt.resize(static_cast<std::size_t>(rk * rj));

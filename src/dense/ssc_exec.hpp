@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "tessel/comm/nonblocking.hpp"
+#include "tessel/core/simulate.hpp"
 
 namespace tessel::dense::ssc {
 
@@ -17,10 +18,14 @@ struct Exec {
   bool cube = true;  ///< false: "square only", D^2 alone (d3 is not touched)
   comm::CollImpl coll = comm::CollImpl::Mpi;  ///< the collectives: MPI's or tessel's p2p chains
   bool compute = true;  ///< false: benchmarks only — skip the local multiplies (results invalid)
+  /// The Context's compute mode: Skip (SMPI build) charges the products to the simulated
+  /// clock and makes the block buffers shared simulated memory (core/simulate.hpp).
+  ComputeMode mode = ComputeMode::Run;
   const comm::DupSet *row = nullptr, *col = nullptr, *grd = nullptr, *glob = nullptr;
 };
 
-/// C = op(A) B of one block pair, unless e.compute is false (communication-only benchmarks).
+/// C = op(A) B of one block pair, unless e.compute is false (communication-only benchmarks);
+/// under e.mode == ComputeMode::Skip only charged to the simulated clock.
 void local_multiply(const Exec& e, char ta, std::int64_t m, std::int64_t n, std::int64_t k,
                     const double* a, std::int64_t lda, const double* b, std::int64_t ldb,
                     double beta, double* c, std::int64_t ldc);

@@ -134,8 +134,8 @@ void summa_native(Context& ctx, T alpha, const DistMatrix<T>& A, const DistMatri
   // C = beta C on the owned part (beta == 0: not read): by the first segment's GEMM, or, when
   // there is no segment (k = 0), by the kernel's k = 0 case.
   if (segs.empty())
-    kernels::gemm<T>('N', 'N', mr, nc, 0, alpha, nullptr, 1, nullptr, 1, beta, C.data(), C.ld(), {},
-                     0);
+    kernels::gemm<T>(ctx.compute(), 'N', 'N', mr, nc, 0, alpha, nullptr, 1, nullptr, 1, beta,
+                     C.data(), C.ld(), {}, 0);
 
   Panel<T> buf[2];
   const T* pa[2] = {nullptr, nullptr};  // this segment's A panel (in place or received)
@@ -233,8 +233,8 @@ void summa_native(Context& ctx, T alpha, const DistMatrix<T>& A, const DistMatri
     // when there is nothing left to progress.
     const bool in_flight = more || !N.sends.empty();
     kernels::gemm<T>(
-        'N', 'N', mr, nc, segs[s].len, alpha, pa[x], lda[x], pb[x], ldb[x], s == 0 ? beta : T(1),
-        C.data(), C.ld(),
+        ctx.compute(), 'N', 'N', mr, nc, segs[s].len, alpha, pa[x], lda[x], pb[x], ldb[x],
+        s == 0 ? beta : T(1), C.data(), C.ld(),
         [&] {
           if (more) {
             forward_a(s + 1);

@@ -37,7 +37,7 @@ void local_multiply(const Exec& e, char ta, std::int64_t m, std::int64_t n, std:
   if (!e.compute) return;
   const comm::DupSet* any = e.glob ? e.glob : e.row;
   const KernelSpan kspan(any ? (*any)[0].ledger() : nullptr, "local gemm", 2.0 * m * n * k);
-  kernels::gemm<double>('N', ta, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc);
+  kernels::gemm<double>(e.mode, 'N', ta, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc);
 }
 
 }  // namespace ssc
@@ -158,6 +158,7 @@ void SymmSquareCube::exec(const double* d, double* d2, double* d3, bool cube) {
   e.cube = cube;
   e.coll = opt_.collectives;
   e.compute = opt_.compute_products;
+  e.mode = ctx_.compute();
   e.row = &comms_->row;
   e.col = &comms_->col;
   e.grd = &comms_->grd;

@@ -115,7 +115,7 @@ struct ExecResult {
 /// `hooks` (may be null): its test point kPointPoll is hit before every poll that calls MPI
 /// (comm::TestSettings::at_point; tests count the polls).
 ///
-/// In the SMPI build (TESSEL_SMPI) the hook is off: the simulator moves messages and serves
+/// In the SMPI build (kSimulatedMpi) the hook is off: the simulator moves messages and serves
 /// one-sided reads without the ranks' MPI calls (as a network with RDMA would), and a clock
 /// read per block row is an MPI call there (MPI_Wtime), which made a 1,024-rank simulation
 /// spend its time in them. The bytes are the same (the polls only test).

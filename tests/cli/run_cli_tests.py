@@ -547,6 +547,12 @@ def error_cases(runner, tally, nranks, work):
     check_error_case(runner, tally, nranks, f"{tag} error: --algorithm cannon",
                      ["gemm", "--m", "20", "--n", "20", "--k", "20", "--nb", "4",
                       "--algorithm", "cannon"] + outs(d), d, must=["--algorithm", "cannon"], option_only=True)
+    # --simulate-compute skip exists only in the SMPI build (docs/simulation.md).
+    d = case("simskip")
+    check_error_case(runner, tally, nranks, f"{tag} error: --simulate-compute skip (not SMPI)",
+                     ["gemm", "--m", "20", "--n", "20", "--k", "20", "--simulate-compute", "skip"]
+                     + outs(d), d, must=["--simulate-compute skip", "SMPI", "expected run"],
+                     option_only=True)
     d = case("transa")
     check_error_case(runner, tally, nranks, f"{tag} error: --transa X",
                      ["gemm", "--m", "20", "--n", "20", "--k", "20", "--nb", "4", "--transa", "X"]
@@ -939,6 +945,9 @@ def purify_error_cases(runner, tally, nranks, work):
         (["--n", "8", "--algorithm", "six"], ["--algorithm 'six'"]),
         (["--in", "nothere.npy"], ["--in nothere.npy"]),
         (["--n", "8", "--json", "/nonexistent/dir/r.json"], ["--json", "/nonexistent/dir/r.json"]),
+        # Only the SMPI build skips the local products (docs/simulation.md).
+        (["--n", "8", "--simulate-compute", "skip"], ["--simulate-compute skip", "SMPI"]),
+        (["--n", "8", "--simulate-compute", "later"], ["--simulate-compute 'later'", "run or skip"]),
     ]
     for args, must in ssc_cases:
         d = case()
@@ -1114,7 +1123,8 @@ def purify_positive_cases(runner, tally, nranks, work):
                                       "--n-dup", "--n-t", "--active-ranks", "--replication", "--tol",
                                       "--max-iter", "--out", "--json", "--n", "--gap", "--hopping"]),
                           ("ssc", ["--n", "--in", "--algorithm", "--n-dup", "--n-t", "--active-ranks",
-                                   "--replication", "--repeat", "--verify", "--json", "--matrix"])):
+                                   "--replication", "--repeat", "--verify", "--json", "--matrix",
+                                   "--simulate-compute"])):
             problems = []
             run = run_ok(runner, 1, [cmd, "--help"], work, problems)
             text = "\n".join(t2 for _, t2 in run.out_lines)

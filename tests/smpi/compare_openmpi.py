@@ -4,13 +4,17 @@
 
     tests/smpi/compare_openmpi.py --smpi-tessel build-smpi/apps/tessel/tessel \\
         --openmpi-tessel build/apps/tessel/tessel --platform PLATFORM.xml --np 4 \\
-        [--cases spgemm-cannon,spgemm-rma25d,gemm,stencil-alltoallv] [--water N]
+        [--cases spgemm-cannon,spgemm-rma25d,gemm,stencil-alltoallv,gemm-skip] [--water N]
 
 A simulated run executes the program's own messages and local kernels; only time is
 modelled. So every count of the ledger (bytes and messages per phase, max/mean/total over
 ranks) must be the same number, and the results must agree: the block-sparse product's
 blocks and values and its error against the dense multiply, the dense product's Freivalds
-check, the stencil's eigenvalues and halo traffic. Open MPI runs with TESSEL_NODE_SIZE=1,
+check, the stencil's eigenvalues and halo traffic. The case gemm-skip runs the SMPI side with
+--simulate-compute skip (no product computed, the flops charged to the simulated clock) and
+Open MPI computing for real: the ledger and the plan must still be equal, the SMPI side must
+say it skipped, and its simulated time must hold at least the charged flops at the platform's
+host speed. Open MPI runs with TESSEL_NODE_SIZE=1,
 one rank per node as on the simulated platform (where MPI_COMM_TYPE_SHARED splits per host),
 and without TESSEL_MACHINE on either side, so both price plans with the same defaults.
 
@@ -41,7 +45,12 @@ def cases(water):
         "spgemm-rma25d": spgemm + ["--algorithm", "rma25d", "--layers", "1"],
         "gemm": ["gemm", "--m", "600", "--n", "500", "--k", "700", "--verify", "--repeat", "1"],
         "stencil-alltoallv": ["stencil", "--exchange", "alltoallv"],
+        "gemm-skip": ["gemm", "--m", "1500", "--n", "1300", "--k", "1700", "--repeat", "2"],
     }
+
+
+# Arguments of the SMPI side only (the Open MPI side computes for real).
+SMPI_ONLY = {"gemm-skip": ["--simulate-compute", "skip"]}
 
 
 def ompi_env():
@@ -83,6 +92,36 @@ def nonzero(x):
     return isinstance(x, (int, float)) and not isinstance(x, bool) and x != 0
 
 
+def platform_speed(platform):
+    """The node speed (flop/s) of the platform's cluster line (speed="60Gf")."""
+    import re
+    with open(platform) as f:
+        m = re.search(r'<cluster[^>]*\bspeed="([0-9.]+)([GMT]?)f"', f.read())
+    return float(m.group(1)) * {"": 1, "M": 1e6, "G": 1e9, "T": 1e12}[m.group(2)]
+
+
+def compare_skip(o, s, platform):
+    """gemm-skip: the same ledger and plan, the SMPI side skipped (and said so), and its
+    simulated time at least the busiest rank's charged flops at the node speed."""
+    bad = []
+    diff("ledger", o["ledger"], s["ledger"], bad)
+    diff("plan", o["plan"], s["plan"], bad)
+    diff("executed", o["executed"], s["executed"], bad)
+    if (o.get("simulate_compute"), s.get("simulate_compute")) != ("run", "skip"):
+        bad.append(f"simulate_compute: Open MPI {o.get('simulate_compute')!r}, "
+                   f"SMPI {s.get('simulate_compute')!r} (expected 'run' and 'skip')")
+    if s["verify"]["done"]:
+        bad.append("SMPI: --verify ran on a skipped product")
+    pm, pn, pk = s["plan"]["grid"]
+    m, n, k = s["m"], s["n"], s["k"]
+    busiest = 2.0 * math.ceil(m / pm) * math.ceil(n / pn) * math.ceil(k / pk)
+    least = 2.0 * (m // pm) * (n // pn) * (k // pk) / platform_speed(platform)
+    if not s["median_s"] >= least:
+        bad.append(f"SMPI median_s {s['median_s']} < the charged flops' time {least} "
+                   f"(a rank's {busiest:.3g} flops at most)")
+    return bad
+
+
 def compare(name, o, s):
     """The keys of each command's JSON that carry the ledger and the answers. Equal but empty
     is not a pass: both sides must have recorded traffic and, where asked, run --verify."""
@@ -90,7 +129,7 @@ def compare(name, o, s):
     ledger = "ledger_one_call" if name.startswith("spgemm") else "ledger"
     if ledger in o and not nonzero(o[ledger]):
         bad.append(f"{ledger}: the Open MPI run recorded no traffic")
-    if name.startswith(("spgemm", "gemm")):
+    if name.startswith(("spgemm", "gemm")) and name != "gemm-skip":
         for side, j in (("Open MPI", o), ("SMPI", s)):
             if not j["verify"]["done"]:
                 bad.append(f"{side}: --verify did not run")
@@ -161,7 +200,8 @@ def main():
                 failed += 1
                 continue
             status, out, sim, wall = smpi_run.run(
-                a.platform, a.np, [a.smpi_tessel] + args + ["--json", sj], timeout=a.timeout)
+                a.platform, a.np, [a.smpi_tessel] + args + SMPI_ONLY.get(name, []) +
+                ["--json", sj], timeout=a.timeout)
             if status != 0:
                 print(f"compare_openmpi: {name}: SMPI run failed ({status}):\n{out[-3000:]}")
                 failed += 1
@@ -171,6 +211,10 @@ def main():
             with open(sj) as f:
                 s = json.load(f)
             bad = compare(name, o, s)
+            if name in SMPI_ONLY:
+                bad += compare_skip(o, s, a.platform)
+                if "meaningless by design" not in out:
+                    bad.append("SMPI: the run did not print that its results are meaningless")
             verdict = "equal" if not bad else f"{len(bad)} differences"
             print(f"compare_openmpi: {name} at {a.np} ranks: {verdict} (simulated {sim} s, "
                   f"simulation wall {wall:.1f} s)")

@@ -163,7 +163,7 @@ class RequestSet {
   /// Blocks until all complete (including those posted by continuations meanwhile). When
   /// nothing completes it yields the core, and after ~1000 idle tests sleeps 50 us between
   /// tests, so that oversubscribed ranks give up the core (MPICH busy-polls in MPI_Waitall).
-  /// In the SMPI build (TESSEL_SMPI) it blocks in MPI_Waitsome instead: there a failure
+  /// In the SMPI build (kSimulatedMpi) it blocks in MPI_Waitsome instead: there a failure
   /// notice that arrives while it blocks is not seen (SMPI reports the deadlock).
   void wait_all();
   /// Blocks until `token` is done, driving every outstanding request of the set meanwhile (so

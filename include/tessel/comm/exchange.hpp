@@ -114,7 +114,7 @@ const char* to_string(ExchangeStrategy s);
 /// Pure. True when tessel was built against an MPI with MPI_Neighbor_alltoallv_init (MPI-4,
 /// e.g. MPICH 4.0; Open MPI 4.1 lacks it), detected at build time.
 bool have_persistent_neighbor();
-/// Pure. True unless tessel is the SMPI build (TESSEL_SMPI, docs/simulation.md): SimGrid's SMPI
+/// Pure. True unless tessel is the SMPI build (kSimulatedMpi, docs/simulation.md): SimGrid's SMPI
 /// 3.32 has neither MPI_Dist_graph_create_adjacent nor the neighbourhood collectives, so the
 /// strategies neighbor and persistent throw InputError there, on every rank.
 bool have_neighbor_collectives();

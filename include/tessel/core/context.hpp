@@ -10,6 +10,7 @@
 #include "tessel/comm/comm.hpp"
 #include "tessel/comm/comm_cache.hpp"
 #include "tessel/core/ledger.hpp"
+#include "tessel/core/simulate.hpp"
 #include "tessel/core/trace.hpp"
 
 namespace tessel {
@@ -27,6 +28,11 @@ struct ContextOptions {
   /// throw InputError from the constructor (after the collective duplicate; on every rank
   /// when every rank has the same options and environment, as under mpirun).
   int node_size = 0;
+  /// How the local kernels run (core/simulate.hpp). ComputeMode::Skip exists only in the SMPI
+  /// build: elsewhere the constructor throws InputError. Under Skip, the dense local GEMMs are
+  /// not run but charged to the simulated clock, and DistMatrix storage and the multiply's
+  /// buffers are shared by all simulated ranks: every result is meaningless by design.
+  ComputeMode compute = ComputeMode::Run;
 };
 
 class Context {
@@ -63,6 +69,8 @@ class Context {
   /// Ranks per emulated node (0 = the real node): ContextOptions::node_size, else
   /// TESSEL_NODE_SIZE as read when this Context was made, else 0. Also comm().node_size().
   int node_size() const { return comm_.node_size(); }
+  /// ContextOptions::compute: how the local kernels run.
+  ComputeMode compute() const { return compute_; }
 
   /// Collective. Runs `check` on every rank; if it throws on any rank, every rank throws the
   /// same error: a tessel::Error of the same kind with the lowest failing rank's message, or,
@@ -89,6 +97,7 @@ class Context {
   CommLedger* ledger_;
   comm::Comm comm_;
   std::unique_ptr<comm::CommCache> cache_;  // after comm_: destroyed (freed) before it
+  ComputeMode compute_ = ComputeMode::Run;
 };
 
 }  // namespace tessel

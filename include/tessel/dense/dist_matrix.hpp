@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "tessel/core/context.hpp"
-#include "tessel/core/uninit_vector.hpp"
+#include "tessel/core/simulate.hpp"
 #include "tessel/layout/layout.hpp"
 #include "tessel/layout/redistribute.hpp"
 
@@ -23,7 +23,9 @@ template <class T>
 class DistMatrix {
  public:
   DistMatrix() = default;
-  /// Not collective. Allocates (zeroed) this rank's local block of `layout`.
+  /// Not collective. Allocates (zeroed) this rank's local block of `layout`. Under
+  /// ctx.compute() == ComputeMode::Skip (SMPI build) the block is shared simulated memory,
+  /// neither zeroed nor meaningful (core/simulate.hpp); also for uninitialized().
   DistMatrix(const Context& ctx, layout::Layout layout);
   /// Not collective. A non-owning view of local storage `data` (leading dimension `ld`, at
   /// least the local row count) laid out as `layout`, as seen by rank `rank`.
@@ -75,7 +77,7 @@ class DistMatrix {
   layout::Layout layout_;
   int rank_ = 0;
   std::int64_t ld_ = 1;
-  UninitVector<T> store_;
+  Storage<T> store_;
   T* data_ = nullptr;
 };
 

@@ -116,7 +116,7 @@ solvers::DensityResult<M> solve(solvers::Algebra<M>& alg, const M& H, const M& S
 }
 
 int run_density(const DensityArgs& a) {
-  Context ctx(MPI_COMM_WORLD);
+  Context ctx(MPI_COMM_WORLD, context_options_from_environment());
   const bool root = ctx.rank() == 0;
   solvers::DensityOptions opt;
   opt.method = parse_named("--method", a.method, "sign, trs4, canonical, trs2 or mcweeny",

@@ -92,7 +92,7 @@ struct Descriptor {
 
 template <class T>
 int run_gemm_typed(const GemmArgs& g) {
-  Context ctx(MPI_COMM_WORLD);
+  Context ctx(MPI_COMM_WORLD, context_options_from_environment());
   const int p = ctx.size();
   const Op opa = parse_named("--transa", g.transa, "N, T or C", dense::parse_op);
   const Op opb = parse_named("--transb", g.transb, "N, T or C", dense::parse_op);
@@ -110,7 +110,7 @@ int run_gemm_typed(const GemmArgs& g) {
   TESSEL_CHECK(std::isfinite(g.beta), InputError, "--beta ", g.beta, ": expected a finite number");
   opt.delta = g.delta;
   opt.rounds = g.rounds;
-  opt.machine = dense::resolve_machine_model(g.machine);  // --machine > TESSEL_MACHINE > defaults
+  opt.machine = machine_model(ctx, g.machine);  // --machine > TESSEL_MACHINE > defaults
   opt.check_finite = g.verify;
   TESSEL_CHECK(g.repeat >= 1, InputError, "--repeat ", g.repeat, ": expected >= 1");
   TESSEL_CHECK(g.nb >= 1, LayoutMismatch, "--nb ", g.nb, ": block size must be >= 1");

@@ -38,7 +38,7 @@ std::function<int()> add_generate(CLI::App& app) {
                 "Angstrom) into this directory");
   add_trace_option(g, a->trace);
   return [a]() -> int {
-    Context ctx(MPI_COMM_WORLD);
+    Context ctx(MPI_COMM_WORLD, context_options_from_environment());
     ctx.agree([&] {
       TESSEL_CHECK(a->system == "water", InputError, "generate: system '", a->system,
                    "', expected water");

@@ -102,14 +102,14 @@ std::shared_ptr<const solvers::PurifyResume> load_restart(
 }
 
 int run_purify(const PurifyArgs& a) {
-  Context ctx(MPI_COMM_WORLD);
+  Context ctx(MPI_COMM_WORLD, context_options_from_environment());
   const int p = ctx.size();
   const bool root = ctx.rank() == 0;
   // Options: the same on every rank, so plain checks throw together.
   solvers::PurifyOptions opt;
   opt.method = parse_named("--method", a.method, "canonical, mcweeny, trs2 or trs4",
                            [](const std::string& v) { return solvers::parse_purify_method(v); });
-  opt.ssc = a.ssc.options(p);
+  opt.ssc = a.ssc.options(ctx);
   TESSEL_CHECK(a.tol > 0 && std::isfinite(a.tol), InputError, "--tol ", a.tol,
                ": expected a finite tolerance > 0");
   TESSEL_CHECK(a.max_iter >= 1, InputError, "--max-iter ", a.max_iter, ": expected >= 1");

@@ -59,7 +59,7 @@ double frob2_local(dense::DistMatrix<double>& x) {
 }
 
 int run_spgemm(const SpgemmArgs& a) {
-  Context ctx(MPI_COMM_WORLD);
+  Context ctx(MPI_COMM_WORLD, context_options_from_environment());
   const int p = ctx.size();
   const bool root = ctx.rank() == 0;
   sparse::SpMultiplyOptions opt;

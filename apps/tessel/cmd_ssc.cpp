@@ -58,10 +58,10 @@ double rel_diff(const std::vector<double>& a, const std::vector<double>& b) {
 }
 
 int run_ssc(const SscCmdArgs& a) {
-  Context ctx(MPI_COMM_WORLD);
+  Context ctx(MPI_COMM_WORLD, context_options_from_environment());
   const int p = ctx.size();
   const bool root = ctx.rank() == 0;
-  dense::SscOptions opt = a.ssc.options(p);
+  dense::SscOptions opt = a.ssc.options(ctx);
   TESSEL_CHECK(!(a.comm_only && a.verify), InputError,
                "--comm-only skips the local multiplies: its D^2 and D^3 cannot pass --verify");
   opt.compute_products = !a.comm_only;

@@ -180,12 +180,17 @@ MPI_Request* RequestSet::add(Pending& token, Then then) {
 #ifdef TESSEL_SMPI
 void back_off(int) {}
 #else
+// Idle tests before back_off yields the core (spinning keeps the latency of a message that
+// is about to arrive), before it sleeps instead (oversubscribed ranks give the core to the
+// rank that will send), and how long it sleeps.
+constexpr int kSpinTests = 64, kYieldTests = 1024;
+constexpr auto kIdleSleep = std::chrono::microseconds(50);
 void back_off(int idle_tests) {
-  if (idle_tests <= 64) return;
-  if (idle_tests < 1024)
+  if (idle_tests <= kSpinTests) return;
+  if (idle_tests < kYieldTests)
     std::this_thread::yield();
   else
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
+    std::this_thread::sleep_for(kIdleSleep);
 }
 #endif
 

@@ -13,6 +13,11 @@
 namespace tessel::solvers {
 namespace {
 
+/// The Lanczos bounds of S are estimates: the starting scale divides by (lo + hi) times this
+/// 2 % margin, so that an extreme eigenvalue a little outside [lo, hi] still maps inside the
+/// convergence region (see inverse_sqrt, inverse_hotelling).
+constexpr double kBoundsMargin = 1.02;
+
 void check_inverse_options(const Context& ctx, const InverseOptions& opt) {
   ctx.agree([&] {
     TESSEL_CHECK(opt.order == 2 || opt.order == 3, InputError, "inverse sqrt: order = ", opt.order,
@@ -117,9 +122,9 @@ InverseResult<M> inverse_sqrt(Algebra<M>& alg, const M& S, const InverseOptions&
   InverseResult<M> out;
   out.bounds = bounds_of_s(alg, S, opt, "inverse sqrt");
   const double lo = std::max(out.bounds.lo, 0.5 * out.bounds.ritz_min), hi = out.bounds.hi;
-  // Y0 = S/s maps the spectrum into [2 lo/(lo+hi), 2 hi/(lo+hi)] (times 1/1.02): inside the
-  // convergence region (0, 3) of order 2 and (0, ~2.3) of order 3 with a margin.
-  const double s = 1.02 * (lo + hi) / 2;
+  // Y0 = S/s maps the spectrum into [2 lo/(lo+hi), 2 hi/(lo+hi)] (times 1/kBoundsMargin):
+  // inside the convergence region (0, 3) of order 2 and (0, ~2.3) of order 3 with a margin.
+  const double s = kBoundsMargin * (lo + hi) / 2;
   M y = alg.copy(S);
   alg.scale(y, 1 / s);
   M z = alg.identity(S);
@@ -168,7 +173,7 @@ InverseResult<M> inverse_hotelling(Algebra<M>& alg, const M& S, const InverseOpt
   InverseResult<M> out;
   out.bounds = bounds_of_s(alg, S, opt, "hotelling");
   const double lo = std::max(out.bounds.lo, 0.5 * out.bounds.ritz_min), hi = out.bounds.hi;
-  const double a = 2 / (1.02 * (lo + hi));  // eigenvalues of S X0 in (0, 2)
+  const double a = 2 / (kBoundsMargin * (lo + hi));  // eigenvalues of S X0 in (0, 2)
   M x = alg.identity(S, a);
   Monitor mon{"hotelling", opt.tol, alg.filter_eps(), opt.max_iter, lo, hi, 1 / a, {}};
   Stopwatch t;

@@ -394,8 +394,10 @@ void multiply_images(const PanelView& a, const PanelView& b, const BlockSizes& r
     return {0, 0};
   };
   std::vector<Stack> stacks;
-  // Shapes with all sizes <= 32 are found through a direct table, others by search.
-  constexpr int kT = 33;
+  // Shapes with all sizes <= kTableMax (the usual atomic block sizes of the basis sets) are
+  // found through a direct table indexed by (m, n, k), kT = kTableMax + 1 entries a side;
+  // others by search.
+  constexpr int kTableMax = 32, kT = kTableMax + 1;
   std::vector<int> table(static_cast<std::size_t>(kT) * kT * kT, -1);
   const double one = 1.0;
   auto stack_of = [&](int m, int n, int k) -> Stack& {

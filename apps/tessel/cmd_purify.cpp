@@ -15,6 +15,7 @@
 #include "commands.hpp"
 #include "report.hpp"
 #include "tessel/io/checkpoint.hpp"
+#include "tessel/solvers/purify_checkpoint.hpp"
 #include "tessel/io/npy.hpp"
 #include "tessel/solvers/purify.hpp"
 #include "tessel/core/timer.hpp"
@@ -90,7 +91,7 @@ std::shared_ptr<const solvers::PurifyResume> load_restart(
   auto r = std::make_shared<solvers::PurifyResume>();
   ctx.agree([&] {
     io::check_checkpoint_options(path, ck.record, given);
-    r->state = io::get_purify_state(ck.record, path);
+    r->state = solvers::get_purify_state(ck.record, path);
     const std::size_t want = r->state.has_best ? 2 : 1;
     TESSEL_CHECK(ck.matrices.size() == want, InputError, "--restart ", path,
                  " is malformed: ", ck.matrices.size(), " matrices, expected ", want,
@@ -228,7 +229,7 @@ int run_purify(const PurifyArgs& a) {
       rec.options.emplace_back(
           "input", model ? a.model.describe()
                          : "--fock " + a.fock + (S ? " --overlap " + a.overlap : std::string()));
-      io::put_purify_state(rec, st);
+      solvers::put_purify_state(rec, st);
       std::vector<const DistMatrix<double>*> mats{&X};
       if (best) mats.push_back(best);
       io::write_checkpoint(active, a.checkpoint, rec, mats);

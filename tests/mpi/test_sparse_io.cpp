@@ -16,10 +16,11 @@
 
 #include "sparse_test_util.hpp"
 #include "tessel/core/context.hpp"
-#include "tessel/sparse/io.hpp"
+#include "tessel/io/sparse.hpp"
 
 using namespace tessel;
 using namespace tessel::sparse;
+using namespace tessel::io;
 using namespace tessel::testing;
 
 namespace {

@@ -44,7 +44,7 @@ inline constexpr int kGemmReduceC = 300;
 inline constexpr int kSummaPanelA = 21;
 inline constexpr int kSummaPanelB = 22;
 
-// ---- sparse: block-sparse multiply (cannon.cpp, rma25d.cpp) and assembly / readers
+// ---- sparse: block-sparse multiply (cannon.cpp, rma25d.cpp) and assembly; io: its readers
 /// Cannon (cannon.cpp): a panel's block index and its values, to the next rank of the ring.
 inline constexpr int kCannonMeta = 801;
 inline constexpr int kCannonData = 802;
@@ -64,9 +64,9 @@ inline constexpr int kSparseFinalize = 7201;
 inline constexpr int kSparseTiles = 7202;
 /// The clustered tiling (tiling_cluster.cpp): every rank's coupling edges to rank 0.
 inline constexpr int kSparseTilingEdges = 7203;
-/// Sparse readers (io_common.cpp): every rank's block pattern to every rank.
+/// Block-sparse readers (io/sparse_text.cpp): every rank's block pattern to every rank.
 inline constexpr int kSparsePattern = 7301;
-/// MatrixMarket reader (io_mm_read.cpp): the entries to their owners.
+/// MatrixMarket reader (io/mm_read.cpp): the entries to their owners.
 inline constexpr int kSparseMmEntries = 7302;
 
 // ---- layout, stencil, core

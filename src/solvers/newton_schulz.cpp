@@ -6,6 +6,7 @@
 #include <limits>
 #include <string>
 
+#include "noise_floor.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/solvers/density.hpp"
 #include "tessel/core/timer.hpp"
@@ -51,8 +52,9 @@ SpectralBounds bounds_of_s(Algebra<M>& alg, const M& S, const InverseOptions& op
   return b;
 }
 
-// The shared stopping rule: converged (r < tol), the filtering or rounding floor (r stops
-// decreasing once small), divergence (r grows while large, or is not finite), a stall.
+// The shared stopping rule: converged (r < tol), the filtering or rounding floor (NoiseFloor:
+// one step below the noise level that keeps more than 0.8 of the residual), divergence (r
+// grows while large, or is not finite), a stall.
 struct Monitor {
   const char* who;
   double tol, eps;
@@ -60,12 +62,13 @@ struct Monitor {
   double lo, hi, scale;  // bounds of S and the scale used
   std::vector<double> hist;
   bool stagnated = false;
+  NoiseFloor noise_floor{noise_level(eps, 1e-3, 1e-7), 0.8, 1};
   // true: stop now. Throws (on every rank: r is replicated) on failure.
   bool done(double r, int k) {
     hist.push_back(r);
     const double prev = k > 0 ? hist[static_cast<std::size_t>(k - 1)] : r;
     if (r < tol) return true;
-    const double floor = eps > 0 ? std::max(1e-3, 1e3 * eps) : 1e-7;
+    const double floor = noise_floor.level;
     if (!std::isfinite(r) || (r > prev && r >= floor))
       throw InputError(detail::concat(
           who,
@@ -76,7 +79,7 @@ struct Monitor {
           lo, ", upper ", hi, ", scale s = ", scale, ") are wrong: ",
           lo <= 0 ? "the lower bound failed (S is not positive definite)"
                   : "the upper bound failed or S has an eigenvalue <= 0 (not positive definite)"));
-    if (k > 0 && r > 0.8 * prev && r < floor) {
+    if (noise_floor.reached(r)) {
       stagnated = true;
       return true;
     }

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "block_norm.hpp"
 #include "spgemm_panels.hpp"
 #include "tessel/core/error.hpp"
 
@@ -17,11 +18,6 @@ extern "C" void dgemm_(const char*, const char*, const int*, const int*, const i
 namespace tessel::sparse::detail {
 
 namespace {
-double frob(const double* x, std::int64_t n) {
-  double s = 0;
-  for (std::int64_t i = 0; i < n; ++i) s += x[i] * x[i];
-  return std::sqrt(s);
-}
 std::int64_t norm_bits(double x) {
   std::int64_t b;
   std::memcpy(&b, &x, sizeof b);
@@ -544,7 +540,7 @@ std::int64_t merge_into(BlockSparseMatrix<double>& c, double beta, double alpha,
         if (eps > 0) {
           scratch.resize(static_cast<std::size_t>(n));
           combine(scratch.data(), n, old, prod);
-          k = frob(scratch.data(), n) >= eps;
+          k = block_norm(scratch.data(), n) >= eps;
         }
         keep.push_back(k);
         if (k) {

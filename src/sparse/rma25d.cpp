@@ -57,15 +57,10 @@ struct Directory {
   std::vector<std::int64_t> meta_off, data_off;  // element offsets within the member's window
   void build(const comm::Comm& c, const std::vector<ImageSize>& mine) {
     per = static_cast<int>(mine.size());
-    std::vector<std::int64_t> send;
-    for (const auto& s : mine) send.insert(send.end(), {s.nblocks, s.ndata});
-    std::vector<std::int64_t> all(send.size() * static_cast<std::size_t>(c.size()));
-    c.allgather(send.data(), static_cast<int>(send.size()), all.data());
-    size.resize(all.size() / 2);
+    size = gather_image_sizes(c, mine);
     meta_off.resize(size.size());
     data_off.resize(size.size());
     for (std::size_t x = 0; x < size.size(); ++x) {
-      size[x] = {all[2 * x], all[2 * x + 1]};
       bool first = x % static_cast<std::size_t>(per) == 0;
       meta_off[x] = first ? 0 : meta_off[x - 1] + kMeta * size[x - 1].nblocks;
       data_off[x] = first ? 0 : data_off[x - 1] + size[x - 1].ndata;

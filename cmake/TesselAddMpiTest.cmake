@@ -2,7 +2,8 @@
 #
 # Registers one ctest per rank count, named <name>.np<n>, launched by MPIEXEC with
 # oversubscription, the container's MPI environment (scripts/mpi-env.sh), a timeout and the
-# labels "mpi" and "np<n>".
+# labels "mpi" and "np<n>"; TESSEL_SHARED_DATA is set to TESSEL_DATA_DIR (the optional folder
+# of real test matrices, CMakeLists.txt; docs/architecture.md).
 #
 # TESSEL_TEST_MAX_RANKS (cache, default 0 = no cap): a reduced mode for slow builds (the
 # sanitizer run of scripts/test.sh --sanitize sets 4): rank counts above it are not
@@ -59,6 +60,6 @@ function(tessel_add_mpi_test)
               ${MPIEXEC_PREFLAGS} $<TARGET_FILE:${T_TARGET}> ${MPIEXEC_POSTFLAGS} ${T_ARGS})
     set_tests_properties(${T_NAME}.np${np} PROPERTIES
       TIMEOUT ${T_TIMEOUT} PROCESSORS 2 LABELS "mpi;np${np}"
-      ENVIRONMENT "${TESSEL_MPI_ENV};TESSEL_SHARED_DATA=${PROJECT_SOURCE_DIR}/../shared/data")
+      ENVIRONMENT "${TESSEL_MPI_ENV};TESSEL_SHARED_DATA=${TESSEL_DATA_DIR}")
   endforeach()
 endfunction()

@@ -28,7 +28,8 @@
 # --fuzz-total S (or env TESSEL_FUZZ_TOTAL=S): afterwards also build and run the libFuzzer
 # targets (scripts/fuzz.sh; in build-asan after --sanitize-tests, else build-fuzz) for S
 # seconds in all, once; a crash fails the run.
-# --smpi smoke|all|none (or env TESSEL_TEST_SMPI; default smoke): after an Open MPI run, also
+# --smpi smoke|all|none (or env TESSEL_TEST_SMPI; default smoke with --mpi both, CI's run, and
+# none with one MPI, a newcomer's run): after an Open MPI run, also
 # build the SMPI build (scripts/setup.sh --smpi: build-smpi/, the library and the command
 # compiled with SimGrid's smpicxx) and run its tests against that Open MPI build: smoke = the
 # block-sparse multiply on 16 simulated nodes whose answers and ledger bytes must equal the
@@ -43,7 +44,7 @@ CTEST_ARGS=()
 SANITIZE=0
 FUZZ_TOTAL=${TESSEL_FUZZ_TOTAL:-0}
 SANITIZE_TESTS=${TESSEL_SANITIZE_TESTS:-}
-SMPI=${TESSEL_TEST_SMPI:-smoke}
+SMPI=${TESSEL_TEST_SMPI:-}
 
 die() { echo "test.sh: $*" >&2; exit 2; }
 
@@ -61,7 +62,7 @@ while [ $# -gt 0 ]; do
     --smpi) [ $# -ge 2 ] || die "--smpi needs a value"; SMPI=$2; shift 2;;
     --smpi=*) SMPI=${1#--smpi=}; shift;;
     --) shift; CTEST_ARGS=("$@"); break;;
-    -h|--help) sed -n '2,36p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0;;
+    -h|--help) sed -n '2,37p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0;;
     *) die "unknown argument '$1' (see --help)";;
   esac
 done
@@ -79,6 +80,7 @@ esac
 [ "$MPI" != none ] || [ $SANITIZE = 0 ] || die "--sanitize needs an MPI"
 [ ${#MPIS[@]} -eq 1 ] || [ $SANITIZE = 0 ] || die "--sanitize runs under one MPI (--mpi openmpi or mpich)"
 [ $SANITIZE = 0 ] || [ -z "$SANITIZE_TESTS" ] || die "--sanitize-tests is for a normal run (with --sanitize: -- -R REGEX)"
+[ -n "$SMPI" ] || { if [ "$MPI" = both ]; then SMPI=smoke; else SMPI=none; fi; }
 case $SMPI in
   smoke|all|none) ;;
   *) die "--smpi / TESSEL_TEST_SMPI must be smoke, all or none, not '$SMPI'";;

@@ -101,11 +101,16 @@ std::string memory_table(const std::vector<StagePeak>& stages, double peak,
       "accounted memory per rank (max over ranks): peak {} in stage '{}', largest matrix {} "
       "(peak / largest {:.1f})\n",
       human_bytes(peak), peak_stage, human_bytes(largest), largest > 0 ? peak / largest : 0.0);
-  t += fmt::format("{:>16} {:>12} {:>12} {:>12} {:>12}\n", "stage", "peak", "matrices", "buffers",
-                   "windows");
-  for (const auto& s : stages)
-    t += fmt::format("{:>16} {:>12} {:>12} {:>12} {:>12}\n", s.stage, human_bytes(s.total),
-                     human_bytes(s.matrices), human_bytes(s.buffers), human_bytes(s.windows));
+  t += fmt::format("{:>16} {:>12} {:>12} {:>12} {:>12} {:>8}  {}\n", "stage", "peak", "matrices",
+                   "buffers", "windows", "/ alive", "matrices alive at the peak");
+  for (const auto& s : stages) {
+    std::string alive;
+    for (double b : s.alive) alive += (alive.empty() ? "" : " ") + human_bytes(b);
+    const double ratio = s.alive.empty() ? 0.0 : s.total / s.alive.front();
+    t += fmt::format("{:>16} {:>12} {:>12} {:>12} {:>12} {:>8.1f}  {}\n", s.stage,
+                     human_bytes(s.total), human_bytes(s.matrices), human_bytes(s.buffers),
+                     human_bytes(s.windows), ratio, alive);
+  }
   return t;
 }
 
@@ -379,7 +384,8 @@ int run_density(const DensityArgs& a) {
                                       {"peak_bytes", st.total},
                                       {"matrices", st.matrices},
                                       {"buffers", st.buffers},
-                                      {"windows", st.windows}});
+                                      {"windows", st.windows},
+                                      {"matrices_alive", st.alive}});
     }
     j["n"] = in.H.rows();
     j["block_rows"] = block_rows;

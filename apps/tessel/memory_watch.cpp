@@ -9,6 +9,11 @@
 
 namespace tessel::app {
 
+namespace {
+// Per stage: total, matrices, buffers, windows, then the sizes of the matrices alive.
+constexpr std::size_t kParts = 4 + MemoryLedger::kPeakMatrices;
+}  // namespace
+
 double maxrss_bytes() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
@@ -42,13 +47,19 @@ void MemoryWatch::step(const solvers::IterationInfo& s) {
   const auto& k = m.peak_by_kind();
   std::vector<double> v = {static_cast<double>(m.peak()), static_cast<double>(k[0]),
                            static_cast<double>(k[1]), static_cast<double>(k[2]), maxrss_bytes()};
-  m.reset_peak();
   auto& p = peak_[s.stage];
   if (p.empty()) {
     order_.push_back(s.stage);
-    p.assign(4, 0.0);
+    p.assign(kParts, 0.0);
   }
-  if (v[0] > p[0]) std::copy(v.begin(), v.begin() + 4, p.begin());
+  if (v[0] > p[0]) {
+    std::copy(v.begin(), v.begin() + 4, p.begin());
+    std::fill(p.begin() + 4, p.end(), 0.0);
+    const auto& alive = m.peak_matrices();
+    for (std::size_t i = 0; i < alive.size() && 4 + i < kParts; ++i)
+      p[4 + i] = static_cast<double>(alive[i]);
+  }
+  m.reset_peak();
   if (budget_ <= 0) return;
   ctx_.comm().allreduce(v.data(), static_cast<int>(v.size()), MPI_MAX);
   const std::string where =
@@ -74,8 +85,12 @@ std::vector<StagePeak> MemoryWatch::stages() const {
   }
   ctx_.comm().allreduce(all.data(), static_cast<int>(all.size()), MPI_MAX);
   std::vector<StagePeak> out;
-  for (std::size_t i = 0; i < order_.size(); ++i)
-    out.push_back({order_[i], all[4 * i], all[4 * i + 1], all[4 * i + 2], all[4 * i + 3]});
+  for (std::size_t i = 0; i < order_.size(); ++i) {
+    const double* q = all.data() + kParts * i;
+    StagePeak sp{order_[i], q[0], q[1], q[2], q[3], {}};
+    for (std::size_t j = 4; j < kParts && q[j] > 0; ++j) sp.alive.push_back(q[j]);
+    out.push_back(std::move(sp));
+  }
   return out;
 }
 

@@ -18,6 +18,9 @@ double maxrss_bytes();
 struct StagePeak {
   std::string stage;
   double total = 0, matrices = 0, buffers = 0, windows = 0;  // max over ranks
+  /// The local sizes of the matrices alive at the peak, largest first: the k-th is the max
+  /// over ranks of each rank's k-th largest (zeros dropped).
+  std::vector<double> alive;
 };
 
 class MemoryWatch {
@@ -43,7 +46,7 @@ class MemoryWatch {
   Context& ctx_;
   double budget_;
   std::vector<std::string> order_;
-  std::map<std::string, std::vector<double>> peak_;  // total, matrices, buffers, windows
+  std::map<std::string, std::vector<double>> peak_;  // total, matrices, buffers, windows, alive
   std::int64_t last_blocks_ = 0;
 };
 

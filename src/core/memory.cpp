@@ -16,8 +16,7 @@ void MemoryLedger::add(MemKind k, std::int64_t bytes) {
   total_ += bytes;
   if (total_ > peak_) {
     peak_ = total_;
-    at_peak_ = now_;
-    peak_phase_ = phase_;
+    snapshot_peak();
   }
   std::int64_t& p = phase_peak_[phase_];
   if (total_ > p) p = total_;
@@ -31,9 +30,24 @@ void MemoryLedger::set_phase(const std::string& p) {
 
 void MemoryLedger::reset_peak() {
   peak_ = total_;
+  snapshot_peak();
+  phase_peak_.clear();
+}
+
+void MemoryLedger::matrix_changed(std::int64_t from, std::int64_t to) {
+  if (from > 0) {
+    auto it = live_.find(from);
+    if (it != live_.end()) live_.erase(it);
+  }
+  if (to > 0) live_.insert(to);
+}
+
+void MemoryLedger::snapshot_peak() {
   at_peak_ = now_;
   peak_phase_ = phase_;
-  phase_peak_.clear();
+  at_peak_matrices_.clear();
+  for (auto it = live_.begin(); it != live_.end() && at_peak_matrices_.size() < kPeakMatrices; ++it)
+    at_peak_matrices_.push_back(*it);
 }
 
 }  // namespace tessel

@@ -392,11 +392,14 @@ DensityResult<M> density(Algebra<M>& alg, const M& H, const M& S, std::int64_t e
   }
   if (!(opt.method == DensityMethod::Sign && opt.nonsymmetric)) {
     out.band_energy_orthogonal = 2 * alg.dot(pt, ht);
+    ht = M{};  // each matrix is freed as soon as nothing after needs it: the peak of memory
     FilterScope<M> fs(alg, out.eps_transform);
-    out.P = alg.product(alg.product(Z, pt), Z);
+    M zp = alg.product(Z, pt);
+    pt = M{};
+    out.P = alg.product(zp, Z);
     alg.symmetrize(out.P);
   }
-  pt = M{};  // not needed any more: freed before the final products (the peak of memory)
+  pt = M{};
   ht = M{};
   z.X = M{};
   {
@@ -421,7 +424,9 @@ DensityResult<M> density(Algebra<M>& alg, const M& H, const M& S, std::int64_t e
         ps = alg.product(out.P, S);
         psp = alg.product(ps, out.P);
       }
+      out.P = M{};  // P <- 3 PSP - 2 PS PSP: the old P is not needed by the product
       M pspsp = alg.product(ps, psp);
+      ps = M{};
       alg.add(psp, 3.0, pspsp, -2.0);
       alg.symmetrize(psp);
       out.P = std::move(psp);

@@ -228,6 +228,15 @@ PurifyGenericResult<M> purify_generic(Algebra<M>& alg, const M& Ht, std::int64_t
       alg.add(x, c[0], x2, c[1]);
       if (c[2] != 0) alg.add(x, 1.0, x3, c[2]);
       if (c[3] != 0) alg.add(x, 1.0, x4, c[3]);
+    } else if (c[0] == 0 && (c[2] != 0 || c[3] != 0)) {
+      // c1 X^2 + X^2 (c2 X + c3 X^2) (TRS4): X is not needed once Y = c2 X + c3 X^2 is formed,
+      // so Y takes X's storage (one matrix fewer alive during the product; the same values).
+      alg.add(x, c[2], x2, c[3]);
+      M p = alg.product(x2, x);
+      x = M{};
+      alg.add(p, 1.0, x2, c[1]);
+      x2 = M{};
+      x = std::move(p);
     } else if (c[2] != 0 || c[3] != 0) {  // c0 X + c1 X^2 + X^2 (c2 X + c3 X^2)
       M y = alg.copy(x);
       alg.add(y, c[2], x2, c[3]);

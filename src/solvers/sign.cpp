@@ -113,6 +113,7 @@ SignResult<M> sign(Algebra<M>& alg, M&& A, double bound, const SignOptions& opt)
     } else {  // X (15I - 10X^2 + 3X^4)/8
       M x4 = alg.product(x2, x2);
       alg.add(x2, -10.0 / 8, x4, 3.0 / 8);
+      x4 = M{};  // not alive during the next product
       alg.shift(x2, 15.0 / 8);
       x = alg.product(x, x2);
     }

@@ -1,6 +1,8 @@
 // Block-sparse Cannon (seed 001, Algorithm 1): set-up (image directories) -> pre-shift ->
 // V = lcm(PR, PC) ticks of "post the next A and B images (Isend/Irecv), multiply the current
-// ones, wait" -> this rank's C panel. The schedule is SpgemmPlan's (spgemm_plan.hpp).
+// ones, wait", each image in pieces (SpMultiplyOptions::cannon_pieces) so that a rank never
+// holds two whole images of an operand -> this rank's C panel. The schedule is SpgemmPlan's
+// (spgemm_plan.hpp).
 #include "spgemm_exec.hpp"
 #include "tessel/layout/grid2d.hpp"
 
@@ -78,11 +80,23 @@ void preshift(const comm::Comm& ring, int n, int me, int per,
 }
 }  // namespace
 
-ExecResult run_cannon(Context& ctx, const SpgemmPlan& plan, const SpOperands& ops,
-                      const ExecOptions& opt, SpMultiplyCache::State* cache) {
-  CommLedger& ledger = ctx.ledger();
-  ExecResult res;
-  std::optional<layout::ProcessGrid2D> own;
+std::vector<int> image_pieces(const std::vector<int>& kv, int images, int pieces) {
+  if (pieces == 1) return kv;
+  std::vector<std::int64_t> count(static_cast<std::size_t>(images), 0), seen(count);
+  for (int v : kv) ++count[static_cast<std::size_t>(v)];
+  std::vector<int> out(kv.size());
+  for (std::size_t k = 0; k < kv.size(); ++k) {
+    const auto v = static_cast<std::size_t>(kv[k]);
+    const std::int64_t piece = seen[v]++ * pieces / count[v];
+    out[k] = kv[k] * pieces + static_cast<int>(piece);
+  }
+  return out;
+}
+
+namespace {
+const layout::ProcessGrid2D& cannon_grid(Context& ctx, const SpgemmPlan& plan,
+                                         SpMultiplyCache::State* cache,
+                                         std::optional<layout::ProcessGrid2D>& own) {
   std::optional<layout::ProcessGrid2D>& slot = cache ? cache->grid : own;
   if (!slot ||
       (cache && (cache->grid_comm != ctx.comm().raw() || cache->grid_ledger != &ctx.ledger())) ||
@@ -95,13 +109,30 @@ ExecResult run_cannon(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
       cache->grid_ledger = &ctx.ledger();
     }
   }
-  const layout::ProcessGrid2D& grid = *slot;
-  const int i = grid.prow(), j = grid.pcol(), V = plan.v;
-  const int a = plan.a_per_col(), b = plan.b_per_row();
+  return *slot;
+}
+}  // namespace
 
-  // Set-up: my home images and the size of every image of my row (A) and column (B).
-  std::vector<PanelBuf> home_a = pack_home(*ops.a, *ops.rows, *ops.inner, ops.kv, true, j * a, a);
-  std::vector<PanelBuf> sa(static_cast<std::size_t>(a + 1)), sb(static_cast<std::size_t>(b + 1));
+// Images are cut into Q = opt.cannon_pieces pieces (image_pieces): piece c of image v is image
+// v Q + c of the refined map, slot s of an operand is buffers s Q .. s Q + Q - 1, and a tick
+// moves and multiplies its images piece by piece, freeing each piece once it is multiplied and
+// sent: a rank holds its current images plus one piece of the next per operand.
+ExecResult run_cannon(Context& ctx, const SpgemmPlan& plan, const SpOperands& ops,
+                      const ExecOptions& opt, SpMultiplyCache::State* cache) {
+  CommLedger& ledger = ctx.ledger();
+  ExecResult res;
+  std::optional<layout::ProcessGrid2D> own;
+  const layout::ProcessGrid2D& grid = cannon_grid(ctx, plan, cache, own);
+  const int i = grid.prow(), j = grid.pcol(), V = plan.v, Q = opt.cannon_pieces;
+  const int a = plan.a_per_col(), b = plan.b_per_row();
+  const std::vector<int> kq = image_pieces(ops.kv, V, Q);
+  auto piece_of = [Q](int v, int c) { return v * Q + c; };
+
+  // Set-up: my home pieces and the size of every piece of my row (A) and column (B).
+  std::vector<PanelBuf> home_a =
+      pack_home(*ops.a, *ops.rows, *ops.inner, kq, true, j * a * Q, a * Q);
+  std::vector<PanelBuf> sa(static_cast<std::size_t>((a + 1) * Q)),
+      sb(static_cast<std::size_t>((b + 1) * Q));
   std::vector<PanelBuf> home_b;
   MemoryCharge panels = ledger.charge(MemKind::Buffers);
   auto account = [&] { panels.set(panel_bytes({&home_a, &home_b, &sa, &sb})); };
@@ -109,18 +140,19 @@ ExecResult run_cannon(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
   std::vector<ImageSize> dir_a, dir_b;
   {
     PhaseScope ph(ledger, kPhaseSetup);
-    dir_a = gather_image_sizes(grid.row(), sizes_of(home_a));  // by image v (column-major, row)
+    dir_a = gather_image_sizes(grid.row(), sizes_of(home_a));  // by piece v Q + c
   }
   // Pre-shift: A slots 0..a-1 hold images v(i, j, 0..a-1), B slots 0..b-1 v(i, j, 0..b-1).
   // A's pre-shift ends (and its home copies go) before B's home images are packed.
   {
     PhaseScope ph(ledger, kPhaseA);
     preshift(
-        grid.row(), plan.pc, j, a, [&](int pos, int q) { return plan.cannon_image(i, pos, q); },
-        home_a, dir_a, sa);
+        grid.row(), plan.pc, j, a * Q,
+        [&](int pos, int q) { return piece_of(plan.cannon_image(i, pos, q / Q), q % Q); }, home_a,
+        dir_a, sa);
   }
   home_a = {};  // sent (or moved into a slot): the pre-shift's copies are not needed any more
-  home_b = pack_home(*ops.b, *ops.inner, *ops.cols, ops.kv, false, i * b, b);
+  home_b = pack_home(*ops.b, *ops.inner, *ops.cols, kq, false, i * b * Q, b * Q);
   account();
   {
     PhaseScope ph(ledger, kPhaseSetup);
@@ -129,47 +161,48 @@ ExecResult run_cannon(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
   {
     PhaseScope ph(ledger, kPhaseB);
     preshift(
-        grid.col(), plan.pr, i, b, [&](int pos, int q) { return plan.cannon_image(pos, j, q); },
-        home_b, dir_b, sb);
+        grid.col(), plan.pr, i, b * Q,
+        [&](int pos, int q) { return piece_of(plan.cannon_image(pos, j, q / Q), q % Q); }, home_b,
+        dir_b, sb);
   }
   home_b = {};
   account();
 
-  // Ticks: shift the next images while the current ones are multiplied.
+  // Ticks: piece by piece, shift the next images' piece while the current one is multiplied.
   CAccumulator& acc = res.product.emplace(ops.rows, ops.cols);
   acc.charge_to(ledger.charge(MemKind::Buffers));
   for (int t = 0; t < V; ++t) {
-    comm::RequestSet rs;
-    auto& cur_a = sa[static_cast<std::size_t>(t % (a + 1))];
-    auto& cur_b = sb[static_cast<std::size_t>(t % (b + 1))];
-    if (t < V - a) {
-      PhaseScope ph(ledger, kPhaseA);
-      post_recv(grid.row(), sa[static_cast<std::size_t>((t + a) % (a + 1))],
-                dir_a[static_cast<std::size_t>(plan.cannon_image(i, j, t + a))], (j + 1) % plan.pc,
-                rs);
-      post_send(grid.row(), cur_a, (j + plan.pc - 1) % plan.pc, rs);
+    for (int c = 0; c < Q; ++c) {
+      comm::RequestSet rs;
+      auto& cur_a = sa[static_cast<std::size_t>((t % (a + 1)) * Q + c)];
+      auto& cur_b = sb[static_cast<std::size_t>((t % (b + 1)) * Q + c)];
+      if (t < V - a) {
+        PhaseScope ph(ledger, kPhaseA);
+        post_recv(grid.row(), sa[static_cast<std::size_t>(((t + a) % (a + 1)) * Q + c)],
+                  dir_a[static_cast<std::size_t>(piece_of(plan.cannon_image(i, j, t + a), c))],
+                  (j + 1) % plan.pc, rs);
+        post_send(grid.row(), cur_a, (j + plan.pc - 1) % plan.pc, rs);
+      }
+      if (t < V - b) {
+        PhaseScope ph(ledger, kPhaseB);
+        post_recv(grid.col(), sb[static_cast<std::size_t>(((t + b) % (b + 1)) * Q + c)],
+                  dir_b[static_cast<std::size_t>(piece_of(plan.cannon_image(i, j, t + b), c))],
+                  (i + 1) % plan.pr, rs);
+        post_send(grid.col(), cur_b, (i + plan.pr - 1) % plan.pr, rs);
+      }
+      TickProgress progress(&rs, MPI_COMM_NULL, opt.progress_poll, &ctx.comm());  // p2p only
+      cur_a.index(*ops.rows, *ops.inner);  // offsets of the received (or home) images: meta
+      cur_b.index(*ops.inner, *ops.cols);  // only, so the sends may still be reading them
+      multiply_images(cur_a.view(), cur_b.view(), *ops.rows, *ops.inner, *ops.cols, opt.row_thr,
+                      opt.allowed, acc, res.stats, opt.comm_only,  // comm_only: symbolic
+                      [&] { progress(); });
+      account();  // the next images' piece is allocated
+      rs.wait_all();
+      cur_a = PanelBuf{};  // multiplied and sent: its memory goes before the next piece comes
+      cur_b = PanelBuf{};
+      acc.recharge();
+      account();
     }
-    if (t < V - b) {
-      PhaseScope ph(ledger, kPhaseB);
-      post_recv(grid.col(), sb[static_cast<std::size_t>((t + b) % (b + 1))],
-                dir_b[static_cast<std::size_t>(plan.cannon_image(i, j, t + b))], (i + 1) % plan.pr,
-                rs);
-      post_send(grid.col(), cur_b, (i + plan.pr - 1) % plan.pr, rs);
-    }
-    TickProgress progress(&rs, MPI_COMM_NULL, opt.progress_poll, &ctx.comm());  // p2p only
-    cur_a.index(*ops.rows, *ops.inner);  // offsets of the received (or home) images: meta only,
-    cur_b.index(*ops.inner, *ops.cols);  // so the sends of these buffers may still be reading
-    multiply_images(cur_a.view(), cur_b.view(), *ops.rows, *ops.inner, *ops.cols, opt.row_thr,
-                    opt.allowed, acc, res.stats, opt.comm_only,  // comm_only: symbolic
-                    [&] { progress(); });
-    account();  // the next images' buffers are allocated
-    rs.wait_all();
-    // A slot is refilled a + 1 (b + 1) ticks later; once no image comes into it any more
-    // (the last a (b) ticks), its values are freed as soon as they are used and sent.
-    if (t + 1 >= V - a) cur_a = PanelBuf{};
-    if (t + 1 >= V - b) cur_b = PanelBuf{};
-    acc.recharge();
-    account();
   }
   return res;
 }

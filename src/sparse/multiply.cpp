@@ -159,6 +159,7 @@ void run_multiply(Context& ctx, const SpgemmPlan& plan, double alpha, SpOp opa,
     eo.partial_drop = options.filter_eps / (plan.layers * std::abs(alpha));
   eo.comm_only = options.comm_only;
   eo.progress_poll = options.progress_poll;
+  eo.cannon_pieces = options.cannon_pieces;
   if (options.retain_sparsity) {
     allowed.emplace(detail::pattern_of(c));
     eo.allowed = &*allowed;
@@ -185,6 +186,9 @@ SpMultiplyReport multiply(Context& ctx, double alpha, SpOp opa, const BlockSpars
                " (expected >= 0)");
   TESSEL_CHECK(std::isfinite(options.progress_poll) && options.progress_poll >= 0, InputError,
                "spgemm: progress_poll = ", options.progress_poll, " s (expected >= 0)");
+  TESSEL_CHECK(options.cannon_pieces >= 1 && options.cannon_pieces <= detail::kMaxCannonPieces,
+               InputError, "spgemm: cannon_pieces = ", options.cannon_pieces, " (expected 1 .. ",
+               detail::kMaxCannonPieces, ")");
   const Distribution& dc = c.distribution();
   SpMultiplyReport rep;
   if (options.algorithm == SpAlgorithm::Rma25d && options.layers == 0) {  // auto: eq. 7

@@ -81,7 +81,11 @@ struct ExecOptions {
   /// so they neither compute nor send partial blocks outside it).
   const BlockSparseMatrix<double>* retain_c = nullptr;
   double progress_poll = 0;  // seconds between TickProgress polls, from SpMultiplyOptions; 0 = none
+  int cannon_pieces = 1;     // Cannon: pieces per image (SpMultiplyOptions::cannon_pieces)
 };
+
+/// SpMultiplyOptions::cannon_pieces at most: more pieces only add messages.
+constexpr int kMaxCannonPieces = 64;
 
 struct ExecResult {
   /// This rank's C panel, sum over all images (not scaled by alpha); merge_into reads it in

@@ -108,6 +108,11 @@ void pack_images(const LocalBlocks<double>& m, const BlockSizes& rows, const Blo
                  const std::vector<int>& kv, bool by_col, int first, int count, std::int64_t* meta,
                  double* data);
 
+/// Cannon's pieces: kv refined so that image v's k blocks (in order of k) are cut into
+/// `pieces` consecutive runs of nearly equal count; piece c of image v becomes image
+/// v * pieces + c. A's and B's pieces of one image then share their k blocks. Pure.
+std::vector<int> image_pieces(const std::vector<int>& kv, int images, int pieces);
+
 /// Statistics of the local kernel.
 struct KernelStats {
   double flops = 0;

@@ -19,7 +19,9 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CP2K = os.path.join(ROOT, "..", "shared", "data", "cp2k", "h2o-32-szv")
+# The optional real matrices: TESSEL_SHARED_DATA (ctest sets it from -DTESSEL_DATA_DIR).
+DATA = os.environ.get("TESSEL_SHARED_DATA", os.path.join(ROOT, "..", "shared", "data"))
+CP2K = os.path.join(DATA, "cp2k", "h2o-32-szv")
 
 
 def main():
@@ -77,7 +79,7 @@ def main():
                 print(f"ok {name}: band energy {be:.10f} (exact {meta['band_energy_exact']}), "
                       f"{r['multiplications']} multiplications, {r['sign_evaluations']} sign evaluations")
         else:
-            print("skip: no ../shared/data/cp2k/h2o-32-szv")
+            print(f"skip: no {CP2K}")
         energies = {}
         for extra in ([], ["--dense"], ["--tile", "none"], ["--tile", "12", "--tiling", "contiguous"]):
             p = run(["--generate", "water:12", "--eps", "0"] + extra, work)
@@ -112,6 +114,11 @@ def main():
                                 f"{r['memory_peak_bytes']}, maxrss {r['maxrss_bytes_max']}")
             elif any(s["peak_bytes"] < s["matrices"] + s["buffers"] + s["windows"] - 1 for s in stages.values()):
                 problems.append(f"memory: a stage's parts exceed its peak: {stages}")
+            elif any(not s["matrices_alive"] or s["matrices_alive"][0] > r["largest_matrix_bytes"]
+                     or s["matrices_alive"] != sorted(s["matrices_alive"], reverse=True)
+                     for s in stages.values() if s["matrices"] > 0):
+                problems.append(f"memory: the matrices alive at a stage's peak are not listed "
+                                f"largest first within the largest matrix: {stages}")
             elif "accounted memory per rank" not in p.stdout:
                 problems.append("memory: no accounted memory line")
             else:

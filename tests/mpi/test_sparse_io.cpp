@@ -14,6 +14,7 @@
 #include <random>
 #include <sstream>
 
+#include "cp2k_test_util.hpp"
 #include "sparse_test_util.hpp"
 #include "tessel/core/context.hpp"
 #include "tessel/io/sparse.hpp"
@@ -301,7 +302,7 @@ TEST(SparseIo, Cp2kCsrRoundTrip) {
 }
 
 TEST(SparseIo, Cp2kFilesFromSharedData) {
-  const std::string dir = std::string(TESSEL_SOURCE_DIR) + "/../shared/data/cp2k/";
+  const std::string dir = tessel::testing::cp2k_dir("").string();  // TESSEL_SHARED_DATA/cp2k/
   if (!exists(dir)) GTEST_SKIP() << dir << " is absent";
   Context ctx(MPI_COMM_WORLD);
   for (const std::string f : {"h2o-32-szv/KS.csr", "h2o-32-szv/S.csr", "h2o-256-szv/S.csr.gz"}) {

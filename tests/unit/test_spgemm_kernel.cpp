@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <numeric>
 #include <random>
 
 #include "../../src/sparse/spgemm_panels.hpp"
@@ -358,4 +359,32 @@ TEST(SpgemmKernel, AccumulatorValuesNeverMove) {
     ++visited;
   });
   EXPECT_EQ(visited, static_cast<std::int64_t>(seen.size()));
+}
+
+// Cannon's pieces (image_pieces): every k block stays in its image, the pieces of an image
+// are consecutive runs in k whose counts differ by at most one, and one piece is the identity.
+TEST(CannonPieces, ConsecutiveBalancedRunsInsideEachImage) {
+  const std::vector<int> kv = {0, 1, 0, 2, 1, 0, 0, 2, 1, 0, 0};
+  EXPECT_EQ(tessel::sparse::detail::image_pieces(kv, 3, 1), kv);
+  for (int q : {2, 3, 4, 7}) {
+    const auto out = tessel::sparse::detail::image_pieces(kv, 3, q);
+    ASSERT_EQ(out.size(), kv.size());
+    std::vector<std::vector<int>> count(3, std::vector<int>(static_cast<std::size_t>(q), 0));
+    std::vector<int> last(3, 0);
+    for (std::size_t k = 0; k < kv.size(); ++k) {
+      EXPECT_EQ(out[k] / q, kv[k]) << "k " << k << " pieces " << q;
+      const int c = out[k] % q;
+      EXPECT_GE(c, last[static_cast<std::size_t>(kv[k])]) << "not consecutive: k " << k;
+      last[static_cast<std::size_t>(kv[k])] = c;
+      ++count[static_cast<std::size_t>(kv[k])][static_cast<std::size_t>(c)];
+    }
+    for (int v = 0; v < 3; ++v) {
+      const auto& cv = count[static_cast<std::size_t>(v)];
+      const int n = std::accumulate(cv.begin(), cv.end(), 0);
+      for (int c : cv) {  // n / q rounded down or up
+        EXPECT_GE(c, n / q) << "image " << v << " pieces " << q;
+        EXPECT_LE(c, (n + q - 1) / q) << "image " << v << " pieces " << q;
+      }
+    }
+  }
 }

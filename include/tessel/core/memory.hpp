@@ -6,9 +6,12 @@
 /// One per CommLedger (so per Context); not thread safe.
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
+#include <vector>
 
 namespace tessel {
 
@@ -35,6 +38,13 @@ class MemoryLedger {
   void note_matrix(std::int64_t bytes) {
     if (bytes > largest_matrix_) largest_matrix_ = bytes;
   }
+  /// Not collective. One matrix's charge changed from `from` to `to` bytes (MemoryCharge::set
+  /// calls it before add()): keeps the sizes of the matrices alive, so a peak can say which
+  /// matrices it held.
+  void matrix_changed(std::int64_t from, std::int64_t to);
+  /// The local sizes of the matrices alive at the peak, largest first (at most kPeakMatrices).
+  static constexpr std::size_t kPeakMatrices = 12;
+  const std::vector<std::int64_t>& peak_matrices() const { return at_peak_matrices_; }
   /// The highest current() reached inside each phase (by full phase name, "" outside any).
   const std::map<std::string, std::int64_t>& phase_peaks() const { return phase_peak_; }
   /// Not collective. Starts a new peak measurement (and new phase peaks) from current().
@@ -43,7 +53,10 @@ class MemoryLedger {
   void set_phase(const std::string& p);
 
  private:
+  void snapshot_peak();
   ByKind now_{}, at_peak_{};
+  std::multiset<std::int64_t, std::greater<>> live_;  // sizes of the matrices alive (> 0 bytes)
+  std::vector<std::int64_t> at_peak_matrices_;
   std::int64_t total_ = 0, peak_ = 0, largest_matrix_ = 0;
   std::string phase_, peak_phase_;
   std::map<std::string, std::int64_t> phase_peak_;
@@ -86,6 +99,7 @@ class MemoryCharge {
   /// Not collective. The charge becomes `bytes`.
   void set(std::int64_t bytes) {
     if (l_ && bytes != bytes_) {
+      if (k_ == MemKind::Matrix) l_->matrix_changed(bytes_, bytes);
       l_->add(k_, bytes - bytes_);
       if (k_ == MemKind::Matrix) l_->note_matrix(bytes);
     }

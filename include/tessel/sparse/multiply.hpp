@@ -47,6 +47,11 @@ struct SpMultiplyOptions {
   /// rendezvous messages and one-sided reads served by this rank move only inside MPI calls).
   /// 0 = no polling (an MPI with a progress thread; or to measure what polling buys).
   double progress_poll = 2e-4;
+  /// Cannon: every image of A and B is sent and multiplied in this many pieces (its k blocks
+  /// cut into consecutive runs), so a rank holds the images it multiplies plus one piece in
+  /// flight per operand, not a second whole image. 1 = whole images (fewer, larger messages).
+  /// The bytes moved and the answer do not depend on it. 1 .. 64.
+  int cannon_pieces = 4;
 };
 
 /// Per-rank bytes of one phase ("spgemm/A panels", ...): received (p2p + get) and sent.

@@ -36,7 +36,7 @@
 #include "dbcsr_util.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/sparse/generate.hpp"
-#include "tessel/sparse/io.hpp"
+#include "tessel/io/sparse.hpp"
 
 using namespace tessel;
 using tessel::bench::to_dbcsr;
@@ -176,11 +176,11 @@ int main(int argc, char** argv) {
     } else {
       TESSEL_CHECK(!ks.empty() && !overlap.empty() && !blocks.empty(), InputError,
                    "--ks, --overlap and --blocks are all needed (or --generate water:N)");
-      const sparse::BlockSizes bs = sparse::read_block_sizes(blocks);
+      const sparse::BlockSizes bs = io::read_block_sizes(blocks);
       auto g = sparse::Distribution::default_grid(ctx.size());
       auto dist = sparse::Distribution::random(bs, bs, g.first, g.second);
-      Ht_ = sparse::read_cp2k_csr(ctx, ks, dist);
-      St_ = sparse::read_cp2k_csr(ctx, overlap, dist);
+      Ht_ = io::read_cp2k_csr(ctx, ks, dist);
+      St_ = io::read_cp2k_csr(ctx, overlap, dist);
       description = ks;
     }
     const auto& d = Ht_.distribution();

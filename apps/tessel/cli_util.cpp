@@ -17,6 +17,21 @@
 
 namespace tessel::app {
 
+ContextOptions context_options_from_environment() {
+  ContextOptions o;
+  if (const char* e = std::getenv("TESSEL_NODE_SIZE"))
+    o.node_size = parse_node_size(e, "TESSEL_NODE_SIZE");
+  if (const char* e = std::getenv("TESSEL_MACHINE")) o.machine_file = e;
+  return o;
+}
+
+dense::MachineModel machine_model(const Context& ctx, const std::string& cli_path) {
+  dense::MachineModel m = dense::resolve_machine_model(ctx, cli_path);
+  if (cli_path.empty() && !ctx.machine_file().empty())
+    m.source = "TESSEL_MACHINE=" + ctx.machine_file();
+  return m;
+}
+
 std::pair<int, int> parse_grid_option(const std::string& text) {
   const auto x = text.find_first_of("xX");
   int pr = 0, pc = 0;
@@ -101,7 +116,8 @@ int parse_n_dup(const std::string& value) {
   return static_cast<int>(v);
 }
 
-dense::SscOptions SscArgs::options(int ranks) const {
+dense::SscOptions SscArgs::options(const Context& ctx) const {
+  const int ranks = ctx.size();
   dense::SscOptions o;
   o.algorithm =
       parse_named("--algorithm", algorithm, "3, 4, 5 or 2.5d (the seed's Algorithms 3, 4, 5, 6)",
@@ -111,7 +127,7 @@ dense::SscOptions SscArgs::options(int ranks) const {
     TESSEL_CHECK(*n_t >= 1, InputError, "--n-t ", *n_t, ": expected a message size in bytes >= 1");
     o.n_t = *n_t;
   } else {  // the machine file's segment sweet spot, when there is a machine file
-    const dense::MachineModel mm = dense::resolve_machine_model(machine);
+    const dense::MachineModel mm = machine_model(ctx, machine);
     o.n_t = mm.source == "defaults" ? 64 * 1024 : mm.p2p_segment_bytes;
   }
   TESSEL_CHECK(active_ranks >= 0 && active_ranks <= ranks, GridError, "--active-ranks ",

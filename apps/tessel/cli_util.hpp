@@ -13,12 +13,23 @@
 #include "tessel/core/context.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/dense/dist_matrix.hpp"
+#include "tessel/dense/machine_model.hpp"
 #include "tessel/dense/symm_square_cube.hpp"
 #include "tessel/layout/grid_shape.hpp"
 
 namespace tessel::app {
 
 using layout::most_square_grid;  // the CLI's default grid (tessel/layout/grid_shape.hpp)
+
+/// Not collective. The Context options of a command, from the environment (the library reads
+/// none): TESSEL_NODE_SIZE, when set, as ContextOptions::node_size (InputError naming it unless
+/// a positive integer); TESSEL_MACHINE, when set and not empty, as ContextOptions::machine_file.
+ContextOptions context_options_from_environment();
+
+/// Not collective. The machine model of a command: `cli_path` (--machine FILE) if not empty,
+/// else the Context's machine file (TESSEL_MACHINE; source "TESSEL_MACHINE=FILE"), else the
+/// built-in defaults.
+dense::MachineModel machine_model(const Context& ctx, const std::string& cli_path);
 
 /// Pure. The value of a `--grid PRxPC` option (also "PRXPC"): InputError naming the option
 /// and the value unless it is two integers >= 1 around an 'x'. The rank count is the caller's
@@ -92,7 +103,7 @@ struct SscArgs {
   /// else TESSEL_MACHINE), else 64 KiB.
   std::optional<std::int64_t> n_t;
   int active_ranks = 0, replication = 0;
-  dense::SscOptions options(int ranks) const;
+  dense::SscOptions options(const Context& ctx) const;
   /// Registers --algorithm, --n-dup, --n-t, --active-ranks, --replication, --collectives,
   /// --machine.
   void add_to(CLI::App* s);

@@ -229,7 +229,7 @@ nlohmann::json link_json(const LinkResult& L) {
 }
 
 int run_calibrate(const CalibrateArgs& g) {
-  Context ctx(MPI_COMM_WORLD);
+  Context ctx(MPI_COMM_WORLD, context_options_from_environment());
   TESSEL_CHECK(g.gemm_size >= 1, InputError, "--gemm-size ", g.gemm_size, ": expected >= 1");
   TESSEL_CHECK(g.repeat >= 1, InputError, "--repeat ", g.repeat, ": expected >= 1");
   TESSEL_CHECK(g.pingpong >= 1, InputError, "--pingpong ", g.pingpong, ": expected >= 1");

@@ -21,7 +21,7 @@
 #include "tessel/solvers/density.hpp"
 #include "tessel/sparse/convert.hpp"
 #include "tessel/sparse/generate.hpp"
-#include "tessel/sparse/io.hpp"
+#include "tessel/io/sparse.hpp"
 #include "tessel/sparse/tiling.hpp"
 #include "tessel/core/timer.hpp"
 
@@ -80,14 +80,14 @@ Input read_input(Context& ctx, const DensityArgs& a) {
   TESSEL_CHECK(!a.ks.empty() && !a.overlap.empty() && !a.blocks.empty(), InputError,
                "--ks, --overlap and --blocks are all needed (or --generate water:N)");
   TESSEL_CHECK(a.electrons.has_value(), InputError, "--electrons is needed with --ks/--overlap");
-  const sparse::BlockSizes bs = sparse::read_block_sizes(a.blocks);
+  const sparse::BlockSizes bs = io::read_block_sizes(a.blocks);
   auto g = sparse::Distribution::default_grid(ctx.size());
   auto dist = sparse::Distribution::random(bs, bs, g.first, g.second);
-  sparse::ReadOptions ro;
+  io::ReadOptions ro;
   ro.name = "--ks " + a.ks;
-  in.H = sparse::read_cp2k_csr(ctx, a.ks, dist, ro);
+  in.H = io::read_cp2k_csr(ctx, a.ks, dist, ro);
   ro.name = "--overlap " + a.overlap;
-  in.S = sparse::read_cp2k_csr(ctx, a.overlap, dist, ro);
+  in.S = io::read_cp2k_csr(ctx, a.overlap, dist, ro);
   in.electrons = *a.electrons;
   in.description = fmt::format("{} and {} ({} basis functions, {} atoms)", a.ks, a.overlap,
                                in.H.rows(), bs.count());
@@ -121,7 +121,7 @@ solvers::DensityResult<M> solve(solvers::Algebra<M>& alg, const M& H, const M& S
 }
 
 int run_density(const DensityArgs& a) {
-  Context ctx(MPI_COMM_WORLD);
+  Context ctx(MPI_COMM_WORLD, context_options_from_environment());
   const bool root = ctx.rank() == 0;
   solvers::DensityOptions opt;
   opt.method = parse_named("--method", a.method, "sign, trs4, canonical, trs2 or mcweeny",
@@ -305,8 +305,8 @@ int run_density(const DensityArgs& a) {
     take(r, alg);
     p_blocks = sparse::nblocks(ctx, r.P);
     p_occupation = sparse::occupation(ctx, r.P);
-    if (npy) sparse::write_npy_blocks(ctx, r.P, a.out);
-    if (csr) sparse::write_cp2k_csr(ctx, r.P, a.out);
+    if (npy) io::write_npy_blocks(ctx, r.P, a.out);
+    if (csr) io::write_cp2k_csr(ctx, r.P, a.out);
   }
   {
     solvers::IterationInfo end;

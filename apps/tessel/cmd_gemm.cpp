@@ -93,7 +93,9 @@ struct Descriptor {
 
 template <class T>
 int run_gemm_typed(const GemmArgs& g) {
-  Context ctx(MPI_COMM_WORLD, simulate_compute_options(g.simulate_compute, g.verify));
+  ContextOptions copt = context_options_from_environment();
+  copt.compute = simulate_compute_options(g.simulate_compute, g.verify).compute;
+  Context ctx(MPI_COMM_WORLD, copt);
   const int p = ctx.size();
   const bool skip = ctx.compute() == ComputeMode::Skip;  // values meaningless, never read
   TESSEL_CHECK(!skip || (g.a.empty() && g.b.empty() && g.c.empty() && g.out.empty()), InputError,
@@ -115,7 +117,7 @@ int run_gemm_typed(const GemmArgs& g) {
   TESSEL_CHECK(std::isfinite(g.beta), InputError, "--beta ", g.beta, ": expected a finite number");
   opt.delta = g.delta;
   opt.rounds = g.rounds;
-  opt.machine = dense::resolve_machine_model(g.machine);  // --machine > TESSEL_MACHINE > defaults
+  opt.machine = machine_model(ctx, g.machine);  // --machine > TESSEL_MACHINE > defaults
   opt.check_finite = g.verify;
   TESSEL_CHECK(g.repeat >= 1, InputError, "--repeat ", g.repeat, ": expected >= 1");
   TESSEL_CHECK(g.nb >= 1, LayoutMismatch, "--nb ", g.nb, ": block size must be >= 1");

@@ -13,7 +13,7 @@
 #include "tessel/core/context.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/sparse/generate.hpp"
-#include "tessel/sparse/io.hpp"
+#include "tessel/io/sparse.hpp"
 #include "tessel/core/timer.hpp"
 
 namespace tessel::app {
@@ -38,7 +38,7 @@ std::function<int()> add_generate(CLI::App& app) {
                 "Angstrom) into this directory");
   add_trace_option(g, a->trace);
   return [a]() -> int {
-    Context ctx(MPI_COMM_WORLD);
+    Context ctx(MPI_COMM_WORLD, context_options_from_environment());
     ctx.agree([&] {
       TESSEL_CHECK(a->system == "water", InputError, "generate: system '", a->system,
                    "', expected water");
@@ -67,11 +67,11 @@ std::function<int()> add_generate(CLI::App& app) {
           ctx.size());
     if (!a->out_dir.empty()) {
       const std::string d = a->out_dir + "/";
-      sparse::write_cp2k_csr(ctx, w.H, d + "H.csr");
-      sparse::write_cp2k_csr(ctx, w.S, d + "S.csr");
+      io::write_cp2k_csr(ctx, w.H, d + "H.csr");
+      io::write_cp2k_csr(ctx, w.S, d + "S.csr");
       ctx.agree([&] {
         if (ctx.rank() != 0) return;
-        sparse::write_block_sizes(w.blocks, d + "blocksizes.txt");
+        io::write_block_sizes(w.blocks, d + "blocksizes.txt");
         write_text_atomic(d + "water.xyz", "atoms",
                           sparse::water_xyz(sparse::water_geometry(a->molecules, opt)));
       });

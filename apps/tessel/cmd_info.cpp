@@ -18,7 +18,7 @@ std::function<int()> add_info(CLI::App& app) {
   auto trace_path = std::make_shared<std::string>();
   add_trace_option(s, *trace_path);
   return [trace_path]() -> int {
-    Context ctx(MPI_COMM_WORLD);
+    Context ctx(MPI_COMM_WORLD, context_options_from_environment());
     TraceRun trace(ctx, *trace_path);
     int rank = 0, size = 1, major = 0, minor = 0, len = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

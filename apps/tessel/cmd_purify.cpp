@@ -15,6 +15,7 @@
 #include "commands.hpp"
 #include "report.hpp"
 #include "tessel/io/checkpoint.hpp"
+#include "tessel/solvers/purify_checkpoint.hpp"
 #include "tessel/io/npy.hpp"
 #include "tessel/solvers/purify.hpp"
 #include "tessel/core/timer.hpp"
@@ -90,7 +91,7 @@ std::shared_ptr<const solvers::PurifyResume> load_restart(
   auto r = std::make_shared<solvers::PurifyResume>();
   ctx.agree([&] {
     io::check_checkpoint_options(path, ck.record, given);
-    r->state = io::get_purify_state(ck.record, path);
+    r->state = solvers::get_purify_state(ck.record, path);
     const std::size_t want = r->state.has_best ? 2 : 1;
     TESSEL_CHECK(ck.matrices.size() == want, InputError, "--restart ", path,
                  " is malformed: ", ck.matrices.size(), " matrices, expected ", want,
@@ -102,14 +103,14 @@ std::shared_ptr<const solvers::PurifyResume> load_restart(
 }
 
 int run_purify(const PurifyArgs& a) {
-  Context ctx(MPI_COMM_WORLD);
+  Context ctx(MPI_COMM_WORLD, context_options_from_environment());
   const int p = ctx.size();
   const bool root = ctx.rank() == 0;
   // Options: the same on every rank, so plain checks throw together.
   solvers::PurifyOptions opt;
   opt.method = parse_named("--method", a.method, "canonical, mcweeny, trs2 or trs4",
                            [](const std::string& v) { return solvers::parse_purify_method(v); });
-  opt.ssc = a.ssc.options(p);
+  opt.ssc = a.ssc.options(ctx);
   TESSEL_CHECK(a.tol > 0 && std::isfinite(a.tol), InputError, "--tol ", a.tol,
                ": expected a finite tolerance > 0");
   TESSEL_CHECK(a.max_iter >= 1, InputError, "--max-iter ", a.max_iter, ": expected >= 1");
@@ -228,7 +229,7 @@ int run_purify(const PurifyArgs& a) {
       rec.options.emplace_back(
           "input", model ? a.model.describe()
                          : "--fock " + a.fock + (S ? " --overlap " + a.overlap : std::string()));
-      io::put_purify_state(rec, st);
+      solvers::put_purify_state(rec, st);
       std::vector<const DistMatrix<double>*> mats{&X};
       if (best) mats.push_back(best);
       io::write_checkpoint(active, a.checkpoint, rec, mats);

@@ -17,7 +17,7 @@
 #include "spgemm_case.hpp"
 #include "tessel/dense/multiply.hpp"
 #include "tessel/sparse/convert.hpp"
-#include "tessel/sparse/io.hpp"
+#include "tessel/io/sparse.hpp"
 #include "tessel/sparse/multiply.hpp"
 #include "tessel/core/timer.hpp"
 
@@ -59,7 +59,7 @@ double frob2_local(dense::DistMatrix<double>& x) {
 }
 
 int run_spgemm(const SpgemmArgs& a) {
-  Context ctx(MPI_COMM_WORLD);
+  Context ctx(MPI_COMM_WORLD, context_options_from_environment());
   const int p = ctx.size();
   const bool root = ctx.rank() == 0;
   sparse::SpMultiplyOptions opt;
@@ -320,7 +320,7 @@ int run_spgemm(const SpgemmArgs& a) {
         << "verify: " << verdict << "\n"
         << std::flush;
   }
-  if (!a.out.empty()) sparse::write_cp2k_csr(ctx, C, a.out);
+  if (!a.out.empty()) io::write_cp2k_csr(ctx, C, a.out);
   if (!a.json.empty()) {
     nlohmann::json j = run_header(ctx);
     j["command"] = "spgemm";

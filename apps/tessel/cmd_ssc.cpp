@@ -58,13 +58,15 @@ double rel_diff(const std::vector<double>& a, const std::vector<double>& b) {
 }
 
 int run_ssc(const SscCmdArgs& a) {
-  Context ctx(MPI_COMM_WORLD, simulate_compute_options(a.simulate_compute, a.verify));
+  ContextOptions copt = context_options_from_environment();
+  copt.compute = simulate_compute_options(a.simulate_compute, a.verify).compute;
+  Context ctx(MPI_COMM_WORLD, copt);
   const bool skip = ctx.compute() == ComputeMode::Skip;  // values meaningless, never read
   TESSEL_CHECK(!skip || a.in.empty(), InputError, "--simulate-compute skip with --in ", a.in,
                ": D is shared simulated memory, expected a generated D");
   const int p = ctx.size();
   const bool root = ctx.rank() == 0;
-  dense::SscOptions opt = a.ssc.options(p);
+  dense::SscOptions opt = a.ssc.options(ctx);
   TESSEL_CHECK(!(a.comm_only && a.verify), InputError,
                "--comm-only skips the local multiplies: its D^2 and D^3 cannot pass --verify");
   opt.compute_products = !a.comm_only;

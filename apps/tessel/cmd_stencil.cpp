@@ -83,7 +83,7 @@ nlohmann::json json_stat(const Stat& s) {
 }
 
 int run_stencil(const StencilArgs& a) {
-  Context ctx(MPI_COMM_WORLD);
+  Context ctx(MPI_COMM_WORLD, context_options_from_environment());
   const int P = ctx.size(), me = ctx.rank();
   const bool root = me == 0;
   // ---- options (the same on every rank: plain checks throw together)

@@ -6,7 +6,7 @@
 
 #include "cli_util.hpp"
 #include "tessel/sparse/generate.hpp"
-#include "tessel/sparse/io.hpp"
+#include "tessel/io/sparse.hpp"
 
 namespace tessel::app {
 
@@ -81,7 +81,7 @@ SpgemmCase make_spgemm_case(Context& ctx, const SpgemmInputs& in, sparse::SpOp o
   const std::string kind = files ? "csr" : in.generate.substr(0, in.generate.find(':'));
   const int n = files ? 0 : parse_count(in.generate);
   Band band{n};
-  BlockSizes bs = files            ? sparse::read_block_sizes(in.blocks)
+  BlockSizes bs = files            ? io::read_block_sizes(in.blocks)
                   : kind == "band" ? band.sizes()
                                    : sparse::water_block_sizes(n);
   const int pr = plan.pr, pc = plan.pc;
@@ -98,11 +98,11 @@ SpgemmCase make_spgemm_case(Context& ctx, const SpgemmInputs& in, sparse::SpOp o
   Distribution db = opb == sparse::SpOp::N ? Distribution(bs, bs, pr, pc, brow, c.dc.col_dist())
                                            : Distribution::random(bs, bs, pr, pc, in.seed + 3);
   if (files) {  // CP2K CSR text, read straight onto the distributions
-    sparse::ReadOptions ra, rb;
+    io::ReadOptions ra, rb;
     ra.name = "--a " + in.a;
     rb.name = "--b " + in.b;
-    c.A = sparse::read_cp2k_csr(ctx, in.a, da, ra);
-    c.B = sparse::read_cp2k_csr(ctx, in.b, db, rb);
+    c.A = io::read_cp2k_csr(ctx, in.a, da, ra);
+    c.B = io::read_cp2k_csr(ctx, in.b, db, rb);
     c.description =
         fmt::format("{} x {} ({} blocks per side), A = {}, B = {} (CP2K CSR, block sizes {})",
                     bs.extent(), bs.extent(), bs.count(), in.a, in.b, in.blocks);

@@ -2,6 +2,7 @@
 #include <pybind11/functional.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "bindings.hpp"
 #include "tessel/comm/ledger_stats.hpp"
@@ -71,13 +72,17 @@ Context(comm=None)
 
 Collective over `comm` (an mpi4py intracommunicator; default MPI.COMM_WORLD): duplicates it,
 so tessel's messages never mix with the caller's, and owns the ledger of bytes and messages
-per phase that every tessel call records into.)doc")
+per phase that every tessel call records into. The environment variable TESSEL_NODE_SIZE, when
+set, is its emulated node size (ranks per node of the node-shared paths; a positive integer).)doc")
       .def(py::init([](py::object comm) {
              if (comm.is_none()) comm = py::module_::import("mpi4py.MPI").attr("COMM_WORLD");
              MPI_Comm c = comm_of(comm, "Context: comm");
              auto p = std::make_shared<PyContext>();
              p->comm = comm;
-             p->ctx = std::make_unique<Context>(c);
+             ContextOptions opt;  // the module, not the library, reads the environment
+             if (const char* e = std::getenv("TESSEL_NODE_SIZE"))
+               opt.node_size = parse_node_size(e, "TESSEL_NODE_SIZE");
+             p->ctx = std::make_unique<Context>(c, opt);
              return p;
            }),
            py::arg("comm") = py::none())

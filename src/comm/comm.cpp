@@ -171,12 +171,17 @@ MPI_Request* RequestSet::add(Pending& token, Then then) {
 // simulated actors that do not compete for a core, a real sleep or yield would be measured and
 // charged as computation, and every MPI_Test that finds nothing advances the simulated clock
 // by SMPI's injected smpi/test time (growing with repeated tests), which would quantise waits.
+// Idle tests before back_off yields the core (spinning keeps the latency of a message that
+// is about to arrive), before it sleeps instead (oversubscribed ranks give the core to the
+// rank that will send), and how long it sleeps.
+constexpr int kSpinTests = 64, kYieldTests = 1024;
+constexpr auto kIdleSleep = std::chrono::microseconds(50);
 void back_off(int idle_tests) {
-  if (kSimulatedMpi || idle_tests <= 64) return;
-  if (idle_tests < 1024)
+  if (kSimulatedMpi || idle_tests <= kSpinTests) return;
+  if (idle_tests < kYieldTests)
     std::this_thread::yield();
   else
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
+    std::this_thread::sleep_for(kIdleSleep);
 }
 
 int wait_polled(MPI_Request& r, MPI_Status* st) noexcept {

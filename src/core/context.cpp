@@ -15,23 +15,27 @@
 namespace tessel {
 
 namespace {
-// ContextOptions::node_size, else TESSEL_NODE_SIZE (read here, once per Context), else 0.
-int resolve_node_size(const ContextOptions& opt) {
+// ContextOptions::node_size, checked (0 = not set).
+int checked_node_size(const ContextOptions& opt) {
   TESSEL_CHECK(opt.node_size >= 0, InputError, "Context: node_size = ", opt.node_size,
                ", expected >= 0 (0 = not set)");
-  if (opt.node_size > 0) return opt.node_size;
-  const char* e = std::getenv("TESSEL_NODE_SIZE");
-  if (!e) return 0;
+  return opt.node_size;
+}
+}  // namespace
+
+int parse_node_size(const std::string& text, const std::string& what) {
+  const char* e = text.c_str();
   char* endp = nullptr;
   errno = 0;
   const long v = std::strtol(e, &endp, 10);
   TESSEL_CHECK(endp != e && *endp == '\0' && errno == 0 && v > 0 && v <= INT_MAX, InputError,
-               "Context: TESSEL_NODE_SIZE = '", e,
+               "Context: ", what, " = '", text,
                "', expected a positive integer (ranks per "
                "emulated node)");
   return static_cast<int>(v);
 }
 
+namespace {
 ComputeMode checked_compute(const ContextOptions& opt) {
   TESSEL_CHECK(opt.compute == ComputeMode::Run || kSimulatedMpi, InputError,
                "Context: compute = ", to_string(opt.compute),
@@ -45,8 +49,9 @@ Context::Context(MPI_Comm user_comm, const ContextOptions& opt)
     : own_(std::make_unique<CommLedger>()),
       ledger_(own_.get()),
       comm_(comm::Comm(user_comm, ledger_).dup()),
-      cache_(std::make_unique<comm::CommCache>()) {
-  comm_.set_node_size(resolve_node_size(opt));
+      cache_(std::make_unique<comm::CommCache>()),
+      machine_file_(opt.machine_file) {
+  comm_.set_node_size(checked_node_size(opt));
   comm_.set_cache(cache_.get());
   compute_ = checked_compute(opt);
 }
@@ -54,8 +59,9 @@ Context::Context(MPI_Comm user_comm, const ContextOptions& opt)
 Context::Context(MPI_Comm user_comm, CommLedger& ledger, const ContextOptions& opt)
     : ledger_(&ledger),
       comm_(comm::Comm(user_comm, ledger_).dup()),
-      cache_(std::make_unique<comm::CommCache>()) {
-  comm_.set_node_size(resolve_node_size(opt));
+      cache_(std::make_unique<comm::CommCache>()),
+      machine_file_(opt.machine_file) {
+  comm_.set_node_size(checked_node_size(opt));
   comm_.set_cache(cache_.get());
   compute_ = checked_compute(opt);
 }

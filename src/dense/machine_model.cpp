@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "tessel/core/context.hpp"
 #include "tessel/core/error.hpp"
 
 namespace tessel::dense {
@@ -107,18 +108,22 @@ MachineModel load_machine_model(const std::string& path) {
   return machine_model_from_json(ss.str(), path);
 }
 
-MachineModel resolve_machine_model(const std::string& cli_path) {
+MachineModel resolve_machine_model(const std::string& cli_path, const std::string& machine_file) {
   if (!cli_path.empty()) {
     MachineModel m = load_machine_model(cli_path);
     m.source = "--machine " + cli_path;
     return m;
   }
-  if (const char* e = std::getenv("TESSEL_MACHINE"); e != nullptr && *e != '\0') {
-    MachineModel m = load_machine_model(e);
-    m.source = std::string("TESSEL_MACHINE=") + e;
+  if (!machine_file.empty()) {
+    MachineModel m = load_machine_model(machine_file);
+    m.source = "machine file " + machine_file;
     return m;
   }
   return MachineModel{};
+}
+
+MachineModel resolve_machine_model(const Context& ctx, const std::string& cli_path) {
+  return resolve_machine_model(cli_path, ctx.machine_file());
 }
 
 std::string machine_model_to_json(const MachineModel& m) {

@@ -6,6 +6,8 @@
 #include <dlfcn.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include "tessel/scalapack/pgemm.hpp"
 
@@ -42,10 +44,15 @@ int entry(const char* rout, const char* sym, ErrorMode mode, const char* transa,
       return 0;
     }
   }
-  // The planner's machine model: the file named by TESSEL_MACHINE, else the defaults.
+  // The planner's machine model: the file named by TESSEL_MACHINE, else the defaults. These
+  // drop-in entry points take ScaLAPACK's arguments only, so the environment is their one
+  // channel for options: it is read here, at the C boundary, as the `tessel` command reads
+  // it in apps/ (the library below reads no environment).
   dense::MultiplyOptions opt;
   try {
-    opt.machine = dense::resolve_machine_model();
+    const char* file = std::getenv("TESSEL_MACHINE");
+    opt.machine = dense::resolve_machine_model({}, file ? file : "");
+    if (file && *file) opt.machine.source = std::string("TESSEL_MACHINE=") + file;
   } catch (const tessel::Error& e) {
     std::fprintf(stderr, "%s (tessel): %s\n", rout, e.what());
     if (mode == ErrorMode::Pblas) Cblacs_abort(desca[1], 1);

@@ -34,6 +34,11 @@ DensityMethod parse_density_method(const std::string& s, const std::string& what
 
 namespace {
 
+/// The sign iteration's spectral bound of A - mu I, from the Lanczos bounds of A: 1 % above
+/// the farther end, because Lanczos estimates the extremes from inside and the scaled start
+/// must have every eigenvalue in (-1, 1).
+constexpr double kSignBoundMargin = 1.01;
+
 // ||A - A^T||_F / ||A||_F (0 for A = 0).
 template <class M>
 double asymmetry(Algebra<M>& alg, const M& a) {
@@ -138,7 +143,7 @@ struct SignSearch {
     x = M{};  // the last evaluation's sign: not needed while the next one runs
     M a = alg.copy(A);
     alg.shift(a, -mu);
-    const double bound = 1.01 * std::max(std::abs(b.hi - mu), std::abs(b.lo - mu));
+    const double bound = kSignBoundMargin * std::max(std::abs(b.hi - mu), std::abs(b.lo - mu));
     SignOptions so;
     so.order = opt.sign_order;
     so.tol = opt.tol;

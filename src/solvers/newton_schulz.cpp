@@ -6,12 +6,18 @@
 #include <limits>
 #include <string>
 
+#include "noise_floor.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/solvers/density.hpp"
 #include "tessel/core/timer.hpp"
 
 namespace tessel::solvers {
 namespace {
+
+/// The Lanczos bounds of S are estimates: the starting scale divides by (lo + hi) times this
+/// 2 % margin, so that an extreme eigenvalue a little outside [lo, hi] still maps inside the
+/// convergence region (see inverse_sqrt, inverse_hotelling).
+constexpr double kBoundsMargin = 1.02;
 
 void check_inverse_options(const Context& ctx, const InverseOptions& opt) {
   ctx.agree([&] {
@@ -46,8 +52,9 @@ SpectralBounds bounds_of_s(Algebra<M>& alg, const M& S, const InverseOptions& op
   return b;
 }
 
-// The shared stopping rule: converged (r < tol), the filtering or rounding floor (r stops
-// decreasing once small), divergence (r grows while large, or is not finite), a stall.
+// The shared stopping rule: converged (r < tol), the filtering or rounding floor (NoiseFloor:
+// one step below the noise level that keeps more than 0.8 of the residual), divergence (r
+// grows while large, or is not finite), a stall.
 struct Monitor {
   const char* who;
   double tol, eps;
@@ -55,12 +62,13 @@ struct Monitor {
   double lo, hi, scale;  // bounds of S and the scale used
   std::vector<double> hist;
   bool stagnated = false;
+  NoiseFloor noise_floor{noise_level(eps, 1e-3, 1e-7), 0.8, 1};
   // true: stop now. Throws (on every rank: r is replicated) on failure.
   bool done(double r, int k) {
     hist.push_back(r);
     const double prev = k > 0 ? hist[static_cast<std::size_t>(k - 1)] : r;
     if (r < tol) return true;
-    const double floor = eps > 0 ? std::max(1e-3, 1e3 * eps) : 1e-7;
+    const double floor = noise_floor.level;
     if (!std::isfinite(r) || (r > prev && r >= floor))
       throw InputError(detail::concat(
           who,
@@ -71,7 +79,7 @@ struct Monitor {
           lo, ", upper ", hi, ", scale s = ", scale, ") are wrong: ",
           lo <= 0 ? "the lower bound failed (S is not positive definite)"
                   : "the upper bound failed or S has an eigenvalue <= 0 (not positive definite)"));
-    if (k > 0 && r > 0.8 * prev && r < floor) {
+    if (noise_floor.reached(r)) {
       stagnated = true;
       return true;
     }
@@ -117,9 +125,9 @@ InverseResult<M> inverse_sqrt(Algebra<M>& alg, const M& S, const InverseOptions&
   InverseResult<M> out;
   out.bounds = bounds_of_s(alg, S, opt, "inverse sqrt");
   const double lo = std::max(out.bounds.lo, 0.5 * out.bounds.ritz_min), hi = out.bounds.hi;
-  // Y0 = S/s maps the spectrum into [2 lo/(lo+hi), 2 hi/(lo+hi)] (times 1/1.02): inside the
-  // convergence region (0, 3) of order 2 and (0, ~2.3) of order 3 with a margin.
-  const double s = 1.02 * (lo + hi) / 2;
+  // Y0 = S/s maps the spectrum into [2 lo/(lo+hi), 2 hi/(lo+hi)] (times 1/kBoundsMargin):
+  // inside the convergence region (0, 3) of order 2 and (0, ~2.3) of order 3 with a margin.
+  const double s = kBoundsMargin * (lo + hi) / 2;
   M y = alg.copy(S);
   alg.scale(y, 1 / s);
   M z = alg.identity(S);
@@ -168,7 +176,7 @@ InverseResult<M> inverse_hotelling(Algebra<M>& alg, const M& S, const InverseOpt
   InverseResult<M> out;
   out.bounds = bounds_of_s(alg, S, opt, "hotelling");
   const double lo = std::max(out.bounds.lo, 0.5 * out.bounds.ritz_min), hi = out.bounds.hi;
-  const double a = 2 / (1.02 * (lo + hi));  // eigenvalues of S X0 in (0, 2)
+  const double a = 2 / (kBoundsMargin * (lo + hi));  // eigenvalues of S X0 in (0, 2)
   M x = alg.identity(S, a);
   Monitor mon{"hotelling", opt.tol, alg.filter_eps(), opt.max_iter, lo, hi, 1 / a, {}};
   Stopwatch t;

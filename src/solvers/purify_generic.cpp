@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "noise_floor.hpp"
 #include "purify_steps.hpp"
 #include "ssc_algebra.hpp"
 #include "tessel/core/error.hpp"
@@ -65,8 +66,14 @@ PurifyGenericResult<M> purify_generic(Algebra<M>& alg, const M& Ht, std::int64_t
       steps::check_resume(*ck.resume, ck.resume_x != nullptr, ck.resume_best != nullptr);
   });
   const double eps = alg.filter_eps();
-  const double floor_level = eps > 0 ? std::max(1e-6, 1e3 * eps) : 1e-6;
+  // The filtering / rounding floor (NoiseFloor): kFloorSteps steps in a row below the level
+  // that do not halve the best residual. Below the floor a step that does not halve it is
+  // filtering noise, even when it improves on it a little (1000 generated waters, TRS4, eps
+  // 1e-6: 1.6e-5, 2.4e-5, 4.7e-5, 1.1e-5, 1.8e-5, 3.5e-5, 6.9e-5 — counting the dip at the
+  // fourth step as progress cost three more products of ~20 s each).
   constexpr int kFloorSteps = 3;
+  NoiseFloor noise_floor{noise_level(eps, 1e-6, 1e-6), 0.5, kFloorSteps};
+  const double floor_level = noise_floor.level;
   const int kStall = stall_window;
   const int power = steps::highest_power(method);
   steps::Bounds b;
@@ -94,6 +101,8 @@ PurifyGenericResult<M> purify_generic(Algebra<M>& alg, const M& Ht, std::int64_t
     best_en = st.best_energy;
     best_it = st.best_iteration;
     behind = st.behind;
+    noise_floor.best = best_err;
+    noise_floor.behind = behind;
     it = st.iteration;
     x = alg.copy(*ck.resume_x);
     if (st.has_best) best = alg.copy(*ck.resume_best);
@@ -179,22 +188,17 @@ PurifyGenericResult<M> purify_generic(Algebra<M>& alg, const M& Ht, std::int64_t
       throw Error(detail::concat("purify: ", to_string(method),
                                  ": ||D - D^2||_F is not finite at step ", it));
     if (err < best_err) {
-      // Progress resets the floor count only when it is real: below the floor a step that
-      // does not halve the best residual is filtering noise (1000 generated waters, TRS4,
-      // eps 1e-6: 1.6e-5, 2.4e-5, 4.7e-5, 1.1e-5, 1.8e-5, 3.5e-5, 6.9e-5 — a dip at the
-      // fourth step restarted the count and cost three more products of ~20 s each).
-      behind = err < 0.5 * best_err || best_err >= floor_level ? 0 : behind + 1;
       best_err = err;
       best_t1 = t1;
       best_en = en;
       best_it = it;
       // Only a best below the floor is ever returned (or checkpointed): no copy above it.
       best = err < floor_level ? alg.copy(x) : M{};
-    } else {
-      ++behind;
     }
     if (err < tol) break;
-    if (behind >= kFloorSteps && best_err < floor_level) {  // the filtering / rounding floor
+    const bool at_floor = noise_floor.reached(err);
+    behind = noise_floor.behind;
+    if (at_floor) {  // the filtering / rounding floor: the best iterate is the answer
       x = std::move(best);
       err = best_err;
       t1 = best_t1;

@@ -4,7 +4,7 @@
 //   stop: ||I - X^2||_F < tol ||X^2||_F, or the residual stops falling quadratically once
 //   small (the filtering floor), or it grows / is not finite (error).
 //
-// The floor rule. r = ||I - X^2||_F / ||X^2||_F ~ sqrt(sum_i (1 - x_i^2)^2 / n). Below
+// The floor rule (NoiseFloor, noise_floor.hpp). r = ||I - X^2||_F / ||X^2||_F ~ sqrt(sum_i (1 - x_i^2)^2 / n). Below
 // floor = min(max(1e-3, 1e3 eps), 0.1 / sqrt(n)) every eigenvalue has |1 - x_i^2| < 0.1, i.e.
 // is in the quadratic phase (1 - x'^2 ~ 3/4 (1 - x^2)^2), so an exact step divides r by more
 // than 10: a step that divides it by less than 4 (r > prev / 4) is filtering or rounding noise,
@@ -13,6 +13,7 @@
 // (it alone contributes ~1/sqrt(n)), from looking like a floor when n is large.
 #include <cmath>
 
+#include "noise_floor.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/solvers/density.hpp"
 #include "tessel/core/timer.hpp"
@@ -21,13 +22,20 @@ namespace tessel::solvers {
 
 namespace {
 /// The residual below which filtering (eps > 0) or rounding may hold the iteration up.
-double noise_level(double eps) { return eps > 0 ? std::max(1e-3, 1e3 * eps) : 1e-6; }
+double noise_level(double eps) { return solvers::noise_level(eps, 1e-3, 1e-6); }
+
+/// The sign iteration's NoiseFloor (the floor rule above): one step (patience 1) that keeps
+/// more than a quarter of the residual below min(noise_level, 0.1 / sqrt(n)).
+NoiseFloor sign_noise_floor(std::int64_t n, double eps) {
+  const double nd = static_cast<double>(std::max<std::int64_t>(1, n));
+  return NoiseFloor{std::min(noise_level(eps), 0.1 / std::sqrt(nd)), 0.25, 1};
+}
 }  // namespace
 
 bool sign_floor_reached(double res, double prev, std::int64_t n, double eps) {
-  const double nd = static_cast<double>(std::max<std::int64_t>(1, n));
-  const double floor = std::min(noise_level(eps), 0.1 / std::sqrt(nd));
-  return res < floor && res > 0.25 * prev;
+  NoiseFloor f = sign_noise_floor(n, eps);
+  f.best = prev;
+  return f.reached(res);
 }
 
 template <class M>
@@ -54,6 +62,7 @@ SignResult<M> sign(Algebra<M>& alg, M&& A, double bound, const SignOptions& opt)
   alg.scale(x, 1 / bound);
   alg.filter(x);
   SignResult<M> out;
+  NoiseFloor noise_floor = sign_noise_floor(n, eps);
   double prev = INFINITY;
   Stopwatch t;
   int k = 0;
@@ -87,7 +96,7 @@ SignResult<M> sign(Algebra<M>& alg, M&& A, double bound, const SignOptions& opt)
       throw Error(detail::concat("sign: Newton-Schulz diverged: ||I - X^2||_F / ||X^2||_F = ", res,
                                  " at step ", k, ": the spectral bound ", bound,
                                  " of A is too small"));
-    if (sign_floor_reached(res, prev, n, eps)) {  // the filtering (or rounding) floor
+    if (noise_floor.reached(res)) {  // the filtering (or rounding) floor
       out.stagnated = true;
       break;
     }

@@ -18,4 +18,11 @@ struct BlockSparseAccess {
   }
 };
 
+/// Not collective. Puts every stored block of `from` into `to` (transposed, at (bc, br), when
+/// `transpose`): they wait in `to` for the caller's exchange (finalize() or
+/// BlockSparseAccess::exchange_pending). The one copy loop of transpose, redistribute and the
+/// multiply's conform step.
+void put_all_blocks(const BlockSparseMatrix<double>& from, BlockSparseMatrix<double>& to,
+                    bool transpose);
+
 }  // namespace tessel::sparse

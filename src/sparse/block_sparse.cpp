@@ -8,18 +8,12 @@
 #include <cstring>
 #include <numeric>
 
+#include "block_norm.hpp"
 #include "tessel/comm/packed_exchange.hpp"
 #include "tessel/core/error.hpp"
 
 namespace tessel::sparse {
 namespace {
-
-template <class T>
-double block_norm(const T* x, std::int64_t n) {
-  double s = 0;
-  for (std::int64_t i = 0; i < n; ++i) s += std::norm(x[i]);
-  return std::sqrt(s);
-}
 
 // Header of one block in a finalize message (16 bytes, so block data stays 8-byte aligned).
 struct WireHeader {

@@ -11,18 +11,6 @@ namespace tessel::sparse::detail {
 namespace {
 constexpr int kTagMeta = comm::tag::kCannonMeta, kTagData = comm::tag::kCannonData;
 
-/// The sizes of every image of my A row panel (by image v) or B column panel, from the owners:
-/// one allgather over the row (column) communicator.
-std::vector<ImageSize> directory(const comm::Comm& c, const std::vector<ImageSize>& mine) {
-  std::vector<std::int64_t> send;
-  for (const auto& s : mine) send.insert(send.end(), {s.nblocks, s.ndata});
-  std::vector<std::int64_t> all(send.size() * static_cast<std::size_t>(c.size()));
-  c.allgather(send.data(), static_cast<int>(send.size()), all.data());
-  std::vector<ImageSize> out(all.size() / 2);
-  for (std::size_t x = 0; x < out.size(); ++x) out[x] = {all[2 * x], all[2 * x + 1]};
-  return out;
-}
-
 std::vector<ImageSize> sizes_of(const std::vector<PanelBuf>& home) {
   std::vector<ImageSize> out;
   for (const auto& p : home)
@@ -152,7 +140,7 @@ ExecResult run_cannon(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
   std::vector<ImageSize> dir_a, dir_b;
   {
     PhaseScope ph(ledger, kPhaseSetup);
-    dir_a = directory(grid.row(), sizes_of(home_a));  // by piece v Q + c
+    dir_a = gather_image_sizes(grid.row(), sizes_of(home_a));  // by piece v Q + c
   }
   // Pre-shift: A slots 0..a-1 hold images v(i, j, 0..a-1), B slots 0..b-1 v(i, j, 0..b-1).
   // A's pre-shift ends (and its home copies go) before B's home images are packed.
@@ -168,7 +156,7 @@ ExecResult run_cannon(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
   account();
   {
     PhaseScope ph(ledger, kPhaseSetup);
-    dir_b = directory(grid.col(), sizes_of(home_b));
+    dir_b = gather_image_sizes(grid.col(), sizes_of(home_b));  // the directory of B images
   }
   {
     PhaseScope ph(ledger, kPhaseB);

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <random>
 
+#include "block_norm.hpp"
 #include "tessel/core/error.hpp"
 
 namespace tessel::sparse {
@@ -118,12 +119,6 @@ int orbitals_of(bool oxygen, Orbital* o) {
 void add_image(const Orbital* oa, int na, const Orbital* ob, int nb, const double* r, double* s) {
   for (int j = 0; j < nb; ++j)
     for (int i = 0; i < na; ++i) s[j * na + i] += overlap(oa[i], ob[j], r);
-}
-
-double frob(const double* x, int n) {
-  double s = 0;
-  for (int k = 0; k < n; ++k) s += x[k] * x[k];
-  return std::sqrt(s);
 }
 
 }  // namespace
@@ -241,7 +236,7 @@ double water_cutoff(double eps) {
       for (int b = 0; b < 2; ++b) {
         double s[16] = {0};
         add_image(kinds[a], sizes[a], kinds[b], sizes[b], d, s);
-        if (frob(s, sizes[a] * sizes[b]) >= eps) return r + 0.01;
+        if (block_norm(s, sizes[a] * sizes[b]) >= eps) return r + 0.01;
       }
   }
   return 0.01;
@@ -275,7 +270,7 @@ double water_block(const WaterGeometry& g, int i, int j, double cutoff, double* 
       const double x = s[v * ni + u] - (self && u == v ? 1.0 : 0.0);  // the self term S_uu = 1
       h[v * ni + u] = kK * x * (oi[u].e + oj[v].e) / 2 + (self && u == v ? oi[u].e : 0.0);
     }
-  return frob(s, ni * nj);
+  return block_norm(s, ni * nj);
 }
 
 WaterSystem generate_water(const Context& ctx, int n, const WaterOptions& opt,

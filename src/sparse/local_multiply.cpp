@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "block_norm.hpp"
 #include "spgemm_panels.hpp"
 #include "tessel/core/error.hpp"
 
@@ -17,11 +18,6 @@ extern "C" void dgemm_(const char*, const char*, const int*, const int*, const i
 namespace tessel::sparse::detail {
 
 namespace {
-double frob(const double* x, std::int64_t n) {
-  double s = 0;
-  for (std::int64_t i = 0; i < n; ++i) s += x[i] * x[i];
-  return std::sqrt(s);
-}
 std::int64_t norm_bits(double x) {
   std::int64_t b;
   std::memcpy(&b, &x, sizeof b);
@@ -394,8 +390,10 @@ void multiply_images(const PanelView& a, const PanelView& b, const BlockSizes& r
     return {0, 0};
   };
   std::vector<Stack> stacks;
-  // Shapes with all sizes <= 32 are found through a direct table, others by search.
-  constexpr int kT = 33;
+  // Shapes with all sizes <= kTableMax (the usual atomic block sizes of the basis sets) are
+  // found through a direct table indexed by (m, n, k), kT = kTableMax + 1 entries a side;
+  // others by search.
+  constexpr int kTableMax = 32, kT = kTableMax + 1;
   std::vector<int> table(static_cast<std::size_t>(kT) * kT * kT, -1);
   const double one = 1.0;
   auto stack_of = [&](int m, int n, int k) -> Stack& {
@@ -542,7 +540,7 @@ std::int64_t merge_into(BlockSparseMatrix<double>& c, double beta, double alpha,
         if (eps > 0) {
           scratch.resize(static_cast<std::size_t>(n));
           combine(scratch.data(), n, old, prod);
-          k = frob(scratch.data(), n) >= eps;
+          k = block_norm(scratch.data(), n) >= eps;
         }
         keep.push_back(k);
         if (k) {

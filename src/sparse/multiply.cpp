@@ -8,6 +8,7 @@
 #include <cmath>
 #include <optional>
 
+#include "access.hpp"
 #include "spgemm_exec.hpp"
 
 namespace tessel::sparse {
@@ -101,18 +102,7 @@ const BlockSparseMatrix<double>* conform(Context& ctx, SpOp op, const BlockSpars
   if (op == SpOp::N && m.distribution() == target) return &m;
   PhaseScope ph(ctx.ledger(), detail::kPhaseConform);
   store.emplace(ctx, target, m.name());
-  std::vector<double> tmp;
-  m.for_each_block([&](int r, int c, const double* x, int nr, int nc) {
-    if (op == SpOp::N) {
-      store->put_block(r, c, x);
-      return;
-    }
-    tmp.resize(static_cast<std::size_t>(nr) * nc);
-    for (int jj = 0; jj < nc; ++jj)
-      for (int ii = 0; ii < nr; ++ii)
-        tmp[static_cast<std::size_t>(ii) * nc + jj] = x[static_cast<std::size_t>(jj) * nr + ii];
-    store->put_block(c, r, tmp.data());
-  });
+  put_all_blocks(m, *store, op == SpOp::T);
   store->finalize();
   return &*store;
 }

@@ -59,23 +59,27 @@ void agree_finalized(const Context& ctx, const Matrix& a, const char* op) {
 Matrix move_blocks(const Context& ctx, const Matrix& a, Distribution to, bool transpose,
                    std::string name) {
   Matrix b(ctx, std::move(to), std::move(name));
+  put_all_blocks(a, b, transpose);
+  BlockSparseAccess::exchange_pending(b);
+  return b;
+}
+
+}  // namespace
+
+void put_all_blocks(const Matrix& from, Matrix& to, bool transpose) {
   std::vector<double> t;
-  a.for_each_block([&](int br, int bc, const double* x, int r, int c) {
+  from.for_each_block([&](int br, int bc, const double* x, int r, int c) {
     if (!transpose) {
-      b.put_block(br, bc, x);
+      to.put_block(br, bc, x);
       return;
     }
     t.resize(static_cast<std::size_t>(r) * c);
     for (int j = 0; j < c; ++j)
       for (int i = 0; i < r; ++i)
         t[static_cast<std::size_t>(i) * c + j] = x[static_cast<std::size_t>(j) * r + i];
-    b.put_block(bc, br, t.data());
+    to.put_block(bc, br, t.data());
   });
-  BlockSparseAccess::exchange_pending(b);
-  return b;
 }
-
-}  // namespace
 
 double trace(const Context& ctx, const Matrix& a) {
   check_square_blocks(a, "trace");

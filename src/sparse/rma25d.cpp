@@ -43,8 +43,12 @@ namespace {
 /// Windows of fewer values than kShrinkMinValues (512 KiB) are never shrunk.
 constexpr std::int64_t kSlackDivisor = 4, kSlackMin = 64, kShrinkBelow = 4,
                        kShrinkMinValues = std::int64_t{1} << 16;
+// The C partials (kTagHead, kTagIdx, kTagData) and the retained C pattern (kTagPatternHead,
+// kTagPatternIdx) are two protocols between the same ranks: each has tags of its own, so
+// neither relies on the other's posting order.
 constexpr int kTagHead = comm::tag::kRma25dHead, kTagIdx = comm::tag::kRma25dMeta,
-              kTagData = comm::tag::kRma25dData;
+              kTagData = comm::tag::kRma25dData, kTagPatternHead = comm::tag::kRma25dPatternHead,
+              kTagPatternIdx = comm::tag::kRma25dPatternIdx;
 
 /// Image sizes of every member of a sub-communicator (`per` images each): [member][q].
 struct Directory {
@@ -53,15 +57,10 @@ struct Directory {
   std::vector<std::int64_t> meta_off, data_off;  // element offsets within the member's window
   void build(const comm::Comm& c, const std::vector<ImageSize>& mine) {
     per = static_cast<int>(mine.size());
-    std::vector<std::int64_t> send;
-    for (const auto& s : mine) send.insert(send.end(), {s.nblocks, s.ndata});
-    std::vector<std::int64_t> all(send.size() * static_cast<std::size_t>(c.size()));
-    c.allgather(send.data(), static_cast<int>(send.size()), all.data());
-    size.resize(all.size() / 2);
+    size = gather_image_sizes(c, mine);
     meta_off.resize(size.size());
     data_off.resize(size.size());
     for (std::size_t x = 0; x < size.size(); ++x) {
-      size[x] = {all[2 * x], all[2 * x + 1]};
       bool first = x % static_cast<std::size_t>(per) == 0;
       meta_off[x] = first ? 0 : meta_off[x - 1] + kMeta * size[x - 1].nblocks;
       data_off[x] = first ? 0 : data_off[x - 1] + size[x - 1].ndata;
@@ -359,12 +358,12 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
       pat_head_out[0] = static_cast<std::int64_t>(my_pattern.idx.size()) | (follows ? kFollows : 0);
       pat_heads.resize(2 * srcs.size());
       for (std::size_t q = 0; q < srcs.size(); ++q)
-        ctx.comm().irecv(&pat_heads[2 * q], 2, srcs[q], kTagHead, rs_pat);
+        ctx.comm().irecv(&pat_heads[2 * q], 2, srcs[q], kTagPatternHead, rs_pat);
       for (int dest : srcs) {
-        ctx.comm().isend(pat_head_out.data(), 2, dest, kTagHead, rs_pat_send);
+        ctx.comm().isend(pat_head_out.data(), 2, dest, kTagPatternHead, rs_pat_send);
         if (follows)
           ctx.comm().isend(my_pattern.idx.data(), static_cast<std::int64_t>(my_pattern.idx.size()),
-                           dest, kTagIdx, rs_pat_send);
+                           dest, kTagPatternIdx, rs_pat_send);
       }
       if (follows) {
         st.pattern_sent = my_pattern;
@@ -382,7 +381,7 @@ ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
         check_count(ctx.comm(), n, limits.idx, srcs[q], "C pattern");
         if (head & kFollows) {
           pat_in[q].idx.resize(static_cast<std::size_t>(n));
-          ctx.comm().irecv(pat_in[q].idx.data(), n, srcs[q], kTagIdx, rs_pat);
+          ctx.comm().irecv(pat_in[q].idx.data(), n, srcs[q], kTagPatternIdx, rs_pat);
           continue;
         }
         auto it = st.pattern_from.find(srcs[q]);

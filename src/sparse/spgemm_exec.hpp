@@ -154,4 +154,18 @@ ExecResult run_cannon(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
 ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& ops,
                       const ExecOptions& opt, SpMultiplyCache::State* cache);
 
+/// Collective over `c`. The sizes of every member's images (`mine.size()` each, the same count
+/// on every member), member by member: one allgather of two counts per image. Cannon's image
+/// directories and rma25d's window directory.
+inline std::vector<ImageSize> gather_image_sizes(const comm::Comm& c,
+                                                 const std::vector<ImageSize>& mine) {
+  std::vector<std::int64_t> send;
+  for (const auto& s : mine) send.insert(send.end(), {s.nblocks, s.ndata});
+  std::vector<std::int64_t> all(send.size() * static_cast<std::size_t>(c.size()));
+  c.allgather(send.data(), static_cast<int>(send.size()), all.data());
+  std::vector<ImageSize> out(all.size() / 2);
+  for (std::size_t x = 0; x < out.size(); ++x) out[x] = {all[2 * x], all[2 * x + 1]};
+  return out;
+}
+
 }  // namespace tessel::sparse::detail

@@ -105,7 +105,7 @@ Tiling cluster_tiling(const Context& ctx, const BlockSparseMatrix<double>& a, in
   bytes[0] = static_cast<std::int64_t>(mine.size() * sizeof(Tiling::Edge));
   std::vector<unsigned char> send(static_cast<std::size_t>(bytes[0]));
   if (!mine.empty()) std::memcpy(send.data(), mine.data(), send.size());
-  auto recv = comm::exchange_packed(c, bytes, send, comm::tag::kSparseTiles);
+  auto recv = comm::exchange_packed(c, bytes, send, comm::tag::kSparseTilingEdges);
   std::vector<int> group(static_cast<std::size_t>(d.row_blocks().count()), 0);
   ctx.agree([&] {
     if (c.rank() != 0) return;

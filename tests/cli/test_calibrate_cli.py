@@ -73,6 +73,13 @@ with tempfile.TemporaryDirectory() as tmp:
     g = run("gemm", "--m", "64", "--n", "64", "--k", "64", "--explain", "--machine", bad)
     check(g.returncode == 2 and g.stderr.count("tessel: error:") == 1 and "inter_node.latency_us = -1" in g.stderr,
           "a malformed machine file fails once with status 2 naming the key")
+    # the command, not the library, reads the environment: a bad TESSEL_NODE_SIZE fails once
+    g = run("info", env={"TESSEL_NODE_SIZE": "two"})
+    check(g.returncode == 2 and g.stderr.count("tessel: error:") == 1
+          and "TESSEL_NODE_SIZE = 'two'" in g.stderr and "positive integer" in g.stderr,
+          "a bad TESSEL_NODE_SIZE fails once with status 2 naming it")
+    g = run("info", env={"TESSEL_NODE_SIZE": "1"})
+    check(g.returncode == 0, "TESSEL_NODE_SIZE=1 is accepted")
     r = run("calibrate", "--gemm-size", "0", "--out", out)
     check(r.returncode == 2 and r.stderr.count("tessel: error:") == 1 and "--gemm-size" in r.stderr,
           "--gemm-size 0 fails once with status 2")

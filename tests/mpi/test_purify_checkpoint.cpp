@@ -15,6 +15,7 @@
 
 #include "purify_test_util.hpp"
 #include "tessel/io/checkpoint.hpp"
+#include "tessel/solvers/purify_checkpoint.hpp"
 #include "tessel/solvers/purify.hpp"
 #include "test_util.hpp"
 
@@ -65,7 +66,7 @@ void stop_and_resume(Context& ctx, const dense::DistMatrix<double>& F, std::int6
     io::CheckpointRecord rec;
     rec.kind = "purify";
     rec.options = given;
-    io::put_purify_state(rec, st);
+    solvers::put_purify_state(rec, st);
     std::vector<const dense::DistMatrix<double>*> mats{&X};
     if (best) mats.push_back(best);
     io::write_checkpoint(active, path, rec, mats);
@@ -83,7 +84,7 @@ void stop_and_resume(Context& ctx, const dense::DistMatrix<double>& F, std::int6
   auto ck = io::read_checkpoint(ctx, path, "purify", other);
   io::check_checkpoint_options(path, ck.record, given);
   auto resume = std::make_shared<solvers::PurifyResume>();
-  resume->state = io::get_purify_state(ck.record, path);
+  resume->state = solvers::get_purify_state(ck.record, path);
   EXPECT_EQ(resume->state.iteration, stop) << what;
   ASSERT_EQ(ck.matrices.size(), resume->state.has_best ? 2u : 1u) << what;
   EXPECT_EQ(ck.matrices[0].rows(), n);
@@ -146,8 +147,8 @@ TEST(PurifyCheckpoint, StateTextRoundTripIsExact) {
   st.behind = 1;
   st.has_best = true;
   io::CheckpointRecord rec;
-  io::put_purify_state(rec, st);
-  auto back = io::get_purify_state(rec, "x");
+  solvers::put_purify_state(rec, st);
+  auto back = solvers::get_purify_state(rec, "x");
   EXPECT_EQ(back.iteration, st.iteration);
   for (auto [a, b] : {std::pair{back.hmin, st.hmin},
                       {back.hmax, st.hmax},
@@ -165,7 +166,7 @@ TEST(PurifyCheckpoint, StateTextRoundTripIsExact) {
   EXPECT_EQ(back.behind, 1);
   EXPECT_TRUE(back.has_best);
   rec.state[1].second = "0x1.5q";  // hmin does not parse
-  EXPECT_THROW(io::get_purify_state(rec, "x"), InputError);
+  EXPECT_THROW(solvers::get_purify_state(rec, "x"), InputError);
 }
 
 TEST(PurifyCheckpoint, Errors) {

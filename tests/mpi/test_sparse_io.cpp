@@ -17,10 +17,11 @@
 #include "cp2k_test_util.hpp"
 #include "sparse_test_util.hpp"
 #include "tessel/core/context.hpp"
-#include "tessel/sparse/io.hpp"
+#include "tessel/io/sparse.hpp"
 
 using namespace tessel;
 using namespace tessel::sparse;
+using namespace tessel::io;
 using namespace tessel::testing;
 
 namespace {

@@ -144,20 +144,22 @@ TEST(MachineModel, MalformedFilesNameParameterValueExpectation) {
   EXPECT_THROW(load_machine_model("/nonexistent/machine.json"), tessel::InputError);
 }
 
-TEST(MachineModel, PrecedenceCliThenEnvironmentThenDefaults) {
+// --machine > the Context's machine file (the command's TESSEL_MACHINE) > defaults; the library
+// reads no environment variable.
+TEST(MachineModel, PrecedenceCliThenContextFileThenDefaults) {
   const std::string f1 = ::testing::TempDir() + "tessel_machine_env.json";
   const std::string f2 = ::testing::TempDir() + "tessel_machine_cli.json";
   std::ofstream(f1) << R"({"dgemm_gflops": 1})";
   std::ofstream(f2) << R"({"dgemm_gflops": 2})";
+  EXPECT_EQ(resolve_machine_model("", "").source, "defaults");
+  setenv("TESSEL_MACHINE", f1.c_str(), 1);  // not read by the library
+  EXPECT_EQ(resolve_machine_model("", "").source, "defaults");
   unsetenv("TESSEL_MACHINE");
-  EXPECT_EQ(resolve_machine_model().source, "defaults");
-  setenv("TESSEL_MACHINE", f1.c_str(), 1);
-  EXPECT_DOUBLE_EQ(resolve_machine_model().dgemm_flops, 1e9);
-  EXPECT_EQ(resolve_machine_model().source, "TESSEL_MACHINE=" + f1);
-  EXPECT_DOUBLE_EQ(resolve_machine_model(f2).dgemm_flops, 2e9);
-  setenv("TESSEL_MACHINE", "", 1);
-  EXPECT_EQ(resolve_machine_model().source, "defaults");
-  unsetenv("TESSEL_MACHINE");
+  EXPECT_DOUBLE_EQ(resolve_machine_model("", f1).dgemm_flops, 1e9);
+  EXPECT_EQ(resolve_machine_model("", f1).source, "machine file " + f1);
+  EXPECT_DOUBLE_EQ(resolve_machine_model(f2, f1).dgemm_flops, 2e9);
+  EXPECT_EQ(resolve_machine_model(f2, f1).source, "--machine " + f2);
+  EXPECT_THROW(resolve_machine_model("", "/nonexistent/machine.json"), tessel::InputError);
 }
 
 // ---- the receive lower bound ----------------------------------------------------------------

@@ -44,19 +44,29 @@ inline constexpr int kGemmReduceC = 300;
 inline constexpr int kSummaPanelA = 21;
 inline constexpr int kSummaPanelB = 22;
 
-// ---- sparse: block-sparse multiply (cannon.cpp, rma25d.cpp) and assembly / readers
+// ---- sparse: block-sparse multiply (cannon.cpp, rma25d.cpp) and assembly; io: its readers
+/// Cannon (cannon.cpp): a panel's block index and its values, to the next rank of the ring.
 inline constexpr int kCannonMeta = 801;
 inline constexpr int kCannonData = 802;
+/// rma25d (rma25d.cpp), the C partials of the L - 1 other layers to the owner of their fibre:
+/// the two counts (index, values), then the index, then the values.
 inline constexpr int kRma25dHead = 811;
 inline constexpr int kRma25dMeta = 812;
 inline constexpr int kRma25dData = 813;
+/// rma25d with a retained C pattern, a protocol of its own before the partials: the owner's
+/// pattern header (count and "follows" flag) and then, when it changed, its block index, to
+/// the other layers of the fibre.
+inline constexpr int kRma25dPatternHead = 814;
+inline constexpr int kRma25dPatternIdx = 815;
 /// BlockSparseMatrix::finalize: the blocks that go to their owners.
 inline constexpr int kSparseFinalize = 7201;
 /// to_tiles / from_tiles (tiles_move.cpp): blocks to the owners of their tiles and back.
 inline constexpr int kSparseTiles = 7202;
-/// Sparse readers (io_common.cpp): every rank's block pattern to every rank.
+/// The clustered tiling (tiling_cluster.cpp): every rank's coupling edges to rank 0.
+inline constexpr int kSparseTilingEdges = 7203;
+/// Block-sparse readers (io/sparse_text.cpp): every rank's block pattern to every rank.
 inline constexpr int kSparsePattern = 7301;
-/// MatrixMarket reader (io_mm_read.cpp): the entries to their owners.
+/// MatrixMarket reader (io/mm_read.cpp): the entries to their owners.
 inline constexpr int kSparseMmEntries = 7302;
 
 // ---- layout, stencil, core
@@ -77,13 +87,38 @@ inline constexpr int kP2PBase = 16384;
 inline constexpr int kP2PWindow = 16384;
 
 namespace detail {
-inline constexpr int kAll[] = {
-    kSscD2,           kSscD3,          kSscTranspose,    kSsc25dSkewA,          kSsc25dSkewB,
-    kSsc25dShiftA,    kSsc25dShiftB,   kSscCheckPartner, kSscSymmetrizePartner, kGemmRoundsA,
-    kGemmRoundsA + 1, kGemmRoundsB,    kGemmRoundsB + 1, kGemmReduceC,          kSummaPanelA,
-    kSummaPanelB,     kCannonMeta,     kCannonData,      kRma25dHead,           kRma25dMeta,
-    kRma25dData,      kSparseFinalize, kSparseTiles,     kSparsePattern,        kSparseMmEntries,
-    kRedistribute,    kHalo,           kTraceGather,     kCreateGroup};
+inline constexpr int kAll[] = {kSscD2,
+                               kSscD3,
+                               kSscTranspose,
+                               kSsc25dSkewA,
+                               kSsc25dSkewB,
+                               kSsc25dShiftA,
+                               kSsc25dShiftB,
+                               kSscCheckPartner,
+                               kSscSymmetrizePartner,
+                               kGemmRoundsA,
+                               kGemmRoundsA + 1,
+                               kGemmRoundsB,
+                               kGemmRoundsB + 1,
+                               kGemmReduceC,
+                               kSummaPanelA,
+                               kSummaPanelB,
+                               kCannonMeta,
+                               kCannonData,
+                               kRma25dHead,
+                               kRma25dMeta,
+                               kRma25dData,
+                               kRma25dPatternHead,
+                               kRma25dPatternIdx,
+                               kSparseFinalize,
+                               kSparseTiles,
+                               kSparseTilingEdges,
+                               kSparsePattern,
+                               kSparseMmEntries,
+                               kRedistribute,
+                               kHalo,
+                               kTraceGather,
+                               kCreateGroup};
 constexpr bool all_distinct_and_below_failure() {
   constexpr int n = static_cast<int>(sizeof kAll / sizeof kAll[0]);
   for (int a = 0; a < n; ++a) {

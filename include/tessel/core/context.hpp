@@ -15,25 +15,37 @@
 
 namespace tessel {
 
-/// Options of a Context, fixed when it is made; the same on every rank.
+/// Options of a Context, fixed when it is made; the same on every rank. The library reads no
+/// environment variable: a program that takes these from its environment (the `tessel`
+/// command: TESSEL_NODE_SIZE, TESSEL_MACHINE; the Python module: TESSEL_NODE_SIZE) reads it
+/// and passes the values here.
 struct ContextOptions {
   /// Ranks per emulated node of the node-shared paths (layout::RedistOptions::node_shared):
   /// consecutive ranks of a real node are cut into groups of node_size, so that one machine
   /// runs the mixed intra/inter-node paths (tests). Precedence, first that is set wins:
   ///   1. a call's own option (RedistOptions::node_size > 0);
   ///   2. this option (> 0);
-  ///   3. the environment variable TESSEL_NODE_SIZE, read once, when the Context is made;
-  ///   4. the real node (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)).
-  /// 0 = not set. Negative values, and a TESSEL_NODE_SIZE that is not a positive integer,
-  /// throw InputError from the constructor (after the collective duplicate; on every rank
-  /// when every rank has the same options and environment, as under mpirun).
+  ///   3. the real node (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)).
+  /// Default 0 = not set. A negative value throws InputError naming node_size from the
+  /// constructor (after the collective duplicate; on every rank when every rank has the same
+  /// options). parse_node_size reads one from text.
   int node_size = 0;
   /// How the local kernels run (core/simulate.hpp). ComputeMode::Skip exists only in the SMPI
   /// build: elsewhere the constructor throws InputError. Under Skip, the dense local GEMMs are
   /// not run but charged to the simulated clock, and DistMatrix storage and the multiply's
   /// buffers are shared by all simulated ranks: every result is meaningless by design.
   ComputeMode compute = ComputeMode::Run;
+  /// The machine file (JSON written by `tessel calibrate`; docs/gemm.md) of the cost model
+  /// that prices plans made with this Context (dense::resolve_machine_model(ctx, ...)).
+  /// Default empty = the built-in defaults. Only the path is kept: the file is read, and a
+  /// bad one reported, when a model is resolved.
+  std::string machine_file;
 };
+
+/// Pure. A node size given as text (`what` names where it came from in the error, e.g.
+/// "TESSEL_NODE_SIZE"): a positive integer, else InputError naming `what`, the text and the
+/// expectation.
+int parse_node_size(const std::string& text, const std::string& what);
 
 class Context {
  public:
@@ -66,11 +78,13 @@ class Context {
   /// The communicators and windows derived from comm() and kept across calls
   /// (comm/comm_cache.hpp); also comm().cache(). Calls that make an entry are collective.
   comm::CommCache& cache() const { return *cache_; }
-  /// Ranks per emulated node (0 = the real node): ContextOptions::node_size, else
-  /// TESSEL_NODE_SIZE as read when this Context was made, else 0. Also comm().node_size().
+  /// Ranks per emulated node (0 = the real node): ContextOptions::node_size. Also
+  /// comm().node_size().
   int node_size() const { return comm_.node_size(); }
   /// ContextOptions::compute: how the local kernels run.
   ComputeMode compute() const { return compute_; }
+  /// ContextOptions::machine_file (empty = the built-in machine model).
+  const std::string& machine_file() const { return machine_file_; }
 
   /// Collective. Runs `check` on every rank; if it throws on any rank, every rank throws the
   /// same error: a tessel::Error of the same kind with the lowest failing rank's message, or,
@@ -98,6 +112,7 @@ class Context {
   comm::Comm comm_;
   std::unique_ptr<comm::CommCache> cache_;  // after comm_: destroyed (freed) before it
   ComputeMode compute_ = ComputeMode::Run;
+  std::string machine_file_;
 };
 
 }  // namespace tessel

@@ -23,6 +23,10 @@
 #include <cstdint>
 #include <string>
 
+namespace tessel {
+class Context;  // core/context.hpp (only for resolve_machine_model(ctx, ...))
+}  // namespace tessel
+
 namespace tessel::dense {
 
 /// One kind of link: a message of b bytes costs latency_s + b / bandwidth_bps seconds.
@@ -95,7 +99,8 @@ struct MachineModel {
     return (t_flops > t_mem ? t_flops : t_mem) + short_k * bpw * 2.0 * m * n / mem_bandwidth_bps;
   }
 
-  /// Where this model came from: "defaults", "--machine FILE", "TESSEL_MACHINE=FILE".
+  /// Where this model came from: "defaults", "--machine FILE", "machine file FILE" (a
+  /// Context's), or what the caller sets (the `tessel` command: "TESSEL_MACHINE=FILE").
   std::string source = "defaults";
 };
 
@@ -107,9 +112,12 @@ MachineModel machine_model_from_json(const std::string& text, const std::string&
 /// Not collective. Reads and parses `path` (InputError when it cannot be read).
 MachineModel load_machine_model(const std::string& path);
 /// Not collective. The model to use: `cli_path` if not empty (source "--machine FILE"), else
-/// the file named by the environment variable TESSEL_MACHINE if set and not empty, else the
-/// defaults. Precedence: --machine > TESSEL_MACHINE > defaults.
-MachineModel resolve_machine_model(const std::string& cli_path = {});
+/// `machine_file` if not empty (source "machine file FILE"), else the defaults (source
+/// "defaults"). Reads no environment variable.
+MachineModel resolve_machine_model(const std::string& cli_path, const std::string& machine_file);
+/// Not collective. As above with the Context's machine file (ContextOptions::machine_file):
+/// `cli_path` > ctx.machine_file() > the defaults.
+MachineModel resolve_machine_model(const Context& ctx, const std::string& cli_path = {});
 /// The model as JSON text in the file format above (pretty-printed).
 std::string machine_model_to_json(const MachineModel& m);
 /// One line for humans: rates, links, node size.

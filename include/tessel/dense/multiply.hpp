@@ -31,7 +31,8 @@ struct MultiplyOptions {
   int rounds = 0;             ///< 0: automatic; else the number of sequential rounds over k
   bool check_finite = false;  ///< refuse NaN/Inf in A, B (and C when beta != 0)
   /// Prices the candidate plans (gemm_cost.hpp). Default: the documented defaults; the CLI
-  /// and the p?gemm_ entry points use resolve_machine_model() (--machine, TESSEL_MACHINE).
+  /// and the p?gemm_ entry points use resolve_machine_model (--machine, else the Context's
+  /// machine file, which they take from TESSEL_MACHINE).
   MachineModel machine;
 };
 

@@ -15,7 +15,8 @@
 /// write_checkpoint writes `FILE.tmp` and renames it to `FILE` only after every rank has
 /// written and closed it, so a crash at any moment leaves the previous `FILE` whole. A
 /// truncated, torn or altered file (missing end marker, wrong length, hash mismatch) is
-/// refused by read_checkpoint with an InputError on every rank.
+/// refused by read_checkpoint with an InputError on every rank. This is the container only:
+/// each solver serialises its own state into the record (solvers/purify_checkpoint.hpp).
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -26,7 +27,6 @@
 #include "tessel/core/context.hpp"
 #include "tessel/dense/dist_matrix.hpp"
 #include "tessel/layout/layout.hpp"
-#include "tessel/solvers/purify.hpp"
 
 namespace tessel::io {
 
@@ -81,11 +81,5 @@ std::uint64_t content_hash(const Context& ctx, const dense::DistMatrix<double>& 
 
 /// Pure. `h` as 16 lowercase hex digits.
 std::string hex64(std::uint64_t h);
-
-/// Pure. Appends the state of a purification (solvers::PurifyState) to record.state.
-void put_purify_state(CheckpointRecord& record, const solvers::PurifyState& st);
-/// Pure. The purification state in record.state; InputError naming `path` when a key is
-/// missing or a value does not parse.
-solvers::PurifyState get_purify_state(const CheckpointRecord& record, const std::string& path);
 
 }  // namespace tessel::io

@@ -43,8 +43,8 @@ struct RedistOptions {
   bool node_shared = false;
   /// Node-shared only, for tests: ranks per emulated node (consecutive ranks of a real node
   /// are cut into groups of node_size), so one machine runs the mixed intra/inter-node path.
-  /// 0 = the communicator's (Comm::node_size: the Context's ContextOptions::node_size, else
-  /// TESSEL_NODE_SIZE as read when the Context was made), else the real node.
+  /// 0 = the communicator's (Comm::node_size: the Context's ContextOptions::node_size), else
+  /// the real node.
   int node_size = 0;
   /// true: every pair moves through one MPI_Ialltoallv over the communicator (counts of size
   /// p, zero for non-peers; waited for by polling), recorded as one collective call with the

@@ -4,11 +4,11 @@
 #include <cstring>
 #include <fstream>
 
-#include "io_common.hpp"
+#include "sparse_text.hpp"
 #include "tessel/core/error.hpp"
-#include "tessel/sparse/io.hpp"
+#include "tessel/io/sparse.hpp"
 
-namespace tessel::sparse {
+namespace tessel::io {
 
 BlockSizes read_block_sizes(const std::string& path) {
   using detail::concat;
@@ -28,7 +28,7 @@ BlockSizes read_block_sizes(const std::string& path) {
     auto r = std::from_chars(b, e, v);
     TESSEL_CHECK(r.ec == std::errc() && r.ptr == e, InputError, path, ", line ", lineno,
                  ": expected one block size (a positive integer), found ",
-                 io_detail::quote_line(line.data(), line.data() + line.size()));
+                 sparse_text::quote_line(line.data(), line.data() + line.size()));
     TESSEL_CHECK(v >= 1, InputError, path, ", line ", lineno, ": block size ", v,
                  ", expected >= 1");
     sizes.push_back(v);
@@ -40,4 +40,4 @@ BlockSizes read_block_sizes(const std::string& path) {
   return BlockSizes(std::move(sizes), path);
 }
 
-}  // namespace tessel::sparse
+}  // namespace tessel::io

@@ -1,5 +1,5 @@
 #pragma once
-/// @file io.hpp
+/// @file sparse.hpp
 /// Reading and writing block-sparse matrices: CP2K's CSR text (plain or gzip), MatrixMarket
 /// coordinate (real, general or symmetric), dense `.npy`, and block-size files. See
 /// docs/sparse_io.md for the formats, the parallel reading scheme and every error.
@@ -16,17 +16,17 @@
 #include "tessel/core/context.hpp"
 #include "tessel/sparse/block_sparse.hpp"
 
-namespace tessel::sparse {
+namespace tessel::io {
 
 /// Not collective (every rank may call it on the same file and throws the same error). Reads a
 /// block-size file: one positive integer per line (CP2K's blocksizes.txt, the basis functions
 /// of each atom in atom order); blank lines and lines starting with '#' are skipped. Throws
 /// InputError naming the file and line for a missing file, a non-integer, a size < 1, trailing
 /// text, or no sizes at all.
-BlockSizes read_block_sizes(const std::string& path);
+sparse::BlockSizes read_block_sizes(const std::string& path);
 
 /// Not collective. Writes `sizes` one per line (temporary file + rename).
-void write_block_sizes(const BlockSizes& sizes, const std::string& path);
+void write_block_sizes(const sparse::BlockSizes& sizes, const std::string& path);
 
 /// Options shared by the readers.
 struct ReadOptions {
@@ -34,7 +34,7 @@ struct ReadOptions {
   /// the file must respect. A nonzero value in a block that `pattern` does not store is an
   /// InputError naming the line ("a nonzero outside a stored block"); zero values there are
   /// skipped. The pattern's block list is gathered on every rank (memory O(its blocks)).
-  const BlockSparseMatrix<double>* pattern = nullptr;
+  const sparse::BlockSparseMatrix<double>* pattern = nullptr;
   /// Name of the returned matrix (error messages); default: the file name.
   std::string name;
   /// CP2K CSR has no size line: its dimension is its largest row and column index. When true,
@@ -55,19 +55,21 @@ struct ReadOptions {
 /// (gzip has no random access) and parses the lines that start in its share of 1 MiB chunks
 /// of the inflated text (chunk k to rank k mod P). The parsed blocks go to their owners with
 /// put_block(accumulate) + finalize().
-BlockSparseMatrix<double> read_cp2k_csr(const Context& ctx, const std::string& path,
-                                        const Distribution& dist, const ReadOptions& opt = {});
+sparse::BlockSparseMatrix<double> read_cp2k_csr(const Context& ctx, const std::string& path,
+                                                const sparse::Distribution& dist,
+                                                const ReadOptions& opt = {});
 /// Collective. As above on Distribution::random(rows, cols, default grid of ctx.size()).
-BlockSparseMatrix<double> read_cp2k_csr(const Context& ctx, const std::string& path,
-                                        const BlockSizes& rows, const BlockSizes& cols,
-                                        const ReadOptions& opt = {});
+sparse::BlockSparseMatrix<double> read_cp2k_csr(const Context& ctx, const std::string& path,
+                                                const sparse::BlockSizes& rows,
+                                                const sparse::BlockSizes& cols,
+                                                const ReadOptions& opt = {});
 
 /// Collective. Writes `a` as CP2K CSR text: every element of every stored block (zeros
 /// included), sorted by row then column, each line as Fortran's (2I8, E23.14) — 40 bytes, so
 /// every rank writes its lines at a computed offset. The blocks are first moved to a
 /// distribution of contiguous block-row ranges (one process row per rank; ledger phase
 /// "sparse/io"). Non-finite values are refused (InputError) before anything is written.
-void write_cp2k_csr(const Context& ctx, const BlockSparseMatrix<double>& a,
+void write_cp2k_csr(const Context& ctx, const sparse::BlockSparseMatrix<double>& a,
                     const std::string& path);
 
 /// Collective. Reads a MatrixMarket coordinate file (`%%MatrixMarket matrix coordinate real
@@ -77,26 +79,28 @@ void write_cp2k_csr(const Context& ctx, const BlockSparseMatrix<double>& a,
 /// position twice) is an InputError naming both lines. Blocks are stored as in read_cp2k_csr.
 /// Each rank parses a byte range of the entries; entries go to the owners of their blocks in
 /// one exchange (ledger phase "sparse/io").
-BlockSparseMatrix<double> read_matrix_market(const Context& ctx, const std::string& path,
-                                             const Distribution& dist, const ReadOptions& opt = {});
-BlockSparseMatrix<double> read_matrix_market(const Context& ctx, const std::string& path,
-                                             const BlockSizes& rows, const BlockSizes& cols,
-                                             const ReadOptions& opt = {});
+sparse::BlockSparseMatrix<double> read_matrix_market(const Context& ctx, const std::string& path,
+                                                     const sparse::Distribution& dist,
+                                                     const ReadOptions& opt = {});
+sparse::BlockSparseMatrix<double> read_matrix_market(const Context& ctx, const std::string& path,
+                                                     const sparse::BlockSizes& rows,
+                                                     const sparse::BlockSizes& cols,
+                                                     const ReadOptions& opt = {});
 
 /// Collective. Writes `a` as a MatrixMarket `coordinate real general` file (every element of
 /// every stored block, sorted by row then column, values with 17 significant digits so they
 /// read back exactly); with `symmetric`, a `symmetric` file of the lower triangle (the caller
 /// asserts that `a` is symmetric; the upper triangle is not written).
-void write_matrix_market(const Context& ctx, const BlockSparseMatrix<double>& a,
+void write_matrix_market(const Context& ctx, const sparse::BlockSparseMatrix<double>& a,
                          const std::string& path, bool symmetric = false);
 
 /// Collective. Reads a dense float64 `.npy` matrix (io::read_npy) and converts it to blocks on
 /// `dist` (from_dense), keeping the blocks whose Frobenius norm is > eps (0: nonzero blocks).
-BlockSparseMatrix<double> read_npy_blocks(const Context& ctx, const std::string& path,
-                                          const Distribution& dist, double eps = 0,
-                                          const std::string& name = "");
+sparse::BlockSparseMatrix<double> read_npy_blocks(const Context& ctx, const std::string& path,
+                                                  const sparse::Distribution& dist, double eps = 0,
+                                                  const std::string& name = "");
 /// Collective. Writes `a` densely as a float64 `.npy` (to_dense + io::write_npy).
-void write_npy_blocks(const Context& ctx, const BlockSparseMatrix<double>& a,
+void write_npy_blocks(const Context& ctx, const sparse::BlockSparseMatrix<double>& a,
                       const std::string& path);
 
-}  // namespace tessel::sparse
+}  // namespace tessel::io

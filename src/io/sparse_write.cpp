@@ -9,17 +9,17 @@
 #include <cstring>
 #include <exception>
 
-#include "io_common.hpp"
+#include "sparse_text.hpp"
 #include "tessel/comm/file.hpp"
 #include "tessel/core/atomic_file.hpp"
 #include "tessel/core/error.hpp"
-#include "tessel/sparse/io.hpp"
+#include "tessel/io/sparse.hpp"
 
-namespace tessel::sparse {
+namespace tessel::io {
 namespace {
 
 using detail::concat;
-using namespace io_detail;
+using namespace sparse_text;
 
 /// Collective. `a` on block-row ranges: rank r holds the block rows [b_r, b_{r+1}) (balanced
 /// in stored elements' rows by the row extents), all block columns.
@@ -182,4 +182,4 @@ void write_block_sizes(const BlockSizes& sizes, const std::string& path) {
   });
 }
 
-}  // namespace tessel::sparse
+}  // namespace tessel::io

@@ -1,5 +1,5 @@
 #pragma once
-// Private helpers of the block-sparse readers and writers (src/sparse/io_*.cpp): line parsing,
+// Private helpers of the block-sparse readers and writers (src/io/{block_sizes,sparse_text,cp2k_read,mm_read,npy_blocks,sparse_write}.cpp): line parsing,
 // the first-error agreement, the pattern key set, the sorted-entry block assembler, byte
 // ranges of text files and the temporary-file protocol of the writers.
 #include <cstdint>
@@ -10,9 +10,17 @@
 
 #include "tessel/core/context.hpp"
 #include "tessel/sparse/block_sparse.hpp"
-#include "tessel/sparse/io.hpp"
+#include "tessel/io/sparse.hpp"
 
-namespace tessel::sparse::io_detail {
+namespace tessel::io {
+// The matrix types the block-sparse formats read into and write from (layer sparse, below io).
+using sparse::BlockSizes;
+using sparse::BlockSparseMatrix;
+using sparse::Distribution;
+using sparse::LocalBlocks;
+}  // namespace tessel::io
+
+namespace tessel::io::sparse_text {
 
 constexpr std::int64_t kNoLine = std::numeric_limits<std::int64_t>::max();
 
@@ -93,4 +101,4 @@ std::string read_line_range(int fd, const std::string& path, std::int64_t file_s
 void commit_file(const Context& ctx, const std::string& tmp, const std::string& path,
                  const std::string& failed);
 
-}  // namespace tessel::sparse::io_detail
+}  // namespace tessel::io::sparse_text

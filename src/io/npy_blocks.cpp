@@ -1,26 +1,26 @@
-// Dense .npy files of block-sparse matrices: io::read_npy straight into the dense layout of
+// Dense .npy files of block-sparse matrices: read_npy straight into the dense layout of
 // the block distribution (block_layout), then from_dense; writing through to_dense + write_npy.
 #include "tessel/core/error.hpp"
 #include "tessel/io/npy.hpp"
 #include "tessel/sparse/convert.hpp"
-#include "tessel/sparse/io.hpp"
+#include "tessel/io/sparse.hpp"
 
-#include "io_common.hpp"
+#include "sparse_text.hpp"
 
-namespace tessel::sparse {
+namespace tessel::io {
 
 BlockSparseMatrix<double> read_npy_blocks(const Context& ctx, const std::string& path,
                                           const Distribution& dist, double eps,
                                           const std::string& name) {
-  io_detail::check_read_args(ctx, path, dist, ReadOptions{});
-  auto x = io::read_npy<double>(ctx, path, [&](std::int64_t rows, std::int64_t cols) {
+  sparse_text::check_read_args(ctx, path, dist, ReadOptions{});
+  auto x = read_npy<double>(ctx, path, [&](std::int64_t rows, std::int64_t cols) {
     TESSEL_CHECK(rows == dist.row_blocks().extent() && cols == dist.col_blocks().extent(),
                  InputError, path, " is ", rows, " x ", cols, " but the block sizes sum to ",
                  dist.row_blocks().extent(), " x ", dist.col_blocks().extent(),
                  ": expected block sizes that sum to the dimension");
-    return block_layout(dist);
+    return sparse::block_layout(dist);
   });
-  return from_dense(ctx, x, dist, eps, name.empty() ? io_detail::base_name(path) : name);
+  return sparse::from_dense(ctx, x, dist, eps, name.empty() ? sparse_text::base_name(path) : name);
 }
 
 void write_npy_blocks(const Context& ctx, const BlockSparseMatrix<double>& a,
@@ -30,7 +30,7 @@ void write_npy_blocks(const Context& ctx, const BlockSparseMatrix<double>& a,
                  a.name(), " is distributed over ", a.distribution().nranks(),
                  " ranks, the context has ", ctx.size());
   });
-  io::write_npy(ctx, path, to_dense(ctx, a, block_layout(a.distribution())));
+  write_npy(ctx, path, sparse::to_dense(ctx, a, sparse::block_layout(a.distribution())));
 }
 
-}  // namespace tessel::sparse
+}  // namespace tessel::io

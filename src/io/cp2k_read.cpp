@@ -13,15 +13,15 @@
 #include <cerrno>
 #include <cstring>
 
-#include "io_common.hpp"
+#include "sparse_text.hpp"
 #include "tessel/core/error.hpp"
-#include "tessel/sparse/io.hpp"
+#include "tessel/io/sparse.hpp"
 
-namespace tessel::sparse {
+namespace tessel::io {
 namespace {
 
 using detail::concat;
-using namespace io_detail;
+using namespace sparse_text;
 
 constexpr std::int64_t kChunk = 1 << 20;  // inflated bytes per chunk (gzip files)
 
@@ -283,4 +283,4 @@ BlockSparseMatrix<double> read_cp2k_csr(const Context& ctx, const std::string& p
   return read_cp2k_csr(ctx, path, Distribution::random(rows, cols, pr, pc), opt);
 }
 
-}  // namespace tessel::sparse
+}  // namespace tessel::io

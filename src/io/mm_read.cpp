@@ -15,16 +15,16 @@
 #include <fstream>
 #include <sstream>
 
-#include "io_common.hpp"
+#include "sparse_text.hpp"
 #include "tessel/comm/packed_exchange.hpp"
 #include "tessel/core/error.hpp"
-#include "tessel/sparse/io.hpp"
+#include "tessel/io/sparse.hpp"
 
-namespace tessel::sparse {
+namespace tessel::io {
 namespace {
 
 using detail::concat;
-using namespace io_detail;
+using namespace sparse_text;
 
 struct MmHeader {
   bool symmetric = false;
@@ -243,4 +243,4 @@ BlockSparseMatrix<double> read_matrix_market(const Context& ctx, const std::stri
   return read_matrix_market(ctx, path, Distribution::random(rows, cols, pr, pc), opt);
 }
 
-}  // namespace tessel::sparse
+}  // namespace tessel::io

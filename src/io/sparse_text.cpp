@@ -1,5 +1,5 @@
-// Shared pieces of the block-sparse readers and writers (see io_common.hpp).
-#include "io_common.hpp"
+// Shared pieces of the block-sparse readers and writers (see sparse_text.hpp).
+#include "sparse_text.hpp"
 
 #include <unistd.h>
 
@@ -12,7 +12,7 @@
 #include "tessel/comm/packed_exchange.hpp"
 #include "tessel/core/error.hpp"
 
-namespace tessel::sparse::io_detail {
+namespace tessel::io::sparse_text {
 
 using detail::concat;
 
@@ -209,4 +209,4 @@ void commit_file(const Context& ctx, const std::string& tmp, const std::string& 
   }
 }
 
-}  // namespace tessel::sparse::io_detail
+}  // namespace tessel::io::sparse_text

@@ -1,5 +1,6 @@
-// The text form of solvers::PurifyState in a checkpoint record: doubles as C99 hex floats
-// (printf "%a", read back by strtod bit for bit), lists as "count v1 v2 ...".
+// The text form of PurifyState in a checkpoint record (the io layer's container, io/checkpoint):
+// doubles as C99 hex floats (printf "%a", read back by strtod bit for bit), lists as
+// "count v1 v2 ...".
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -8,9 +9,9 @@
 #include <vector>
 
 #include "tessel/core/error.hpp"
-#include "tessel/io/checkpoint.hpp"
+#include "tessel/solvers/purify_checkpoint.hpp"
 
-namespace tessel::io {
+namespace tessel::solvers {
 namespace {
 
 using detail::concat;
@@ -29,7 +30,7 @@ std::string fmt_list(const std::vector<double>& v) {
 
 }  // namespace
 
-void put_purify_state(CheckpointRecord& r, const solvers::PurifyState& st) {
+void put_purify_state(io::CheckpointRecord& r, const PurifyState& st) {
   auto& s = r.state;
   s.emplace_back("iteration", std::to_string(st.iteration));
   s.emplace_back("hmin", fmt_double(st.hmin));
@@ -47,7 +48,7 @@ void put_purify_state(CheckpointRecord& r, const solvers::PurifyState& st) {
   s.emplace_back("has_best", st.has_best ? "1" : "0");
 }
 
-solvers::PurifyState get_purify_state(const CheckpointRecord& r, const std::string& path) {
+PurifyState get_purify_state(const io::CheckpointRecord& r, const std::string& path) {
   auto bad = [&](const std::string& key, const std::string& v) {
     return InputError(
         concat("checkpoint ", path, " is malformed: state.", key, " '", v, "' does not parse"));
@@ -84,7 +85,7 @@ solvers::PurifyState get_purify_state(const CheckpointRecord& r, const std::stri
     if (in >> tok) throw bad(key, v);
     return out;
   };
-  solvers::PurifyState st;
+  PurifyState st;
   st.iteration = integer("iteration");
   st.hmin = num("hmin");
   st.hmax = num("hmax");
@@ -102,4 +103,4 @@ solvers::PurifyState get_purify_state(const CheckpointRecord& r, const std::stri
   return st;
 }
 
-}  // namespace tessel::io
+}  // namespace tessel::solvers

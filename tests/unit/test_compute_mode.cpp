@@ -16,9 +16,7 @@ namespace {
 std::string message_of(const std::string& value) {
   try {
     tessel::parse_compute_mode(value, "--simulate-compute");
-  } catch (const InputError& e) {
-    return e.what();
-  }
+  } catch (const InputError& e) { return e.what(); }
   return "";
 }
 }  // namespace

@@ -94,9 +94,9 @@ class Storage {
     n_ = 0;
   }
   ComputeMode mode_ = ComputeMode::Run;
-  UninitVector<T> own_;    // Run
-  T* shared_ = nullptr;    // Skip
-  std::size_t n_ = 0;      // Skip: elements of shared_
+  UninitVector<T> own_;  // Run
+  T* shared_ = nullptr;  // Skip
+  std::size_t n_ = 0;    // Skip: elements of shared_
 };
 
 }  // namespace tessel

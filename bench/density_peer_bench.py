@@ -13,8 +13,9 @@ tessel `--mu MU` (one sign evaluation) and `dbcsr_sign --mu MU --bounds LO,HI --
 the same eps, stage thresholds and final McWeeny steps, alternating, so both run the same
 iteration (symmetric form through S^-1/2, order 2, the same stopping rules) at the same mu.
 Reported: median total solve time, the ratio tessel/DBCSR, multiplications, iterations, band
-energies and their difference. tessel's time includes its idempotency check ||PSP - P||
-(2 products) that the driver does not do; its multiplications are listed, so the table says
+energies and their difference, and each tool's peak resident memory per rank (GNU time's %M,
+the largest rank's ru_maxrss over the runs: the same measure for every tool). tessel's time
+includes its idempotency check ||PSP - P|| (2 products) that the driver does not do; its multiplications are listed, so the table says
 which products each side ran.
 
 NTPoly (--tools ...,ntpoly): H and S converted once per case to Matrix Market (CP2K CSR ->
@@ -98,11 +99,22 @@ def ntpoly_inputs(place, case, inputs, tessel, work, timeout):
     return hm, sm, electrons
 
 
+TIME = "/usr/bin/time"  # GNU time: each rank's peak resident memory (getrusage ru_maxrss)
+RSS_TAG = "density_peer_bench maxrss_kb"
+
+
 def run_json(place, prog, js, timeout, log):
-    p, wall, _ = place.run(place.command(prog, env=["-x", "OMP_NUM_THREADS=1"]), timeout, log)
+    """Runs `prog` on every rank under GNU time (when installed), returns its JSON with
+    "peak_rss_bytes" (the largest rank's ru_maxrss, the same measure for every tool) and the
+    wall time."""
+    timed = [TIME, "-f", f"{RSS_TAG} %M"] + prog if os.path.exists(TIME) else prog
+    p, wall, _ = place.run(place.command(timed, env=["-x", "OMP_NUM_THREADS=1"]), timeout, log)
     if p.returncode != 0:
         raise SystemExit(f"density_peer_bench: failed ({log}):\n{p.stdout[-1500:]}{p.stderr[-1500:]}")
-    return json.load(open(js)), wall
+    r = json.load(open(js))
+    kb = [int(line.split()[-1]) for line in (p.stdout + p.stderr).splitlines() if line.startswith(RSS_TAG)]
+    r["peak_rss_bytes"] = 1024 * max(kb) if kb else None
+    return r, wall
 
 
 def main():
@@ -204,7 +216,9 @@ def main():
                         row[t] = {"seconds": statistics.median(r["seconds"] for r in rs),
                                   "multiplications": rs[0]["multiplications"], "iterations": rs[0]["iterations"],
                                   "band_energy": rs[0]["band_energy"], "trace_ps": rs[0].get("trace_ps"),
-                                  "mu": rs[0].get("mu"), "runs": rs}
+                                  "mu": rs[0].get("mu"), "runs": rs,
+                                  "peak_rss_bytes": max((r["peak_rss_bytes"] for r in rs
+                                                         if r.get("peak_rss_bytes")), default=None)}
                     for t in got:
                         if t != "tessel":
                             row[f"ratio_tessel_{t}"] = row["tessel"]["seconds"] / row[t]["seconds"] \
@@ -220,7 +234,8 @@ def main():
         [f"tessel/{label[t]}" for t in peers] + ["mult (" + " / ".join(label[t] for t in ["tessel"] + peers) + ")",
                                                   "it (" + " / ".join(label[t] for t in ["tessel"] + peers) + ")",
                                                   "band energy tessel"] + \
-        [f"{label[t]} - tessel" for t in peers]
+        [f"{label[t]} - tessel" for t in peers] + \
+        ["peak RSS MB (" + " / ".join(label[t] for t in ["tessel"] + peers) + ")"]
     lines = markdown_table(head, [])
 
     def cell(row, t, key, fmt):
@@ -233,6 +248,8 @@ def main():
         c.append(" / ".join(cell(r, t, "iterations", "d") for t in ["tessel"] + peers))
         c.append(cell(r, "tessel", "band_energy", ".8f"))
         c += [f"{-r[f'band_energy_difference_{t}']:+.1e}" if f"band_energy_difference_{t}" in r else "-" for t in peers]
+        c.append(" / ".join(f"{r[t]['peak_rss_bytes'] / 1e6:.0f}" if t in r and r[t].get("peak_rss_bytes") else "-"
+                            for t in ["tessel"] + peers))
         lines.append("| " + " | ".join(c) + " |")
     emit_table(lines, rows, a.markdown, a.out)
 

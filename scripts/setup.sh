@@ -89,37 +89,30 @@ else
 fi
 
 # ---------------------------------------------------------------- pip (Python package)
-# scikit-build-core builds the `tessel` Python package for `pip install .` (pyproject.toml);
-# Debian 12 has no package of it. Installed for the Debian python3 (/usr/bin/python3, the one
-# with python3-mpi4py) only when it cannot be imported yet. The CMake build below does not
-# need it: it builds the module directly (python/CMakeLists.txt).
+# pip_optional MODULE SPEC WHY: pip installs SPEC for the Debian python3 (/usr/bin/python3, the
+# one with python3-mpi4py) when MODULE cannot be imported yet; a failed install only warns
+# (WHY says what then goes without). Not for the SMPI build (no Python package).
 PYTHON=/usr/bin/python3
-if [ "$MPI" = smpi ]; then
-  echo "setup.sh: the SMPI build has no Python package: scikit-build-core not needed"
-elif "$PYTHON" -c 'import scikit_build_core' 2>/dev/null; then
-  echo "setup.sh: scikit-build-core already installed for $PYTHON"
-else
-  echo "setup.sh: pip installing scikit-build-core for $PYTHON"
-  PIP_SUDO=()
-  if [ "$(id -u)" -ne 0 ]; then PIP_SUDO=(sudo -n); fi
-  "${PIP_SUDO[@]}" "$PYTHON" -m pip install -q --break-system-packages --no-input \
-    'scikit-build-core>=0.10' </dev/null ||
-    echo "setup.sh: warning: could not pip install scikit-build-core (only 'pip install .' needs it)" >&2
-fi
-
+pip_optional() {
+  local module=$1 spec=$2 why=$3
+  if [ "$MPI" = smpi ]; then return 0; fi
+  if "$PYTHON" -c "import $module" 2>/dev/null; then
+    echo "setup.sh: $module already installed for $PYTHON"
+    return 0
+  fi
+  echo "setup.sh: pip installing $spec for $PYTHON"
+  local sudo=()
+  if [ "$(id -u)" -ne 0 ]; then sudo=(sudo -n); fi
+  "${sudo[@]}" "$PYTHON" -m pip install -q --break-system-packages --no-input "$spec" </dev/null ||
+    echo "setup.sh: warning: could not pip install $spec ($why)" >&2
+}
+# scikit-build-core builds the `tessel` Python package for `pip install .` (pyproject.toml);
+# Debian 12 has no package of it. The CMake build below does not need it: it builds the module
+# directly (python/CMakeLists.txt).
+pip_optional scikit_build_core 'scikit-build-core>=0.10' "only 'pip install .' needs it"
 # PySCF (PyPI wheel, ~30 s) for tessel.pyscf and its tests (python/tests/test_pyscf.py, ctest
-# python.pyscf.npN: skipped without it). Optional: a failed install only warns.
-if [ "$MPI" = smpi ]; then
-  :
-elif "$PYTHON" -c 'import pyscf' 2>/dev/null; then
-  echo "setup.sh: pyscf already installed for $PYTHON"
-else
-  echo "setup.sh: pip installing pyscf for $PYTHON (tessel.pyscf, docs/pyscf.md)"
-  PIP_SUDO=()
-  if [ "$(id -u)" -ne 0 ]; then PIP_SUDO=(sudo -n); fi
-  "${PIP_SUDO[@]}" "$PYTHON" -m pip install -q --break-system-packages --no-input 'pyscf>=2.14' </dev/null ||
-    echo "setup.sh: warning: could not pip install pyscf (the python.pyscf tests will be skipped)" >&2
-fi
+# python.pyscf.npN: skipped without it).
+pip_optional pyscf 'pyscf>=2.14' "the python.pyscf tests will be skipped"
 
 if [ $DO_BUILD = 0 ]; then
   echo "setup.sh: --no-build: packages ready, nothing configured or built"

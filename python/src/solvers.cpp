@@ -9,6 +9,16 @@ namespace tessel::python {
 
 namespace {
 
+// (the solver's matrix as a tessel.DistMatrix in `lay` of `ctx`, its report): a solver's result.
+py::tuple result(const ContextPtr& ctx, const PyLayout& lay, dense::DistMatrix<double>&& m,
+                 py::dict report) {
+  auto out = std::make_unique<PyDistMatrix>();
+  out->ctx = ctx;
+  out->layout = lay;
+  out->m = std::move(m);
+  return py::make_tuple(py::cast(std::move(out)), report);
+}
+
 py::dict step_dict(const solvers::PurifyStep& s) {
   py::dict d;
   d["iteration"] = s.iteration;
@@ -80,11 +90,7 @@ py::tuple purify(py::object ctx_obj, py::object F_obj, std::int64_t nocc, py::ob
   res["flops"] = r.flops;
   res["ns_iterations"] = r.ns_iterations;
   res["ns_seconds"] = r.ns_seconds;
-  auto D = std::make_unique<PyDistMatrix>();
-  D->ctx = cp;
-  D->layout = F.layout;
-  D->m = std::move(r.D);
-  return py::make_tuple(py::cast(std::move(D)), res);
+  return result(cp, F.layout, std::move(r.D), res);
 }
 
 // tessel.density on dense matrices: solvers::density over the dense algebra (dense::multiply).
@@ -127,11 +133,7 @@ py::tuple density(py::object ctx_obj, py::object H_obj, py::object S_obj, std::i
   res["residual"] = r.residual;
   res["multiplications"] = r.multiplications;
   res["inverse_iterations"] = r.inverse_iterations;
-  auto P = std::make_unique<PyDistMatrix>();
-  P->ctx = cp;
-  P->layout = H.layout;
-  P->m = std::move(r.P);
-  return py::make_tuple(py::cast(std::move(P)), res);
+  return result(cp, H.layout, std::move(r.P), res);
 }
 
 }  // namespace

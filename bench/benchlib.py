@@ -79,7 +79,10 @@ class Config:
         if self.kind == "local":
             return ["bash", "-c", f"source {shlex.quote(str(MPI_ENV))}; exec mpirun -np {self.np} "
                     f"--oversubscribe " + " ".join(shlex.quote(x) for x in env + prog)]
-        return [str(NC), "run", "--", "-np", str(self.np), "--map-by", f"ppr:{self.ppn}:node"] + env + prog
+        # --bind-to none: every emulated node is this machine, so Open MPI's default binding
+        # (each node's first rank to core 0) put all ranks of all nodes on one core.
+        return [str(NC), "run", "--", "-np", str(self.np), "--map-by", f"ppr:{self.ppn}:node",
+                "--bind-to", "none"] + env + prog
 
     def run(self, cmd, timeout, log, done=None):
         """Runs `cmd`, writes its command line and output to `log`; returns (process, wall

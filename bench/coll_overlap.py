@@ -83,7 +83,8 @@ def launch(args, ranks, ppn, prog_args, mca, label):
     if args.launch == "local":
         cmd = ["mpirun", "--oversubscribe", "-np", str(ranks)] + mca_args
     else:
-        cmd = [NC, "run", "--", "-np", str(ranks), "--map-by", f"ppr:{ppn}:node"] + mca_args
+        cmd = [NC, "run", "--", "-np", str(ranks), "--map-by", f"ppr:{ppn}:node",
+               "--bind-to", "none"] + mca_args  # else every node's ranks share core 0
     cmd += [exe] + prog_args
     print("+", " ".join(shlex.quote(c) for c in cmd), flush=True)
     r = subprocess.run(cmd, env=mpi_env(), timeout=args.timeout, stdout=subprocess.PIPE,

@@ -152,8 +152,10 @@ run_one() {
   if [ ! -x "${prog[0]}" ]; then
     rc=127; echo "binary not found: ${prog[0]}" >"$log"
   else
-    echo "+ netcluster.sh run -- -np $np --map-by ppr:$ppn:node ${pre[*]} -x OPENBLAS_NUM_THREADS ${prog[*]}" >"$log"
-    timeout -k 10 "$TIMEOUT" "$NC" run -- -np "$np" --map-by "ppr:$ppn:node" "${pre[@]}" \
+    # --bind-to none: every emulated node is this machine; Open MPI's default binding put the
+    # first rank of every node on core 0.
+    echo "+ netcluster.sh run -- -np $np --map-by ppr:$ppn:node --bind-to none ${pre[*]} -x OPENBLAS_NUM_THREADS ${prog[*]}" >"$log"
+    timeout -k 10 "$TIMEOUT" "$NC" run -- -np "$np" --map-by "ppr:$ppn:node" --bind-to none "${pre[@]}" \
       -x OPENBLAS_NUM_THREADS "${prog[@]}" </dev/null >>"$log" 2>&1 || rc=$?
   fi
   t1=$(date +%s.%N)

@@ -38,7 +38,7 @@ struct DensityArgs {
                                              tile = "auto", tiling = "cluster", out, json, trace;
   std::optional<std::int64_t> electrons;
   std::optional<double> mu;
-  int sign_order = 2, max_iter = 200;
+  int sign_order = 2, max_iter = 200, row_panels = 1;
   double eps = 1e-6, tol = 1e-12;
   double memory_mib = 0;  // 0: no budget
   std::optional<double> eps_inverse, eps_transform,
@@ -151,6 +151,11 @@ int run_density(const DensityArgs& a) {
                   ? 0
                   : parse_named("--layers", a.layers, "auto or an integer >= 1", positive_int);
   mo.filter_eps = a.eps;
+  TESSEL_CHECK(a.row_panels >= 1 && a.row_panels <= 64, InputError, "--row-panels ", a.row_panels,
+               ": expected 1 .. 64");
+  TESSEL_CHECK(a.row_panels == 1 || mo.algorithm == sparse::SpAlgorithm::Cannon, InputError,
+               "--row-panels ", a.row_panels, ": needs --algorithm cannon");
+  mo.row_panels = a.row_panels;
   const int tile = a.tile == "auto"   ? kAutoTile
                    : a.tile == "none" ? 1
                                       : parse_named("--tile", a.tile,
@@ -235,7 +240,7 @@ int run_density(const DensityArgs& a) {
   double p_occupation = 1.0;
   auto take = [&](const auto& r, auto& alg) {
     band = r.band_energy;
-    band_orth = r.band_energy_orthogonal;
+    band_orth = r.band_energy_before_final;
     eps_stage[0] = r.eps_inverse;
     eps_stage[1] = r.eps_transform;
     eps_stage[2] = r.eps_iteration;
@@ -332,8 +337,9 @@ int run_density(const DensityArgs& a) {
                     : stats[0].recv_bytes.max + stats[0].coll_bytes.max + stats[0].rma_bytes.max;
   if (root) {
     std::cout
-        << fmt::format("band energy 2 tr(PH): {:.10f} Eh (orthogonal basis 2 tr(Pt Ht): {:.10f})\n",
-                       band, band_orth)
+        << fmt::format(
+               "band energy 2 tr(PH): {:.10f} Eh (before the final McWeeny steps: {:.10f})\n", band,
+               band_orth)
         << fmt::format(
                "filter eps by stage: S^-1/2 {:g}, basis changes {:g}, iteration {:g}, "
                "{} final McWeeny steps {:g}\n",
@@ -374,7 +380,7 @@ int run_density(const DensityArgs& a) {
     j["eps"] = a.eps;
     j["electrons"] = in.electrons;
     j["band_energy"] = band;
-    j["band_energy_orthogonal"] = band_orth;
+    j["band_energy_before_final"] = band_orth;
     j["eps_inverse"] = eps_stage[0];
     j["eps_transform"] = eps_stage[1];
     j["eps_final"] = eps_stage[3];
@@ -482,6 +488,11 @@ std::function<int()> add_density(CLI::App& app) {
                 "at the start or at the first step, when tessel's accounted peak (matrices, "
                 "multiply buffers, windows), the process's ru_maxrss or the next step's "
                 "extrapolated peak exceeds it")
+      ->capture_default_str();
+  s->add_option("--row-panels", a->row_panels,
+                "Cannon: compute every product in this many panels of block rows, each filtered "
+                "and merged before the next: the multiply's largest buffers (the product before "
+                "the filter, A's images) shrink to about 1/N, B moves N times (docs/sparse.md)")
       ->capture_default_str();
   s->add_flag("--explain", a->explain,
               "Read (or generate) and tile the input, print the predicted peak memory per rank, "

@@ -384,14 +384,16 @@ DensityResult<M> density(Algebra<M>& alg, const M& H, const M& S, std::int64_t e
                       : opt.method == DensityMethod::Trs2    ? PurifyMethod::Trs2
                       : opt.method == DensityMethod::McWeeny ? PurifyMethod::McWeeny
                                                              : PurifyMethod::Canonical;
-    auto r = purify_generic(alg, ht, nocc, pm, opt.mu, opt.tol, opt.max_iter, opt.on_step);
+    // X is built in Ht's storage (Ht is not needed after the start): the peak of memory is in
+    // these steps' products, so each matrix fewer alive here lowers it.
+    auto r =
+        purify_generic(alg, std::move(ht), nocc, pm, opt.mu, opt.tol, opt.max_iter, opt.on_step);
     pt = std::move(r.X);
     out.mu = r.mu;
     out.iterations = r.iterations;
     out.residual = r.idempotency_error;
   }
   if (!(opt.method == DensityMethod::Sign && opt.nonsymmetric)) {
-    out.band_energy_orthogonal = 2 * alg.dot(pt, ht);
     ht = M{};  // each matrix is freed as soon as nothing after needs it: the peak of memory
     FilterScope<M> fs(alg, out.eps_transform);
     M zp = alg.product(Z, pt);
@@ -402,6 +404,7 @@ DensityResult<M> density(Algebra<M>& alg, const M& H, const M& S, std::int64_t e
   pt = M{};
   ht = M{};
   z.X = M{};
+  out.band_energy_before_final = 2 * alg.dot(out.P, H);
   {
     // ||PSP - P||_F / ||P||_F, then the final McWeeny steps in the non-orthogonal basis with
     // the true S, P <- 3 PSP - 2 PSPSP (reusing PS and PSP: one more product per step). They

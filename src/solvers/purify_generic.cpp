@@ -44,13 +44,13 @@ constexpr bool kFusedPowers<M, std::void_t<decltype(std::declval<Algebra<M>&>().
 static_assert(kFusedPowers<SscMatrix> && !kFusedPowers<dense::DistMatrix<double>> &&
               !kFusedPowers<sparse::BlockSparseMatrix<double>>);
 
-}  // namespace
-
+/// purify_generic's body. consumed: Ht's own storage, moved into X at the start (then Ht is
+/// empty from there on and no energy is taken against it), or null (X is a copy of Ht).
 template <class M>
-PurifyGenericResult<M> purify_generic(Algebra<M>& alg, const M& Ht, std::int64_t nocc,
-                                      PurifyMethod method, std::optional<double> mu, double tol,
-                                      int max_iter, const ProgressFn& on_step, int stall_window,
-                                      const PurifyCheckpointing<M>& ck) {
+PurifyGenericResult<M> purify_impl(Algebra<M>& alg, const M& Ht, M* consumed, std::int64_t nocc,
+                                   PurifyMethod method, std::optional<double> mu, double tol,
+                                   int max_iter, const ProgressFn& on_step, int stall_window,
+                                   const PurifyCheckpointing<M>& ck) {
   const std::int64_t n = alg.n(Ht);
   PurifyOptions popt;
   popt.method = method;
@@ -118,7 +118,12 @@ PurifyGenericResult<M> purify_generic(Algebra<M>& alg, const M& Ht, std::int64_t
     alg.agree([&] {
       if (!start_error.empty()) throw InputError(start_error);
     });
-    x = alg.copy(Ht);
+    if (consumed) {  // X in Ht's storage: one matrix fewer alive through every step
+      x = std::move(*consumed);
+      *consumed = M{};
+    } else {
+      x = alg.copy(Ht);
+    }
     alg.scale(x, x0.a);
     alg.shift(x, x0.b);
     alg.filter(x);
@@ -170,7 +175,7 @@ PurifyGenericResult<M> purify_generic(Algebra<M>& alg, const M& Ht, std::int64_t
       alg.add(d, 1.0, x2, -1.0);
       err = alg.norm(d);
     }
-    en = 2 * alg.dot(x, Ht);
+    en = consumed ? std::numeric_limits<double>::quiet_NaN() : 2 * alg.dot(x, Ht);
     hist.push_back(err);
     if (on_step) {
       IterationInfo s;
@@ -286,6 +291,31 @@ PurifyGenericResult<M> purify_generic(Algebra<M>& alg, const M& Ht, std::int64_t
   return out;
 }
 
+}  // namespace
+
+template <class M>
+PurifyGenericResult<M> purify_generic(Algebra<M>& alg, const M& Ht, std::int64_t nocc,
+                                      PurifyMethod method, std::optional<double> mu, double tol,
+                                      int max_iter, const ProgressFn& on_step, int stall_window,
+                                      const PurifyCheckpointing<M>& ck) {
+  return purify_impl<M>(alg, Ht, nullptr, nocc, method, mu, tol, max_iter, on_step, stall_window,
+                        ck);
+}
+
+template <class M>
+PurifyGenericResult<M> purify_generic(Algebra<M>& alg, M&& Ht, std::int64_t nocc,
+                                      PurifyMethod method, std::optional<double> mu, double tol,
+                                      int max_iter, const ProgressFn& on_step, int stall_window) {
+  M h = std::move(Ht);  // ours now: the caller's matrix is empty whatever happens
+  return purify_impl<M>(alg, h, &h, nocc, method, mu, tol, max_iter, on_step, stall_window, {});
+}
+
+template PurifyGenericResult<dense::DistMatrix<double>> purify_generic(
+    DenseAlgebra&, dense::DistMatrix<double>&&, std::int64_t, PurifyMethod, std::optional<double>,
+    double, int, const ProgressFn&, int);
+template PurifyGenericResult<sparse::BlockSparseMatrix<double>> purify_generic(
+    SparseAlgebra&, sparse::BlockSparseMatrix<double>&&, std::int64_t, PurifyMethod,
+    std::optional<double>, double, int, const ProgressFn&, int);
 template PurifyGenericResult<dense::DistMatrix<double>> purify_generic(
     DenseAlgebra&, const dense::DistMatrix<double>&, std::int64_t, PurifyMethod,
     std::optional<double>, double, int, const ProgressFn&, int,

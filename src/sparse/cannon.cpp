@@ -29,13 +29,14 @@ std::int64_t panel_bytes(std::initializer_list<const std::vector<PanelBuf>*> set
 /// My home images first .. first + count - 1, one buffer each.
 std::vector<PanelBuf> pack_home(const BlockSparseMatrix<double>& m, const BlockSizes& rows,
                                 const BlockSizes& cols, const std::vector<int>& kv, bool by_col,
-                                int first, int count) {
+                                int first, int count, RowRange only = {}) {
   std::vector<PanelBuf> out(static_cast<std::size_t>(count));
-  auto sizes = image_sizes(m.local(), rows, cols, kv, by_col, first, count);
+  auto sizes = image_sizes(m.local(), rows, cols, kv, by_col, first, count, only);
   for (int q = 0; q < count; ++q) {
     auto& p = out[static_cast<std::size_t>(q)];
     p.resize(sizes[static_cast<std::size_t>(q)].nblocks, sizes[static_cast<std::size_t>(q)].ndata);
-    pack_images(m.local(), rows, cols, kv, by_col, first + q, 1, p.meta.data(), p.data.data());
+    pack_images(m.local(), rows, cols, kv, by_col, first + q, 1, p.meta.data(), p.data.data(),
+                only);
   }
   return out;
 }
@@ -130,7 +131,7 @@ ExecResult run_cannon(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
 
   // Set-up: my home pieces and the size of every piece of my row (A) and column (B).
   std::vector<PanelBuf> home_a =
-      pack_home(*ops.a, *ops.rows, *ops.inner, kq, true, j * a * Q, a * Q);
+      pack_home(*ops.a, *ops.rows, *ops.inner, kq, true, j * a * Q, a * Q, opt.a_rows);
   std::vector<PanelBuf> sa(static_cast<std::size_t>((a + 1) * Q)),
       sb(static_cast<std::size_t>((b + 1) * Q));
   std::vector<PanelBuf> home_b;

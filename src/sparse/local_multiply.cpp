@@ -44,12 +44,25 @@ PanelView PanelBuf::view() const {
   return {meta.data(), nblocks(), data.data(), static_cast<std::int64_t>(data.size()), off.data()};
 }
 
+std::vector<RowRange> row_panels(const BlockSizes& rows, int panels) {
+  std::vector<RowRange> out(static_cast<std::size_t>(panels));
+  int r = 0;
+  for (int p = 0; p < panels; ++p) {
+    out[static_cast<std::size_t>(p)].lo = r;
+    const std::int64_t end = rows.extent() * (p + 1);  // offset(r) * panels < end: panel p
+    while (r < rows.count() && rows.offset(r) * panels < end) ++r;
+    out[static_cast<std::size_t>(p)].hi = r;
+  }
+  return out;
+}
+
 std::vector<ImageSize> image_sizes(const LocalBlocks<double>& m, const BlockSizes& rows,
                                    const BlockSizes& cols, const std::vector<int>& kv, bool by_col,
-                                   int first, int count) {
+                                   int first, int count, RowRange only) {
   std::vector<ImageSize> s(static_cast<std::size_t>(count));
   for (std::size_t i = 0; i < m.brows->size(); ++i) {
     int r = (*m.brows)[i];
+    if (!only.has(r)) continue;
     for (std::int64_t k = (*m.row_ptr)[i]; k < (*m.row_ptr)[i + 1]; ++k) {
       int c = (*m.col)[static_cast<std::size_t>(k)];
       int img = kv[static_cast<std::size_t>(by_col ? c : r)] - first;
@@ -64,8 +77,8 @@ std::vector<ImageSize> image_sizes(const LocalBlocks<double>& m, const BlockSize
 
 void pack_images(const LocalBlocks<double>& m, const BlockSizes& rows, const BlockSizes& cols,
                  const std::vector<int>& kv, bool by_col, int first, int count, std::int64_t* meta,
-                 double* data) {
-  auto sizes = image_sizes(m, rows, cols, kv, by_col, first, count);
+                 double* data, RowRange only) {
+  auto sizes = image_sizes(m, rows, cols, kv, by_col, first, count, only);
   std::vector<std::int64_t> mcur(static_cast<std::size_t>(count)), dcur(mcur.size());
   std::int64_t mb = 0, db = 0;
   for (std::size_t q = 0; q < mcur.size(); ++q) {
@@ -76,6 +89,7 @@ void pack_images(const LocalBlocks<double>& m, const BlockSizes& rows, const Blo
   }
   for (std::size_t i = 0; i < m.brows->size(); ++i) {
     int r = (*m.brows)[i];
+    if (!only.has(r)) continue;
     for (std::int64_t k = (*m.row_ptr)[i]; k < (*m.row_ptr)[i + 1]; ++k) {
       auto kk = static_cast<std::size_t>(k);
       int c = (*m.col)[kk];

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <optional>
 
 #include "access.hpp"
@@ -134,11 +135,13 @@ int cannon_pieces(Context& ctx, const SpOperands& ops, int requested) {
   return static_cast<int>(std::clamp(pieces, 1.0, static_cast<double>(detail::kMaxAutoPieces)));
 }
 
-/// Conform the operands, run the executor: this rank's product panel in `res`.
+/// Conform the operands, run the executor once per row panel (SpMultiplyOptions::row_panels):
+/// `take` gets this rank's product of each panel in turn (panel 0 first), to merge into C
+/// before the next one is computed.
 void run_multiply(Context& ctx, const SpgemmPlan& plan, double alpha, SpOp opa,
                   const BlockSparseMatrix<double>& a, SpOp opb, const BlockSparseMatrix<double>& b,
                   const BlockSparseMatrix<double>& c, const SpMultiplyOptions& options,
-                  SpMultiplyCache* cache, detail::ExecResult& res) {
+                  SpMultiplyCache* cache, const std::function<void(detail::ExecResult&)>& take) {
   const Distribution& dc = c.distribution();
   // Conform: op(A) rows as C's, k blocks on the plan's images; op(B) likewise.
   const auto& da = a.distribution();
@@ -179,9 +182,14 @@ void run_multiply(Context& ctx, const SpgemmPlan& plan, double alpha, SpOp opa,
     eo.allowed = &*allowed;
     eo.retain_c = &c;
   }
-  res = plan.algorithm == SpAlgorithm::Cannon
+  for (const detail::RowRange& rows : detail::row_panels(*ops.rows, options.row_panels)) {
+    eo.a_rows = options.row_panels > 1 ? rows : detail::RowRange{};
+    detail::ExecResult res =
+        plan.algorithm == SpAlgorithm::Cannon
             ? detail::run_cannon(ctx, plan, ops, eo, cache ? &cache->state() : nullptr)
             : detail::run_rma25d(ctx, plan, ops, eo, cache ? &cache->state() : nullptr);
+    take(res);  // merged into C: the panel's product is freed before the next one
+  }
 }
 }  // namespace
 
@@ -203,6 +211,15 @@ SpMultiplyReport multiply(Context& ctx, double alpha, SpOp opa, const BlockSpars
   TESSEL_CHECK(options.cannon_pieces >= 0 && options.cannon_pieces <= detail::kMaxCannonPieces,
                InputError, "spgemm: cannon_pieces = ", options.cannon_pieces,
                " (expected 0 = auto, or 1 .. ", detail::kMaxCannonPieces, ")");
+  TESSEL_CHECK(options.row_panels >= 1 && options.row_panels <= detail::kMaxRowPanels, InputError,
+               "spgemm: row_panels = ", options.row_panels, " (expected 1 .. ",
+               detail::kMaxRowPanels, ")");
+  TESSEL_CHECK(options.row_panels == 1 || (options.algorithm == SpAlgorithm::Cannon &&
+                                           beta == 0.0 && !options.retain_sparsity),
+               InputError, "spgemm: row_panels = ", options.row_panels,
+               " needs algorithm cannon, beta = 0 and no retain_sparsity (got ",
+               options.algorithm == SpAlgorithm::Cannon ? "cannon" : "rma25d", ", beta = ", beta,
+               options.retain_sparsity ? ", retain_sparsity" : "", ")");
   const Distribution& dc = c.distribution();
   SpMultiplyReport rep;
   if (options.algorithm == SpAlgorithm::Rma25d && options.layers == 0) {  // auto: eq. 7
@@ -221,21 +238,31 @@ SpMultiplyReport multiply(Context& ctx, double alpha, SpOp opa, const BlockSpars
   SpPanelBytes before[kPhases];
   for (int x = 0; x < kPhases; ++x) before[x] = phase_bytes(ledger, names[x]);
 
-  detail::ExecResult res;
+  // Each panel's product is merged as it comes: C = beta C + alpha P_0, then C + alpha P_p
+  // (row_panels > 1 needs beta = 0: the panels' rows are disjoint, so every block is filtered
+  // once, on its whole sum, as in one pass).
+  bool first = true;
+  auto take = [&](detail::ExecResult& res) {
+    rep.partial_blocks_dropped += res.partial_blocks_dropped;
+    const detail::CAccumulator* product = res.product ? &*res.product : nullptr;
+    rep.product_blocks += product ? product->nblocks() : 0;
+    rep.product_values += product ? product->nvalues() : 0;
+    MemoryCharge merge = ledger.charge(MemKind::Buffers);
+    rep.blocks_filtered += detail::merge_into(c, first ? beta : 1.0, alpha, product,
+                                              options.retain_sparsity, options.filter_eps, &merge);
+    first = false;
+    rep.flops += res.stats.flops;
+    rep.blocks_multiplied += res.stats.multiplied;
+    rep.blocks_skipped += res.stats.skipped;
+    rep.windows_created = rep.windows_created || res.windows_created;
+    res.product.reset();
+  };
   if (alpha != 0.0) {  // alpha = 0 (the same on every rank): C = beta C, nothing moves
-    run_multiply(ctx, plan, alpha, opa, a, opb, b, c, options, cache, res);
+    run_multiply(ctx, plan, alpha, opa, a, opb, b, c, options, cache, take);
+  } else {
+    detail::ExecResult none;
+    take(none);
   }
-  rep.partial_blocks_dropped = res.partial_blocks_dropped;
-  const detail::CAccumulator* product = res.product ? &*res.product : nullptr;
-  rep.product_blocks = product ? product->nblocks() : 0;
-  rep.product_values = product ? product->nvalues() : 0;
-  MemoryCharge merge = ledger.charge(MemKind::Buffers);
-  rep.blocks_filtered = detail::merge_into(c, beta, alpha, product, options.retain_sparsity,
-                                           options.filter_eps, &merge);
-  rep.flops = res.stats.flops;
-  rep.blocks_multiplied = res.stats.multiplied;
-  rep.blocks_skipped = res.stats.skipped;
-  rep.windows_created = res.windows_created;
   SpPanelBytes* outs[] = {&rep.a_panels, &rep.b_panels, &rep.c_panels,
                           &rep.setup,    &rep.conform,  &rep.c_pattern};
   for (int x = 0; x < kPhases; ++x) *outs[x] = diff(phase_bytes(ledger, names[x]), before[x]);

@@ -82,10 +82,13 @@ struct ExecOptions {
   const BlockSparseMatrix<double>* retain_c = nullptr;
   double progress_poll = 0;  // seconds between TickProgress polls, from SpMultiplyOptions; 0 = none
   int cannon_pieces = 1;     // Cannon: pieces per image (SpMultiplyOptions::cannon_pieces)
+  RowRange a_rows;           // Cannon: the block rows of A (and C) of this pass (row_panels)
 };
 
 /// SpMultiplyOptions::cannon_pieces at most: more pieces only add messages.
 constexpr int kMaxCannonPieces = 64;
+/// SpMultiplyOptions::row_panels at most: each panel moves all of B once more.
+constexpr int kMaxRowPanels = 64;
 /// cannon_pieces = auto: a piece of an image holds at most about this many bytes. Every piece
 /// costs a pass over the accumulator's rows and its own messages (4 pieces of ~30 MB images
 /// made a 4-rank multiply of generated water:600 with atomic blocks ~10% slower than whole

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <unordered_map>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -98,15 +99,24 @@ struct ImageSize {
   std::int64_t bytes() const { return nblocks * kMetaBytes + ndata * 8; }
 };
 
-/// The local blocks of `m` cut into images: A (by_col = true) groups blocks by kv[bcol], B by
-/// kv[brow]; images first .. first + count - 1 are packed back to back into meta/data (in
-/// image order, each sorted by (row, column)). Returns each image's size. Pure.
+/// Block rows [lo, hi) of an operand (Cannon's row panels, SpMultiplyOptions::row_panels).
+struct RowRange {
+  int lo = 0, hi = std::numeric_limits<int>::max();
+  bool has(int r) const { return r >= lo && r < hi; }
+};
+/// The local blocks of `m` in block rows `only` cut into images: A (by_col = true) groups
+/// blocks by kv[bcol], B by kv[brow]; images first .. first + count - 1 are packed back to back
+/// into meta/data (in image order, each sorted by (row, column)). Returns each image's size.
+/// Pure.
+/// The `panels` row ranges of SpMultiplyOptions::row_panels: consecutive block rows cut where
+/// the element rows reach p / panels of the extent (the same on every rank). Pure.
+std::vector<RowRange> row_panels(const BlockSizes& rows, int panels);
 std::vector<ImageSize> image_sizes(const LocalBlocks<double>& m, const BlockSizes& rows,
                                    const BlockSizes& cols, const std::vector<int>& kv, bool by_col,
-                                   int first, int count);
+                                   int first, int count, RowRange only = {});
 void pack_images(const LocalBlocks<double>& m, const BlockSizes& rows, const BlockSizes& cols,
                  const std::vector<int>& kv, bool by_col, int first, int count, std::int64_t* meta,
-                 double* data);
+                 double* data, RowRange only = {});
 
 /// Cannon's pieces: kv refined so that image v's k blocks (in order of k) are cut into
 /// `pieces` consecutive runs of nearly equal count; piece c of image v becomes image

@@ -36,6 +36,7 @@ struct Case {
   unsigned seed = 1;
   double poll = SpMultiplyOptions{}.progress_poll;
   int pieces = SpMultiplyOptions{}.cannon_pieces;
+  int panels = 1;
 };
 
 struct CaseRun {
@@ -83,6 +84,7 @@ CaseRun run_case(Context& ctx, const Case& cs) {
   o.filter_eps = cs.eps;
   o.progress_poll = cs.poll;
   o.cannon_pieces = cs.pieces;
+  o.row_panels = cs.panels;
   r.c_local_blocks = C.local_nblocks();
   r.rep = multiply(ctx, cs.alpha, cs.opa, A, cs.opb, B, cs.beta, C, o);
   r.got = dense_of(ctx, C);
@@ -295,6 +297,53 @@ TEST(Spgemm, CannonPiecesLeaveTheAnswerAndBytes) {
         }
       }
     }
+}
+
+// Row panels (row_panels): C computed panel by panel of block rows, each merged before the next,
+// is the one-pass C to rounding (the same block products, filtered once on the whole sum of each
+// block; products of different shapes may be summed in another order); A moves exactly the one-pass bytes, B exactly `panels` times them; the same products
+// are computed and skipped. A beta != 0, retain_sparsity or rma25d is refused on every rank.
+TEST(Spgemm, RowPanelsLeaveTheAnswerAndMoveBOncePerPanel) {
+  Context ctx(MPI_COMM_WORLD);
+  unsigned seed = 900;
+  for (auto [pr, pc] : grids(world_size()))
+    for (double eps : {0.0, 1e-3}) {
+      Case cs = case_on(pr, pc, SpAlgorithm::Cannon, 1);
+      cs.mb = 9;
+      cs.kb = 11;
+      cs.nb = 8;
+      cs.eps = eps;
+      cs.seed = seed++;
+      const CaseRun whole = run_case(ctx, cs);
+      for (int panels : {2, 3, 12}) {  // 12 > 9 block rows: some panels are empty
+        cs.panels = panels;
+        const CaseRun r = run_case(ctx, cs);
+        const std::string what = std::to_string(pr) + "x" + std::to_string(pc) + " eps " +
+                                 std::to_string(eps) + " panels " + std::to_string(panels);
+        EXPECT_LE(max_abs_diff(r.got, whole.got) / whole.scale, 1e-14) << what;
+        if (eps == 0) EXPECT_LE(max_abs_diff(r.got, r.want) / r.scale, 1e-12) << what;
+        EXPECT_EQ(r.rep.blocks_skipped, whole.rep.blocks_skipped) << what;
+        EXPECT_EQ(r.rep.blocks_multiplied, whole.rep.blocks_multiplied) << what;
+        EXPECT_EQ(r.rep.blocks_filtered, whole.rep.blocks_filtered) << what;
+        EXPECT_EQ(r.rep.a_panels.recv, whole.rep.a_panels.recv) << what;
+        EXPECT_EQ(r.rep.a_panels.sent, whole.rep.a_panels.sent) << what;
+        EXPECT_EQ(r.rep.b_panels.recv, panels * whole.rep.b_panels.recv) << what;
+        EXPECT_EQ(r.rep.b_panels.sent, panels * whole.rep.b_panels.sent) << what;
+      }
+    }
+  Case bad = case_on(1, world_size(), SpAlgorithm::Cannon, 1);
+  bad.panels = 2;
+  bad.beta = 0.5;
+  EXPECT_THROW(run_case(ctx, bad), tessel::InputError);
+  bad.beta = 0.0;
+  bad.retain = true;
+  EXPECT_THROW(run_case(ctx, bad), tessel::InputError);
+  bad.retain = false;
+  bad.alg = SpAlgorithm::Rma25d;
+  EXPECT_THROW(run_case(ctx, bad), tessel::InputError);
+  bad.alg = SpAlgorithm::Cannon;
+  bad.panels = 0;
+  EXPECT_THROW(run_case(ctx, bad), tessel::InputError);
 }
 
 // comm_only does the symbolic product: the same blocks (the on-the-fly filter decides on the

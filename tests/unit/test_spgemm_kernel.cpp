@@ -388,3 +388,24 @@ TEST(CannonPieces, ConsecutiveBalancedRunsInsideEachImage) {
     }
   }
 }
+
+// Row panels (SpMultiplyOptions::row_panels): consecutive ranges covering every block row once,
+// each holding its share of the element rows to within one block.
+TEST(RowPanels, ConsecutiveRangesSplittingTheRowsEvenly) {
+  const tessel::sparse::BlockSizes rows(std::vector<int>{4, 1, 1, 5, 4, 1, 1, 3, 2, 4, 1, 1});
+  for (int panels : {1, 2, 3, 5, 12, 20}) {
+    const auto r = tessel::sparse::detail::row_panels(rows, panels);
+    ASSERT_EQ(static_cast<int>(r.size()), panels);
+    EXPECT_EQ(r.front().lo, 0);
+    EXPECT_EQ(r.back().hi, rows.count()) << panels;
+    for (int p = 0; p < panels; ++p) {
+      const auto& x = r[static_cast<std::size_t>(p)];
+      if (p > 0) EXPECT_EQ(x.lo, r[static_cast<std::size_t>(p - 1)].hi) << panels;
+      EXPECT_LE(x.lo, x.hi);
+      // Element rows [offset(lo), offset(hi)) against the ideal share [p E / P, (p + 1) E / P).
+      const double ideal_lo = static_cast<double>(rows.extent()) * p / panels;
+      EXPECT_GE(static_cast<double>(rows.offset(x.lo)), ideal_lo - 1e-12) << panels << " " << p;
+      EXPECT_LT(static_cast<double>(rows.offset(x.lo)), ideal_lo + 5) << panels << " " << p;
+    }
+  }
+}

@@ -33,7 +33,7 @@ struct IterationInfo {
   double residual = 0;
   double occupation = 0;
   double mu = 0;
-  double band_energy = 0;  ///< purification: 2 tr(X Ht) of this step's X
+  double band_energy = 0;  ///< purification: 2 tr(X Ht) of this step's X (NaN: not taken)
   std::int64_t blocks = 0;
   double seconds = 0;
 };
@@ -183,9 +183,9 @@ struct DensityResult {
   M W;  ///< P H P when energy_weighted (else empty)
   double mu = 0;
   double band_energy = 0;  ///< 2 tr(P H)
-  /// 2 tr(Pt Ht) in the orthogonal basis before the back-transformation (= band_energy
-  /// up to the filtering of P = Z Pt Z; a diagnostic)
-  double band_energy_orthogonal = 0;
+  /// 2 tr(P H) of P = Z Pt Z before the final McWeeny steps (= 2 tr(Pt Ht) in the orthogonal
+  /// basis up to the filtering of the basis change; a diagnostic: what the final steps change)
+  double band_energy_before_final = 0;
   /// The stage thresholds used (resolved from DensityOptions)
   double eps_inverse = 0, eps_transform = 0, eps_iteration = 0, eps_final = 0;
   int final_steps = 0;
@@ -252,5 +252,14 @@ PurifyGenericResult<M> purify_generic(Algebra<M>& alg, const M& Ht, std::int64_t
                                       int max_iter, const ProgressFn& on_step,
                                       int stall_window = 40,
                                       const PurifyCheckpointing<M>& checkpointing = {});
+/// The same, consuming Ht: X is built in Ht's own storage, so one matrix fewer is alive through
+/// every step (Ht is empty afterwards). X, mu and the stopping are bitwise those of the call
+/// above; no energy is taken against Ht: IterationInfo::band_energy and the result's
+/// band_energy are NaN. Collective over the algebra's ranks. No checkpointing.
+template <class M>
+PurifyGenericResult<M> purify_generic(Algebra<M>& alg, M&& Ht, std::int64_t nocc,
+                                      PurifyMethod method, std::optional<double> mu, double tol,
+                                      int max_iter, const ProgressFn& on_step,
+                                      int stall_window = 40);
 
 }  // namespace tessel::solvers

@@ -53,6 +53,15 @@ struct SpMultiplyOptions {
   /// 0 = auto: pieces of at most ~16 MB of the larger operand's local storage (1 for small
   /// matrices; one allreduce). The bytes moved and the answer do not depend on it. 0 .. 64.
   int cannon_pieces = 0;
+  /// Cannon: C is computed in this many panels of consecutive block rows, one after the other,
+  /// each summed, filtered and merged into C before the next begins: the product's accumulator
+  /// (before the filter, the largest buffer of a multiply: ~2.5x the filtered product at eps
+  /// 1e-6) and A's images hold ~1/row_panels of theirs, at the price of moving B once per panel
+  /// (A's bytes stay; B's, and the setup's, grow row_panels times). The answer does not depend
+  /// on it beyond rounding (the same block products, each block filtered once on its whole sum;
+  /// products of different block shapes may be summed in another order). 1 = one pass. 1 .. 64;
+  /// > 1 needs beta = 0, no retain_sparsity, algorithm Cannon.
+  int row_panels = 1;
 };
 
 /// Per-rank bytes of one phase ("spgemm/A panels", ...): received (p2p + get) and sent.

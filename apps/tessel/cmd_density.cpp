@@ -38,7 +38,8 @@ struct DensityArgs {
                                              tile = "auto", tiling = "cluster", out, json, trace;
   std::optional<std::int64_t> electrons;
   std::optional<double> mu;
-  int sign_order = 2, max_iter = 200, row_panels = 1;
+  int sign_order = 2, max_iter = 200;
+  std::string row_panels = "auto";
   double eps = 1e-6, tol = 1e-12;
   double memory_mib = 0;  // 0: no budget
   std::optional<double> eps_inverse, eps_transform,
@@ -114,6 +115,19 @@ std::string memory_table(const std::vector<StagePeak>& stages, double peak,
   return t;
 }
 
+/// --row-panels auto: 1 (every product in one pass: the fewest bytes) unless a --memory budget
+/// is given and the predicted peak exceeds it; then the fewest panels (1, 2, 4, .. 16) whose
+/// prediction fits (16 when none does: the start check then stops the run). Collective.
+int auto_row_panels(Context& ctx, sparse::SpAlgorithm alg, std::int64_t input, double budget_mib) {
+  if (budget_mib <= 0 || alg != sparse::SpAlgorithm::Cannon) return 1;
+  const double largest = ctx.comm().allreduce_value(static_cast<double>(input), MPI_MAX);
+  constexpr int kMostAuto = 16;
+  int r = 1;
+  while (r < kMostAuto && peak_per_largest_input(r) * largest > budget_mib * 1024.0 * 1024.0)
+    r *= 2;
+  return r;
+}
+
 template <class M>
 solvers::DensityResult<M> solve(solvers::Algebra<M>& alg, const M& H, const M& S,
                                 std::int64_t electrons, const solvers::DensityOptions& o) {
@@ -151,11 +165,16 @@ int run_density(const DensityArgs& a) {
                   ? 0
                   : parse_named("--layers", a.layers, "auto or an integer >= 1", positive_int);
   mo.filter_eps = a.eps;
-  TESSEL_CHECK(a.row_panels >= 1 && a.row_panels <= 64, InputError, "--row-panels ", a.row_panels,
-               ": expected 1 .. 64");
-  TESSEL_CHECK(a.row_panels == 1 || mo.algorithm == sparse::SpAlgorithm::Cannon, InputError,
-               "--row-panels ", a.row_panels, ": needs --algorithm cannon");
-  mo.row_panels = a.row_panels;
+  const int row_panels = a.row_panels == "auto"
+                             ? 0
+                             : parse_named("--row-panels", a.row_panels,
+                                           "auto or an integer 1 .. 64", [&](const std::string& v) {
+                                             const int x = positive_int(v);
+                                             if (x > 64) throw InputError("bad");
+                                             return x;
+                                           });
+  TESSEL_CHECK(row_panels <= 1 || mo.algorithm == sparse::SpAlgorithm::Cannon, InputError,
+               "--row-panels ", a.row_panels, ": expected 1 or auto with --algorithm rma25d");
   const int tile = a.tile == "auto"   ? kAutoTile
                    : a.tile == "none" ? 1
                                       : parse_named("--tile", a.tile,
@@ -288,12 +307,15 @@ int run_density(const DensityArgs& a) {
       in.S = sparse::to_tiles(ctx, in.S, tl, tl, td, "S");
     }
     const std::int64_t input = std::max(in.H.local_bytes(), in.S.local_bytes());
-    mem_predicted = watch.check_start("the solve", input);
+    mo.row_panels =
+        row_panels > 0 ? row_panels : auto_row_panels(ctx, mo.algorithm, input, a.memory_mib);
+    mem_predicted = watch.check_start("the solve", input, mo.row_panels);
     if (root)
       std::cout << fmt::format(
-          "memory per rank: predicted peak {} ({} x the largest input matrix as the solver "
-          "holds it; docs/density.md){}\n",
-          human_bytes(mem_predicted), kPeakPerLargestInput,
+          "memory per rank: predicted peak {} ({:.1f} x the largest input matrix as the solver "
+          "holds it, {} row panel(s){}; docs/density.md){}\n",
+          human_bytes(mem_predicted), peak_per_largest_input(mo.row_panels), mo.row_panels,
+          row_panels > 0 ? "" : ", auto",
           a.memory_mib > 0 ? fmt::format(", budget {:g} MiB", a.memory_mib) : std::string());
     if (a.explain) {
       if (root) std::cout << "--explain: stopped before the solve\n";
@@ -375,6 +397,7 @@ int run_density(const DensityArgs& a) {
     j["command"] = "density";
     j["input"] = in.description;
     j["method"] = a.method;
+    j["row_panels"] = a.dense ? 0 : mo.row_panels;
     j["sign_order"] = a.sign_order;
     j["algorithm"] = a.dense ? "dense" : a.algorithm;
     j["eps"] = a.eps;
@@ -490,9 +513,10 @@ std::function<int()> add_density(CLI::App& app) {
                 "extrapolated peak exceeds it")
       ->capture_default_str();
   s->add_option("--row-panels", a->row_panels,
-                "Cannon: compute every product in this many panels of block rows, each filtered "
-                "and merged before the next: the multiply's largest buffers (the product before "
-                "the filter, A's images) shrink to about 1/N, B moves N times (docs/sparse.md)")
+                "Cannon: compute every product in N panels of block rows, each filtered and "
+                "merged before the next: the multiply's largest buffers (the product before the "
+                "filter, A's images) shrink to about 1/N, B moves N times (docs/sparse.md). "
+                "auto: 1, or with --memory the fewest of 1, 2, 4 .. 16 whose predicted peak fits")
       ->capture_default_str();
   s->add_flag("--explain", a->explain,
               "Read (or generate) and tile the input, print the predicted peak memory per rank, "

@@ -31,15 +31,23 @@ void MemoryWatch::over(const std::string& where, double need, const std::string&
       budget_ / (1024.0 * 1024.0), where, human_bytes(need), why));
 }
 
-double MemoryWatch::check_start(const char* what, std::int64_t largest_input) {
+double peak_per_largest_input(int row_panels) {
+  constexpr double kMatrices = 5, kBImages = 1.25, kAImages = 1.25, kAccumulator = 3;
+  const double r = row_panels;
+  return kMatrices + kBImages + (r - 1) / r + (kAImages + kAccumulator) / r;
+}
+
+double MemoryWatch::check_start(const char* what, std::int64_t largest_input, int row_panels) {
   const auto& m = ctx_.ledger().memory();
+  const double per = peak_per_largest_input(row_panels);
   double v[3] = {static_cast<double>(m.current() + 2 * m.largest_matrix()), maxrss_bytes(),
-                 kPeakPerLargestInput * static_cast<double>(largest_input)};
+                 per * static_cast<double>(largest_input)};
   ctx_.comm().allreduce(v, 3, MPI_MAX);
   if (budget_ > 0 && v[2] > budget_)
     over(what, v[2],
-         fmt::format("predicted: {} x the largest input matrix as the solver holds it, {}",
-                     kPeakPerLargestInput, human_bytes(v[2] / kPeakPerLargestInput)));
+         fmt::format("predicted with {} row panel(s): {:.1f} x the largest input matrix as the "
+                     "solver holds it, {}; more --row-panels cut the multiply's buffers",
+                     row_panels, per, human_bytes(v[2] / per)));
   if (budget_ > 0 && v[0] > budget_)
     over(what, v[0],
          "predicted: the matrices held now plus a product and its accumulator the size of the "

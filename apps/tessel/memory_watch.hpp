@@ -23,14 +23,16 @@ struct StagePeak {
   std::vector<double> alive;
 };
 
-/// The solve's peak per rank predicted from its largest input matrix (local bytes of H or S as
-/// the solver holds them, max over ranks). The iterations hold six matrices the size of the
-/// iterate X (H, S, Z = S^-1/2, H~, X^2 and Y in TRS4; H, S, Z, H~, X, X^2 in sign), X at least
-/// as large as the inputs, and a multiply holds 1.25 images per operand (Cannon's pieces) and
-/// its accumulator (the product before the final filter, about 3 X): kPeakPerLargestInput X.
-/// Measured 2026-11-28 with --generate water:N, TRS4, eps 1e-6, 4 ranks: 11.4 (N = 4,000,
-/// where X and H are the same size in tiles), 417 MB against 408 MB predicted (N = 1,000).
-inline constexpr double kPeakPerLargestInput = 11.5;
+/// The solve's peak per rank predicted from its largest input matrix X (local bytes of H or S as
+/// the solver holds them, max over ranks), in units of X, for Cannon in `row_panels` panels.
+/// The iterations hold five matrices the size of the iterate (H, S, Z = S^-1/2, X^2 and Y in
+/// TRS4, whose X takes H~'s storage), the iterate at least as large as the inputs; a multiply
+/// holds B's images (1.25 with Cannon's pieces), the panels of C done so far ((R - 1) / R) and,
+/// per panel, A's images (1.25 / R) and the accumulator (the product before the final filter,
+/// about 3 / R). One pass (R = 1): 10.5. Measured 2026-11-28 with --generate water:N, TRS4,
+/// eps 1e-6, 4 ranks, before H~ shared X's storage: 11.4 at N = 4,000 (X and H the same size
+/// in tiles), 417 MB against 408 MB predicted at N = 1,000.
+double peak_per_largest_input(int row_panels);
 
 class MemoryWatch {
  public:
@@ -45,7 +47,7 @@ class MemoryWatch {
   /// kPeakPerLargestInput), from the largest of `inputs` (this rank's local bytes). Throws when
   /// it, or what is already held plus the first products' buffers (one more copy of the largest
   /// matrix for the product, one for its accumulator), or ru_maxrss exceeds the budget.
-  double check_start(const char* what, std::int64_t largest_input);
+  double check_start(const char* what, std::int64_t largest_input, int row_panels);
   /// Collective. The per-stage peaks, max over ranks (the stages in order of first appearance).
   std::vector<StagePeak> stages() const;
   /// Collective. Max over ranks of the largest single matrix seen.

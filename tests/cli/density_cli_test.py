@@ -141,6 +141,35 @@ def main():
             else:
                 print(f"ok --explain: predicted peak {m.group(1)} per rank, as the run")
 
+            # --row-panels auto with a budget between the one-pass and two-panel predictions
+            # (10.5 and 8.875 x the largest input: memory_watch.hpp): 2 panels chosen. A box
+            # large enough that the predictions exceed the process's own ru_maxrss (which the
+            # start check also holds against the budget); --explain does not solve.
+            unit = {"B": 1, "kB": 1e3, "MB": 1e6, "GB": 1e9}
+            q = run(["--generate", "water:250", "--method", "trs4", "--explain"], work)
+            m = re.search(r"predicted peak ([0-9.]+) ([kMG]?B)", q.stdout)
+            budget = float(m.group(1)) * unit[m.group(2)] * (9.6 / 10.5) / 2**20 if m else 1.0
+            q = run(["--generate", "water:250", "--method", "trs4", "--explain", "--memory",
+                     f"{budget:.3f}"], work)
+            if q.returncode != 0 or "2 row panel(s), auto" not in q.stdout:
+                problems.append(f"--row-panels auto with --memory {budget:.3f}: exit "
+                                f"{q.returncode}: {q.stdout[-400:]} {q.stderr[-400:]}")
+            else:
+                print(f"ok --row-panels auto: 2 panels under a {budget:.2f} MiB budget")
+            # 3 panels: the band energy of the one-pass run (the same products, filtered alike)
+            jp = os.path.join(work, "panels.json")
+            q = run(["--generate", "water:48", "--method", "trs4", "--row-panels", "3", "--json",
+                     jp], work)
+            if q.returncode != 0:
+                problems.append(f"--row-panels 3: exit {q.returncode}: {q.stderr[-500:]}")
+            else:
+                rp = json.load(open(jp))
+                if rp["row_panels"] != 3 or abs(rp["band_energy"] - r["band_energy"]) > 1e-9:
+                    problems.append(f"--row-panels 3: band energy {rp['band_energy']} against "
+                                    f"{r['band_energy']} in one pass (row_panels {rp['row_panels']})")
+                else:
+                    print(f"ok --row-panels 3: band energy {rp['band_energy']:.10f} as one pass")
+
         # ---- errors: exit 2, one message from rank 0, no output file
         blocks_bad = os.path.join(work, "bad_blocks.txt")
         with open(blocks_bad, "w") as f:
@@ -156,6 +185,9 @@ def main():
             ("mu outside the spectrum", gen + ["--mu", "100"], "outside the spectrum"),
             ("sign order", gen + ["--sign-order", "4"], "--sign-order"),
             ("bad algorithm", gen + ["--algorithm", "summa"], "--algorithm"),
+            ("bad row panels", gen + ["--row-panels", "0"], "--row-panels"),
+            ("row panels with rma25d", gen + ["--row-panels", "2", "--algorithm", "rma25d"],
+             "--row-panels"),
             ("bad generate", ["--generate", "ice:3"], "--generate"),
             ("missing files", ["--electrons", "8"], "--ks"),
             ("missing file", ["--ks", "nope.csr", "--overlap", "nope.csr", "--blocks", blocks_bad,

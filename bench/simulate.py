@@ -139,8 +139,10 @@ def plot(rows, path, title):
     a.set_xlabel("nodes")
     a.set_ylabel("simulated seconds per call")
     a.grid(True, which="both", alpha=0.3)
-    b.plot(n, [r["recv_mean"] for r in ok], "o-", label="received, mean")
-    b.plot(n, [r["recv_max"] for r in ok], "s--", label="received, max")
+    # the stencil's ledger numbers are its halo bytes, sent + received (ledger_numbers)
+    what = "halo sent + received" if "stencil" in ok[0] else "received"
+    b.plot(n, [r["recv_mean"] for r in ok], "o-", label=f"{what}, mean")
+    b.plot(n, [r["recv_max"] for r in ok], "s--", label=f"{what}, max")
     b.set_xscale("log")
     b.set_yscale("log")
     b.set_xlabel("nodes")

@@ -11,8 +11,12 @@ Every run is `scripts/smpi_run.py` with the SMPI build's tessel (build-smpi/, ma
 (after --) plus --json. A case with `--simulate-compute skip` (gemm, ssc: the local products
 charged, not computed; docs/simulation.md) runs as smpi_run.py runs it. Per run it records:
   - the simulated time: the command's own median time per call, read from its JSON
-    (spgemm, gemm, ssc: median_s; stencil: solve_seconds) — simulated seconds, since the SMPI
+    (spgemm, gemm, ssc: median_s; stencil: solve_seconds, or with --apply-only the median
+    time of one H apply in the run's --overlap order) — simulated seconds, since the SMPI
     build's clock is the simulated one — and SMPI's simulated time of the whole run;
+  - for the stencil also its overlap measurement (a second table): points, neighbours, the
+    apply and exchange times in the plain and the overlapped order, the hidden, hideable and
+    saved fractions (docs/stencil.md);
   - the ledger's bytes per rank, mean and max: received bytes (point-to-point and one-sided)
     and collective bytes of the call (spgemm, ssc: "all" of ledger_one_call; gemm: the "gemm"
     phases; stencil: halo bytes per apply, sent + received);
@@ -56,13 +60,49 @@ def ledger_numbers(j):
             a["coll_bytes"]["max"])
 
 
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return None if n == 0 else (xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2]))
+
+
 def call_seconds(j):
     cmd = j.get("command")
     if cmd in ("spgemm", "gemm", "ssc"):
         return j["median_s"]
     if cmd == "stencil":
+        if j.get("apply_only"):  # one H apply of the batch in the run's order (--overlap)
+            e = j["exchange"]
+            return median(e["apply_overlapped_seconds" if j.get("overlap") == "on"
+                            else "apply_plain_seconds"])
         return j["solve_seconds"]
     return None
+
+
+def stencil_columns(j):
+    """The stencil's overlap measurement (docs/stencil.md): medians over --repeat applies."""
+    e, part = j["exchange"], j["partition"]
+    return {"points": j["points"], "batch": e["batch"],
+            "points_per_rank_mean": part["points_per_rank"]["mean"],
+            "neighbors_mean": e["neighbors_per_rank"]["mean"],
+            "neighbors_max": e["neighbors_per_rank"]["max"],
+            "apply_plain_s": median(e["apply_plain_seconds"]),
+            "apply_overlapped_s": median(e["apply_overlapped_seconds"]),
+            "exchange_plain_s": median(e["plain_seconds"]),
+            "exchange_exposed_s": median(e["overlapped_exposed_seconds"]),
+            "hidden": e["hidden_fraction"], "hideable": e["hideable_fraction"],
+            "saved": e["saved_fraction"], "transfer_hidden": transfer_hidden(e)}
+
+
+def transfer_hidden(e):
+    """The part of the exchange's network time the overlap hid, packing excluded (packing and
+    posting run before either order can overlap anything): 1 - median(tests + wait, overlapped)
+    / median(wait, plain), at least 0; None when the command did not report the parts (before
+    2026-11-28) or the plain wait is 0."""
+    plain, over = e.get("plain_wait_seconds"), e.get("overlapped_test_wait_seconds")
+    if not plain or not over or median(plain) <= 0:
+        return None
+    return max(0.0, 1 - median(over) / median(plain))
 
 
 def memory_per_rank(j, np, rss_bytes):
@@ -99,8 +139,10 @@ def plot(rows, path, title):
     a.set_xlabel("nodes")
     a.set_ylabel("simulated seconds per call")
     a.grid(True, which="both", alpha=0.3)
-    b.plot(n, [r["recv_mean"] for r in ok], "o-", label="received, mean")
-    b.plot(n, [r["recv_max"] for r in ok], "s--", label="received, max")
+    # the stencil's ledger numbers are its halo bytes, sent + received (ledger_numbers)
+    what = "halo sent + received" if "stencil" in ok[0] else "received"
+    b.plot(n, [r["recv_mean"] for r in ok], "o-", label=f"{what}, mean")
+    b.plot(n, [r["recv_max"] for r in ok], "s--", label=f"{what}, max")
     b.set_xscale("log")
     b.set_yscale("log")
     b.set_xlabel("nodes")
@@ -112,6 +154,35 @@ def plot(rows, path, title):
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return True
+
+
+def pct(x):
+    return "-" if x is None else f"{100 * x:.0f}%"
+
+
+def stencil_table(rows, plat):
+    """Markdown lines of the stencil's overlap columns (none for other commands)."""
+    st = [r for r in rows if "stencil" in r]
+    if not st:
+        return []
+    out = ["", f"Halo exchange (SIMULATED on `{plat}`; medians; hidden = 1 - exposed / plain, "
+           "transfer hidden = the same without packing, 1 - (tests + wait, overlapped) / wait "
+           "(plain), hideable = min(1, V + inner points / plain exchange), saved = (apply plain - "
+           "apply overlapped) / plain exchange; docs/stencil.md):", "",
+           "| nodes | points | points/rank | batch | neighbours mean / max | halo B/rank/apply "
+           "mean | apply plain ms | apply overlapped ms | exchange plain ms | exposed ms | "
+           "hidden | transfer hidden | hideable | saved |",
+           "|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in st:
+        c = r["stencil"]
+        out.append(f"| {r['nodes']} | {c['points']:,} | {c['points_per_rank_mean']:,.0f} | "
+                   f"{c['batch']} | {c['neighbors_mean']:.1f} / {c['neighbors_max']:.0f} | "
+                   f"{human(r['recv_mean'])} | {1e3 * c['apply_plain_s']:.3f} | "
+                   f"{1e3 * c['apply_overlapped_s']:.3f} | {1e3 * c['exchange_plain_s']:.3f} | "
+                   f"{1e3 * c['exchange_exposed_s']:.3f} | {100 * c['hidden']:.0f}% | "
+                   f"{pct(c['transfer_hidden'])} | {100 * c['hideable']:.0f}% | "
+                   f"{100 * c['saved']:.0f}% |")
+    return out
 
 
 def main():
@@ -182,6 +253,8 @@ def main():
                 row.update({"call_s": call_seconds(j), "recv_mean": rm, "recv_max": rx,
                             "coll_mean": cm, "coll_max": cx, "memory_per_rank": mem,
                             "memory_source": mem_src, "result": j})
+                if j.get("command") == "stencil":
+                    row["stencil"] = stencil_columns(j)
             else:
                 row["tail"] = text[-2000:]
         rows.append(row)
@@ -215,6 +288,7 @@ def main():
                      f"{human(r['recv_max'])} | {human(r['coll_mean'])} | "
                      f"{human(r['memory_per_rank'])} ({r['memory_source']}) | {r['wall_s']:.1f} | "
                      f"{' '.join(r['load'])} |")
+    lines += stencil_table(rows, plat)
     (out / f"{a.name}.md").write_text("\n".join(lines) + "\n")
     if plot(rows, out / f"{a.name}.png", f"tessel {' '.join(case)}\nSIMULATED on {plat}"):
         print(f"simulate.py: wrote {out / a.name}.{{json,md,png}}")

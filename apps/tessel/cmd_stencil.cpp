@@ -9,6 +9,7 @@
 #include <cmath>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "cli_util.hpp"
 #include "commands.hpp"
@@ -80,6 +81,39 @@ std::string fmt_stat(const Stat& s, const char* f = "{:.0f}") {
 }
 nlohmann::json json_stat(const Stat& s) {
   return {{"min", s.min}, {"mean", s.mean}, {"max", s.max}};
+}
+
+// What a rank keeps of the mesh: its plan, its potential values and the mesh's summary.
+struct LocalMesh {
+  stencil::HaloPlan plan;
+  std::vector<double> v;
+  std::int64_t points = 0;
+  double spacing = 0;
+  std::string describe;
+};
+
+// Collective. Rank 0 makes the mesh (its errors thrown on every rank) and partitions it, the
+// owners are broadcast, then the other ranks make theirs; each rank keeps its plan and its
+// potential and drops the mesh and the owners before its next MPI call. Under SMPI (all ranks
+// in one process, run one at a time between MPI calls) the simulation so holds one mesh at a
+// time instead of one per rank (docs/simulation.md, "Seed 002").
+template <class MakeMesh, class Potential>
+LocalMesh make_local_mesh(Context& ctx, const MakeMesh& make_mesh, stencil::Partitioner part,
+                          int order, const Potential& potential) {
+  std::optional<stencil::Mesh> mesh;
+  ctx.agree([&] {
+    if (ctx.rank() == 0) mesh.emplace(make_mesh());
+  });
+  std::vector<int> owner =
+      stencil::partition_mesh_on_root(ctx, mesh ? &*mesh : nullptr, part, order);
+  if (!mesh) mesh.emplace(make_mesh());
+  LocalMesh out;
+  out.plan = stencil::make_halo_plan(*mesh, owner, ctx.size(), order, ctx.rank());
+  out.v = potential(*mesh, out.plan);
+  out.points = mesh->size();
+  out.spacing = mesh->spacing();
+  out.describe = mesh->describe();
+  return out;  // the mesh and the owners go here
 }
 
 int run_stencil(const StencilArgs& a) {
@@ -170,7 +204,7 @@ int run_stencil(const StencilArgs& a) {
     source = "built-in: 4 pseudo-atoms of a bent chain";
   }
   const double radius = have_xyz ? a.radius : (a.app->count("--radius") ? a.radius : 4.5);
-  auto mesh = [&] {
+  auto make_mesh = [&] {
     try {
       return have_box ? stencil::Mesh::box(a.box, a.spacing)
                       : stencil::Mesh::spheres(atoms, radius, a.spacing);
@@ -180,13 +214,15 @@ int run_stencil(const StencilArgs& a) {
           have_box ? fmt::format("--box {}", a.box) : fmt::format("--radius {}", radius),
           e.what()));
     }
-  }();
+  };
   if (have_box) source = "box";
-  const auto owner = stencil::partition_mesh(ctx, mesh, part, a.order);  // on rank 0, broadcast
-  const stencil::HaloPlan plan = stencil::make_halo_plan(mesh, owner, P, a.order, me);
-  auto v = stencil::potential_values(mesh, plan, pot, a.omega, atoms, a.softening);
+  LocalMesh mesh =
+      make_local_mesh(ctx, make_mesh, part, a.order, [&](const auto& m, const auto& p) {
+        return stencil::potential_values(m, p, pot, a.omega, atoms, a.softening);
+      });
+  const stencil::HaloPlan& plan = mesh.plan;
   stencil::HamiltonianOptions hopt{strategy, a.overlap == "on", a.test_every};
-  stencil::Hamiltonian h(ctx, plan, std::move(v), mesh.spacing(), hopt);
+  stencil::Hamiltonian h(ctx, plan, std::move(mesh.v), mesh.spacing, hopt);
 
   // ---- partition report (each rank its own numbers, gathered)
   std::vector<int> peers = plan.exchange.send_peers;
@@ -207,7 +243,7 @@ int run_stencil(const StencilArgs& a) {
   if (root)
     std::cout
         << fmt::format("tessel stencil: {} potential on {}\n", stencil::to_string(pot),
-                       mesh.describe())
+                       mesh.describe)
         << fmt::format("input: {}\n", source)
         << fmt::format(
                "order {} (stencil radius {}), {} ranks, partitioner {}, exchange {}, overlap {}\n",
@@ -239,8 +275,8 @@ int run_stencil(const StencilArgs& a) {
   const Stopwatch t0;
   solvers::EigenResult res;
   if (!a.apply_only)
-    res = a.solver == "lobpcg" ? solvers::lobpcg(ctx, h, mesh.size(), eo)
-                               : solvers::chfsi(ctx, h, mesh.size(), mesh.spacing(), eo);
+    res = a.solver == "lobpcg" ? solvers::lobpcg(ctx, h, mesh.points, eo)
+                               : solvers::chfsi(ctx, h, mesh.points, mesh.spacing, eo);
   else
     res.block = a.batch > 0 ? a.batch : a.states;
   const double solve_s = ctx.comm().allreduce_value(t0.seconds(), MPI_MAX);
@@ -264,6 +300,7 @@ int run_stencil(const StencilArgs& a) {
   std::vector<double> x(static_cast<std::size_t>(plan.local_size() * k), 0.0), y(x.size());
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.001 * static_cast<double>(i + 1));
   std::vector<double> ex_plain, ex_over, tot_plain, tot_over, work_over, tests_over;
+  std::vector<double> pack_plain, pack_over, wait_plain, wait_over;  // parts of ex_*
   h.apply(x.data(), y.data(), k);  // builds the executor of this width (untimed)
   ctx.ledger().reset();
   for (int r = 0; r < a.repeat; ++r)
@@ -276,6 +313,9 @@ int run_stencil(const StencilArgs& a) {
       const double t = ctx.comm().allreduce_value(h.times().total, MPI_MAX);
       (on ? ex_over : ex_plain).push_back(e);
       (on ? tot_over : tot_plain).push_back(t);
+      (on ? pack_over : pack_plain).push_back(ctx.comm().allreduce_value(h.times().pack, MPI_MAX));
+      (on ? wait_over : wait_plain)
+          .push_back(ctx.comm().allreduce_value(h.times().wait + h.times().tests_seconds, MPI_MAX));
       if (on) {
         work_over.push_back(ctx.comm().allreduce_value(h.times().overlapped, MPI_MIN));
         tests_over.push_back(
@@ -367,9 +407,9 @@ int run_stencil(const StencilArgs& a) {
   if (!a.json.empty()) {
     nlohmann::json j = run_header(ctx);
     j["command"] = "stencil";
-    j["mesh"] = mesh.describe();
-    j["points"] = mesh.size();
-    j["spacing"] = mesh.spacing();
+    j["mesh"] = mesh.describe;
+    j["points"] = mesh.points;
+    j["spacing"] = mesh.spacing;
     j["order"] = a.order;
     j["potential"] = stencil::to_string(pot);
     j["exchange"] = comm::to_string(strategy);
@@ -396,6 +436,10 @@ int run_stencil(const StencilArgs& a) {
                      {"batch", k},
                      {"plain_seconds", ex_plain},
                      {"overlapped_exposed_seconds", ex_over},
+                     {"plain_pack_seconds", pack_plain},
+                     {"overlapped_pack_seconds", pack_over},
+                     {"plain_wait_seconds", wait_plain},
+                     {"overlapped_test_wait_seconds", wait_over},
                      {"apply_plain_seconds", tot_plain},
                      {"apply_overlapped_seconds", tot_over},
                      {"hidden_fraction", hidden},

@@ -154,16 +154,28 @@ std::vector<int> partition_mesh(const Mesh& mesh, int parts, Partitioner how, in
 }
 
 std::vector<int> partition_mesh(Context& ctx, const Mesh& mesh, Partitioner how, int order) {
+  return partition_mesh_on_root(ctx, &mesh, how, order);
+}
+
+std::vector<int> partition_mesh_on_root(Context& ctx, const Mesh* mesh, Partitioner how,
+                                        int order) {
   check_order(order);
-  TESSEL_CHECK(ctx.size() <= mesh.size(), GridError, "more ranks than points: ", ctx.size(),
-               " ranks for a mesh of ", mesh.size(), " points (", mesh.describe(), ")");
   std::vector<int> owner;
+  std::int64_t points = 0;
   ctx.agree([&] {
-    if (ctx.rank() == 0) owner = partition_mesh(mesh, ctx.size(), how, order);
+    if (ctx.rank() != 0) return;
+    TESSEL_CHECK(mesh != nullptr, Error, "partition_mesh_on_root: no mesh on rank 0");
+    TESSEL_CHECK(ctx.size() <= mesh->size(), GridError, "more ranks than points: ", ctx.size(),
+                 " ranks for a mesh of ", mesh->size(), " points (", mesh->describe(), ")");
+    owner = partition_mesh(*mesh, ctx.size(), how, order);
+    points = mesh->size();
   });
-  owner.resize(static_cast<std::size_t>(mesh.size()));
   PhaseScope phase(ctx.ledger(), "stencil/partition");
-  ctx.comm().bcast(owner.data(), static_cast<int>(owner.size()), 0);
+  ctx.comm().bcast(&points, 1, 0);
+  owner.resize(static_cast<std::size_t>(points));
+  for (std::int64_t at = 0; at < points; at += kOwnerBcastPiece)
+    ctx.comm().bcast(owner.data() + at, static_cast<int>(std::min(kOwnerBcastPiece, points - at)),
+                     0);
   return owner;
 }
 

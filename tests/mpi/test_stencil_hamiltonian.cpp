@@ -198,6 +198,38 @@ TEST(StencilHamiltonian, BadArgumentsThrowOnEveryRank) {
   EXPECT_THROW(comm::make_exchanger(ctx.comm(), bad, 1, comm::ExchangeStrategy::Neighbor), Error);
 }
 
+// The partition with the mesh on rank 0 only (the command's path, which keeps one mesh per
+// simulation under SMPI): the same owners as the serial partition on every rank, the count and
+// the owners as the ledger's broadcast payload, and rank 0's errors thrown on every rank.
+TEST(StencilPartition, MeshOnRootOnly) {
+  Context ctx(MPI_COMM_WORLD);
+  const Mesh m = Mesh::spheres(molecule(), 1.7, 0.45);
+  for (auto how : {Partitioner::Metis, Partitioner::Geometric}) {
+    ctx.ledger().reset();
+    const auto owner = partition_mesh_on_root(ctx, ctx.rank() == 0 ? &m : nullptr, how, 4);
+    EXPECT_EQ(owner, partition_mesh(m, ctx.size(), how, 4));
+    EXPECT_EQ(ctx.ledger().total("stencil/partition").coll_calls, 2);
+  }
+  // 65^3 = 274,625 points: the owners in two pieces (three broadcasts with the count).
+  const Mesh big = Mesh::box(33.0, 0.5);
+  ASSERT_GT(big.size(), kOwnerBcastPiece);
+  ctx.ledger().reset();
+  const auto owner =
+      partition_mesh_on_root(ctx, ctx.rank() == 0 ? &big : nullptr, Partitioner::Geometric, 2);
+  EXPECT_EQ(owner, partition_mesh(big, ctx.size(), Partitioner::Geometric, 2));
+  EXPECT_EQ(ctx.ledger().total("stencil/partition").coll_calls,
+            1 + (big.size() + kOwnerBcastPiece - 1) / kOwnerBcastPiece);
+  EXPECT_EQ(ctx.ledger().total("stencil/partition").coll_bytes,
+            static_cast<std::int64_t>(sizeof(std::int64_t)) + 4 * big.size());
+  const Mesh tiny = Mesh::box(1.0, 0.5);  // one point
+  if (ctx.size() > 1)
+    EXPECT_THROW(
+        partition_mesh_on_root(ctx, ctx.rank() == 0 ? &tiny : nullptr, Partitioner::Geometric, 2),
+        GridError);
+  EXPECT_THROW(partition_mesh_on_root(ctx, nullptr, Partitioner::Geometric, 2), Error);
+  EXPECT_THROW(partition_mesh_on_root(ctx, &m, Partitioner::Geometric, 3), InputError);
+}
+
 // A packed exchange's plan (ExchangePlan::from_counts: a self piece and zero counts) through
 // every Exchanger strategy: each received item against the value its sender wrote, computed
 // here from (sender, receiver, item, lane).

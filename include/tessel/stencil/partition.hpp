@@ -46,4 +46,19 @@ std::vector<int> partition_mesh(const Mesh& mesh, int parts, Partitioner how, in
 /// ranks than points, a METIS failure) are thrown on every rank.
 std::vector<int> partition_mesh(Context& ctx, const Mesh& mesh, Partitioner how, int order);
 
+/// The owners go in broadcasts of at most this many entries (1 MiB): Comm::bcast stages a copy
+/// of its buffer, and under SMPI every rank's copy is alive at once in the one process.
+constexpr std::int64_t kOwnerBcastPiece = std::int64_t{1} << 18;
+
+/// Collective over ctx. The same with the mesh on rank 0 only (`mesh` may be null elsewhere):
+/// rank 0 partitions it and broadcasts the point count, then the owners in pieces of
+/// kOwnerBcastPiece (ledger phase "stencil/partition"); the others size their owner vector
+/// from the count. A caller that
+/// makes its own mesh only after this returns, derives its plan and then drops the mesh and the
+/// owners before its next MPI call never has a mesh on every rank at once: under SMPI, where
+/// all ranks are threads of one process and run one at a time between MPI calls, the
+/// simulation then holds one mesh, not one per rank (docs/simulation.md, "Seed 002"). Errors
+/// of rank 0 (no mesh, more ranks than points, a METIS failure) are thrown on every rank.
+std::vector<int> partition_mesh_on_root(Context& ctx, const Mesh* mesh, Partitioner how, int order);
+
 }  // namespace tessel::stencil

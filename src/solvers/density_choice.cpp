@@ -27,7 +27,9 @@ MethodChoice choose_density_method(std::int64_t n, double fill_s, int ranks, boo
     c.reason = "mu is given (diagonalization takes the electron count only)";
     return c;
   }
-  c.diag_seconds = m.diag_seconds_per_n3 * n3 / std::pow(p, m.diag_rank_exponent);
+  // The eigensolver, plus the two products of the idempotency check in the caller's algebra.
+  c.diag_seconds = m.diag_seconds_per_n3 * n3 / std::pow(p, m.diag_rank_exponent) +
+                   2 * c.purify_seconds / m.products;
   const bool diag = c.diag_seconds < c.purify_seconds;
   c.method = diag ? DensityMethod::Diag : DensityMethod::Sign;
   c.reason = detail::concat("the model estimates diagonalization ", c.diag_seconds, " s ",

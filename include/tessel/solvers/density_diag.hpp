@@ -30,21 +30,25 @@ DensityResult<M> density_diag(Algebra<M>& alg, const M& H, const M& S, std::int6
                               const DensityOptions& opt);
 
 /// The constants of the cost model (docs/density.md, "Choosing the method": measured on this
-/// project's 2-core machine). Times are seconds per rank for one unit of work on one core.
+/// project's 2-core machine, 2026-11-28, under load; the rank exponent is assumed, not measured).
 struct DensityCostModel {
-  /// Diagonalization (Cholesky, reduction, pdsyevd, back-transformation, C C^T): seconds per n^3
-  /// on one rank.
-  double diag_seconds_per_n3 = 9.5e-10;
-  /// Parallel efficiency of the diagonalization: p ranks run it p^exponent times faster.
+  /// Diagonalization (pdpotrf, pdsygst, pdsyevd, pdtrsm, C C^T): seconds per n^3 on one rank
+  /// (water:250, n = 1500: 2.7-2.8 s; water:100, n = 600: 0.23 s).
+  double diag_seconds_per_n3 = 8.5e-10;
+  /// Parallel efficiency of the diagonalization: p ranks run it p^exponent times faster
+  /// (assumed: ScaLAPACK's eigensolver scales worse than the products; not measurable on 2 cores).
   double diag_rank_exponent = 0.7;
-  /// One product of the sign iteration: seconds per 2 n^3 fill flops on one rank (dense:
-  /// dense::multiply; block-sparse: the effective rate of the filtered products).
-  double dense_product_seconds_per_flop = 1.0e-10;
-  double sparse_product_seconds_per_flop = 2.0e-10;
-  /// Products of a sign density (S^-1/2, mu search, basis changes, final McWeeny step).
-  double products = 60;
-  /// The fill of the iteration's matrices relative to the fill of S.
-  double fill_growth = 2.0;
+  /// One product of the sign iteration: seconds per 2 n^3 fill flops on one rank, dense
+  /// (dense::multiply, water:100 --dense: 2.62 s for 46 products at n = 600) and block-sparse
+  /// (water:250 at eps 1e-6: 19.7 s for 52 products at n = 1500, fill 1).
+  double dense_product_seconds_per_flop = 1.3e-10;
+  double sparse_product_seconds_per_flop = 5.6e-11;
+  /// Products of a sign density (S^-1/2, mu search, basis changes, final McWeeny step): 46-52
+  /// measured on the generated water boxes.
+  double products = 50;
+  /// The fill of the iteration's matrices relative to the fill of S (generated water at
+  /// eps 1e-6: S 6.5% and P 61% of the blocks at 1,000 molecules, 3.2% and 40% at 2,000).
+  double fill_growth = 10.0;
 };
 
 /// What --method auto chose and why (one line for the CLI and the JSON).

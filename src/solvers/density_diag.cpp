@@ -165,6 +165,23 @@ void progress(const DensityOptions& opt, const char* stage, double occupation, c
   opt.on_step(s);
 }
 
+// mu mid-gap, the spectrum's ends, 2 sum of the occupied eigenvalues, the stage thresholds.
+template <class M>
+void from_eigenvalues(DensityResult<M>& out, const std::vector<double>& w, std::int64_t nocc,
+                      double eps) {
+  const double homo = w[static_cast<std::size_t>(nocc - 1)],
+               lumo = w[static_cast<std::size_t>(nocc)];
+  out.mu = 0.5 * (homo + lumo);
+  out.homo_lumo_lo = homo;
+  out.homo_lumo_hi = lumo;
+  out.bounds.lo = out.bounds.ritz_min = w.front();
+  out.bounds.hi = out.bounds.ritz_max = w.back();
+  double occupied = 0;
+  for (std::int64_t i = 0; i < nocc; ++i) occupied += w[static_cast<std::size_t>(i)];
+  out.band_energy_orthogonal = 2 * occupied;
+  out.eps_iteration = out.eps_final = out.eps_inverse = out.eps_transform = eps;
+}
+
 // The filtered P (block-sparse, eps > 0) still holds the electrons and is idempotent: the
 // iterative routes' checks and messages (InputError on every rank).
 template <class M>
@@ -221,16 +238,7 @@ DensityResult<M> density_diag(Algebra<M>& alg, const M& H, const M& S, std::int6
   out.P = from_cyclic(alg, e.D, H);
   e.D = Dense{};
   progress(opt, "P back", 0, t, alg.blocks(out.P));
-  out.mu = 0.5 * (homo + lumo);
-  out.homo_lumo_lo = homo;
-  out.homo_lumo_hi = lumo;
-  out.bounds.lo = out.bounds.ritz_min = e.w.front();
-  out.bounds.hi = out.bounds.ritz_max = e.w.back();
-  double occupied = 0;
-  for (std::int64_t i = 0; i < nocc; ++i) occupied += e.w[static_cast<std::size_t>(i)];
-  out.band_energy_orthogonal = 2 * occupied;
-  out.eps_iteration = alg.filter_eps();
-  out.eps_final = out.eps_inverse = out.eps_transform = alg.filter_eps();
+  from_eigenvalues(out, e.w, nocc, alg.filter_eps());
   t = Stopwatch();
   {
     M ps = alg.product(out.P, S);

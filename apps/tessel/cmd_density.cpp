@@ -1,5 +1,6 @@
 // `tessel density`: the density matrix of (H, S) and an electron count by the linear-scaling
-// solvers of solvers/density.hpp (sign with a mu search, TRS4, canonical, TRS2, McWeeny) on
+// solvers of solvers/density.hpp (sign with a mu search, TRS4, canonical, TRS2, McWeeny) or
+// by diagonalization (density_diag.hpp; --method auto chooses) on
 // block-sparse matrices (or dense with --dense), one progress line per iteration and a
 // summary: band energy, mu, tr(PS), idempotency, sign evaluations, multiplications, time and
 // bytes per rank.
@@ -19,6 +20,7 @@
 #include "tessel/comm/ledger_stats.hpp"
 #include "tessel/io/npy.hpp"
 #include "tessel/solvers/density.hpp"
+#include "tessel/solvers/density_diag.hpp"
 #include "tessel/sparse/convert.hpp"
 #include "tessel/sparse/generate.hpp"
 #include "tessel/io/sparse.hpp"
@@ -34,7 +36,7 @@ using sparse::BlockSparseMatrix;
 constexpr int kAutoTile = 32;
 
 struct DensityArgs {
-  std::string ks, overlap, blocks, generate, method = "sign", algorithm = "cannon", layers = "auto",
+  std::string ks, overlap, blocks, generate, method = "auto", algorithm = "cannon", layers = "auto",
                                              tile = "auto", tiling = "cluster", out, json, trace;
   std::optional<std::int64_t> electrons;
   std::optional<double> mu;
@@ -138,8 +140,9 @@ int run_density(const DensityArgs& a) {
   Context ctx(MPI_COMM_WORLD, context_options_from_environment());
   const bool root = ctx.rank() == 0;
   solvers::DensityOptions opt;
-  opt.method = parse_named("--method", a.method, "sign, trs4, canonical, trs2 or mcweeny",
-                           [](const std::string& v) { return solvers::parse_density_method(v); });
+  opt.method =
+      parse_named("--method", a.method, "auto, diag, sign, trs4, canonical, trs2 or mcweeny",
+                  [](const std::string& v) { return solvers::parse_density_method(v); });
   TESSEL_CHECK(a.sign_order == 2 || a.sign_order == 3, InputError, "--sign-order ", a.sign_order,
                ": expected 2 or 3");
   TESSEL_CHECK(a.eps >= 0 && std::isfinite(a.eps), InputError, "--eps ", a.eps,
@@ -257,7 +260,10 @@ int run_density(const DensityArgs& a) {
   int iters = 0, sign_ev = 0, inv_iters = 0, final_steps = 0;
   std::int64_t mults = 0, p_blocks = 0, tiles_stored = -1;
   double p_occupation = 1.0;
+  std::string method_used = a.method, method_reason;
   auto take = [&](const auto& r, auto& alg) {
+    method_used = solvers::to_string(r.method);
+    method_reason = r.method_reason;
     band = r.band_energy;
     band_orth = r.band_energy_before_final;
     eps_stage[0] = r.eps_inverse;
@@ -359,6 +365,9 @@ int run_density(const DensityArgs& a) {
                     : stats[0].recv_bytes.max + stats[0].coll_bytes.max + stats[0].rma_bytes.max;
   if (root) {
     std::cout
+        << (method_reason.empty()
+                ? std::string()
+                : fmt::format("method auto: chose {} because {}\n", method_used, method_reason))
         << fmt::format(
                "band energy 2 tr(PH): {:.10f} Eh (before the final McWeeny steps: {:.10f})\n", band,
                band_orth)
@@ -372,7 +381,7 @@ int run_density(const DensityArgs& a) {
         << fmt::format("idempotency ||PSP - P||_F / ||P||_F: {:.3e}\n", idem)
         << fmt::format(
                "iterations: {} ({}), S^-1/2: {} Newton-Schulz steps; sign evaluations: {}\n", iters,
-               a.method, inv_iters, sign_ev)
+               method_used, inv_iters, sign_ev)
         << fmt::format("multiplications: {} ({:.3g} GFLOP), residual {:.3e}\n", mults, flops / 1e9,
                        residual)
         << (a.dense ? std::string()
@@ -398,6 +407,8 @@ int run_density(const DensityArgs& a) {
     j["input"] = in.description;
     j["method"] = a.method;
     j["row_panels"] = a.dense ? 0 : mo.row_panels;
+    j["method_used"] = method_used;
+    j["method_reason"] = method_reason;
     j["sign_order"] = a.sign_order;
     j["algorithm"] = a.dense ? "dense" : a.algorithm;
     j["eps"] = a.eps;
@@ -457,7 +468,8 @@ std::function<int()> add_density(CLI::App& app) {
       "density",
       "Density matrix P of (H, S) and an electron count by linear-scaling solvers "
       "(sign function with a mu search, TRS4, canonical, TRS2, McWeeny) on block-sparse "
-      "matrices; collective. docs/density.md.");
+      "matrices, or by diagonalization (ScaLAPACK) where that is faster (--method auto, "
+      "the default); collective. docs/density.md.");
   s->add_option("--ks", a->ks, "Kohn-Sham matrix H as CP2K CSR text (plain or gzip)");
   s->add_option("--overlap", a->overlap, "Overlap S as CP2K CSR text");
   s->add_option("--blocks", a->blocks, "Block sizes file (blocksizes.txt)");
@@ -465,7 +477,11 @@ std::function<int()> add_density(CLI::App& app) {
                 "water:N — the generated water box of N molecules instead of files");
   s->add_option("--electrons", a->electrons,
                 "Electron count N (even; default with --generate: 8 per molecule)");
-  s->add_option("--method", a->method, "sign | trs4 | canonical | trs2 | mcweeny")
+  s->add_option("--method", a->method,
+                "auto | diag | sign | trs4 | canonical | trs2 | mcweeny. auto: diag (ScaLAPACK "
+                "pdsyevd, where built) when the cost model (n, the stored fraction of S, ranks) "
+                "says it is faster than the sign iteration, else sign; it prints what it chose "
+                "and why (docs/density.md, \"Choosing the method\")")
       ->capture_default_str();
   s->add_option("--sign-order", a->sign_order, "Newton-Schulz order of the sign iteration: 2 or 3")
       ->capture_default_str();

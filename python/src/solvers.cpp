@@ -3,6 +3,7 @@
 #include "tessel/comm/p2p_coll.hpp"
 #include "tessel/solvers/algebra.hpp"
 #include "tessel/solvers/density.hpp"
+#include "tessel/solvers/density_diag.hpp"
 #include "tessel/solvers/purify.hpp"
 
 namespace tessel::python {
@@ -123,7 +124,8 @@ py::tuple density(py::object ctx_obj, py::object H_obj, py::object S_obj, std::i
     if (!(r.P.layout() == H.layout.lay)) r.P = dense::redistribute(*c, r.P, H.layout.lay);
   }
   py::dict res;
-  res["method"] = solvers::to_string(opt.method);
+  res["method"] = solvers::to_string(r.method);
+  res["method_reason"] = r.method_reason;
   res["iterations"] = r.iterations;
   res["sign_evaluations"] = r.sign_evaluations;
   res["mu"] = r.mu;
@@ -139,13 +141,30 @@ py::tuple density(py::object ctx_obj, py::object H_obj, py::object S_obj, std::i
 }  // namespace
 
 void bind_solvers(py::module_& m) {
+  m.def("diagonalization_built", &solvers::diagonalization_built,
+        "Not collective. True when this build has density's ScaLAPACK diagonalization (method "
+        "\"diag\"; auto may choose it).");
+  m.def(
+      "choose_density_method",
+      [](std::int64_t n, double fill, int ranks, bool sparse, bool mu_given) {
+        const auto c = solvers::choose_density_method(n, fill, ranks, sparse,
+                                                      solvers::diagonalization_built(), mu_given);
+        return py::make_tuple(solvers::to_string(c.method), c.reason);
+      },
+      py::arg("n"), py::arg("fill") = 1.0, py::arg("ranks") = 1, py::arg("sparse") = false,
+      py::arg("mu_given") = false,
+      "Pure. density's method=\"auto\" rule: (\"diag\" | \"sign\", reason) for n basis "
+      "functions, S's stored fraction `fill`, `ranks` ranks (docs/density.md).");
   m.def("density", &density, py::arg("ctx"), py::arg("H"), py::arg("S"), py::arg("electrons"),
-        py::arg("method") = "sign", py::arg("mu") = py::none(), py::arg("tol") = 1e-12,
+        py::arg("method") = "auto", py::arg("mu") = py::none(), py::arg("tol") = 1e-12,
         py::arg("max_iter") = 200, R"doc(
 Collective. The density matrix P of one spin channel of (H, S) with `electrons` electrons
 (even; tr(P S) = electrons / 2) by solvers::density on dense matrices, as `tessel density`:
-method "sign" (chemical-potential search unless mu is given), "trs4", "canonical", "trs2";
-S^-1/2 by Newton-Schulz. Returns (P, result) with P in H's layout; result: method, iterations,
+method "auto" (diag where the cost model says it is faster and the build has ScaLAPACK, else
+sign; docs/density.md "Choosing the method"), "diag" (ScaLAPACK pdsyevd), "sign"
+(chemical-potential search unless mu is given), "trs4", "canonical", "trs2"; S^-1/2 by
+Newton-Schulz. Returns (P, result) with P in H's layout; result: method (the one that ran),
+method_reason (auto: why), iterations,
 sign_evaluations, mu, band_energy (2 tr(P H)), trace_ps, idempotency, residual,
 multiplications, inverse_iterations.)doc");
   m.def("purify", &purify, py::arg("ctx"), py::arg("F"), py::arg("nocc"), py::arg("S") = py::none(),

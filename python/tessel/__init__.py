@@ -21,7 +21,9 @@ from ._tessel import (  # noqa: F401
     MpiError,
     __version__,
     _testing,
+    choose_density_method,
     density,
+    diagonalization_built,
     explain,
     mpi_flavour,
     multiply,
@@ -63,6 +65,6 @@ def purify(ctx, F, nocc, S=None, method="canonical", on_step=None, **options):
 
 __all__ = [
     "BlockSparseMatrix", "Context", "DimensionMismatch", "DistMatrix", "Distribution", "Error",
-    "GridError", "InputError", "Layout", "LayoutMismatch", "MpiError", "density", "explain",
-    "multiply", "purify",
+    "GridError", "InputError", "Layout", "LayoutMismatch", "MpiError", "choose_density_method",
+    "density", "diagonalization_built", "explain", "multiply", "purify",
 ]

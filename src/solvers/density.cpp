@@ -6,9 +6,11 @@
 //   -> P = Z Pt Z -> tr(PS), 2 tr(PH), occupation check -> W = P H P (option).
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "tessel/core/error.hpp"
 #include "tessel/solvers/density.hpp"
+#include "tessel/solvers/density_diag.hpp"
 #include "tessel/core/timer.hpp"
 
 namespace tessel::solvers {
@@ -20,16 +22,19 @@ std::string to_string(DensityMethod m) {
     case DensityMethod::Canonical: return "canonical";
     case DensityMethod::Trs2: return "trs2";
     case DensityMethod::McWeeny: return "mcweeny";
+    case DensityMethod::Diag: return "diag";
+    case DensityMethod::Auto: return "auto";
   }
   return "?";
 }
 
 DensityMethod parse_density_method(const std::string& s, const std::string& what) {
-  for (auto m : {DensityMethod::Sign, DensityMethod::Trs4, DensityMethod::Canonical,
-                 DensityMethod::Trs2, DensityMethod::McWeeny})
+  for (auto m :
+       {DensityMethod::Sign, DensityMethod::Trs4, DensityMethod::Canonical, DensityMethod::Trs2,
+        DensityMethod::McWeeny, DensityMethod::Diag, DensityMethod::Auto})
     if (s == to_string(m)) return m;
-  throw InputError(
-      detail::concat(what, " = '", s, "' (expected sign, trs4, canonical, trs2 or mcweeny)"));
+  throw InputError(detail::concat(
+      what, " = '", s, "' (expected sign, trs4, canonical, trs2, mcweeny, diag or auto)"));
 }
 
 namespace {
@@ -259,9 +264,12 @@ struct SignSearch {
 
 }  // namespace
 
+namespace {
+
+// The input checks of every route (InputError on every rank).
 template <class M>
-DensityResult<M> density(Algebra<M>& alg, const M& H, const M& S, std::int64_t electrons,
-                         const DensityOptions& opt) {
+void validate(Algebra<M>& alg, const M& H, const M& S, std::int64_t electrons,
+              const DensityOptions& opt) {
   Context& ctx = alg.ctx();
   const std::int64_t n = Algebra<M>::n(H);
   ctx.agree([&] {
@@ -290,25 +298,30 @@ DensityResult<M> density(Algebra<M>& alg, const M& H, const M& S, std::int64_t e
     TESSEL_CHECK(opt.method != DensityMethod::McWeeny || opt.mu, InputError,
                  "density: mcweeny needs mu inside the HOMO-LUMO gap (--mu)");
   });
-  const std::int64_t nocc = electrons / 2;
+  const bool fh = alg.finite(H), fs = alg.finite(S);
+  ctx.agree([&] {
+    TESSEL_CHECK(fh, InputError, "density: H has NaN or Inf entries");
+    TESSEL_CHECK(fs, InputError, "density: S has NaN or Inf entries");
+  });
+  const double ah = asymmetry(alg, H), as = asymmetry(alg, S);
+  ctx.agree([&] {
+    TESSEL_CHECK(ah <= opt.symmetry_tol, InputError,
+                 "density: H is not symmetric: ||H - H^T||_F / ||H||_F = ", ah,
+                 " (expected <= ", opt.symmetry_tol, ")");
+    TESSEL_CHECK(as <= opt.symmetry_tol, InputError,
+                 "density: S is not symmetric: ||S - S^T||_F / ||S||_F = ", as,
+                 " (expected <= ", opt.symmetry_tol, ")");
+  });
+}
+
+// Sign and the purifications (validated input).
+template <class M>
+DensityResult<M> iterate(Algebra<M>& alg, const M& H, const M& S, std::int64_t electrons,
+                         const DensityOptions& opt) {
+  Context& ctx = alg.ctx();
+  const std::int64_t n = Algebra<M>::n(H), nocc = electrons / 2;
   const auto m0 = alg.stats().multiplications;
   DensityResult<M> out;
-  {
-    const bool fh = alg.finite(H), fs = alg.finite(S);
-    ctx.agree([&] {
-      TESSEL_CHECK(fh, InputError, "density: H has NaN or Inf entries");
-      TESSEL_CHECK(fs, InputError, "density: S has NaN or Inf entries");
-    });
-    const double ah = asymmetry(alg, H), as = asymmetry(alg, S);
-    ctx.agree([&] {
-      TESSEL_CHECK(ah <= opt.symmetry_tol, InputError,
-                   "density: H is not symmetric: ||H - H^T||_F / ||H||_F = ", ah,
-                   " (expected <= ", opt.symmetry_tol, ")");
-      TESSEL_CHECK(as <= opt.symmetry_tol, InputError,
-                   "density: S is not symmetric: ||S - S^T||_F / ||S||_F = ", as,
-                   " (expected <= ", opt.symmetry_tol, ")");
-    });
-  }
   const double eps = alg.filter_eps();
   auto stage = [eps](double v, double factor) { return v >= 0 ? v : eps * factor; };
   out.eps_iteration = eps;
@@ -465,6 +478,34 @@ DensityResult<M> density(Algebra<M>& alg, const M& H, const M& S, std::int64_t e
   if (opt.energy_weighted) out.W = alg.product(alg.product(out.P, H), out.P);
   out.multiplications = alg.stats().multiplications - m0;
   return out;
+}
+
+// The stored fraction of S's blocks (dense: 1), for the cost model of auto. Collective.
+double stored_fraction(DenseAlgebra&, const dense::DistMatrix<double>&) { return 1.0; }
+double stored_fraction(SparseAlgebra& alg, const sparse::BlockSparseMatrix<double>& s) {
+  const double nb = s.distribution().row_blocks().count();
+  return static_cast<double>(alg.blocks(s)) / (nb * nb);
+}
+
+}  // namespace
+
+template <class M>
+DensityResult<M> density(Algebra<M>& alg, const M& H, const M& S, std::int64_t electrons,
+                         const DensityOptions& opt) {
+  validate(alg, H, S, electrons, opt);
+  DensityOptions o = opt;
+  MethodChoice choice;
+  if (opt.method == DensityMethod::Auto) {
+    choice = choose_density_method(Algebra<M>::n(H), stored_fraction(alg, S), alg.ctx().size(),
+                                   !std::is_same_v<M, dense::DistMatrix<double>>,
+                                   diagonalization_built(), opt.mu.has_value());
+    o.method = choice.method;
+  }
+  DensityResult<M> r = o.method == DensityMethod::Diag ? density_diag(alg, H, S, electrons, o)
+                                                       : iterate(alg, H, S, electrons, o);
+  r.method = o.method;
+  r.method_reason = choice.reason;
+  return r;
 }
 
 template DensityResult<dense::DistMatrix<double>> density(DenseAlgebra&,

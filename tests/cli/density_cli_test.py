@@ -6,7 +6,8 @@
 Good runs: the CP2K 32-water SZV files (TRS4 and sign at eps 1e-6: band energy within 1e-5 Ha of
 meta.json's band_energy_exact, 2 tr(PS) = N to 1e-5; --out P.csr written; --json parsed), the
 generated water box (sign at eps 0: --dense, the atomic blocks (--tile none), the default clustered
-tiles and contiguous tiles give the same band energy).
+tiles and contiguous tiles give the same band energy; diag, dense and block-sparse, gives it too;
+auto prints one "method auto: chose X because ..." line and the JSON's method_used/method_reason).
 Errors: exit status 2, one 'tessel: error:' line (rank 0 only), no output file.
 Exit 0 when all pass, 1 otherwise, 77 (skip) never: the data-free cases always run.
 """
@@ -82,7 +83,7 @@ def main():
             print(f"skip: no {CP2K}")
         energies = {}
         for extra in ([], ["--dense"], ["--tile", "none"], ["--tile", "12", "--tiling", "contiguous"]):
-            p = run(["--generate", "water:12", "--eps", "0"] + extra, work)
+            p = run(["--generate", "water:12", "--eps", "0", "--method", "sign"] + extra, work)
             name = "generate water:12 sign " + (" ".join(extra) or "(default tiles)")
             if p.returncode != 0:
                 problems.append(f"{name}: exit {p.returncode}: {p.stderr[-500:]}")
@@ -96,6 +97,47 @@ def main():
             v = list(energies.values())
             if max(v) - min(v) > 1e-9:
                 problems.append(f"dense, block-sparse and tiled band energies differ: {v}")
+
+        # ---- diag and auto (issue 31): the same band energy as sign, dense and block-sparse;
+        # auto prints its choice and reason and puts them in the JSON; without ScaLAPACK diag
+        # is an error and auto chooses sign.
+        js = os.path.join(work, "auto.json")
+        diag_built = True
+        p = run(["--generate", "water:12", "--eps", "0", "--json", js], work)
+        if p.returncode != 0:
+            problems.append(f"auto: exit {p.returncode}: {p.stderr[-500:]}")
+        else:
+            r = json.load(open(js))
+            lines = [l for l in p.stdout.splitlines() if l.startswith("method auto: chose ")]
+            if len(lines) != 1 or not r.get("method_reason") or r["method"] != "auto":
+                problems.append(f"auto: choice lines {lines}, json {r.get('method')} {r.get('method_reason')}")
+            elif f"chose {r['method_used']} because" not in lines[0]:
+                problems.append(f"auto: printed '{lines[0]}' but the JSON says {r['method_used']}")
+            else:
+                print(f"ok auto: {lines[0]}")
+            diag_built = "not built" not in r.get("method_reason", "")
+            if diag_built:
+                for extra in ([], ["--dense"]):
+                    p = run(["--generate", "water:12", "--eps", "0", "--method", "diag"] + extra, work)
+                    name = "generate water:12 diag " + (" ".join(extra) or "block-sparse")
+                    if p.returncode != 0:
+                        problems.append(f"{name}: exit {p.returncode}: {p.stderr[-500:]}")
+                        continue
+                    be = number(p.stdout, "band energy 2 tr(PH):")
+                    if len(energies) == 4 and abs(be - list(energies.values())[0]) > 1e-8:
+                        problems.append(f"{name}: band energy {be} vs sign {list(energies.values())[0]}")
+                    elif "method auto" in p.stdout or "iterations: 0 (diag)" not in p.stdout:
+                        problems.append(f"{name}: summary lines wrong: {p.stdout[-800:]}")
+                    else:
+                        print(f"ok {name}: band energy {be:.12f} (sign {list(energies.values())[0]:.12f})")
+                if os.path.exists(os.path.join(CP2K, "meta.json")):
+                    p = run(files + ["--method", "diag", "--eps", "1e-6"], work)
+                    be = number(p.stdout, "band energy 2 tr(PH):")
+                    if p.returncode != 0 or not abs(be - meta["band_energy_exact"]) <= 1e-5:
+                        problems.append(f"cp2k diag: exit {p.returncode}, band energy {be} vs "
+                                        f"{meta['band_energy_exact']}: {p.stderr[-300:]}")
+                    else:
+                        print(f"ok cp2k 32 szv diag: band energy {be:.10f} (exact {meta['band_energy_exact']})")
 
         # ---- the memory accounting: stages with a peak, the peak within the process's
         # ru_maxrss (the accounting counts tessel's storage, a part of the process), the
@@ -183,6 +225,8 @@ def main():
             ("odd electrons", gen + ["--electrons", "31"], "electrons = 31"),
             ("too many electrons", gen + ["--electrons", "48"], "at most"),
             ("mu outside the spectrum", gen + ["--mu", "100"], "outside the spectrum"),
+            ("diag with mu", gen + ["--method", "diag", "--mu", "0"],
+             "takes no mu" if diag_built else "diagonalization not built"),
             ("sign order", gen + ["--sign-order", "4"], "--sign-order"),
             ("bad algorithm", gen + ["--algorithm", "summa"], "--algorithm"),
             ("bad row panels", gen + ["--row-panels", "0"], "--row-panels"),

@@ -135,9 +135,12 @@ SignResult<M> sign(Algebra<M>& alg, const M& A, double bound, const SignOptions&
 template <class M>
 SignResult<M> sign(Algebra<M>& alg, M&& A, double bound, const SignOptions& opt = {});
 
-enum class DensityMethod { Sign, Trs4, Canonical, Trs2, McWeeny };
+/// Diag: diagonalization by ScaLAPACK (density_diag.hpp; only where the build has it).
+/// Auto: diag or sign, chosen by choose_density_method's cost model (density_diag.hpp).
+enum class DensityMethod { Sign, Trs4, Canonical, Trs2, McWeeny, Diag, Auto };
 std::string to_string(DensityMethod m);
-/// Pure. "sign", "trs4", "canonical", "trs2", "mcweeny" (InputError naming `what` otherwise).
+/// Pure. "sign", "trs4", "canonical", "trs2", "mcweeny", "diag", "auto" (InputError naming
+/// `what` otherwise).
 DensityMethod parse_density_method(const std::string& s, const std::string& what = "method");
 
 struct DensityOptions {
@@ -179,8 +182,10 @@ inline constexpr int kFinalSteps = 1;
 
 template <class M>
 struct DensityResult {
-  M P;  ///< density of one spin channel in the non-orthogonal basis
-  M W;  ///< P H P when energy_weighted (else empty)
+  DensityMethod method = DensityMethod::Sign;  ///< the method that ran (auto resolved)
+  std::string method_reason;  ///< auto: why it chose `method` (the cost model's line); else empty
+  M P;                        ///< density of one spin channel in the non-orthogonal basis
+  M W;                        ///< P H P when energy_weighted (else empty)
   double mu = 0;
   double band_energy = 0;  ///< 2 tr(P H)
   /// 2 tr(P H) of P = Z Pt Z before the final McWeeny steps (= 2 tr(Pt Ht) in the orthogonal
@@ -202,6 +207,8 @@ struct DensityResult {
 };
 
 /// Collective. The density matrix of (H, S) with `electrons` electrons (even, 2 .. 2(n-1)).
+/// method Auto resolves to Diag or Sign (choose_density_method, from n, the stored fraction
+/// of S and the rank count); Diag runs density_diag after the input checks below.
 /// InputError (every rank): H or S not square/same structure, not finite, not symmetric
 /// (with the relative asymmetry), S not positive definite, odd or out-of-range electrons,
 /// mu outside the spectrum, occupation lost (filter too large), no gap at the electron count;

@@ -268,6 +268,7 @@ class Rma25d {
 
 // ---- set-up: sizes, the grow decision (nonblocking, overlapped), directories ----
 
+/// Pure. Whether the cache holds this context's sub-communicators and windows for this grid and L.
 bool Rma25d::same_key() const {
   return st_.key_comm == ctx_.comm().raw() && st_.key_ledger == &ctx_.ledger() &&
          st_.pr == plan_.pr && st_.pc == plan_.pc && st_.layers == L_ && !st_.a_meta.is_null();
@@ -277,6 +278,7 @@ bool Rma25d::same_key() const {
 /// in a quarter of them (a solver's matrices shrink as well as grow: the cache must not keep
 /// the largest panels ever seen). Bit 0: my panels outgrow the windows; bit 1: my last multiply
 /// on this cache threw midway; bit 2: my windows must not shrink.
+/// Not collective (the caller ORs the flags over the ranks).
 int Rma25d::window_flags(const std::int64_t need[4], bool same) const {
   const std::int64_t have[4] = {st_.a_meta.size(), st_.a_data.size(), st_.b_meta.size(),
                                 st_.b_data.size()};
@@ -288,7 +290,8 @@ int Rma25d::window_flags(const std::int64_t need[4], bool same) const {
   return grow | (st_.in_flight ? 2 : 0) | (keep ? 4 : 0);
 }
 
-/// The sub-communicators depend only on the grid and L (every rank agrees on same_key).
+/// Collective. New sub-communicators (they depend only on the grid and L: every rank agrees on
+/// same_key); the old windows and the pattern caches go first.
 void Rma25d::split_sub_comms() {
   st_.pattern_sent_valid = false;
   st_.pattern_sent = {};
@@ -301,6 +304,7 @@ void Rma25d::split_sub_comms() {
   st_.bcomm = ctx_.comm().split(jj_, me_);  // member m*LC + y is P(m, y*side_c + jj)
 }
 
+/// Collective over the sub-communicators. The four windows, `need` plus slack each.
 void Rma25d::create_windows(const std::int64_t need[4]) {
   st_.a_meta = {};  // frees the old windows (collective), in creation order
   st_.a_data = {};
@@ -370,6 +374,8 @@ void Rma25d::expose_home_images() {
 
 // ---- ticks: my panels, the other layers of my fibre, the double-buffered reads ----
 
+/// Not collective (the guard registers the communicator). My layer's C panels and their
+/// accumulators, the other layers of my fibre (L > 1), the limits of the counts they send.
 void Rma25d::prepare_panels() {
   panels_ = plan_.rma_panels(i_, j_);
   for (std::size_t p = 0; p < panels_.size(); ++p) {
@@ -417,7 +423,8 @@ void Rma25d::post_reads(int s) {
   }
 }
 
-/// retain_sparsity (L > 1) first: the C patterns, overlapping tick 0's reads. Then the heads of
+/// Point-to-point with the other layers of my fibre (no collective). retain_sparsity (L > 1)
+/// first: the C patterns, overlapping tick 0's reads. Then the heads of
 /// the C partials: the owner receives from the L - 1 other layers of its fibre first the sizes
 /// (posted now), then the values (posted once the sizes arrived).
 void Rma25d::start_ticks() {
@@ -433,7 +440,8 @@ void Rma25d::start_ticks() {
   }
 }
 
-/// Tick s: its images arrived -> the next tick's reads posted -> the L panel products, the
+/// Not collective (one-sided reads, point-to-point sends). Tick s: its images arrived -> the
+/// next tick's reads posted -> the L panel products, the
 /// next reads (and the reads of others from my windows) moving meanwhile; in the last tick
 /// each foreign partial panel goes to its owner as soon as it is complete.
 void Rma25d::tick(int s) {
@@ -473,7 +481,7 @@ void Rma25d::send_partial(std::size_t p) {
   acc_[p] = CAccumulator(ops_.rows, ops_.cols);  // packed: free its values now
 }
 
-/// The bytes of the fetched images and the outgoing partials (MemKind::Buffers).
+/// Not collective. The bytes of the fetched images and the outgoing partials (MemKind::Buffers).
 void Rma25d::account() {
   std::int64_t n = 0;
   for (auto* v : {&fa_[0], &fa_[1], &fb_[0], &fb_[1]})

@@ -1,15 +1,20 @@
 // `tessel spgemm`: the block-sparse multiply C = op(A) op(B) (seed 001: Cannon or the 2.5D
 // one-sided algorithm) on generated or given matrices: time per multiply, GFLOP/s of the block
 // products done, occupancies, filtered products, bytes per rank by panel; --verify against the
-// dense multiply, --explain prints the plan.
+// dense multiply, --explain prints the plan. run_spgemm: check the options -> the operands (and
+// eq. 7's volumes) -> the timed multiplies -> sums and --verify -> the report, --out, --json.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <numeric>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "cli_util.hpp"
 #include "commands.hpp"
@@ -58,24 +63,36 @@ double frob2_local(dense::DistMatrix<double>& x) {
   return s;
 }
 
-int run_spgemm(const SpgemmArgs& a) {
-  Context ctx(MPI_COMM_WORLD, context_options_from_environment());
-  const int p = ctx.size();
-  const bool root = ctx.rank() == 0;
+// ---- parse and validate (pure; the same on every rank, so the checks throw together) ----
+
+/// The checked options of a run.
+struct Setup {
   sparse::SpMultiplyOptions opt;
+  sparse::SpOp opa = sparse::SpOp::N, opb = sparse::SpOp::N;
+  bool retain = false;  // --retain a or c
+  int pr = 1, pc = 1;
+  SpgemmInputs in;
+};
+
+int parse_layers(const std::string& v) {
+  if (v == "auto") return 0;
+  try {
+    std::size_t u = 0;
+    const int layers = std::stoi(v, &u);
+    TESSEL_CHECK(u == v.size() && layers >= 1, InputError, "");
+    return layers;
+  } catch (const std::exception&) {
+    throw InputError("--layers '" + v + "': expected an integer >= 1 or auto");
+  }
+}
+
+/// Pure. The options of `a` for `p` ranks: InputError (GridError for --grid) naming the option.
+Setup check_options(const SpgemmArgs& a, int p) {
+  Setup s;
+  sparse::SpMultiplyOptions& opt = s.opt;
   opt.algorithm =
       parse_named("--algorithm", a.algorithm, "cannon or rma25d", sparse::parse_sp_algorithm);
-  if (a.layers == "auto") {
-    opt.layers = 0;
-  } else {
-    try {
-      std::size_t u = 0;
-      opt.layers = std::stoi(a.layers, &u);
-      TESSEL_CHECK(u == a.layers.size() && opt.layers >= 1, InputError, "");
-    } catch (const std::exception&) {
-      throw InputError("--layers '" + a.layers + "': expected an integer >= 1 or auto");
-    }
-  }
+  opt.layers = parse_layers(a.layers);
   opt.filter_eps = a.eps;
   opt.drop_partial_blocks = a.drop_partial;
   opt.comm_only = a.comm_only;
@@ -89,107 +106,141 @@ int run_spgemm(const SpgemmArgs& a) {
   TESSEL_CHECK(a.repeat >= 1, InputError, "--repeat ", a.repeat, ": expected >= 1");
   TESSEL_CHECK(!(a.comm_only && a.verify), InputError,
                "--comm-only skips the block products: its C cannot pass --verify");
-  const sparse::SpOp opa = parse_op("--transa", a.transa), opb = parse_op("--transb", a.transb);
+  s.opa = parse_op("--transa", a.transa);
+  s.opb = parse_op("--transb", a.transb);
   TESSEL_CHECK(a.retain == "none" || a.retain == "a" || a.retain == "c", InputError, "--retain '",
                a.retain, "': expected none, a or c");
-  const bool retain = a.retain != "none";
-  opt.retain_sparsity = retain;
-  auto [pr, pc] = parse_grid(a.grid, p);
-  SpgemmInputs in{a.generate, a.a, a.b, a.blocks, a.seed};
-  check_spgemm_inputs(in);
-  // The plan first: a bad --layers fails here, on every rank, before any matrix is built.
-  sparse::SpgemmPlan plan = sparse::make_spgemm_plan(opt.algorithm, pr, pc, opt.layers);
-  check_writable(ctx, "--json", a.json);
-  TraceRun trace(ctx, a.trace);
-  check_writable(ctx, "--out", a.out);
-  const bool rma = opt.algorithm == sparse::SpAlgorithm::Rma25d;
-  const bool auto_layers = rma && opt.layers == 0;
-  // layers auto: the operands go on the images of the largest candidate L; its V is a multiple
-  // of every candidate's, so whichever L eq. 7 picks needs no conform step.
-  sparse::SpgemmPlan case_plan = plan;
-  if (auto_layers) {
-    int lmax = 1;
-    for (int L : sparse::valid_layers(pr, pc))
-      if (L <= 4) lmax = L;
-    case_plan = sparse::make_spgemm_plan(opt.algorithm, pr, pc, lmax);
-  }
+  s.retain = a.retain != "none";
+  opt.retain_sparsity = s.retain;
+  std::tie(s.pr, s.pc) = parse_grid(a.grid, p);
+  s.in = {a.generate, a.a, a.b, a.blocks, a.seed};
+  check_spgemm_inputs(s.in);
+  return s;
+}
 
-  SpgemmCase cs = make_spgemm_case(ctx, in, opa, opb, case_plan);
-  BlockSparseMatrix<double>& A = cs.A;
-  BlockSparseMatrix<double>& B = cs.B;
-  const Distribution& dc = cs.dc;
-  const double occ_a = sparse::occupation(ctx, A), occ_b = sparse::occupation(ctx, B);
+/// Pure. The plan the operands are distributed for: `plan`, or with rma25d and layers auto the
+/// largest candidate L <= 4 (its V is a multiple of every candidate's, so whichever L eq. 7
+/// picks needs no conform step).
+sparse::SpgemmPlan operand_plan(const Setup& s, const sparse::SpgemmPlan& plan) {
+  if (s.opt.algorithm != sparse::SpAlgorithm::Rma25d || s.opt.layers != 0) return plan;
+  int lmax = 1;
+  for (int L : sparse::valid_layers(s.pr, s.pc))
+    if (L <= 4) lmax = L;
+  return sparse::make_spgemm_plan(s.opt.algorithm, s.pr, s.pc, lmax);
+}
 
-  // --retain: C's fixed pattern (zero values; beta = 0), as in a density-matrix iteration:
-  // `a` = op(A)'s pattern (op(A) must be square like C), `c` = the pattern of the product after
-  // the final filter (one Cannon multiply first, not counted).
-  BlockSparseMatrix<double> Cpat(ctx, dc, "C pattern");
-  if (a.retain == "a") {
-    TESSEL_CHECK(A.distribution().row_blocks() == A.distribution().col_blocks(), InputError,
+// ---- input: the operands, C's fixed pattern, eq. 7 ----
+
+/// The matrices of a run and their occupancies (fractions of the blocks stored).
+struct Operands {
+  SpgemmCase cs;
+  double occ_a = 0, occ_b = 0;
+  BlockSparseMatrix<double> cpat;  // --retain: C's fixed pattern (else empty)
+  double occ_pat = 0;
+};
+
+/// Collective. --retain: C's fixed pattern (zero values; beta = 0), as in a density-matrix
+/// iteration: `a` = op(A)'s pattern (op(A) must be square like C), `c` = the pattern of the
+/// product after the final filter (one Cannon multiply first, not counted); none: empty.
+BlockSparseMatrix<double> retained_pattern(Context& ctx, const std::string& retain, const Setup& s,
+                                           const SpgemmCase& cs) {
+  BlockSparseMatrix<double> cpat(ctx, cs.dc, "C pattern");
+  if (retain == "a") {
+    TESSEL_CHECK(cs.A.distribution().row_blocks() == cs.A.distribution().col_blocks(), InputError,
                  "--retain a: op(A) is not square with C's block sizes (use --retain c)");
     std::vector<double> zeros;
-    A.for_each_block([&](int r, int c, const double*, int nr, int nc) {
+    cs.A.for_each_block([&](int r, int c, const double*, int nr, int nc) {
       zeros.assign(static_cast<std::size_t>(nr) * nc, 0.0);
-      if (opa == sparse::SpOp::N)
-        Cpat.put_block(r, c, zeros.data());
+      if (s.opa == sparse::SpOp::N)
+        cpat.put_block(r, c, zeros.data());
       else
-        Cpat.put_block(c, r, zeros.data());
+        cpat.put_block(c, r, zeros.data());
     });
-    Cpat.finalize();
-  } else if (a.retain == "c") {
+    cpat.finalize();
+  } else if (retain == "c") {
     sparse::SpMultiplyOptions o0;
-    o0.filter_eps = opt.filter_eps;
-    (void)sparse::multiply(ctx, 1.0, opa, A, opb, B, 0.0, Cpat, o0);
-    sparse::scale(Cpat, 0.0);
+    o0.filter_eps = s.opt.filter_eps;
+    (void)sparse::multiply(ctx, 1.0, s.opa, cs.A, s.opb, cs.B, 0.0, cpat, o0);
+    sparse::scale(cpat, 0.0);
   }
-  const double occ_pat = retain ? sparse::occupation(ctx, Cpat) : 0.0;
+  return cpat;
+}
 
-  // rma25d with auto or --explain: eq. 7 for every candidate L, with the product's size from
-  // one symbolic (comm-only) Cannon multiply: the blocks the products and the on-the-fly filter
-  // create, before the final filter (a partial C panel is at most its part of it).
-  std::vector<sparse::SpLayerPrediction> pred;
-  if (rma && (auto_layers || a.explain)) {
-    sparse::SpMultiplyOptions so;
-    so.comm_only = true;
-    so.filter_eps = opt.filter_eps;
-    so.retain_sparsity = retain;  // the product inside C's pattern
-    BlockSparseMatrix<double> P = retain ? Cpat : BlockSparseMatrix<double>(ctx, dc, "P");
-    sparse::SpMultiplyReport r0 = sparse::multiply(ctx, 1.0, opa, A, opb, B, 0.0, P, so);
-    // C wire: 8 per block + 8 per value; with --retain the partials carry a bitmap over the
-    // owner's pattern (1/8 byte per pattern block) instead of block indices
-    const double per_block = retain ? 0.0 : 8.0;
-    opt.product_bytes_hint = ctx.comm().allreduce_value(
-        per_block * static_cast<double>(r0.product_blocks) +
-            8.0 * static_cast<double>(r0.product_values) +
-            (retain ? 0.125 * static_cast<double>(Cpat.local_nblocks()) : 0.0),
-        MPI_SUM);
-    // with --retain the model's C pattern is Cpat's (P's zero blocks fell to the final filter)
-    const sparse::SpVolumeModel model = sparse::volume_model(ctx, A, B, retain ? Cpat : P, opt);
-    pred = sparse::predict_layers(pr, pc, model);
-    if (auto_layers) plan = sparse::make_spgemm_plan(opt.algorithm, pr, pc, 0, &model);
-  }
+/// Collective. A and B on the plan `operands`, then C's fixed pattern.
+Operands prepare_operands(Context& ctx, const SpgemmArgs& a, const Setup& s,
+                          const sparse::SpgemmPlan& operands) {
+  SpgemmCase cs = make_spgemm_case(ctx, s.in, s.opa, s.opb, operands);
+  const double occ_a = sparse::occupation(ctx, cs.A), occ_b = sparse::occupation(ctx, cs.B);
+  BlockSparseMatrix<double> cpat = retained_pattern(ctx, a.retain, s, cs);
+  const double occ_pat = s.retain ? sparse::occupation(ctx, cpat) : 0.0;
+  return Operands{std::move(cs), occ_a, occ_b, std::move(cpat), occ_pat};
+}
 
-  if (root)
-    std::cout << fmt::format("tessel spgemm: C = op{}(A) op{}(B), {}, {} ranks, eps {:g}{}\n",
-                             a.transa, a.transb, cs.description, p, a.eps,
-                             a.comm_only ? ", COMMUNICATION ONLY (--comm-only)" : "")
-              << plan.describe(a.explain ? 0 : -1) << std::flush;
-  if (root && !pred.empty()) {
-    std::cout << "eq. 7 predicted MB per rank (mean; A, B received, C partials sent; C from the "
-                 "symbolic product):\n";
-    for (const auto& x : pred)
-      std::cout << fmt::format("  L={}: A {:.2f}, B {:.2f}, C {:.2f}{}, total {:.2f}{}\n", x.layers,
-                               x.a * 1e-6, x.b * 1e-6, x.c * 1e-6,
-                               retain ? fmt::format(", C pattern {:.2f}", x.pattern * 1e-6) : "",
-                               x.total() * 1e-6, x.layers == plan.layers ? "  <- this run" : "");
-    std::cout << std::flush;
-  }
-  if (a.explain) return trace.finish(0);
+/// Collective. rma25d with layers auto or --explain: eq. 7 for every candidate L, with the
+/// product's size from one symbolic (comm-only) Cannon multiply: the blocks the products and
+/// the on-the-fly filter create, before the final filter (a partial C panel is at most its part
+/// of it). Sets s.opt.product_bytes_hint and, with layers auto, `plan` to eq. 7's choice.
+std::vector<sparse::SpLayerPrediction> predict_volumes(Context& ctx, bool explain, Setup& s,
+                                                       const Operands& ops,
+                                                       sparse::SpgemmPlan& plan) {
+  const bool auto_layers = s.opt.layers == 0;
+  if (s.opt.algorithm != sparse::SpAlgorithm::Rma25d || !(auto_layers || explain)) return {};
+  const bool retain = s.retain;
+  sparse::SpMultiplyOptions so;
+  so.comm_only = true;
+  so.filter_eps = s.opt.filter_eps;
+  so.retain_sparsity = retain;  // the product inside C's pattern
+  BlockSparseMatrix<double> P = retain ? ops.cpat : BlockSparseMatrix<double>(ctx, ops.cs.dc, "P");
+  sparse::SpMultiplyReport r0 =
+      sparse::multiply(ctx, 1.0, s.opa, ops.cs.A, s.opb, ops.cs.B, 0.0, P, so);
+  // C wire: 8 per block + 8 per value; with --retain the partials carry a bitmap over the
+  // owner's pattern (1/8 byte per pattern block) instead of block indices
+  const double per_block = retain ? 0.0 : 8.0;
+  s.opt.product_bytes_hint = ctx.comm().allreduce_value(
+      per_block * static_cast<double>(r0.product_blocks) +
+          8.0 * static_cast<double>(r0.product_values) +
+          (retain ? 0.125 * static_cast<double>(ops.cpat.local_nblocks()) : 0.0),
+      MPI_SUM);
+  // with --retain the model's C pattern is cpat's (P's zero blocks fell to the final filter)
+  const sparse::SpVolumeModel model =
+      sparse::volume_model(ctx, ops.cs.A, ops.cs.B, retain ? ops.cpat : P, s.opt);
+  if (auto_layers) plan = sparse::make_spgemm_plan(s.opt.algorithm, s.pr, s.pc, 0, &model);
+  return sparse::predict_layers(s.pr, s.pc, model);
+}
 
+/// Rank 0: the run's header, the plan and eq. 7's table.
+void print_plan(const SpgemmArgs& a, const Setup& s, const std::string& description, int p,
+                const sparse::SpgemmPlan& plan,
+                const std::vector<sparse::SpLayerPrediction>& pred) {
+  std::cout << fmt::format("tessel spgemm: C = op{}(A) op{}(B), {}, {} ranks, eps {:g}{}\n",
+                           a.transa, a.transb, description, p, a.eps,
+                           a.comm_only ? ", COMMUNICATION ONLY (--comm-only)" : "")
+            << plan.describe(a.explain ? 0 : -1) << std::flush;
+  if (pred.empty()) return;
+  std::cout << "eq. 7 predicted MB per rank (mean; A, B received, C partials sent; C from the "
+               "symbolic product):\n";
+  for (const auto& x : pred)
+    std::cout << fmt::format("  L={}: A {:.2f}, B {:.2f}, C {:.2f}{}, total {:.2f}{}\n", x.layers,
+                             x.a * 1e-6, x.b * 1e-6, x.c * 1e-6,
+                             s.retain ? fmt::format(", C pattern {:.2f}", x.pattern * 1e-6) : "",
+                             x.total() * 1e-6, x.layers == plan.layers ? "  <- this run" : "");
+  std::cout << std::flush;
+}
+
+// ---- run: the timed multiplies ----
+
+struct Timed {
+  std::vector<double> times;            // per multiply, the largest over the ranks
+  sparse::SpMultiplyReport rep;         // of the last multiply
+  std::vector<comm::PhaseStats> stats;  // the ledger of the first multiply
+};
+
+/// Collective. `repeat` multiplies C = op(A) op(B) (C starts as C's pattern or empty), the
+/// first one counted by the ledger.
+Timed time_multiplies(Context& ctx, int repeat, const Setup& s, const Operands& ops,
+                      BlockSparseMatrix<double>& C) {
   sparse::SpMultiplyCache cache;
-  std::vector<double> times;
-  sparse::SpMultiplyReport rep;
-  BlockSparseMatrix<double> C(ctx, dc, "C");
+  Timed t;
   const std::vector<std::string> phases = {"spgemm/A panels",
                                            "spgemm/B panels",
                                            "spgemm/C panels",
@@ -197,10 +248,9 @@ int run_spgemm(const SpgemmArgs& a) {
                                            "spgemm/setup",
                                            "spgemm/conform",
                                            ""};
-  std::vector<comm::PhaseStats> stats;
-  for (int r = 0; r < a.repeat; ++r) {
-    if (retain)
-      C = Cpat;
+  for (int r = 0; r < repeat; ++r) {
+    if (s.retain)
+      C = ops.cpat;
     else
       C.clear();
     ctx.comm().barrier();
@@ -209,167 +259,272 @@ int run_spgemm(const SpgemmArgs& a) {
       comm::pcontrol(2);
     }
     const Stopwatch t0;
-    rep = sparse::multiply(ctx, 1.0, opa, A, opb, B, 0.0, C, opt, &cache);
-    const double t = t0.seconds();
+    t.rep = sparse::multiply(ctx, 1.0, s.opa, ops.cs.A, s.opb, ops.cs.B, 0.0, C, s.opt, &cache);
+    const double seconds = t0.seconds();
     if (r == 0) {
       comm::pcontrol(0);
-      stats = comm::ledger_stats(ctx.comm(), ctx.ledger(), phases);
+      t.stats = comm::ledger_stats(ctx.comm(), ctx.ledger(), phases);
     }
-    times.push_back(ctx.comm().allreduce_value(t, MPI_MAX));
+    t.times.push_back(ctx.comm().allreduce_value(seconds, MPI_MAX));
   }
-  const double med = median(times);
-  const double flops = ctx.comm().allreduce_value(rep.flops, MPI_SUM);
-  const auto mult = ctx.comm().allreduce_value(rep.blocks_multiplied, MPI_SUM);
-  const auto skipped = ctx.comm().allreduce_value(rep.blocks_skipped, MPI_SUM);
-  const auto dropped = ctx.comm().allreduce_value(rep.blocks_filtered, MPI_SUM);
-  const auto prod_blocks = ctx.comm().allreduce_value(rep.product_blocks, MPI_SUM);
-  const auto prod_values = ctx.comm().allreduce_value(rep.product_values, MPI_SUM);
-  const auto partial_dropped = ctx.comm().allreduce_value(rep.partial_blocks_dropped, MPI_SUM);
+  return t;
+}
+
+// ---- report: sums over the ranks, --verify, the text and the JSON ----
+
+/// Sums over the ranks (counts of the last multiply; C after the final filter).
+struct Totals {
+  double med = 0, flops = 0, gflops = 0, pattern_last = 0, occ_c = 0;
+  std::int64_t mult = 0, skipped = 0, dropped = 0, prod_blocks = 0, prod_values = 0,
+               partial_dropped = 0, c_blocks = 0, c_values = 0;
+};
+
+/// Collective.
+Totals sum_over_ranks(const Context& ctx, const Timed& t, const BlockSparseMatrix<double>& C) {
+  const comm::Comm& c = ctx.comm();
+  Totals n;
+  n.med = median(t.times);
+  n.flops = c.allreduce_value(t.rep.flops, MPI_SUM);
+  n.mult = c.allreduce_value(t.rep.blocks_multiplied, MPI_SUM);
+  n.skipped = c.allreduce_value(t.rep.blocks_skipped, MPI_SUM);
+  n.dropped = c.allreduce_value(t.rep.blocks_filtered, MPI_SUM);
+  n.prod_blocks = c.allreduce_value(t.rep.product_blocks, MPI_SUM);
+  n.prod_values = c.allreduce_value(t.rep.product_values, MPI_SUM);
+  n.partial_dropped = c.allreduce_value(t.rep.partial_blocks_dropped, MPI_SUM);
   // --retain: the pattern goes to the layers once per cache; the last call sends headers only
-  const double pattern_last =
-      ctx.comm().allreduce_value(static_cast<double>(rep.c_pattern.sent), MPI_SUM) / p;
+  n.pattern_last =
+      c.allreduce_value(static_cast<double>(t.rep.c_pattern.sent), MPI_SUM) / ctx.size();
   std::int64_t c_blocks = C.local_nblocks(), c_values = 0;
   C.for_each_block([&](int, int, const double*, int nr, int nc) {
     c_values += static_cast<std::int64_t>(nr) * nc;
   });
-  c_blocks = ctx.comm().allreduce_value(c_blocks, MPI_SUM);
-  c_values = ctx.comm().allreduce_value(c_values, MPI_SUM);
-  const double occ_c = sparse::occupation(ctx, C);
-  const double gflops = med > 0 ? flops / med * 1e-9 : 0.0;
+  n.c_blocks = c.allreduce_value(c_blocks, MPI_SUM);
+  n.c_values = c.allreduce_value(c_values, MPI_SUM);
+  n.occ_c = sparse::occupation(ctx, C);
+  n.gflops = n.med > 0 ? n.flops / n.med * 1e-9 : 0.0;
+  return n;
+}
 
-  std::string verdict = "not verified (use --verify)";
+struct Verdict {
+  std::string text = "not verified (use --verify)";
   double rel = -1, tol = -1;
-  if (a.verify) {
-    auto lay = [&](std::int64_t m, std::int64_t n) {
-      auto [gr, gc] = most_square_grid(p);
-      return layout::Layout::block_cyclic(m, n, 64, 64, gr, gc, 0, 0, p);
-    };
-    auto ad = sparse::to_dense(ctx, A, lay(A.rows(), A.cols()));
-    auto bd = sparse::to_dense(ctx, B, lay(B.rows(), B.cols()));
-    auto cd = sparse::to_dense(ctx, C, lay(C.rows(), C.cols()));
-    dense::DistMatrix<double> ref(ctx, lay(C.rows(), C.cols()));
-    auto dop = [](sparse::SpOp o) { return o == sparse::SpOp::N ? dense::Op::N : dense::Op::T; };
-    dense::multiply(ctx, 1.0, dop(opa), ad, dop(opb), bd, 0.0, ref);
-    if (retain) {  // --retain: the reference masked by C's fixed pattern
-      BlockSparseMatrix<double> mask = Cpat;
-      mask.for_each_block(
-          [](int, int, double* x, int nr, int nc) { std::fill(x, x + nr * nc, 1.0); });
-      auto md = sparse::to_dense(ctx, mask, lay(C.rows(), C.cols()));
-      std::vector<double> mv;
-      md.for_each_local([&](std::int64_t, std::int64_t, double& v) { mv.push_back(v); });
-      std::size_t x = 0;
-      ref.for_each_local([&](std::int64_t, std::int64_t, double& v) { v *= mv[x++]; });
-    }
-    const double nref = std::sqrt(ctx.comm().allreduce_value(frob2_local(ref), MPI_SUM));
-    double diff = 0;
-    {
-      std::vector<double> rv;
-      ref.for_each_local([&](std::int64_t, std::int64_t, double& v) { rv.push_back(v); });
-      std::size_t x = 0;
-      cd.for_each_local([&](std::int64_t, std::int64_t, double& v) {
-        diff += (v - rv[x]) * (v - rv[x]);
-        ++x;
-      });
-    }
-    diff = std::sqrt(ctx.comm().allreduce_value(diff, MPI_SUM));
-    rel = diff / std::max(nref, 1e-300);
-    // exact: rounding; filtered: the promise of the filter (docs/sparse.md)
-    // on-the-fly (< eps per block row) + final filter, + the partial C blocks not sent
-    const double nbr = dc.row_blocks().count();
-    const bool partial = a.drop_partial && plan.layers > 1;
-    tol = 1e-12 + a.eps * (std::sqrt(nbr) + nbr * (partial ? 2 : 1)) / std::max(nref, 1e-300);
-    verdict = fmt::format(
-        "{} (against the dense multiply: relative Frobenius error {:.2e}, tolerance {:.2e})",
-        rel <= tol ? "PASSED" : "FAILED", rel, tol);
-  }
-  if (root) {
-    std::string reps;
-    for (std::size_t i = 0; i < times.size(); ++i)
-      reps += fmt::format("{}{:.4f}", i ? ", " : "", times[i]);
-    std::cout
-        << "times (s): " << reps << "\n"
-        << fmt::format(
-               "time: median {:.4f} s per multiply over {} runs (min {:.4f} s), {:.3f} GFLOP/s "
-               "(flops of the block products done / median time)\n",
-               med, a.repeat, *std::min_element(times.begin(), times.end()), gflops)
-        << fmt::format(
-               "occupancy: A {:.2f}%, B {:.2f}%, C {:.2f}%{}\n", 100 * occ_a, 100 * occ_b,
-               100 * occ_c,
-               retain
-                   ? fmt::format(" (retain_sparsity: C's fixed pattern {:.2f}%, from {})",
-                                 100 * occ_pat, a.retain == "a" ? "op(A)" : "the filtered product")
-                   : "")
-        << fmt::format(
-               "block products: {} done, {} skipped by the on-the-fly filter; {} blocks of C dropped "
-               "by the final filter\n",
-               mult, skipped, dropped)
-        << fmt::format(
-               "C before the final filter: {} blocks, {} values ({:.2f} MB as C wire: 8 B per block "
-               "+ 8 per value); after: {} blocks, {} values ({:.2f} MB); partial C blocks not sent "
-               "(norm bound < eps / L): {}\n",
-               prod_blocks, prod_values, 8e-6 * static_cast<double>(prod_blocks + prod_values),
-               c_blocks, c_values, 8e-6 * static_cast<double>(c_blocks + c_values), partial_dropped)
-        << "bytes per rank for ONE multiply (received: point-to-point + MPI_Rget; C panels are partial "
-           "sums sent to their owners):\n"
-        << ledger_table(stats, true)
-        << (retain && a.repeat > 1
-                ? fmt::format(
-                      "C pattern sent per rank in the last of the {} calls (cached: headers only): {} B\n",
-                      a.repeat, pattern_last)
-                : std::string())
-        << "verify: " << verdict << "\n"
-        << std::flush;
-  }
+};
+
+/// Not collective. This rank's values of `x`, in for_each_local's order.
+std::vector<double> local_values(dense::DistMatrix<double>& x) {
+  std::vector<double> v;
+  x.for_each_local([&](std::int64_t, std::int64_t, double& e) { v.push_back(e); });
+  return v;
+}
+
+using LayoutOf = std::function<layout::Layout(std::int64_t, std::int64_t)>;
+
+/// Collective. Multiplies `ref` by 1 inside C's fixed pattern and by 0 outside it.
+void mask_by_pattern(Context& ctx, const BlockSparseMatrix<double>& pattern,
+                     dense::DistMatrix<double>& ref, const LayoutOf& lay) {
+  BlockSparseMatrix<double> mask = pattern;
+  mask.for_each_block([](int, int, double* x, int nr, int nc) { std::fill(x, x + nr * nc, 1.0); });
+  auto md = sparse::to_dense(ctx, mask, lay(pattern.rows(), pattern.cols()));
+  const std::vector<double> mv = local_values(md);
+  std::size_t x = 0;
+  ref.for_each_local([&](std::int64_t, std::int64_t, double& v) { v *= mv[x++]; });
+}
+
+/// Collective. ||c - ref||_F (the same layout).
+double frobenius_distance(const Context& ctx, dense::DistMatrix<double>& ref,
+                          dense::DistMatrix<double>& c) {
+  double diff = 0;
+  const std::vector<double> rv = local_values(ref);
+  std::size_t x = 0;
+  c.for_each_local([&](std::int64_t, std::int64_t, double& v) {
+    diff += (v - rv[x]) * (v - rv[x]);
+    ++x;
+  });
+  return std::sqrt(ctx.comm().allreduce_value(diff, MPI_SUM));
+}
+
+/// Collective. --verify: C against the dense multiply of the same matrices (with --retain,
+/// masked by C's pattern), within rounding, or the filter's promise with --eps (docs/sparse.md).
+Verdict verify_against_dense(Context& ctx, const SpgemmArgs& a, const Setup& s, const Operands& ops,
+                             const BlockSparseMatrix<double>& C, const sparse::SpgemmPlan& plan) {
+  const LayoutOf lay = [p = ctx.size()](std::int64_t m, std::int64_t n) {
+    auto [gr, gc] = most_square_grid(p);
+    return layout::Layout::block_cyclic(m, n, 64, 64, gr, gc, 0, 0, p);
+  };
+  const BlockSparseMatrix<double>&A = ops.cs.A, &B = ops.cs.B;
+  auto ad = sparse::to_dense(ctx, A, lay(A.rows(), A.cols()));
+  auto bd = sparse::to_dense(ctx, B, lay(B.rows(), B.cols()));
+  auto cd = sparse::to_dense(ctx, C, lay(C.rows(), C.cols()));
+  dense::DistMatrix<double> ref(ctx, lay(C.rows(), C.cols()));
+  auto dop = [](sparse::SpOp o) { return o == sparse::SpOp::N ? dense::Op::N : dense::Op::T; };
+  dense::multiply(ctx, 1.0, dop(s.opa), ad, dop(s.opb), bd, 0.0, ref);
+  if (s.retain) mask_by_pattern(ctx, ops.cpat, ref, lay);
+  const double nref = std::sqrt(ctx.comm().allreduce_value(frob2_local(ref), MPI_SUM));
+  Verdict v;
+  v.rel = frobenius_distance(ctx, ref, cd) / std::max(nref, 1e-300);
+  // exact: rounding; filtered: the promise of the filter (docs/sparse.md)
+  // on-the-fly (< eps per block row) + final filter, + the partial C blocks not sent
+  const double nbr = ops.cs.dc.row_blocks().count();
+  const bool partial = a.drop_partial && plan.layers > 1;
+  v.tol = 1e-12 + a.eps * (std::sqrt(nbr) + nbr * (partial ? 2 : 1)) / std::max(nref, 1e-300);
+  v.text = fmt::format(
+      "{} (against the dense multiply: relative Frobenius error {:.2e}, tolerance {:.2e})",
+      v.rel <= v.tol ? "PASSED" : "FAILED", v.rel, v.tol);
+  return v;
+}
+
+/// Rank 0: the times, occupancies, counts, the ledger of one multiply and the verdict.
+void print_results(const SpgemmArgs& a, const Operands& ops, const Timed& t, const Totals& n,
+                   const Verdict& v) {
+  const bool retain = a.retain != "none";
+  std::string reps;
+  for (std::size_t i = 0; i < t.times.size(); ++i)
+    reps += fmt::format("{}{:.4f}", i ? ", " : "", t.times[i]);
+  std::cout
+      << "times (s): " << reps << "\n"
+      << fmt::format(
+             "time: median {:.4f} s per multiply over {} runs (min {:.4f} s), {:.3f} GFLOP/s "
+             "(flops of the block products done / median time)\n",
+             n.med, a.repeat, *std::min_element(t.times.begin(), t.times.end()), n.gflops)
+      << fmt::format("occupancy: A {:.2f}%, B {:.2f}%, C {:.2f}%{}\n", 100 * ops.occ_a,
+                     100 * ops.occ_b, 100 * n.occ_c,
+                     retain ? fmt::format(" (retain_sparsity: C's fixed pattern {:.2f}%, from {})",
+                                          100 * ops.occ_pat,
+                                          a.retain == "a" ? "op(A)" : "the filtered product")
+                            : "")
+      << fmt::format(
+             "block products: {} done, {} skipped by the on-the-fly filter; {} blocks of C dropped "
+             "by the final filter\n",
+             n.mult, n.skipped, n.dropped)
+      << fmt::format(
+             "C before the final filter: {} blocks, {} values ({:.2f} MB as C wire: 8 B per block "
+             "+ 8 per value); after: {} blocks, {} values ({:.2f} MB); partial C blocks not sent "
+             "(norm bound < eps / L): {}\n",
+             n.prod_blocks, n.prod_values,
+             8e-6 * static_cast<double>(n.prod_blocks + n.prod_values), n.c_blocks, n.c_values,
+             8e-6 * static_cast<double>(n.c_blocks + n.c_values), n.partial_dropped)
+      << "bytes per rank for ONE multiply (received: point-to-point + MPI_Rget; C panels are partial "
+         "sums sent to their owners):\n"
+      << ledger_table(t.stats, true)
+      << (retain && a.repeat > 1
+              ? fmt::format(
+                    "C pattern sent per rank in the last of the {} calls (cached: headers only): {} B\n",
+                    a.repeat, n.pattern_last)
+              : std::string())
+      << "verify: " << v.text << "\n"
+      << std::flush;
+}
+
+/// The --json fields that describe the run: its options and its plan.
+nlohmann::json run_json(const Context& ctx, const SpgemmArgs& a, const Setup& s,
+                        const Operands& ops, const sparse::SpgemmPlan& plan) {
+  nlohmann::json j = run_header(ctx);
+  j["command"] = "spgemm";
+  j["generate"] = a.generate;
+  j["n"] = ops.cs.dc.row_blocks().extent();
+  j["blocks"] = ops.cs.dc.row_blocks().count();
+  j["algorithm"] = sparse::to_string(s.opt.algorithm);
+  j["layers"] = plan.layers;
+  j["grid"] = fmt::format("{}x{}", s.pr, s.pc);
+  j["v"] = plan.v;
+  j["ticks"] = plan.ticks;
+  j["eps"] = a.eps;
+  j["transa"] = a.transa;
+  j["transb"] = a.transb;
+  j["comm_only"] = a.comm_only;
+  j["poll_us"] = a.poll_us;
+  j["cannon_pieces"] = a.pieces;
+  j["retain"] = a.retain;
+  j["product_bytes"] = s.opt.product_bytes_hint;
+  j["plan"] = plan.describe();
+  return j;
+}
+
+/// The --json fields of the results: times, counts, the ledger, eq. 7, the verdict.
+void add_results_json(nlohmann::json& j, const SpgemmArgs& a, const Operands& ops,
+                      const std::vector<sparse::SpLayerPrediction>& pred, const Timed& t,
+                      const Totals& n, const Verdict& v) {
+  j["times_s"] = t.times;
+  j["median_s"] = n.med;
+  j["flops"] = n.flops;
+  j["gflops"] = n.gflops;
+  j["occupancy"] = {{"a", ops.occ_a}, {"b", ops.occ_b}, {"c", n.occ_c}};
+  j["blocks_multiplied"] = n.mult;
+  j["blocks_skipped"] = n.skipped;
+  j["blocks_filtered"] = n.dropped;
+  j["product_blocks"] = n.prod_blocks;  // C before the final filter (sums over ranks)
+  j["product_values"] = n.prod_values;
+  j["c_blocks"] = n.c_blocks;  // C after the final filter
+  j["c_values"] = n.c_values;
+  j["partial_blocks_dropped"] = n.partial_dropped;
+  j["retain_pattern_occupancy"] = ops.occ_pat;
+  j["c_pattern_last_call_mean_bytes"] = n.pattern_last;
+  j["ledger_one_call"] = ledger_json(t.stats);
+  nlohmann::json pj = nlohmann::json::array();
+  for (const auto& x : pred)
+    pj.push_back({{"layers", x.layers},
+                  {"a_bytes", x.a},
+                  {"b_bytes", x.b},
+                  {"c_bytes", x.c},
+                  {"c_pattern_bytes", x.pattern}});
+  j["eq7_prediction"] = pj;  // mean bytes per rank; empty unless rma25d with auto or --explain
+  j["verify"] = {
+      {"done", a.verify}, {"relative_error", v.rel}, {"tolerance", v.tol}, {"text", v.text}};
+}
+
+/// Collective: check the options -> the plan -> the operands (and eq. 7) -> the timed
+/// multiplies -> sums, --verify -> the report, --out, --json.
+int run_spgemm(const SpgemmArgs& a) {
+  Context ctx(MPI_COMM_WORLD, context_options_from_environment());
+  const bool root = ctx.rank() == 0;
+  Setup s = check_options(a, ctx.size());
+  // The plan first: a bad --layers fails here, on every rank, before any matrix is built.
+  sparse::SpgemmPlan plan = sparse::make_spgemm_plan(s.opt.algorithm, s.pr, s.pc, s.opt.layers);
+  check_writable(ctx, "--json", a.json);
+  TraceRun trace(ctx, a.trace);
+  check_writable(ctx, "--out", a.out);
+
+  const Operands ops = prepare_operands(ctx, a, s, operand_plan(s, plan));
+  const auto pred = predict_volumes(ctx, a.explain, s, ops, plan);
+  if (root) print_plan(a, s, ops.cs.description, ctx.size(), plan, pred);
+  if (a.explain) return trace.finish(0);
+
+  BlockSparseMatrix<double> C(ctx, ops.cs.dc, "C");
+  const Timed t = time_multiplies(ctx, a.repeat, s, ops, C);
+  const Totals n = sum_over_ranks(ctx, t, C);
+  const Verdict v = a.verify ? verify_against_dense(ctx, a, s, ops, C, plan) : Verdict{};
+
+  if (root) print_results(a, ops, t, n, v);
   if (!a.out.empty()) io::write_cp2k_csr(ctx, C, a.out);
   if (!a.json.empty()) {
-    nlohmann::json j = run_header(ctx);
-    j["command"] = "spgemm";
-    j["generate"] = a.generate;
-    j["n"] = dc.row_blocks().extent();
-    j["blocks"] = dc.row_blocks().count();
-    j["algorithm"] = sparse::to_string(opt.algorithm);
-    j["layers"] = plan.layers;
-    j["grid"] = fmt::format("{}x{}", pr, pc);
-    j["v"] = plan.v;
-    j["ticks"] = plan.ticks;
-    j["eps"] = a.eps;
-    j["transa"] = a.transa;
-    j["transb"] = a.transb;
-    j["times_s"] = times;
-    j["median_s"] = med;
-    j["flops"] = flops;
-    j["gflops"] = gflops;
-    j["occupancy"] = {{"a", occ_a}, {"b", occ_b}, {"c", occ_c}};
-    j["blocks_multiplied"] = mult;
-    j["blocks_skipped"] = skipped;
-    j["blocks_filtered"] = dropped;
-    j["product_blocks"] = prod_blocks;  // C before the final filter (sums over ranks)
-    j["product_values"] = prod_values;
-    j["c_blocks"] = c_blocks;  // C after the final filter
-    j["c_values"] = c_values;
-    j["partial_blocks_dropped"] = partial_dropped;
-    j["comm_only"] = a.comm_only;
-    j["poll_us"] = a.poll_us;
-    j["cannon_pieces"] = a.pieces;
-    j["retain"] = a.retain;
-    j["retain_pattern_occupancy"] = occ_pat;
-    j["c_pattern_last_call_mean_bytes"] = pattern_last;
-    j["ledger_one_call"] = ledger_json(stats);
-    nlohmann::json pj = nlohmann::json::array();
-    for (const auto& x : pred)
-      pj.push_back({{"layers", x.layers},
-                    {"a_bytes", x.a},
-                    {"b_bytes", x.b},
-                    {"c_bytes", x.c},
-                    {"c_pattern_bytes", x.pattern}});
-    j["eq7_prediction"] = pj;  // mean bytes per rank; empty unless rma25d with auto or --explain
-    j["product_bytes"] = opt.product_bytes_hint;
-    j["plan"] = plan.describe();
-    j["verify"] = {
-        {"done", a.verify}, {"relative_error", rel}, {"tolerance", tol}, {"text", verdict}};
+    nlohmann::json j = run_json(ctx, a, s, ops, plan);
+    add_results_json(j, a, ops, pred, t, n, v);
     write_json(ctx, a.json, j);
   }
-  return trace.finish((a.verify && verdict.rfind("PASSED", 0) != 0) ? 1 : 0);
+  return trace.finish((a.verify && v.text.rfind("PASSED", 0) != 0) ? 1 : 0);
+}
+
+/// --algorithm, --layers, --grid, --eps, --drop-partial-blocks, --cannon-pieces.
+void add_algorithm_options(CLI::App* s, SpgemmArgs& a) {
+  s->add_option("--algorithm", a.algorithm, "cannon (Algorithm 1) | rma25d (Algorithm 2)")
+      ->capture_default_str();
+  s->add_option(
+       "--layers", a.layers,
+       "rma25d layers L or auto (the valid L <= 4 with the smallest eq. 7 volume A+B+C, C from a "
+       "symbolic multiply first)")
+      ->capture_default_str();
+  s->add_option("--grid", a.grid, "Process grid PRxPC (default: the most square, PR <= PC)");
+  s->add_option("--eps", a.eps, "Filter threshold (on-the-fly and final; 0 = exact)")
+      ->capture_default_str();
+  s->add_flag(
+      "--drop-partial-blocks", a.drop_partial,
+      "rma25d, L > 1, --eps > 0: do not send partial C blocks whose norm bound is below "
+      "eps / (L |alpha|) (fewer C bytes; the answer then depends on L, by < eps per block)");
+  s->add_option("--cannon-pieces", a.pieces,
+                "Cannon: move and multiply each image in this many pieces (1 .. 64; a rank "
+                "holds its images plus one piece in flight; 1 = whole images; 0 = auto: pieces "
+                "of at most ~16 MB)")
+      ->capture_default_str();
 }
 
 }  // namespace
@@ -388,25 +543,7 @@ std::function<int()> add_spgemm(CLI::App& app) {
        "Generated A and B: water:N (H S of N water molecules, sparse/generate.hpp), water-ss:N (S S), "
        "or band:N (N molecules of blocks 4,1,1 on a ring, neighbours within 6)")
       ->capture_default_str();
-  s->add_option("--algorithm", a->algorithm, "cannon (Algorithm 1) | rma25d (Algorithm 2)")
-      ->capture_default_str();
-  s->add_option(
-       "--layers", a->layers,
-       "rma25d layers L or auto (the valid L <= 4 with the smallest eq. 7 volume A+B+C, C from a "
-       "symbolic multiply first)")
-      ->capture_default_str();
-  s->add_option("--grid", a->grid, "Process grid PRxPC (default: the most square, PR <= PC)");
-  s->add_option("--eps", a->eps, "Filter threshold (on-the-fly and final; 0 = exact)")
-      ->capture_default_str();
-  s->add_flag(
-      "--drop-partial-blocks", a->drop_partial,
-      "rma25d, L > 1, --eps > 0: do not send partial C blocks whose norm bound is below "
-      "eps / (L |alpha|) (fewer C bytes; the answer then depends on L, by < eps per block)");
-  s->add_option("--cannon-pieces", a->pieces,
-                "Cannon: move and multiply each image in this many pieces (1 .. 64; a rank "
-                "holds its images plus one piece in flight; 1 = whole images; 0 = auto: pieces "
-                "of at most ~16 MB)")
-      ->capture_default_str();
+  add_algorithm_options(s, *a);
   s->add_option("--transa", a->transa, "op(A): N or T")->capture_default_str();
   s->add_option("--transb", a->transb, "op(B): N or T")->capture_default_str();
   s->add_option("--repeat", a->repeat,

@@ -16,6 +16,22 @@ void alg4(const Exec& e, const double* d, double* d2, double* d3) {
   Storage<double> a(e.mode, static_cast<std::size_t>(ri * rj)), bt(e.mode, 0),
       c(e.mode, static_cast<std::size_t>(ri * rk));
   Storage<double> d2blk(e.mode, 0), d3blk(e.mode, 0), b2(e.mode, 0);
+  // 4 and 7: C reduced over j onto P(i, root, k) of the column (`at_root`), into `out`.
+  auto reduce_c = [&](Storage<double>& out, bool at_root, int root) {
+    if (at_root) out.resize(static_cast<std::size_t>(ri * rk));
+    if (p > 1)
+      comm::reduce_sum(col, c.data(), at_root ? out.data() : nullptr, ri * rk, root, e.coll);
+    else
+      out = c;
+  };
+  // 8: P(i,i,k) returns D^2_ik to P(i,k,0) (a copy when that is itself).
+  auto return_d2 = [&](comm::RequestSet& rs) {
+    if (i != j) return;
+    if (i == k && k == 0)
+      std::copy(d2blk.begin(), d2blk.end(), d2);
+    else
+      glob.isend(d2blk.data(), ri * rk, i * p + k, comm::tag::kSscD2, rs);
+  };
 
   // 1: P(i,j,0) broadcasts D_ij as A_ij along grd.
   if (k == 0 && e.mode == ComputeMode::Run) std::copy(d, d + ri * rj, a.data());
@@ -31,19 +47,10 @@ void alg4(const Exec& e, const double* d, double* d2, double* d3) {
   // 3: C_ik = A_ij B_jk.
   local_multiply(e, 'T', ri, rk, rj, a.data(), ri, btp, rk, 0.0, c.data(), ri);
   // 4: reduce C over j to D^2_ik on P(i,i,k).
-  if (i == j) d2blk.resize(static_cast<std::size_t>(ri * rk));
-  if (p > 1)
-    comm::reduce_sum(col, c.data(), i == j ? d2blk.data() : nullptr, ri * rk, i, e.coll);
-  else
-    d2blk = c;
+  reduce_c(d2blk, i == j, i);
   if (!e.cube) {  // square only: 8 alone
     comm::RequestSet rs;
-    if (i == j) {
-      if (i == k && k == 0)
-        std::copy(d2blk.begin(), d2blk.end(), d2);
-      else
-        glob.isend(d2blk.data(), ri * rk, i * p + k, comm::tag::kSscD2, rs);
-    }
+    return_d2(rs);
     if (k == 0 && !(i == j && j == 0))
       glob.irecv(d2, ri * rj, i * p + i + j * p * p, comm::tag::kSscD2, rs);
     rs.wait_all();
@@ -59,19 +66,10 @@ void alg4(const Exec& e, const double* d, double* d2, double* d3) {
   // 6: C_ik = A_ij D^2_jk.
   local_multiply(e, 'N', ri, rk, rj, a.data(), ri, b2p, rj, 0.0, c.data(), ri);
   // 7: reduce over j to D^3_ik on P(i,k,k).
-  if (j == k) d3blk.resize(static_cast<std::size_t>(ri * rk));
-  if (p > 1)
-    comm::reduce_sum(col, c.data(), j == k ? d3blk.data() : nullptr, ri * rk, k, e.coll);
-  else
-    d3blk = c;
+  reduce_c(d3blk, j == k, k);
   // 8, 9: D^2_ik from P(i,i,k) and D^3_ik from P(i,k,k) to P(i,k,0).
   comm::RequestSet rs;
-  if (i == j) {
-    if (i == k && k == 0)
-      std::copy(d2blk.begin(), d2blk.end(), d2);
-    else
-      glob.isend(d2blk.data(), ri * rk, i * p + k, comm::tag::kSscD2, rs);
-  }
+  return_d2(rs);
   if (j == k) {
     if (k == 0)
       std::copy(d3blk.begin(), d3blk.end(), d3);

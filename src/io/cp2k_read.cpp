@@ -102,32 +102,14 @@ class LineConsumer {
   Entry prev_;
 };
 
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 /// Plain text: this rank's byte range; line numbers local until the allgather.
 void read_plain(const Context& ctx, const std::string& path, std::int64_t size, int fd,
                 LineConsumer& lc) {
   const int p = ctx.size(), r = ctx.rank();
-  const std::int64_t begin = size * r / p, end = size * (r + 1) / p;
-  std::int64_t base = 0;
   std::size_t first = 0;
-  std::string text;
-  ctx.agree([&] { text = read_line_range(fd, path, size, begin, end, base, first); });
-  std::int64_t nlines = 0;
-  const char* s = text.data();
-  const char* e = s + text.size();
-  for (const char* b = s + first; b < e;) {
-    const char* nl =
-        static_cast<const char*>(std::memchr(b, '\n', static_cast<std::size_t>(e - b)));
-    const char* le = nl ? nl : e;
-    lc.line(++nlines, b, le);
-    b = nl ? nl + 1 : e;
-  }
+  const std::string text = read_my_lines(ctx, fd, path, size, 0, first);
+  const std::int64_t nlines = for_each_line(
+      text, first, [&](std::int64_t line, const char* b, const char* e) { lc.line(line, b, e); });
   // Global line numbers and the order across range boundaries.
   std::int64_t mine[6] = {nlines,       lc.have_last() ? 1 : 0, lc.first.row,
                           lc.first.col, lc.last().row,          lc.last().col};
@@ -236,9 +218,7 @@ void read_gzip(const Context& ctx, const std::string& path, LineConsumer& lc) {
 
 BlockSparseMatrix<double> read_cp2k_csr(const Context& ctx, const std::string& path,
                                         const Distribution& dist, const ReadOptions& opt) {
-  check_read_args(ctx, path, dist, opt);
-  std::vector<std::int64_t> keys;
-  if (opt.pattern) keys = pattern_keys(ctx, *opt.pattern);
+  const std::vector<std::int64_t> keys = check_read_args(ctx, path, dist, opt);
   // Open and classify (gzip magic 1f 8b) on every rank.
   Fd fd;
   std::int64_t size = 0;
@@ -274,13 +254,6 @@ BlockSparseMatrix<double> read_cp2k_csr(const Context& ctx, const std::string& p
   lc.flush();
   m.finalize();
   return m;
-}
-
-BlockSparseMatrix<double> read_cp2k_csr(const Context& ctx, const std::string& path,
-                                        const BlockSizes& rows, const BlockSizes& cols,
-                                        const ReadOptions& opt) {
-  const auto [pr, pc] = Distribution::default_grid(ctx.size());
-  return read_cp2k_csr(ctx, path, Distribution::random(rows, cols, pr, pc), opt);
 }
 
 }  // namespace tessel::io

@@ -91,11 +91,9 @@ struct Item {
 
 BlockSparseMatrix<double> read_matrix_market(const Context& ctx, const std::string& path,
                                              const Distribution& dist, const ReadOptions& opt) {
-  check_read_args(ctx, path, dist, opt);
-  std::vector<std::int64_t> keys;
-  if (opt.pattern) keys = pattern_keys(ctx, *opt.pattern);
+  const std::vector<std::int64_t> keys = check_read_args(ctx, path, dist, opt);
   MmHeader h;
-  int fd = -1;
+  Fd fd;
   std::int64_t size = 0;
   ctx.agree([&] {
     h = read_header(path);
@@ -105,27 +103,17 @@ BlockSparseMatrix<double> read_matrix_market(const Context& ctx, const std::stri
                  dist.col_blocks().extent(), ": expected block sizes that sum to the dimension");
     TESSEL_CHECK(!h.symmetric || h.rows == h.cols, InputError, path, ": a symmetric file of ",
                  h.rows, " x ", h.cols, ", expected a square matrix");
-    fd = ::open(path.c_str(), O_RDONLY);
-    TESSEL_CHECK(fd >= 0, InputError, "cannot read ", path, ": ", std::strerror(errno));
+    fd.fd = ::open(path.c_str(), O_RDONLY);
+    TESSEL_CHECK(fd.fd >= 0, InputError, "cannot read ", path, ": ", std::strerror(errno));
     struct stat st;
-    TESSEL_CHECK(::fstat(fd, &st) == 0, InputError, "cannot read ", path);
+    TESSEL_CHECK(::fstat(fd.fd, &st) == 0, InputError, "cannot read ", path);
     size = static_cast<std::int64_t>(st.st_size);
   });
-  struct Closer {
-    int fd;
-    ~Closer() {
-      if (fd >= 0) ::close(fd);
-    }
-  } closer{fd};
 
   // This rank's lines.
   const int p = ctx.size(), r = ctx.rank();
-  const std::int64_t span = std::max<std::int64_t>(0, size - h.data_begin);
-  const std::int64_t begin = h.data_begin + span * r / p, end = h.data_begin + span * (r + 1) / p;
-  std::int64_t base = 0;
   std::size_t first = 0;
-  std::string text;
-  ctx.agree([&] { text = read_line_range(fd, path, size, begin, end, base, first); });
+  const std::string text = read_my_lines(ctx, fd.fd, path, size, h.data_begin, first);
   const BlockSizes& rb = dist.row_blocks();
   const BlockSizes& cb = dist.col_blocks();
   const std::int64_t nbc = cb.count();
@@ -134,48 +122,34 @@ BlockSparseMatrix<double> read_matrix_market(const Context& ctx, const std::stri
   };
   std::vector<Item> items;
   FirstError err;
-  std::int64_t nlines = 0, count = 0;
-  const char* s = text.data();
-  const char* e = s + text.size();
-  for (const char* b = s + first; b < e;) {
-    const char* nl =
-        static_cast<const char*>(std::memchr(b, '\n', static_cast<std::size_t>(e - b)));
-    const char* le = nl ? nl : e;
-    const std::int64_t line = ++nlines;
-    const char* line_begin = b;
-    b = nl ? nl + 1 : e;
-    if (err.any() || blank(line_begin, le) || *line_begin == '%') continue;
-    Entry x;
-    std::string why;
-    if (!parse_entry(line_begin, le, x, why)) {
-      err.set(line, why);
-      continue;
-    }
-    if (x.row < 1 || x.row > h.rows) {
-      err.set(line, concat("row ", x.row, " is out of range: expected 1 <= row <= ", h.rows));
-      continue;
-    }
-    if (x.col < 1 || x.col > h.cols) {
-      err.set(line, concat("column ", x.col, " is out of range: expected 1 <= column <= ", h.cols));
-      continue;
-    }
-    if (h.symmetric && x.row < x.col) {
-      err.set(line, concat("entry (", x.row, ", ", x.col,
-                           ") is above the diagonal: a symmetric "
-                           "file gives the lower triangle only (row >= column)"));
-      continue;
-    }
-    ++count;
-    const std::int64_t i = x.row - 1, j = x.col - 1;
-    if (opt.pattern && (!in_pattern(i, j) || (h.symmetric && !in_pattern(j, i)))) {
-      if (x.value == 0) continue;
-      err.set(line, concat("nonzero ", x.value, " at (", x.row, ", ", x.col, ") lies in a block ",
-                           "the pattern does not store: expected zero there"));
-      continue;
-    }
-    items.push_back({i, j, line, x.value});
-    if (h.symmetric && i != j) items.push_back({j, i, line, x.value});
-  }
+  std::int64_t count = 0;
+  std::int64_t nlines =
+      for_each_line(text, first, [&](std::int64_t line, const char* b, const char* le) {
+        if (err.any() || blank(b, le) || *b == '%') return;
+        Entry x;
+        std::string why;
+        if (!parse_entry(b, le, x, why)) return err.set(line, why);
+        if (x.row < 1 || x.row > h.rows)
+          return err.set(line,
+                         concat("row ", x.row, " is out of range: expected 1 <= row <= ", h.rows));
+        if (x.col < 1 || x.col > h.cols)
+          return err.set(
+              line, concat("column ", x.col, " is out of range: expected 1 <= column <= ", h.cols));
+        if (h.symmetric && x.row < x.col)
+          return err.set(line, concat("entry (", x.row, ", ", x.col,
+                                      ") is above the diagonal: a symmetric "
+                                      "file gives the lower triangle only (row >= column)"));
+        ++count;
+        const std::int64_t i = x.row - 1, j = x.col - 1;
+        if (opt.pattern && (!in_pattern(i, j) || (h.symmetric && !in_pattern(j, i)))) {
+          if (x.value == 0) return;
+          return err.set(line, concat("nonzero ", x.value, " at (", x.row, ", ", x.col,
+                                      ") lies in a block the pattern does not store: expected zero "
+                                      "there"));
+        }
+        items.push_back({i, j, line, x.value});
+        if (h.symmetric && i != j) items.push_back({j, i, line, x.value});
+      });
   // Global line numbers: header lines + the lines of the ranks before.
   std::vector<std::int64_t> all(static_cast<std::size_t>(p));
   ctx.comm().allgather(&nlines, 1, all.data());
@@ -234,13 +208,6 @@ BlockSparseMatrix<double> read_matrix_market(const Context& ctx, const std::stri
   sa.flush();
   m.finalize();
   return m;
-}
-
-BlockSparseMatrix<double> read_matrix_market(const Context& ctx, const std::string& path,
-                                             const BlockSizes& rows, const BlockSizes& cols,
-                                             const ReadOptions& opt) {
-  const auto [pr, pc] = Distribution::default_grid(ctx.size());
-  return read_matrix_market(ctx, path, Distribution::random(rows, cols, pr, pc), opt);
 }
 
 }  // namespace tessel::io

@@ -12,7 +12,7 @@ namespace tessel::io {
 BlockSparseMatrix<double> read_npy_blocks(const Context& ctx, const std::string& path,
                                           const Distribution& dist, double eps,
                                           const std::string& name) {
-  sparse_text::check_read_args(ctx, path, dist, ReadOptions{});
+  (void)sparse_text::check_read_args(ctx, path, dist, ReadOptions{});
   auto x = read_npy<double>(ctx, path, [&](std::int64_t rows, std::int64_t cols) {
     TESSEL_CHECK(rows == dist.row_blocks().extent() && cols == dist.col_blocks().extent(),
                  InputError, path, " is ", rows, " x ", cols, " but the block sizes sum to ",

@@ -102,8 +102,8 @@ std::string base_name(const std::string& path) {
   return s == std::string::npos ? path : path.substr(s + 1);
 }
 
-void check_read_args(const Context& ctx, const std::string& path, const Distribution& dist,
-                     const ReadOptions& opt) {
+std::vector<std::int64_t> check_read_args(const Context& ctx, const std::string& path,
+                                          const Distribution& dist, const ReadOptions& opt) {
   ctx.agree([&] {
     TESSEL_CHECK(dist.nranks() == ctx.size(), GridError, "reading ", path,
                  ": the distribution is for ", dist.nranks(), " ranks, the context has ",
@@ -118,6 +118,7 @@ void check_read_args(const Context& ctx, const std::string& path, const Distribu
                    opt.pattern->name(), " has blocks put since its last finalize()");
     }
   });
+  return opt.pattern ? pattern_keys(ctx, *opt.pattern) : std::vector<std::int64_t>{};
 }
 
 SortedAssembler::SortedAssembler(BlockSparseMatrix<double>& m)
@@ -139,6 +140,21 @@ void SortedAssembler::add(std::int64_t i, std::int64_t j, double v) {
 void SortedAssembler::flush() {
   for (auto& [bj, blk] : blocks_) m_.put_block(brow_, bj, blk.data(), /*accumulate=*/true);
   blocks_.clear();
+}
+
+Fd::~Fd() {
+  if (fd >= 0) ::close(fd);
+}
+
+std::string read_my_lines(const Context& ctx, int fd, const std::string& path,
+                          std::int64_t file_size, std::int64_t data_begin, std::size_t& first) {
+  const int p = ctx.size(), r = ctx.rank();
+  const std::int64_t span = std::max<std::int64_t>(0, file_size - data_begin);
+  const std::int64_t begin = data_begin + span * r / p, end = data_begin + span * (r + 1) / p;
+  std::int64_t base = 0;
+  std::string text;
+  ctx.agree([&] { text = read_line_range(fd, path, file_size, begin, end, base, first); });
+  return text;
 }
 
 std::string read_line_range(int fd, const std::string& path, std::int64_t file_size,
@@ -210,3 +226,27 @@ void commit_file(const Context& ctx, const std::string& tmp, const std::string& 
 }
 
 }  // namespace tessel::io::sparse_text
+
+namespace tessel::io {
+namespace {
+/// Distribution::random(rows, cols) on the default grid of ctx.size() ranks.
+Distribution default_distribution(const Context& ctx, const BlockSizes& rows,
+                                  const BlockSizes& cols) {
+  const auto [pr, pc] = Distribution::default_grid(ctx.size());
+  return Distribution::random(rows, cols, pr, pc);
+}
+}  // namespace
+
+// The readers' overloads on block sizes (io/sparse.hpp): the readers on default_distribution.
+BlockSparseMatrix<double> read_cp2k_csr(const Context& ctx, const std::string& path,
+                                        const BlockSizes& rows, const BlockSizes& cols,
+                                        const ReadOptions& opt) {
+  return read_cp2k_csr(ctx, path, default_distribution(ctx, rows, cols), opt);
+}
+BlockSparseMatrix<double> read_matrix_market(const Context& ctx, const std::string& path,
+                                             const BlockSizes& rows, const BlockSizes& cols,
+                                             const ReadOptions& opt) {
+  return read_matrix_market(ctx, path, default_distribution(ctx, rows, cols), opt);
+}
+
+}  // namespace tessel::io

@@ -3,6 +3,7 @@
 // the first-error agreement, the pattern key set, the sorted-entry block assembler, byte
 // ranges of text files and the temporary-file protocol of the writers.
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <string>
@@ -63,9 +64,10 @@ std::vector<std::int64_t> pattern_keys(const Context& ctx,
                                        const BlockSparseMatrix<double>& pattern);
 
 /// Collective. Checks the arguments every reader shares (distribution for ctx.size() ranks,
-/// the pattern's block sizes equal to dist's and finalized).
-void check_read_args(const Context& ctx, const std::string& path, const Distribution& dist,
-                     const ReadOptions& opt);
+/// the pattern's block sizes equal to dist's and finalized); returns the pattern's keys
+/// (pattern_keys; none without opt.pattern).
+std::vector<std::int64_t> check_read_args(const Context& ctx, const std::string& path,
+                                          const Distribution& dist, const ReadOptions& opt);
 /// The file name part of a path ("S.csr" of "/x/S.csr").
 std::string base_name(const std::string& path);
 
@@ -94,6 +96,36 @@ class SortedAssembler {
 std::string read_line_range(int fd, const std::string& path, std::int64_t file_size,
                             std::int64_t begin, std::int64_t end, std::int64_t& base,
                             std::size_t& first);
+/// Not collective. Calls f(n, b, e) for each line of `text` from offset `first` on: n = 1, 2,
+/// ..., [b, e) the line without its '\n' (the last may have none). Returns the lines' count.
+template <class F>
+std::int64_t for_each_line(const std::string& text, std::size_t first, F&& f) {
+  std::int64_t n = 0;
+  const char* e = text.data() + text.size();
+  for (const char* b = text.data() + first; b < e;) {
+    const char* nl =
+        static_cast<const char*>(std::memchr(b, '\n', static_cast<std::size_t>(e - b)));
+    const char* le = nl ? nl : e;
+    f(++n, b, le);
+    b = nl ? nl + 1 : e;
+  }
+  return n;
+}
+/// Collective (via Context::agree). This rank's lines of the text [data_begin, file_size) of
+/// `fd`: read_line_range of the rank's share [data_begin + S r / P, data_begin + S (r+1) / P),
+/// S = file_size - data_begin; a read error on any rank is thrown on every rank.
+std::string read_my_lines(const Context& ctx, int fd, const std::string& path,
+                          std::int64_t file_size, std::int64_t data_begin, std::size_t& first);
+
+/// Owns an open file descriptor (-1: none): closes it when it goes.
+struct Fd {
+  int fd = -1;
+  Fd() = default;
+  explicit Fd(int f) : fd(f) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd();
+};
 
 /// Collective. After every rank wrote its part of `tmp` (ok or the error it met in `failed`),
 /// renames tmp to path on rank 0 when all succeeded; otherwise removes tmp and throws

@@ -1,6 +1,6 @@
 // The text form of PurifyState in a checkpoint record (the io layer's container, io/checkpoint):
 // doubles as C99 hex floats (printf "%a", read back by strtod bit for bit), lists as
-// "count v1 v2 ...".
+// "count v1 v2 ...". One list of the fields (for_each_field) serves both directions.
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -16,90 +16,90 @@ namespace {
 
 using detail::concat;
 
-std::string fmt_double(double v) {
+/// Every field of the state with its key, in the record's order.
+template <class State, class F>
+void for_each_field(State& st, F&& f) {
+  f("iteration", st.iteration);
+  f("hmin", st.hmin);
+  f("hmax", st.hmax);
+  f("trace_f", st.trace_f);
+  f("start_a", st.start_a);
+  f("start_b", st.start_b);
+  f("coefficients", st.coefficients);
+  f("history", st.history);
+  f("best_err", st.best_err);
+  f("best_trace", st.best_trace);
+  f("best_energy", st.best_energy);
+  f("best_iteration", st.best_iteration);
+  f("behind", st.behind);
+  f("has_best", st.has_best);
+}
+
+// ---- to text
+
+std::string text(double v) {
   char b[64];
   std::snprintf(b, sizeof b, "%a", v);
   return b;
 }
-
-std::string fmt_list(const std::vector<double>& v) {
+std::string text(int v) { return std::to_string(v); }
+std::string text(bool v) { return v ? "1" : "0"; }
+std::string text(const std::vector<double>& v) {
   std::string s = std::to_string(v.size());
-  for (double x : v) s += " " + fmt_double(x);
+  for (double x : v) s += " " + text(x);
   return s;
+}
+
+// ---- from text: false when `v` does not parse
+
+bool parse(const std::string& v, double& out) {
+  char* e = nullptr;
+  out = std::strtod(v.c_str(), &e);
+  return !v.empty() && !*e;
+}
+bool parse(const std::string& v, int& out) {
+  char* e = nullptr;
+  const long x = std::strtol(v.c_str(), &e, 10);
+  if (v.empty() || *e || x < std::numeric_limits<int>::min() || x > std::numeric_limits<int>::max())
+    return false;
+  out = static_cast<int>(x);
+  return true;
+}
+bool parse(const std::string& v, bool& out) {
+  int x = 0;
+  if (!parse(v, x)) return false;
+  out = x != 0;
+  return true;
+}
+bool parse(const std::string& v, std::vector<double>& out) {
+  std::istringstream in(v);
+  long long count = -1;
+  if (!(in >> count) || count < 0 || count > (1 << 24)) return false;
+  out.clear();
+  std::string tok;
+  for (long long q = 0; q < count; ++q) {
+    char* e = nullptr;
+    if (!(in >> tok)) return false;
+    out.push_back(std::strtod(tok.c_str(), &e));
+    if (*e) return false;
+  }
+  return !(in >> tok);
 }
 
 }  // namespace
 
 void put_purify_state(io::CheckpointRecord& r, const PurifyState& st) {
-  auto& s = r.state;
-  s.emplace_back("iteration", std::to_string(st.iteration));
-  s.emplace_back("hmin", fmt_double(st.hmin));
-  s.emplace_back("hmax", fmt_double(st.hmax));
-  s.emplace_back("trace_f", fmt_double(st.trace_f));
-  s.emplace_back("start_a", fmt_double(st.start_a));
-  s.emplace_back("start_b", fmt_double(st.start_b));
-  s.emplace_back("coefficients", fmt_list(st.coefficients));
-  s.emplace_back("history", fmt_list(st.history));
-  s.emplace_back("best_err", fmt_double(st.best_err));
-  s.emplace_back("best_trace", fmt_double(st.best_trace));
-  s.emplace_back("best_energy", fmt_double(st.best_energy));
-  s.emplace_back("best_iteration", std::to_string(st.best_iteration));
-  s.emplace_back("behind", std::to_string(st.behind));
-  s.emplace_back("has_best", st.has_best ? "1" : "0");
+  for_each_field(st, [&](const char* key, const auto& v) { r.state.emplace_back(key, text(v)); });
 }
 
 PurifyState get_purify_state(const io::CheckpointRecord& r, const std::string& path) {
-  auto bad = [&](const std::string& key, const std::string& v) {
-    return InputError(
-        concat("checkpoint ", path, " is malformed: state.", key, " '", v, "' does not parse"));
-  };
-  auto num = [&](const std::string& key) {
-    const std::string& v = r.state_value(key, path);
-    char* e = nullptr;
-    const double x = std::strtod(v.c_str(), &e);
-    if (v.empty() || *e) throw bad(key, v);
-    return x;
-  };
-  auto integer = [&](const std::string& key) {
-    const std::string& v = r.state_value(key, path);
-    char* e = nullptr;
-    const long x = std::strtol(v.c_str(), &e, 10);
-    if (v.empty() || *e || x < std::numeric_limits<int>::min() ||
-        x > std::numeric_limits<int>::max())
-      throw bad(key, v);
-    return static_cast<int>(x);
-  };
-  auto list = [&](const std::string& key) {
-    const std::string& v = r.state_value(key, path);
-    std::istringstream in(v);
-    long long count = -1;
-    std::vector<double> out;
-    if (!(in >> count) || count < 0 || count > (1 << 24)) throw bad(key, v);
-    std::string tok;
-    for (long long q = 0; q < count; ++q) {
-      char* e = nullptr;
-      if (!(in >> tok)) throw bad(key, v);
-      out.push_back(std::strtod(tok.c_str(), &e));
-      if (*e) throw bad(key, v);
-    }
-    if (in >> tok) throw bad(key, v);
-    return out;
-  };
   PurifyState st;
-  st.iteration = integer("iteration");
-  st.hmin = num("hmin");
-  st.hmax = num("hmax");
-  st.trace_f = num("trace_f");
-  st.start_a = num("start_a");
-  st.start_b = num("start_b");
-  st.coefficients = list("coefficients");
-  st.history = list("history");
-  st.best_err = num("best_err");
-  st.best_trace = num("best_trace");
-  st.best_energy = num("best_energy");
-  st.best_iteration = integer("best_iteration");
-  st.behind = integer("behind");
-  st.has_best = integer("has_best") != 0;
+  for_each_field(st, [&](const char* key, auto& out) {
+    const std::string& v = r.state_value(key, path);
+    if (!parse(v, out))
+      throw InputError(
+          concat("checkpoint ", path, " is malformed: state.", key, " '", v, "' does not parse"));
+  });
   return st;
 }
 

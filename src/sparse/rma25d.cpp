@@ -176,319 +176,458 @@ void fetch(comm::Window<std::int64_t>& wm, comm::Window<double>& wd, const Direc
   }
   f.view = {f.buf.meta.data(), s.nblocks, f.buf.data.data(), s.ndata};
 }
+
+/// A C pattern header with this bit set says the pattern follows; clear: it equals the one the
+/// cache sent last (bit 62 of the first word).
+constexpr std::int64_t kFollows = std::int64_t{1} << 62;
+
+/// One rma25d multiply on this rank: the state its steps share, the steps as methods (in the
+/// order run_rma25d calls them). Buffers that requests read or write are declared before the
+/// RequestSets: when an exception unwinds the run, the requests are abandoned
+/// (comm::RequestSet) before those buffers are freed.
+class Rma25d {
+ public:
+  Rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& ops, const ExecOptions& opt,
+         SpMultiplyCache::State& st)
+      : ctx_(ctx),
+        ledger_(ctx.ledger()),
+        plan_(plan),
+        ops_(ops),
+        opt_(opt),
+        st_(st),
+        me_(ctx.rank()),
+        i_(me_ / plan.pc),
+        j_(me_ % plan.pc),
+        ii_(i_ % plan.side_r),
+        jj_(j_ % plan.side_c),
+        a_(plan.a_per_col()),
+        b_(plan.b_per_row()),
+        L_(plan.layers),
+        masked_(opt.retain_c && plan.layers > 1) {}
+
+  void set_up();
+  void expose_home_images();
+  void prepare_panels();
+  void start_ticks();
+  void tick(int s);
+  ExecResult finish();
+
+ private:
+  void post_reads(int s);
+  const CAccumulator* allowed(std::size_t p) const {
+    return p == own_ ? opt_.allowed : foreign_allowed_[p] ? &*foreign_allowed_[p] : nullptr;
+  }
+  bool same_key() const;
+  int window_flags(const std::int64_t need[4], bool same) const;
+  void split_sub_comms();
+  void create_windows(const std::int64_t need[4]);
+  void exchange_patterns();
+  void send_my_pattern(comm::RequestSet& rs_pat);
+  void receive_patterns(comm::RequestSet& rs_pat);
+  void use_patterns();
+  void send_partial(std::size_t p);
+  void account();
+  void note(const std::string& what) {
+    if (bad_.empty()) bad_ = what;  // "" notes nothing
+  }
+
+  Context& ctx_;
+  CommLedger& ledger_;
+  const SpgemmPlan& plan_;
+  const SpOperands& ops_;
+  const ExecOptions& opt_;
+  SpMultiplyCache::State& st_;
+  ExecResult res_;
+  const int me_, i_, j_, ii_, jj_, a_, b_, L_;
+  const bool masked_;  // retain_sparsity with L > 1: the C patterns go to the other layers
+  std::vector<ImageSize> mine_a_, mine_b_;
+  Directory dir_a_, dir_b_;
+  std::optional<comm::LockAllEpoch> epochs_[4];
+  int me_a_ = 0, me_b_ = 0;
+  std::vector<std::pair<int, int>> panels_;  // the C panels my layer computes
+  std::size_t own_ = 0;                      // the one of them I own
+  std::vector<CAccumulator> acc_;
+  std::vector<Fetch> fa_[2], fb_[2];  // the images of ticks s (buffer s % 2) and s + 1
+  std::vector<CWire> outgoing_;
+  MemoryCharge fetched_;
+  comm::RequestSet rs_ab_[2];
+  // The other layers of my fibre: they compute partials of my panel, I of theirs.
+  std::vector<int> srcs_;
+  std::vector<std::int64_t> heads_, out_heads_;
+  CLimits limits_;
+  // L > 1: the first malformed thing received (empty: none), thrown on every rank at the end.
+  std::string bad_;
+  std::optional<comm::ExchangeGuard> guard_;
+  std::vector<std::optional<CAccumulator>> foreign_allowed_;
+  std::vector<std::size_t> pattern_of_panel_;  // index into pat_in_
+  CWire my_pattern_;
+  std::vector<std::int64_t> pat_head_out_ = std::vector<std::int64_t>(2), pat_heads_;
+  std::vector<CWire> pat_in_;
+  comm::RequestSet rs_head_, rs_send_, rs_pat_send_;
+};
+
+// ---- set-up: sizes, the grow decision (nonblocking, overlapped), directories ----
+
+/// Pure. Whether the cache holds this context's sub-communicators and windows for this grid and L.
+bool Rma25d::same_key() const {
+  return st_.key_comm == ctx_.comm().raw() && st_.key_ledger == &ctx_.ledger() &&
+         st_.pr == plan_.pr && st_.pc == plan_.pc && st_.layers == L_ && !st_.a_meta.is_null();
+}
+
+/// Recreate the windows when one rank's panels outgrow them, or when every rank's panels fit
+/// in a quarter of them (a solver's matrices shrink as well as grow: the cache must not keep
+/// the largest panels ever seen). Bit 0: my panels outgrow the windows; bit 1: my last multiply
+/// on this cache threw midway; bit 2: my windows must not shrink.
+/// Not collective (the caller ORs the flags over the ranks).
+int Rma25d::window_flags(const std::int64_t need[4], bool same) const {
+  const std::int64_t have[4] = {st_.a_meta.size(), st_.a_data.size(), st_.b_meta.size(),
+                                st_.b_data.size()};
+  int grow = !same, keep = have[1] + have[3] < kShrinkMinValues;
+  for (int x = 0; x < 4; ++x) {
+    grow |= need[x] > have[x];
+    keep |= need[x] > have[x] / kShrinkBelow;
+  }
+  return grow | (st_.in_flight ? 2 : 0) | (keep ? 4 : 0);
+}
+
+/// Collective. New sub-communicators (they depend only on the grid and L: every rank agrees on
+/// same_key); the old windows and the pattern caches go first.
+void Rma25d::split_sub_comms() {
+  st_.pattern_sent_valid = false;
+  st_.pattern_sent = {};
+  st_.pattern_from.clear();
+  st_.a_meta = {};  // windows over the old sub-communicators go first
+  st_.a_data = {};
+  st_.b_meta = {};
+  st_.b_data = {};
+  st_.acomm = ctx_.comm().split(ii_, me_);  // member x*PC + n is P(x*side_r + ii, n)
+  st_.bcomm = ctx_.comm().split(jj_, me_);  // member m*LC + y is P(m, y*side_c + jj)
+}
+
+/// Collective over the sub-communicators. The four windows, `need` plus slack each.
+void Rma25d::create_windows(const std::int64_t need[4]) {
+  st_.a_meta = {};  // frees the old windows (collective), in creation order
+  st_.a_data = {};
+  st_.b_meta = {};
+  st_.b_data = {};
+  st_.creations += 1;
+  st_.key_comm = ctx_.comm().raw();
+  st_.key_ledger = &ctx_.ledger();
+  st_.pr = plan_.pr;
+  st_.pc = plan_.pc;
+  st_.layers = L_;
+  auto slack = [](std::int64_t n) { return n + n / kSlackDivisor + kSlackMin; };
+  st_.a_meta = comm::Window<std::int64_t>(st_.acomm, slack(need[0]));
+  st_.a_data = comm::Window<double>(st_.acomm, slack(need[1]));
+  st_.b_meta = comm::Window<std::int64_t>(st_.bcomm, slack(need[2]));
+  st_.b_data = comm::Window<double>(st_.bcomm, slack(need[3]));
+  st_.windows = ledger_.charge(MemKind::Windows, 8 * (st_.a_meta.size() + st_.a_data.size() +
+                                                      st_.b_meta.size() + st_.b_data.size()));
+  res_.windows_created = true;
+}
+
+/// Collective. The grow decision's allreduce overlaps the directories' allgathers.
+void Rma25d::set_up() {
+  mine_a_ = image_sizes(ops_.a->local(), *ops_.rows, *ops_.inner, ops_.kv, true, j_ * a_, a_);
+  mine_b_ = image_sizes(ops_.b->local(), *ops_.inner, *ops_.cols, ops_.kv, false, i_ * b_, b_);
+  const std::int64_t need[4] = {total_meta(mine_a_), total_data(mine_a_), total_meta(mine_b_),
+                                total_data(mine_b_)};
+  PhaseScope ph(ledger_, kPhaseSetup);
+  const bool same = same_key();
+  const int flags = window_flags(need, same);
+  int any = 0;
+  comm::RequestSet rs;
+  comm::iallreduce_raw(ctx_.comm(), &flags, &any, 1, MPI_INT, sizeof(int), MPI_BOR, rs);
+  if (!same) split_sub_comms();
+  dir_a_.build(st_.acomm, mine_a_);
+  dir_b_.build(st_.bcomm, mine_b_);
+  rs.wait_all();  // also: every rank has left its previous multiply (windows are free)
+  if (any & 2) {  // some rank's last multiply threw midway: its pattern cache may be stale
+    st_.pattern_sent_valid = false;
+    st_.pattern_from.clear();
+  }
+  st_.in_flight = true;
+  if ((any & 1) || !(any & 4)) create_windows(need);
+}
+
+/// Collective. Packs my home images into the windows and opens the read epochs.
+void Rma25d::expose_home_images() {
+  pack_images(ops_.a->local(), *ops_.rows, *ops_.inner, ops_.kv, true, j_ * a_, a_,
+              st_.a_meta.data(), st_.a_data.data());
+  pack_images(ops_.b->local(), *ops_.inner, *ops_.cols, ops_.kv, false, i_ * b_, b_,
+              st_.b_meta.data(), st_.b_data.data());
+  epochs_[0].emplace(st_.a_meta);
+  epochs_[1].emplace(st_.a_data);
+  epochs_[2].emplace(st_.b_meta);
+  epochs_[3].emplace(st_.b_data);
+  st_.a_meta.sync();
+  st_.a_data.sync();
+  st_.b_meta.sync();
+  st_.b_data.sync();
+  {
+    PhaseScope ph(ledger_, kPhaseSetup);
+    ctx_.comm().barrier();  // every window is packed before anyone reads
+  }
+  me_a_ = st_.acomm.rank();
+  me_b_ = st_.bcomm.rank();
+}
+
+// ---- ticks: my panels, the other layers of my fibre, the double-buffered reads ----
+
+/// Not collective (the guard registers the communicator). My layer's C panels and their
+/// accumulators, the other layers of my fibre (L > 1), the limits of the counts they send.
+void Rma25d::prepare_panels() {
+  panels_ = plan_.rma_panels(i_, j_);
+  for (std::size_t p = 0; p < panels_.size(); ++p) {
+    acc_.emplace_back(ops_.rows, ops_.cols);
+    acc_.back().charge_to(ledger_.charge(MemKind::Buffers));
+  }
+  outgoing_.resize(panels_.size());
+  fetched_ = ledger_.charge(MemKind::Buffers);
+  if (L_ > 1)
+    for (int x = 0; x < plan_.lr; ++x)
+      for (int y = 0; y < plan_.lc; ++y) {
+        const int src = plan_.rank_of(x * plan_.side_r + ii_, y * plan_.side_c + jj_);
+        if (src != me_) srcs_.push_back(src);
+      }
+  out_heads_.resize(2 * panels_.size());
+  for (std::size_t p = 0; p < panels_.size(); ++p)
+    if (panels_[p] == std::make_pair(i_, j_)) own_ = p;
+  // Counts received from another rank size buffers: check_count ends the exchange on one that
+  // cannot be right (the guard sends failure notices; the peers throw PeerFailure).
+  limits_ = {2 * static_cast<std::int64_t>(ops_.rows->count()) * ops_.cols->count(),
+             static_cast<std::int64_t>(ops_.rows->offset(ops_.rows->count())) *
+                 ops_.cols->offset(ops_.cols->count())};
+  if (L_ > 1) guard_.emplace(ctx_.comm().raw());
+  foreign_allowed_.resize(panels_.size());
+  pattern_of_panel_.assign(panels_.size(), 0);
+}
+
+/// Not collective. Tick s's reads into buffer s % 2: the LR A images (x*side_r + ii, v) from
+/// P(., v / a) and the LC B images (v, y*side_c + jj) from P(v / b, .), v = rma_image(s).
+void Rma25d::post_reads(int s) {
+  const int buf = s % 2, v = plan_.rma_image(i_, j_, s);
+  fa_[buf].resize(static_cast<std::size_t>(plan_.lr));
+  fb_[buf].resize(static_cast<std::size_t>(plan_.lc));
+  {
+    PhaseScope ph(ledger_, kPhaseA);
+    for (int x = 0; x < plan_.lr; ++x)
+      fetch(st_.a_meta, st_.a_data, dir_a_, x * plan_.pc + plan_.a_home_col(v), v % a_, me_a_,
+            fa_[buf][static_cast<std::size_t>(x)], rs_ab_[buf]);
+  }
+  {
+    PhaseScope ph(ledger_, kPhaseB);
+    for (int y = 0; y < plan_.lc; ++y)
+      fetch(st_.b_meta, st_.b_data, dir_b_, plan_.b_home_row(v) * plan_.lc + y, v % b_, me_b_,
+            fb_[buf][static_cast<std::size_t>(y)], rs_ab_[buf]);
+  }
+}
+
+/// Point-to-point with the other layers of my fibre (no collective). retain_sparsity (L > 1)
+/// first: the C patterns, overlapping tick 0's reads. Then the heads of
+/// the C partials: the owner receives from the L - 1 other layers of its fibre first the sizes
+/// (posted now), then the values (posted once the sizes arrived).
+void Rma25d::start_ticks() {
+  if (masked_)
+    exchange_patterns();
+  else
+    post_reads(0);
+  if (L_ > 1) {
+    PhaseScope ph(ledger_, kPhaseC);
+    heads_.resize(2 * srcs_.size());
+    for (std::size_t q = 0; q < srcs_.size(); ++q)
+      ctx_.comm().irecv(&heads_[2 * q], 2, srcs_[q], kTagHead, rs_head_);
+  }
+}
+
+/// Not collective (one-sided reads, point-to-point sends). Tick s: its images arrived -> the
+/// next tick's reads posted -> the L panel products, the
+/// next reads (and the reads of others from my windows) moving meanwhile; in the last tick
+/// each foreign partial panel goes to its owner as soon as it is complete.
+void Rma25d::tick(int s) {
+  const int buf = s % 2;
+  rs_ab_[buf].wait_all();
+  for (auto& f : fa_[buf]) f.index(*ops_.rows, *ops_.inner);
+  for (auto& f : fb_[buf]) f.index(*ops_.inner, *ops_.cols);
+  if (s + 1 < plan_.ticks) post_reads(s + 1);
+  const bool last = s + 1 == plan_.ticks;
+  TickProgress progress(&rs_ab_[1 - buf], ctx_.comm().raw(), opt_.progress_poll, &ctx_.comm());
+  for (std::size_t p = 0; p < panels_.size(); ++p) {
+    auto x = p / static_cast<std::size_t>(plan_.lc), y = p % static_cast<std::size_t>(plan_.lc);
+    multiply_images(fa_[buf][x].view, fb_[buf][y].view, *ops_.rows, *ops_.inner, *ops_.cols,
+                    opt_.row_thr, allowed(p), acc_[p], res_.stats, opt_.comm_only,
+                    [&] { progress(); });
+    if (last && p != own_) send_partial(p);
+    acc_[p].recharge();
+  }
+  account();
+}
+
+/// Not collective. Sends the complete partial panel p to its owner (Isend): its sizes, then the
+/// C wire (masked: a bitmap over the owner's pattern), without the blocks below partial_drop.
+void Rma25d::send_partial(std::size_t p) {
+  PhaseScope ph(ledger_, kPhaseC);
+  auto& o = outgoing_[p];
+  o = masked_ ? acc_[p].pack_masked(pat_in_[pattern_of_panel_[p]], opt_.partial_drop,
+                                    &res_.partial_blocks_dropped)
+              : acc_[p].pack_wire(opt_.partial_drop, &res_.partial_blocks_dropped);
+  const int dest = plan_.rank_of(panels_[p].first, panels_[p].second);
+  out_heads_[2 * p] = static_cast<std::int64_t>(o.idx.size());
+  out_heads_[2 * p + 1] = static_cast<std::int64_t>(o.data.size());
+  ctx_.comm().isend(&out_heads_[2 * p], 2, dest, kTagHead, rs_send_);
+  ctx_.comm().isend(o.idx.data(), static_cast<std::int64_t>(o.idx.size()), dest, kTagIdx, rs_send_);
+  ctx_.comm().isend(o.data.data(), static_cast<std::int64_t>(o.data.size()), dest, kTagData,
+                    rs_send_);
+  acc_[p] = CAccumulator(ops_.rows, ops_.cols);  // packed: free its values now
+}
+
+/// Not collective. The bytes of the fetched images and the outgoing partials (MemKind::Buffers).
+void Rma25d::account() {
+  std::int64_t n = 0;
+  for (auto* v : {&fa_[0], &fa_[1], &fb_[0], &fb_[1]})
+    for (const auto& f : *v) n += f.buf.held_bytes() + capacity_bytes(f.off);
+  for (const auto& o : outgoing_) n += o.held_bytes();
+  fetched_.set(n);
+}
+
+/// Collective. L > 1: the partials of my panel received and added, my sends completed; the
+/// first malformed thing any rank received thrown on every rank. My panel is the product.
+ExecResult Rma25d::finish() {
+  if (L_ > 1) {
+    PhaseScope ph(ledger_, kPhaseC);
+    rs_head_.wait_all();
+    note(receive_partials(ctx_.comm(), srcs_, heads_, limits_, masked_ ? &my_pattern_ : nullptr,
+                          acc_[own_]));
+    rs_send_.wait_all();
+  }
+  if (!rs_pat_send_.empty()) {
+    PhaseScope ph(ledger_, kPhaseCPattern);
+    rs_pat_send_.wait_all();
+  }
+  guard_.reset();  // every message of the exchange completed
+  if (L_ > 1) {
+    PhaseScope ph(ledger_, kPhaseC);
+    ctx_.agree([&] { TESSEL_CHECK(bad_.empty(), Error, bad_); });
+  }
+  st_.in_flight = false;
+  res_.product.emplace(std::move(acc_[own_]));
+  return std::move(res_);
+}
+
+// ---- retain_sparsity, L > 1: the C patterns ----
+// Every owner sends its C pattern (C wire idx, no values: a 16-byte header and 8 bytes per
+// block) to the L - 1 other layers of its fibre first, as DBCSR does; each layer then creates
+// (and sends) only the partial blocks inside the owner's pattern, in the pattern's order with a
+// bitmap instead of block indices (pack_masked). A pattern equal to the one this cache sent
+// last is not sent again: the header says so (kFollows clear) and the layers use their copy.
+// The pattern messages have tags of their own; each pattern is received completely before any
+// partial is posted.
+
+/// Collective over my fibre. Tick 0's reads overlap the patterns' arrival.
+void Rma25d::exchange_patterns() {
+  comm::RequestSet rs_pat;
+  {
+    PhaseScope ph(ledger_, kPhaseCPattern);
+    send_my_pattern(rs_pat);
+    rs_pat.wait_all();
+    receive_patterns(rs_pat);
+  }
+  post_reads(0);
+  {
+    PhaseScope ph(ledger_, kPhaseCPattern);
+    rs_pat.wait_all();
+  }
+  use_patterns();
+}
+
+/// Not collective. Posts the other layers' pattern heads and sends mine (and my pattern, when
+/// it changed since the cache last sent it).
+void Rma25d::send_my_pattern(comm::RequestSet& rs_pat) {
+  my_pattern_ = pattern_wire(*opt_.retain_c);
+  const bool follows = !(st_.pattern_sent_valid && st_.pattern_sent.idx == my_pattern_.idx);
+  pat_head_out_[0] = static_cast<std::int64_t>(my_pattern_.idx.size()) | (follows ? kFollows : 0);
+  pat_heads_.resize(2 * srcs_.size());
+  for (std::size_t q = 0; q < srcs_.size(); ++q)
+    ctx_.comm().irecv(&pat_heads_[2 * q], 2, srcs_[q], kTagPatternHead, rs_pat);
+  for (int dest : srcs_) {
+    ctx_.comm().isend(pat_head_out_.data(), 2, dest, kTagPatternHead, rs_pat_send_);
+    if (follows)
+      ctx_.comm().isend(my_pattern_.idx.data(), static_cast<std::int64_t>(my_pattern_.idx.size()),
+                        dest, kTagPatternIdx, rs_pat_send_);
+  }
+  if (follows) {
+    st_.pattern_sent = my_pattern_;
+    st_.pattern_sent_valid = true;
+  }
+}
+
+/// Not collective. Checks the heads that arrived; posts the receive of each new pattern, takes
+/// an unchanged one from the cache (notes a cache that disagrees).
+void Rma25d::receive_patterns(comm::RequestSet& rs_pat) {
+  ctx_.comm().test_received("rma25d: C pattern heads", pat_heads_.data(),
+                            pat_heads_.size() * sizeof(std::int64_t));
+  pat_in_.resize(srcs_.size());
+  for (std::size_t q = 0; q < srcs_.size(); ++q) {
+    const std::int64_t head = pat_heads_[2 * q], n = head & (kFollows - 1);
+    TESSEL_CHECK(head >= 0 && n % 2 == 0, Error, "rma25d: rank ", me_,
+                 " received the C pattern header ", head, " from rank ", srcs_[q],
+                 " (expected an even count, bit 62 the follows flag)");
+    check_count(ctx_.comm(), n, limits_.idx, srcs_[q], "C pattern");
+    if (head & kFollows) {
+      pat_in_[q].idx.resize(static_cast<std::size_t>(n));
+      ctx_.comm().irecv(pat_in_[q].idx.data(), n, srcs_[q], kTagPatternIdx, rs_pat);
+      continue;
+    }
+    auto it = st_.pattern_from.find(srcs_[q]);
+    if (it != st_.pattern_from.end() && static_cast<std::int64_t>(it->second.idx.size()) == n) {
+      pat_in_[q] = it->second;
+      continue;
+    }
+    note(tessel::detail::concat(
+        "rma25d: rank ", srcs_[q], " sent its C pattern (", n / 2,
+        " blocks) as unchanged, but rank ", me_, " holds ",
+        it == st_.pattern_from.end()
+            ? std::string("none from it")
+            : tessel::detail::concat(it->second.idx.size() / 2, " blocks from it"),
+        ": the pattern caches disagree"));
+  }
+}
+
+/// Not collective. Each new pattern checked before it is used or kept; the panels of each
+/// owner allowed only its pattern's blocks.
+void Rma25d::use_patterns() {
+  for (std::size_t q = 0; q < srcs_.size(); ++q) {
+    if (pat_heads_[2 * q] & kFollows) {
+      ctx_.comm().test_received("rma25d: C pattern received", pat_in_[q].idx.data(),
+                                pat_in_[q].idx.size() * sizeof(std::int32_t));
+      const std::string why = check_pattern(pat_in_[q], *ops_.rows, *ops_.cols);
+      if (!why.empty()) {
+        note(tessel::detail::concat("rma25d: the C pattern rank ", me_, " received from rank ",
+                                    srcs_[q], ": ", why));
+        pat_in_[q] = {};  // an empty pattern keeps the exchange going; the owner's check fails
+      }
+    }
+    st_.pattern_from[srcs_[q]] = pat_in_[q];
+    for (std::size_t p = 0; p < panels_.size(); ++p)
+      if (plan_.rank_of(panels_[p].first, panels_[p].second) == srcs_[q]) {
+        foreign_allowed_[p].emplace(ops_.rows, ops_.cols);
+        foreign_allowed_[p]->mark(pat_in_[q]);
+        pattern_of_panel_[p] = q;
+      }
+  }
+}
 }  // namespace
 
 ExecResult run_rma25d(Context& ctx, const SpgemmPlan& plan, const SpOperands& ops,
                       const ExecOptions& opt, SpMultiplyCache::State* cache) {
-  CommLedger& ledger = ctx.ledger();
-  ExecResult res;
   SpMultiplyCache::State local_state;
-  SpMultiplyCache::State& st = cache ? *cache : local_state;
-  const int me = ctx.rank(), i = me / plan.pc, j = me % plan.pc;
-  const int ii = i % plan.side_r, jj = j % plan.side_c;
-  const int a = plan.a_per_col(), b = plan.b_per_row(), L = plan.layers;
-
-  // ---- set-up: sizes, the grow decision (nonblocking, overlapped), directories ----
-  std::vector<ImageSize> mine_a =
-      image_sizes(ops.a->local(), *ops.rows, *ops.inner, ops.kv, true, j * a, a);
-  std::vector<ImageSize> mine_b =
-      image_sizes(ops.b->local(), *ops.inner, *ops.cols, ops.kv, false, i * b, b);
-  const std::int64_t need[4] = {total_meta(mine_a), total_data(mine_a), total_meta(mine_b),
-                                total_data(mine_b)};
-  Directory dir_a, dir_b;
-  {
-    PhaseScope ph(ledger, kPhaseSetup);
-    bool same = st.key_comm == ctx.comm().raw() && st.key_ledger == &ctx.ledger() &&
-                st.pr == plan.pr && st.pc == plan.pc && st.layers == L && !st.a_meta.is_null();
-    // Recreate the windows when one rank's panels outgrow them, or when every rank's panels
-    // fit in a quarter of them (a solver's matrices shrink as well as grow: the cache must not
-    // keep the largest panels ever seen). Bit 0: my panels outgrow the windows; bit 1: my last
-    // multiply on this cache threw midway; bit 2: my windows must not shrink.
-    const std::int64_t have[4] = {st.a_meta.size(), st.a_data.size(), st.b_meta.size(),
-                                  st.b_data.size()};
-    int grow = !same, keep = have[1] + have[3] < kShrinkMinValues;
-    for (int x = 0; x < 4; ++x) {
-      grow |= need[x] > have[x];
-      keep |= need[x] > have[x] / kShrinkBelow;
-    }
-    const int flags = grow | (st.in_flight ? 2 : 0) | (keep ? 4 : 0);
-    int any = 0;
-    comm::RequestSet rs;
-    comm::iallreduce_raw(ctx.comm(), &flags, &any, 1, MPI_INT, sizeof(int), MPI_BOR, rs);
-    if (!same) {  // the sub-communicators depend only on the grid and L (every rank agrees)
-      st.pattern_sent_valid = false;
-      st.pattern_sent = {};
-      st.pattern_from.clear();
-      st.a_meta = {};  // windows over the old sub-communicators go first
-      st.a_data = {};
-      st.b_meta = {};
-      st.b_data = {};
-      st.acomm = ctx.comm().split(ii, me);  // member x*PC + n is P(x*side_r + ii, n)
-      st.bcomm = ctx.comm().split(jj, me);  // member m*LC + y is P(m, y*side_c + jj)
-    }
-    dir_a.build(st.acomm, mine_a);
-    dir_b.build(st.bcomm, mine_b);
-    rs.wait_all();  // also: every rank has left its previous multiply (windows are free)
-    if (any & 2) {  // some rank's last multiply threw midway: its pattern cache may be stale
-      st.pattern_sent_valid = false;
-      st.pattern_from.clear();
-    }
-    st.in_flight = true;
-    if ((any & 1) || !(any & 4)) {
-      st.a_meta = {};  // frees the old windows (collective), in creation order
-      st.a_data = {};
-      st.b_meta = {};
-      st.b_data = {};
-      st.creations += 1;
-      st.key_comm = ctx.comm().raw();
-      st.key_ledger = &ctx.ledger();
-      st.pr = plan.pr;
-      st.pc = plan.pc;
-      st.layers = L;
-      auto slack = [](std::int64_t n) { return n + n / kSlackDivisor + kSlackMin; };
-      st.a_meta = comm::Window<std::int64_t>(st.acomm, slack(need[0]));
-      st.a_data = comm::Window<double>(st.acomm, slack(need[1]));
-      st.b_meta = comm::Window<std::int64_t>(st.bcomm, slack(need[2]));
-      st.b_data = comm::Window<double>(st.bcomm, slack(need[3]));
-      st.windows = ledger.charge(MemKind::Windows, 8 * (st.a_meta.size() + st.a_data.size() +
-                                                        st.b_meta.size() + st.b_data.size()));
-      res.windows_created = true;
-    }
-  }
-  // ---- pack my home images into the windows and open the read epochs ----
-  pack_images(ops.a->local(), *ops.rows, *ops.inner, ops.kv, true, j * a, a, st.a_meta.data(),
-              st.a_data.data());
-  pack_images(ops.b->local(), *ops.inner, *ops.cols, ops.kv, false, i * b, b, st.b_meta.data(),
-              st.b_data.data());
-  comm::LockAllEpoch e1(st.a_meta), e2(st.a_data), e3(st.b_meta), e4(st.b_data);
-  st.a_meta.sync();
-  st.a_data.sync();
-  st.b_meta.sync();
-  st.b_data.sync();
-  {
-    PhaseScope ph(ledger, kPhaseSetup);
-    ctx.comm().barrier();  // every window is packed before anyone reads
-  }
-  const int me_a = st.acomm.rank(), me_b = st.bcomm.rank();
-
-  // ---- ticks ----
-  auto panels = plan.rma_panels(i, j);
-  std::vector<CAccumulator> acc;
-  for (std::size_t p = 0; p < panels.size(); ++p) {
-    acc.emplace_back(ops.rows, ops.cols);
-    acc.back().charge_to(ledger.charge(MemKind::Buffers));
-  }
-  std::vector<Fetch> fa[2], fb[2];
-  std::vector<CWire> outgoing(panels.size());
-  MemoryCharge fetched = ledger.charge(MemKind::Buffers);
-  auto account = [&] {
-    std::int64_t n = 0;
-    for (auto* v : {&fa[0], &fa[1], &fb[0], &fb[1]})
-      for (const auto& f : *v) n += f.buf.held_bytes() + capacity_bytes(f.off);
-    for (const auto& o : outgoing) n += o.held_bytes();
-    fetched.set(n);
-  };
-  comm::RequestSet rs_ab[2];
-  auto post = [&](int s) {
-    int buf = s % 2, v = plan.rma_image(i, j, s);
-    fa[buf].resize(static_cast<std::size_t>(plan.lr));
-    fb[buf].resize(static_cast<std::size_t>(plan.lc));
-    {
-      PhaseScope ph(ledger, kPhaseA);
-      for (int x = 0; x < plan.lr; ++x)  // A image (x*side_r + ii, v) on P(., v / a)
-        fetch(st.a_meta, st.a_data, dir_a, x * plan.pc + plan.a_home_col(v), v % a, me_a,
-              fa[buf][static_cast<std::size_t>(x)], rs_ab[buf]);
-    }
-    {
-      PhaseScope ph(ledger, kPhaseB);
-      for (int y = 0; y < plan.lc; ++y)  // B image (v, y*side_c + jj) on P(v / b, .)
-        fetch(st.b_meta, st.b_data, dir_b, plan.b_home_row(v) * plan.lc + y, v % b, me_b,
-              fb[buf][static_cast<std::size_t>(y)], rs_ab[buf]);
-    }
-  };
-  // The other layers of my fibre: they compute partials of my panel, I of theirs.
-  std::vector<int> srcs;
-  std::vector<std::int64_t> heads;
-  if (L > 1)
-    for (int x = 0; x < plan.lr; ++x)
-      for (int y = 0; y < plan.lc; ++y) {
-        int src = plan.rank_of(x * plan.side_r + ii, y * plan.side_c + jj);
-        if (src != me) srcs.push_back(src);
-      }
-  std::vector<std::int64_t> out_heads(2 * panels.size());
-  std::size_t own = 0;
-  for (std::size_t p = 0; p < panels.size(); ++p)
-    if (panels[p] == std::make_pair(i, j)) own = p;
-  // retain_sparsity: every owner sends its C pattern (C wire idx, no values: a 16-byte header
-  // and 8 bytes per block) to the L - 1 other layers of its fibre first, as DBCSR does; each
-  // layer then creates (and sends) only the partial blocks inside the owner's pattern, in the
-  // pattern's order with a bitmap instead of block indices (pack_masked). A pattern equal to the
-  // one this cache sent last is not sent again: the header says so (bit 62 of its first word
-  // clear) and the layers use their copy. The pattern messages use the partials' tags: MPI's
-  // non-overtaking order keeps them apart (each pattern is received completely before any
-  // partial is posted).
-  constexpr std::int64_t kFollows = std::int64_t{1} << 62;
-  const bool masked = opt.retain_c && L > 1;
-  // L > 1: the first malformed thing received (empty: none), thrown on every rank at the end.
-  std::string bad;
-  auto note = [&](const std::string& what) {
-    if (bad.empty()) bad = what;  // "" notes nothing
-  };
-  // Counts received from another rank size buffers: check_count ends the exchange on one that
-  // cannot be right (the guard sends failure notices; the peers throw PeerFailure).
-  const CLimits limits{2 * static_cast<std::int64_t>(ops.rows->count()) * ops.cols->count(),
-                       static_cast<std::int64_t>(ops.rows->offset(ops.rows->count())) *
-                           ops.cols->offset(ops.cols->count())};
-  std::optional<comm::ExchangeGuard> guard;
-  if (L > 1) guard.emplace(ctx.comm().raw());
-  std::vector<std::optional<CAccumulator>> foreign_allowed(panels.size());
-  std::vector<std::size_t> pattern_of_panel(panels.size(), 0);  // index into pat_in
-  CWire my_pattern;
-  std::vector<std::int64_t> pat_head_out(2), pat_heads;
-  std::vector<CWire> pat_in;
-  // After the buffers they send from and receive into: when an exception unwinds this frame,
-  // the requests are abandoned (comm::RequestSet) before those buffers are freed.
-  comm::RequestSet rs_head, rs_send, rs_pat_send;
-  if (masked) {
-    comm::RequestSet rs_pat;
-    {
-      PhaseScope ph(ledger, kPhaseCPattern);
-      my_pattern = pattern_wire(*opt.retain_c);
-      const bool follows = !(st.pattern_sent_valid && st.pattern_sent.idx == my_pattern.idx);
-      pat_head_out[0] = static_cast<std::int64_t>(my_pattern.idx.size()) | (follows ? kFollows : 0);
-      pat_heads.resize(2 * srcs.size());
-      for (std::size_t q = 0; q < srcs.size(); ++q)
-        ctx.comm().irecv(&pat_heads[2 * q], 2, srcs[q], kTagPatternHead, rs_pat);
-      for (int dest : srcs) {
-        ctx.comm().isend(pat_head_out.data(), 2, dest, kTagPatternHead, rs_pat_send);
-        if (follows)
-          ctx.comm().isend(my_pattern.idx.data(), static_cast<std::int64_t>(my_pattern.idx.size()),
-                           dest, kTagPatternIdx, rs_pat_send);
-      }
-      if (follows) {
-        st.pattern_sent = my_pattern;
-        st.pattern_sent_valid = true;
-      }
-      rs_pat.wait_all();
-      ctx.comm().test_received("rma25d: C pattern heads", pat_heads.data(),
-                               pat_heads.size() * sizeof(std::int64_t));
-      pat_in.resize(srcs.size());
-      for (std::size_t q = 0; q < srcs.size(); ++q) {
-        const std::int64_t head = pat_heads[2 * q], n = head & (kFollows - 1);
-        TESSEL_CHECK(head >= 0 && n % 2 == 0, Error, "rma25d: rank ", me,
-                     " received the C pattern header ", head, " from rank ", srcs[q],
-                     " (expected an even count, bit 62 the follows flag)");
-        check_count(ctx.comm(), n, limits.idx, srcs[q], "C pattern");
-        if (head & kFollows) {
-          pat_in[q].idx.resize(static_cast<std::size_t>(n));
-          ctx.comm().irecv(pat_in[q].idx.data(), n, srcs[q], kTagPatternIdx, rs_pat);
-          continue;
-        }
-        auto it = st.pattern_from.find(srcs[q]);
-        if (it != st.pattern_from.end() && static_cast<std::int64_t>(it->second.idx.size()) == n) {
-          pat_in[q] = it->second;
-          continue;
-        }
-        note(tessel::detail::concat(
-            "rma25d: rank ", srcs[q], " sent its C pattern (", n / 2,
-            " blocks) as unchanged, but rank ", me, " holds ",
-            it == st.pattern_from.end()
-                ? std::string("none from it")
-                : tessel::detail::concat(it->second.idx.size() / 2, " blocks from it"),
-            ": the pattern caches disagree"));
-      }
-    }
-    post(0);  // tick 0's reads overlap the pattern's arrival
-    {
-      PhaseScope ph(ledger, kPhaseCPattern);
-      rs_pat.wait_all();
-    }
-    for (std::size_t q = 0; q < srcs.size(); ++q) {
-      if (pat_heads[2 * q] & kFollows) {  // a new pattern: checked before it is used or kept
-        ctx.comm().test_received("rma25d: C pattern received", pat_in[q].idx.data(),
-                                 pat_in[q].idx.size() * sizeof(std::int32_t));
-        const std::string why = check_pattern(pat_in[q], *ops.rows, *ops.cols);
-        if (!why.empty()) {
-          note(tessel::detail::concat("rma25d: the C pattern rank ", me, " received from rank ",
-                                      srcs[q], ": ", why));
-          pat_in[q] = {};  // an empty pattern keeps the exchange going; the owner's check fails
-        }
-      }
-      st.pattern_from[srcs[q]] = pat_in[q];
-      for (std::size_t p = 0; p < panels.size(); ++p)
-        if (plan.rank_of(panels[p].first, panels[p].second) == srcs[q]) {
-          foreign_allowed[p].emplace(ops.rows, ops.cols);
-          foreign_allowed[p]->mark(pat_in[q]);
-          pattern_of_panel[p] = q;
-        }
-    }
-  } else {
-    post(0);
-  }
-  // C partials: the owner receives from the L - 1 other layers of its fibre: first the sizes
-  // (posted now), then the values (posted once the sizes arrived).
-  if (L > 1) {
-    PhaseScope ph(ledger, kPhaseC);
-    heads.resize(2 * srcs.size());
-    for (std::size_t q = 0; q < srcs.size(); ++q)
-      ctx.comm().irecv(&heads[2 * q], 2, srcs[q], kTagHead, rs_head);
-  }
-  for (int s = 0; s < plan.ticks; ++s) {
-    int buf = s % 2;
-    rs_ab[buf].wait_all();
-    for (auto& f : fa[buf]) f.index(*ops.rows, *ops.inner);
-    for (auto& f : fb[buf]) f.index(*ops.inner, *ops.cols);
-    if (s + 1 < plan.ticks) post(s + 1);
-    bool last = s + 1 == plan.ticks;
-    // The next tick's reads (and the reads of others from my windows) move while I multiply.
-    TickProgress progress(&rs_ab[1 - buf], ctx.comm().raw(), opt.progress_poll, &ctx.comm());
-    for (std::size_t p = 0; p < panels.size(); ++p) {
-      auto x = p / static_cast<std::size_t>(plan.lc), y = p % static_cast<std::size_t>(plan.lc);
-      multiply_images(fa[buf][x].view, fb[buf][y].view, *ops.rows, *ops.inner, *ops.cols,
-                      opt.row_thr,
-                      p == own             ? opt.allowed
-                      : foreign_allowed[p] ? &*foreign_allowed[p]
-                                           : nullptr,
-                      acc[p], res.stats, opt.comm_only, [&] { progress(); });
-      if (last && p != own) {  // this partial panel is complete: send it to its owner now
-        PhaseScope ph(ledger, kPhaseC);
-        auto& o = outgoing[p];
-        o = masked ? acc[p].pack_masked(pat_in[pattern_of_panel[p]], opt.partial_drop,
-                                        &res.partial_blocks_dropped)
-                   : acc[p].pack_wire(opt.partial_drop, &res.partial_blocks_dropped);
-        int dest = plan.rank_of(panels[p].first, panels[p].second);
-        out_heads[2 * p] = static_cast<std::int64_t>(o.idx.size());
-        out_heads[2 * p + 1] = static_cast<std::int64_t>(o.data.size());
-        ctx.comm().isend(&out_heads[2 * p], 2, dest, kTagHead, rs_send);
-        ctx.comm().isend(o.idx.data(), static_cast<std::int64_t>(o.idx.size()), dest, kTagIdx,
-                         rs_send);
-        ctx.comm().isend(o.data.data(), static_cast<std::int64_t>(o.data.size()), dest, kTagData,
-                         rs_send);
-        acc[p] = CAccumulator(ops.rows, ops.cols);  // packed: free its values now
-      }
-      acc[p].recharge();
-    }
-    account();
-  }
-  if (L > 1) {
-    PhaseScope ph(ledger, kPhaseC);
-    rs_head.wait_all();
-    note(receive_partials(ctx.comm(), srcs, heads, limits, masked ? &my_pattern : nullptr,
-                          acc[own]));
-    rs_send.wait_all();
-  }
-  if (!rs_pat_send.empty()) {
-    PhaseScope ph(ledger, kPhaseCPattern);
-    rs_pat_send.wait_all();
-  }
-  guard.reset();  // every message of the exchange completed
-  if (L > 1) {
-    PhaseScope ph(ledger, kPhaseC);
-    ctx.agree([&] { TESSEL_CHECK(bad.empty(), Error, bad); });
-  }
-  st.in_flight = false;
-  res.product.emplace(std::move(acc[own]));
-  return res;
+  Rma25d run(ctx, plan, ops, opt, cache ? *cache : local_state);
+  run.set_up();              // image sizes -> grow decision || directories -> windows
+  run.expose_home_images();  // pack -> lock_all -> barrier
+  run.prepare_panels();      // accumulators, the other layers of my fibre
+  run.start_ticks();         // (retain: C patterns ||) tick 0's reads; C partials' heads posted
+  for (int s = 0; s < plan.ticks; ++s) run.tick(s);
+  return run.finish();  // the partials of my panel added; a bad message thrown on every rank
 }
 
 }  // namespace detail

@@ -143,6 +143,8 @@ def main():
                          "adds NTPoly columns (time, ratio, band energy difference) to the table")
     ap.add_argument("--ntpoly-slices", type=int, default=1, help="NTPoly process grid slices")
     ap.add_argument("--work", default="", help="keep the logs, JSONs and converted inputs here")
+    ap.add_argument("--tessel-args", default="",
+                    help="more options for every tessel density run, e.g. '--row-panels 2'")
     a = ap.parse_args()
     tessel = str(Path(a.build) / "apps" / "tessel" / "tessel")
     driver = str(Path(a.build) / "bench" / "dbcsr_sign")
@@ -180,7 +182,7 @@ def main():
                              "--slices", str(a.ntpoly_slices)]
                 js = os.path.join(work, "setup.json")
                 setup, _ = run_json(place, [tessel, "density"] + inputs + ["--method", "sign", "--eps", str(a.eps),
-                                                                          "--json", js],
+                                                                          "--json", js] + a.tessel_args.split(),
                                     js, a.timeout, os.path.join(work, "setup.log"))
                 mu, (lo, hi), s = setup["mu"], setup["bounds"], setup["inverse_scale"]
                 stage = ["--eps-inverse", repr(setup["eps_inverse"]), "--eps-transform", repr(setup["eps_transform"]),
@@ -196,9 +198,9 @@ def main():
                         log = js[:-5] + ".log"
                         if tool == "tessel" and method == "sign":
                             prog = [tessel, "density"] + inputs + ["--method", "sign", "--eps", str(a.eps),
-                                                                  "--mu", repr(mu), "--json", js] + stage
+                                                                  "--mu", repr(mu), "--json", js] + a.tessel_args.split() + stage
                         elif tool == "tessel":
-                            prog = [tessel, "density"] + inputs + ["--method", "trs4", "--eps", str(a.eps), "--json", js]
+                            prog = [tessel, "density"] + inputs + ["--method", "trs4", "--eps", str(a.eps), "--json", js] + a.tessel_args.split()
                         elif tool == "dbcsr":
                             prog = [driver] + inputs + ["--mu", repr(mu), "--bounds", f"{lo!r},{hi!r}", "--s-scale",
                                                         repr(s), "--eps", str(a.eps), "--json", js] + stage

@@ -38,7 +38,7 @@ struct SpgemmArgs {
                             transa = "N", transb = "N", out, json, retain = "none", trace;
   double eps = 0;
   double poll_us = 1e6 * sparse::SpMultiplyOptions{}.progress_poll;
-  int repeat = 3, pieces = sparse::SpMultiplyOptions{}.cannon_pieces;
+  int repeat = 3, pieces = sparse::SpMultiplyOptions{}.cannon_pieces, row_panels = 1;
   bool verify = false, explain = false, comm_only = false, drop_partial = false;
   std::uint64_t seed = 42;
 };
@@ -102,6 +102,13 @@ Setup check_options(const SpgemmArgs& a, int p) {
   TESSEL_CHECK(a.pieces >= 0 && a.pieces <= 64, InputError, "--cannon-pieces ", a.pieces,
                ": expected 0 (auto) or 1 .. 64");
   opt.cannon_pieces = a.pieces;
+  TESSEL_CHECK(a.row_panels >= 1 && a.row_panels <= 64, InputError, "--row-panels ", a.row_panels,
+               ": expected 1 .. 64");
+  TESSEL_CHECK(
+      a.row_panels == 1 || (opt.algorithm == sparse::SpAlgorithm::Cannon && a.retain == "none"),
+      InputError, "--row-panels ", a.row_panels,
+      ": expected 1 with --algorithm rma25d or --retain");
+  opt.row_panels = a.row_panels;
   TESSEL_CHECK(std::isfinite(a.eps) && a.eps >= 0, InputError, "--eps ", a.eps, ": expected >= 0");
   TESSEL_CHECK(a.repeat >= 1, InputError, "--repeat ", a.repeat, ": expected >= 1");
   TESSEL_CHECK(!(a.comm_only && a.verify), InputError,
@@ -434,6 +441,7 @@ nlohmann::json run_json(const Context& ctx, const SpgemmArgs& a, const Setup& s,
   j["comm_only"] = a.comm_only;
   j["poll_us"] = a.poll_us;
   j["cannon_pieces"] = a.pieces;
+  j["row_panels"] = a.row_panels;
   j["retain"] = a.retain;
   j["product_bytes"] = s.opt.product_bytes_hint;
   j["plan"] = plan.describe();
@@ -524,6 +532,11 @@ void add_algorithm_options(CLI::App* s, SpgemmArgs& a) {
                 "Cannon: move and multiply each image in this many pieces (1 .. 64; a rank "
                 "holds its images plus one piece in flight; 1 = whole images; 0 = auto: pieces "
                 "of at most ~16 MB)")
+      ->capture_default_str();
+  s->add_option("--row-panels", a.row_panels,
+                "Cannon: compute C in this many panels of block rows, each filtered and merged "
+                "before the next (the product's buffers shrink to ~1/N; B moves N times; "
+                "1 .. 64)")
       ->capture_default_str();
 }
 

@@ -265,6 +265,18 @@ TEST(Spgemm, RetainPatternSentOnceWithCache) {
     }
 }
 
+// Cannon on 9 x 8 blocks of C over 11 inner blocks: the splitting tests' case (more pieces or
+// panels than some images or rows have blocks).
+Case cannon_9x11x8(int pr, int pc, double eps, unsigned seed) {
+  Case cs = case_on(pr, pc, SpAlgorithm::Cannon, 1);
+  cs.mb = 9;
+  cs.kb = 11;
+  cs.nb = 8;
+  cs.eps = eps;
+  cs.seed = seed;
+  return cs;
+}
+
 // Cannon in pieces (cannon_pieces: each image moved and multiplied as runs of its k blocks)
 // moves the same bytes as whole images and computes the same C: every grid, 1 .. 5 pieces
 // (more pieces than some images have k blocks: empty pieces), filtered and exact; the filtered
@@ -274,12 +286,7 @@ TEST(Spgemm, CannonPiecesLeaveTheAnswerAndBytes) {
   unsigned seed = 500;
   for (auto [pr, pc] : grids(world_size()))
     for (double eps : {0.0, 1e-3}) {
-      Case cs = case_on(pr, pc, SpAlgorithm::Cannon, 1);
-      cs.mb = 9;
-      cs.kb = 11;
-      cs.nb = 8;
-      cs.eps = eps;
-      cs.seed = seed++;
+      Case cs = cannon_9x11x8(pr, pc, eps, seed++);
       cs.pieces = 1;
       const CaseRun whole = run_case(ctx, cs);
       for (int q : {2, 3, 5}) {
@@ -301,19 +308,14 @@ TEST(Spgemm, CannonPiecesLeaveTheAnswerAndBytes) {
 
 // Row panels (row_panels): C computed panel by panel of block rows, each merged before the next,
 // is the one-pass C to rounding (the same block products, filtered once on the whole sum of each
-// block; products of different shapes may be summed in another order); A moves exactly the one-pass bytes, B exactly `panels` times them; the same products
-// are computed and skipped. A beta != 0, retain_sparsity or rma25d is refused on every rank.
+// block; products of different shapes may be summed in another order); A moves exactly the
+// one-pass bytes, B exactly `panels` times them; the same products are computed and skipped. A beta != 0, retain_sparsity or rma25d is refused on every rank.
 TEST(Spgemm, RowPanelsLeaveTheAnswerAndMoveBOncePerPanel) {
   Context ctx(MPI_COMM_WORLD);
   unsigned seed = 900;
   for (auto [pr, pc] : grids(world_size()))
     for (double eps : {0.0, 1e-3}) {
-      Case cs = case_on(pr, pc, SpAlgorithm::Cannon, 1);
-      cs.mb = 9;
-      cs.kb = 11;
-      cs.nb = 8;
-      cs.eps = eps;
-      cs.seed = seed++;
+      Case cs = cannon_9x11x8(pr, pc, eps, seed++);
       const CaseRun whole = run_case(ctx, cs);
       for (int panels : {2, 3, 12}) {  // 12 > 9 block rows: some panels are empty
         cs.panels = panels;

@@ -30,7 +30,7 @@ from benchlib import ROOT, Config, emit_table, markdown_table  # noqa: E402
 def run(a, place, n, method, dense, work):
     js = os.path.join(work, f"d_{n}_{method}_{int(dense)}.json")
     prog = [a.tessel, "density", "--generate", f"water:{n}", "--method", method, "--eps", str(a.eps),
-            "--algorithm", a.algorithm, "--json", js]
+            "--algorithm", a.algorithm, "--json", js] + a.tessel_args.split()
     if dense:
         prog.append("--dense")
     log = os.path.join(work, f"d_{n}_{method}_{int(dense)}.log")
@@ -66,6 +66,8 @@ def main():
     ap.add_argument("--fit-from", type=int, default=0)
     ap.add_argument("--out", default="")
     ap.add_argument("--markdown", default="")
+    ap.add_argument("--tessel-args", default="",
+                    help="more options for every tessel density run, e.g. '--row-panels 4 --memory 5000'")
     a = ap.parse_args()
     sizes = [int(s) for s in a.sizes.split(",")]
     place = Config(a.config, "density_bench")

@@ -86,11 +86,18 @@ void MemoryWatch::step(const solvers::IterationInfo& s) {
       fmt::format("stage '{}' step {} (X: {} blocks)", s.stage, s.iteration, s.blocks);
   if (v[0] > budget_) over(where, v[0], "accounted: matrices, multiply buffers and windows");
   if (v[4] > budget_) over(where, v[4], "measured: ru_maxrss");
-  // The next step: this step's peak grown as the iterate's blocks grew over this step.
-  const double growth = last_blocks_ > 0 && s.blocks > last_blocks_
+  // The next step: this step's peak grown as the iterate's blocks grew over this step. Only
+  // from one iterate to the next of the same stage: a stage's step 0 is its seed (the identity,
+  // or H scaled), whose blocks say nothing of the iterates' fill (water:8000's inverse sqrt
+  // went from 1,500 to 155,340 blocks in step 1 while its peak stayed that of S's products:
+  // a growth of 104x predicted 334 GB for a run that needs 4 GB).
+  const bool iterate_to_iterate = s.stage == last_stage_ && last_iteration_ >= 1;
+  const double growth = iterate_to_iterate && last_blocks_ > 0 && s.blocks > last_blocks_
                             ? static_cast<double>(s.blocks) / static_cast<double>(last_blocks_)
                             : 1.0;
-  if (s.blocks > 0) last_blocks_ = s.blocks;
+  last_stage_ = s.stage;
+  last_iteration_ = s.iteration;
+  last_blocks_ = s.blocks;
   if (v[0] * growth > budget_)
     over(fmt::format("the step after {}", where), v[0] * growth,
          fmt::format("predicted: this step's {} grown {:.3f}x with X's blocks", human_bytes(v[0]),

@@ -59,6 +59,8 @@ class MemoryWatch {
   double budget_;
   std::vector<std::string> order_;
   std::map<std::string, std::vector<double>> peak_;  // total, matrices, buffers, windows, alive
+  std::string last_stage_;  // the previous step's stage, iteration and X's blocks
+  int last_iteration_ = -1;
   std::int64_t last_blocks_ = 0;
 };
 

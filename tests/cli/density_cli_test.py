@@ -198,6 +198,23 @@ def main():
                                 f"{q.returncode}: {q.stdout[-400:]} {q.stderr[-400:]}")
             else:
                 print(f"ok --row-panels auto: 2 panels under a {budget:.2f} MiB budget")
+            # A budget just above what the run needs does not stop it: the per-step check
+            # extrapolates from one iterate to the next, not from a stage's seed (the identity
+            # of the inverse sqrt grows ~40x in blocks in its first step at water:250; taken as
+            # the growth of the whole peak, it stopped a water:8000 run that fits).
+            jn, jb = os.path.join(work, "need.json"), os.path.join(work, "budget.json")
+            q = run(["--generate", "water:250", "--method", "trs4", "--json", jn], work)
+            rn = json.load(open(jn)) if q.returncode == 0 else {}
+            need = max(rn.get("maxrss_bytes_max", 0), rn.get("memory_predicted_bytes", 0))
+            q = run(["--generate", "water:250", "--method", "trs4", "--memory",
+                     f"{1.1 * need / 2**20:.1f}", "--json", jb], work)
+            if not need or q.returncode != 0:
+                problems.append(f"--memory 1.1x the need ({need:.0f} B): exit {q.returncode}: "
+                                f"{q.stdout[-400:]} {q.stderr[-400:]}")
+            elif abs(json.load(open(jb))["band_energy"] - rn["band_energy"]) > 1e-9:
+                problems.append("--memory 1.1x the need: another band energy than without a budget")
+            else:
+                print(f"ok --memory {1.1 * need / 2**20:.1f} MiB (1.1x the need): ran to the end")
             # 3 panels: the band energy of the one-pass run (the same products, filtered alike)
             jp = os.path.join(work, "panels.json")
             q = run(["--generate", "water:48", "--method", "trs4", "--row-panels", "3", "--json",

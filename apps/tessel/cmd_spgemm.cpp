@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cli_util.hpp"
+#include "memory_watch.hpp"
 #include "commands.hpp"
 #include "report.hpp"
 #include "spgemm_case.hpp"
@@ -24,6 +25,7 @@
 #include "tessel/sparse/convert.hpp"
 #include "tessel/io/sparse.hpp"
 #include "tessel/sparse/multiply.hpp"
+#include "tessel/core/memory.hpp"
 #include "tessel/core/timer.hpp"
 
 namespace tessel::app {
@@ -240,6 +242,10 @@ struct Timed {
   std::vector<double> times;            // per multiply, the largest over the ranks
   sparse::SpMultiplyReport rep;         // of the last multiply
   std::vector<comm::PhaseStats> stats;  // the ledger of the first multiply
+  /// This rank's accounted memory at its peak during the first multiply (tessel's storage:
+  /// A, B, C and the multiply's buffers and windows), and the kinds at that moment.
+  std::int64_t mem_peak = 0;
+  MemoryLedger::ByKind mem_kinds{};
 };
 
 /// Collective. `repeat` multiplies C = op(A) op(B) (C starts as C's pattern or empty), the
@@ -263,6 +269,7 @@ Timed time_multiplies(Context& ctx, int repeat, const Setup& s, const Operands& 
     ctx.comm().barrier();
     if (r == 0) {
       ctx.ledger().reset();
+      ctx.ledger().memory().reset_peak();
       comm::pcontrol(2);
     }
     const Stopwatch t0;
@@ -271,6 +278,8 @@ Timed time_multiplies(Context& ctx, int repeat, const Setup& s, const Operands& 
     if (r == 0) {
       comm::pcontrol(0);
       t.stats = comm::ledger_stats(ctx.comm(), ctx.ledger(), phases);
+      t.mem_peak = ctx.ledger().memory().peak();
+      t.mem_kinds = ctx.ledger().memory().peak_by_kind();
     }
     t.times.push_back(ctx.comm().allreduce_value(seconds, MPI_MAX));
   }
@@ -282,6 +291,7 @@ Timed time_multiplies(Context& ctx, int repeat, const Setup& s, const Operands& 
 /// Sums over the ranks (counts of the last multiply; C after the final filter).
 struct Totals {
   double med = 0, flops = 0, gflops = 0, pattern_last = 0, occ_c = 0;
+  double mem_peak_max = 0, mem_peak_mean = 0, mem_buffers_max = 0, maxrss_max = 0;
   std::int64_t mult = 0, skipped = 0, dropped = 0, prod_blocks = 0, prod_values = 0,
                partial_dropped = 0, c_blocks = 0, c_values = 0;
 };
@@ -309,6 +319,14 @@ Totals sum_over_ranks(const Context& ctx, const Timed& t, const BlockSparseMatri
   n.c_values = c.allreduce_value(c_values, MPI_SUM);
   n.occ_c = sparse::occupation(ctx, C);
   n.gflops = n.med > 0 ? n.flops / n.med * 1e-9 : 0.0;
+  const auto peak = static_cast<double>(t.mem_peak);
+  n.mem_peak_max = c.allreduce_value(peak, MPI_MAX);
+  n.mem_peak_mean = c.allreduce_value(peak, MPI_SUM) / ctx.size();
+  n.mem_buffers_max = c.allreduce_value(
+      static_cast<double>(t.mem_kinds[static_cast<int>(MemKind::Buffers)] +
+                          t.mem_kinds[static_cast<int>(MemKind::Windows)]),
+      MPI_MAX);
+  n.maxrss_max = c.allreduce_value(maxrss_bytes(), MPI_MAX);
   return n;
 }
 
@@ -410,6 +428,11 @@ void print_results(const SpgemmArgs& a, const Operands& ops, const Timed& t, con
              n.prod_blocks, n.prod_values,
              8e-6 * static_cast<double>(n.prod_blocks + n.prod_values), n.c_blocks, n.c_values,
              8e-6 * static_cast<double>(n.c_blocks + n.c_values), n.partial_dropped)
+      << fmt::format(
+             "accounted memory per rank in the first multiply: peak {} (max), {} (mean), of which "
+             "the multiply's buffers and windows {} (max); ru_maxrss {} (max)\n",
+             human_bytes(n.mem_peak_max), human_bytes(n.mem_peak_mean),
+             human_bytes(n.mem_buffers_max), human_bytes(n.maxrss_max))
       << "bytes per rank for ONE multiply (received: point-to-point + MPI_Rget; C panels are partial "
          "sums sent to their owners):\n"
       << ledger_table(t.stats, true)
@@ -468,6 +491,10 @@ void add_results_json(nlohmann::json& j, const SpgemmArgs& a, const Operands& op
   j["retain_pattern_occupancy"] = ops.occ_pat;
   j["c_pattern_last_call_mean_bytes"] = n.pattern_last;
   j["ledger_one_call"] = ledger_json(t.stats);
+  j["memory_peak_bytes_max"] = n.mem_peak_max;  // accounted, first multiply
+  j["memory_peak_bytes_mean"] = n.mem_peak_mean;
+  j["memory_buffers_bytes_max"] = n.mem_buffers_max;  // at each rank's peak
+  j["maxrss_bytes_max"] = n.maxrss_max;
   nlohmann::json pj = nlohmann::json::array();
   for (const auto& x : pred)
     pj.push_back({{"layers", x.layers},

@@ -1237,6 +1237,13 @@ def spgemm_positive_cases(runner, tally, nranks, work):
     if j is not None:
         if j.get("comm_only") is not True or j.get("flops") != 0 or "ledger_one_call" not in j:
             problems.append(f"unexpected JSON: comm_only={j.get('comm_only')} flops={j.get('flops')}")
+        # the accounted peak holds at least the product before the final filter (every rank's
+        # accumulator at the end of the multiply, 8 bytes a value), and is a part of the process
+        pk, mean, rss = (j.get(k, -1) for k in ("memory_peak_bytes_max", "memory_peak_bytes_mean",
+                                                 "maxrss_bytes_max"))
+        if not (8 * j.get("product_values", 0) / nranks <= mean <= pk <= rss):
+            problems.append(f"memory: mean peak {mean}, max {pk}, ru_maxrss {rss}, product "
+                            f"{j.get('product_values')} values over {nranks} ranks")
     tally.report(f"np{nranks} spgemm --comm-only --json", problems, run)
 
 

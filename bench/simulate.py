@@ -21,7 +21,7 @@ charged, not computed; docs/simulation.md) runs as smpi_run.py runs it. Per run 
     and collective bytes of the call (spgemm, ssc: "all" of ledger_one_call; gemm: the "gemm"
     phases; stencil: halo bytes per apply, sent + received);
   - memory per rank: what tessel accounts where the command reports it (gemm: the plan's
-    words needed x 8 B); else the simulator's peak resident memory divided by the ranks (all
+    words needed x 8 B; spgemm: the accounted peak of the first multiply, max over ranks); else the simulator's peak resident memory divided by the ranks (all
     ranks live in the one simulator process; an upper bound that includes the program copies);
   - the wall time of the simulation and the load average of this machine at its end.
 Writes docs/bench/simulate/<name>.json (rows + the command lines), <name>.md (a Markdown table;
@@ -108,6 +108,8 @@ def transfer_hidden(e):
 def memory_per_rank(j, np, rss_bytes):
     if j.get("command") == "gemm" and "memory_words_needed" in j.get("plan", {}):
         return j["plan"]["memory_words_needed"] * 8.0, "tessel (gemm plan)"
+    if j.get("command") == "spgemm" and "memory_peak_bytes_max" in j:
+        return j["memory_peak_bytes_max"], "tessel (spgemm: accounted peak, max over ranks)"
     return rss_bytes / np, "simulator RSS / ranks"
 
 

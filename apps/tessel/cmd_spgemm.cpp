@@ -42,6 +42,7 @@ struct SpgemmArgs {
   double poll_us = 1e6 * sparse::SpMultiplyOptions{}.progress_poll;
   int repeat = 3, pieces = sparse::SpMultiplyOptions{}.cannon_pieces, row_panels = 1;
   bool verify = false, explain = false, comm_only = false, drop_partial = false;
+  bool predict = false;  // rma25d: eq. 7's table beside a run with a given L
   std::uint64_t seed = 42;
 };
 
@@ -185,7 +186,7 @@ Operands prepare_operands(Context& ctx, const SpgemmArgs& a, const Setup& s,
   return Operands{std::move(cs), occ_a, occ_b, std::move(cpat), occ_pat};
 }
 
-/// Collective. rma25d with layers auto or --explain: eq. 7 for every candidate L, with the
+/// Collective. rma25d with layers auto, --explain or --predict: eq. 7 for every candidate L, with the
 /// product's size from one symbolic (comm-only) Cannon multiply: the blocks the products and
 /// the on-the-fly filter create, before the final filter (a partial C panel is at most its part
 /// of it). Sets s.opt.product_bytes_hint and, with layers auto, `plan` to eq. 7's choice.
@@ -502,7 +503,7 @@ void add_results_json(nlohmann::json& j, const SpgemmArgs& a, const Operands& op
                   {"b_bytes", x.b},
                   {"c_bytes", x.c},
                   {"c_pattern_bytes", x.pattern}});
-  j["eq7_prediction"] = pj;  // mean bytes per rank; empty unless rma25d with auto or --explain
+  j["eq7_prediction"] = pj;  // mean bytes per rank; empty unless rma25d, layers auto or --predict
   j["verify"] = {
       {"done", a.verify}, {"relative_error", v.rel}, {"tolerance", v.tol}, {"text", v.text}};
 }
@@ -520,7 +521,7 @@ int run_spgemm(const SpgemmArgs& a) {
   check_writable(ctx, "--out", a.out);
 
   const Operands ops = prepare_operands(ctx, a, s, operand_plan(s, plan));
-  const auto pred = predict_volumes(ctx, a.explain, s, ops, plan);
+  const auto pred = predict_volumes(ctx, a.explain || a.predict, s, ops, plan);
   if (root) print_plan(a, s, ops.cs.description, ctx.size(), plan, pred);
   if (a.explain) return trace.finish(0);
 
@@ -594,6 +595,9 @@ std::function<int()> add_spgemm(CLI::App& app) {
   s->add_flag(
       "--explain", a->explain,
       "Print the plan (with rank 0's reads; rma25d: eq. 7's A, B, C bytes per candidate L) and exit");
+  s->add_flag("--predict", a->predict,
+              "rma25d: print eq. 7's A, B, C bytes per rank for every candidate L beside the run "
+              "(and in the JSON; one symbolic multiply first; always on with --layers auto)");
   s->add_flag(
       "--comm-only", a->comm_only,
       "Benchmarks: move every panel (C partials of their true size: symbolic product) but compute no "

@@ -1229,6 +1229,23 @@ def spgemm_positive_cases(runner, tally, nranks, work):
     if "spgemm plan: rma25d" not in out or "reads of rank 0" not in out or "times (s)" in out:
         problems.append("--explain does not print the plan alone")
     tally.report(f"np{nranks} spgemm --explain", problems, run)
+    # --predict: eq. 7's per-rank form beside a run with a given L; its A and B bytes are what
+    # the ledger counts (mean per rank, exactly), its C term bounds the partials sent
+    for layers in ("1", "auto"):
+        problems = []
+        js = os.path.join(d, f"eq7_{layers}.json")
+        run = run_ok(runner, nranks, ["spgemm", "--generate", "water-ss:40", "--eps", "1e-6", "--algorithm",
+                                      "rma25d", "--layers", layers, "--predict", "--repeat", "1", "--json", js],
+                     d, problems)
+        j = load_json(js, problems)
+        if j is not None:
+            led = j["ledger_one_call"]
+            mine = [x for x in j.get("eq7_prediction", []) if x["layers"] == j["layers"]]
+            got = [led[f"spgemm/{x} panels"]["recv_bytes"]["mean"] for x in "AB"]
+            sent_c = led["spgemm/C panels"]["sent_bytes"]["mean"]
+            if len(mine) != 1 or [mine[0]["a_bytes"], mine[0]["b_bytes"]] != got or sent_c > mine[0]["c_bytes"]:
+                problems.append(f"eq. 7 at L={j['layers']}: {mine} against the ledger's A, B {got}, C {sent_c}")
+        tally.report(f"np{nranks} spgemm --predict --layers {layers}", problems, run)
     problems = []
     js = os.path.join(d, "r.json")
     run = run_ok(runner, nranks, ["spgemm", "--generate", "band:40", "--comm-only", "--repeat", "2", "--json", js], d,

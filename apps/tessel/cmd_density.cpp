@@ -15,6 +15,7 @@
 
 #include "cli_util.hpp"
 #include "commands.hpp"
+#include "input_spill.hpp"
 #include "memory_watch.hpp"
 #include "report.hpp"
 #include "tessel/comm/ledger_stats.hpp"
@@ -37,7 +38,8 @@ constexpr int kAutoTile = 32;
 
 struct DensityArgs {
   std::string ks, overlap, blocks, generate, method = "auto", algorithm = "cannon", layers = "auto",
-                                             tile = "auto", tiling = "cluster", out, json, trace;
+                                             tile = "auto", tiling = "cluster", out, json, trace,
+                                             spill;
   std::optional<std::int64_t> electrons;
   std::optional<double> mu;
   int sign_order = 2, max_iter = 200;
@@ -120,12 +122,14 @@ std::string memory_table(const std::vector<StagePeak>& stages, double peak,
 /// --row-panels auto: 1 (every product in one pass: the fewest bytes) unless a --memory budget
 /// is given and the predicted peak exceeds it; then the fewest panels (1, 2, 4, .. 16) whose
 /// prediction fits (16 when none does: the start check then stops the run). Collective.
-int auto_row_panels(Context& ctx, sparse::SpAlgorithm alg, std::int64_t input, double budget_mib) {
+int auto_row_panels(Context& ctx, sparse::SpAlgorithm alg, std::int64_t input, double budget_mib,
+                    bool spilled) {
   if (budget_mib <= 0 || alg != sparse::SpAlgorithm::Cannon) return 1;
   const double largest = ctx.comm().allreduce_value(static_cast<double>(input), MPI_MAX);
   constexpr int kMostAuto = 16;
   int r = 1;
-  while (r < kMostAuto && peak_per_largest_input(r) * largest > budget_mib * 1024.0 * 1024.0)
+  while (r < kMostAuto &&
+         peak_per_largest_input(r, spilled) * largest > budget_mib * 1024.0 * 1024.0)
     r *= 2;
   return r;
 }
@@ -178,6 +182,8 @@ int run_density(const DensityArgs& a) {
                                            });
   TESSEL_CHECK(row_panels <= 1 || mo.algorithm == sparse::SpAlgorithm::Cannon, InputError,
                "--row-panels ", a.row_panels, ": expected 1 or auto with --algorithm rma25d");
+  TESSEL_CHECK(a.spill.empty() || !a.dense, InputError, "--spill '", a.spill,
+               "': expected no --spill with --dense (it keeps the block-sparse H and S on disk)");
   const int tile = a.tile == "auto"   ? kAutoTile
                    : a.tile == "none" ? 1
                                       : parse_named("--tile", a.tile,
@@ -313,15 +319,22 @@ int run_density(const DensityArgs& a) {
       in.S = sparse::to_tiles(ctx, in.S, tl, tl, td, "S");
     }
     const std::int64_t input = std::max(in.H.local_bytes(), in.S.local_bytes());
-    mo.row_panels =
-        row_panels > 0 ? row_panels : auto_row_panels(ctx, mo.algorithm, input, a.memory_mib);
-    mem_predicted = watch.check_start("the solve", input, mo.row_panels);
+    const bool spilled = !a.spill.empty();
+    mo.row_panels = row_panels > 0
+                        ? row_panels
+                        : auto_row_panels(ctx, mo.algorithm, input, a.memory_mib, spilled);
+    std::optional<InputSpill> spill;
+    if (spilled) {
+      spill.emplace(ctx, a.spill, in.H, in.S);
+      opt.inputs_needed = [&spill](bool h, bool s) { spill->need(h, s); };
+    }
+    mem_predicted = watch.check_start("the solve", input, mo.row_panels, spilled);
     if (root)
       std::cout << fmt::format(
           "memory per rank: predicted peak {} ({:.1f} x the largest input matrix as the solver "
-          "holds it, {} row panel(s){}; docs/density.md){}\n",
-          human_bytes(mem_predicted), peak_per_largest_input(mo.row_panels), mo.row_panels,
-          row_panels > 0 ? "" : ", auto",
+          "holds it, {} row panel(s){}{}; docs/density.md){}\n",
+          human_bytes(mem_predicted), peak_per_largest_input(mo.row_panels, spilled),
+          mo.row_panels, row_panels > 0 ? "" : ", auto", spilled ? ", H and S spilled" : "",
           a.memory_mib > 0 ? fmt::format(", budget {:g} MiB", a.memory_mib) : std::string());
     if (a.explain) {
       if (root) std::cout << "--explain: stopped before the solve\n";
@@ -534,6 +547,10 @@ std::function<int()> add_density(CLI::App& app) {
                 "filter, A's images) shrink to about 1/N, B moves N times (docs/sparse.md). "
                 "auto: 1, or with --memory the fewest of 1, 2, 4 .. 16 whose predicted peak fits")
       ->capture_default_str();
+  s->add_option("--spill", a->spill,
+                "Directory for each rank's part of H and S while the solver does not read them "
+                "(written once, read back for H S^-1/2 products and the final steps, removed at "
+                "the end): two matrices fewer in memory during the iteration (docs/density.md)");
   s->add_flag("--explain", a->explain,
               "Read (or generate) and tile the input, print the predicted peak memory per rank, "
               "and stop before the solve (no output files)");

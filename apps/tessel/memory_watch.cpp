@@ -32,15 +32,18 @@ void MemoryWatch::over(const std::string& where, double need, const std::string&
       budget_ / (1024.0 * 1024.0), where, human_bytes(need), why));
 }
 
-double peak_per_largest_input(int row_panels) {
-  constexpr double kMatrices = 5, kBImages = 1.25, kAImages = 1.25, kAccumulator = 3;
+double peak_per_largest_input(int row_panels, bool spilled) {
+  constexpr double kMatrices = 5, kSpilled = 2, kBImages = 1.25, kAImages = 1.25,
+                   kAccumulator = 3;
   const double r = row_panels;
-  return kMatrices + kBImages + (r - 1) / r + (kAImages + kAccumulator) / r;
+  return kMatrices - (spilled ? kSpilled : 0.0) + kBImages + (r - 1) / r +
+         (kAImages + kAccumulator) / r;
 }
 
-double MemoryWatch::check_start(const char* what, std::int64_t largest_input, int row_panels) {
+double MemoryWatch::check_start(const char* what, std::int64_t largest_input, int row_panels,
+                                bool spilled) {
   const auto& m = ctx_.ledger().memory();
-  const double per = peak_per_largest_input(row_panels);
+  const double per = peak_per_largest_input(row_panels, spilled);
   double v[3] = {static_cast<double>(m.current() + 2 * m.largest_matrix()), maxrss_bytes(),
                  per * static_cast<double>(largest_input)};
   ctx_.comm().allreduce(v, 3, MPI_MAX);

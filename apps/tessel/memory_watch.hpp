@@ -31,8 +31,9 @@ struct StagePeak {
 /// per panel, A's images (1.25 / R) and the accumulator (the product before the final filter,
 /// about 3 / R). One pass (R = 1): 10.5. Measured 2026-11-28 with --generate water:N, TRS4,
 /// eps 1e-6, 4 ranks, before H~ shared X's storage: 11.4 at N = 4,000 (X and H the same size
-/// in tiles), 417 MB against 408 MB predicted at N = 1,000.
-double peak_per_largest_input(int row_panels);
+/// in tiles), 417 MB against 408 MB predicted at N = 1,000. `spilled` (--spill): H and S are
+/// on disk whenever the solver does not read them: the two of the five fewer.
+double peak_per_largest_input(int row_panels, bool spilled = false);
 
 class MemoryWatch {
  public:
@@ -47,7 +48,8 @@ class MemoryWatch {
   /// kPeakPerLargestInput), from the largest of `inputs` (this rank's local bytes). Throws when
   /// it, or what is already held plus the first products' buffers (one more copy of the largest
   /// matrix for the product, one for its accumulator), or ru_maxrss exceeds the budget.
-  double check_start(const char* what, std::int64_t largest_input, int row_panels);
+  double check_start(const char* what, std::int64_t largest_input, int row_panels,
+                     bool spilled = false);
   /// Collective. The per-stage peaks, max over ranks (the stages in order of first appearance).
   std::vector<StagePeak> stages() const;
   /// Collective. Max over ranks of the largest single matrix seen.

@@ -331,7 +331,11 @@ DensityResult<M> iterate(Algebra<M>& alg, const M& H, const M& S, std::int64_t e
   out.final_steps = opt.final_steps >= 0 ? opt.final_steps : kFinalSteps;
   InverseOptions io = opt.inverse;
   if (!io.on_step) io.on_step = opt.on_step;
+  auto need = [&opt](bool h, bool s) {  // DensityOptions::inputs_needed
+    if (opt.inputs_needed) opt.inputs_needed(h, s);
+  };
   InverseResult<M> z;
+  need(false, true);
   {
     FilterScope<M> fs(alg, out.eps_inverse);
     z = inverse_sqrt(alg, S, io);
@@ -340,6 +344,7 @@ DensityResult<M> iterate(Algebra<M>& alg, const M& H, const M& S, std::int64_t e
   out.inverse_scale = z.scale;
   const M& Z = z.X;
   M ht;
+  need(true, false);
   {
     FilterScope<M> fs(alg, out.eps_transform);
     ht = alg.product(alg.product(Z, H), Z);
@@ -373,6 +378,7 @@ DensityResult<M> iterate(Algebra<M>& alg, const M& H, const M& S, std::int64_t e
       sinv = alg.product(Z, Z);
       a = alg.product(sinv, H);
     }
+    need(false, false);
     SignSearch<M> s{alg, opt.nonsymmetric ? a : ht, out.bounds, opt, n, nocc, out, M{}};
     if (opt.mu) {
       out.mu = *opt.mu;
@@ -399,6 +405,7 @@ DensityResult<M> iterate(Algebra<M>& alg, const M& H, const M& S, std::int64_t e
                                                              : PurifyMethod::Canonical;
     // X is built in Ht's storage (Ht is not needed after the start): the peak of memory is in
     // these steps' products, so each matrix fewer alive here lowers it.
+    need(false, false);
     auto r =
         purify_generic(alg, std::move(ht), nocc, pm, opt.mu, opt.tol, opt.max_iter, opt.on_step);
     pt = std::move(r.X);
@@ -417,7 +424,9 @@ DensityResult<M> iterate(Algebra<M>& alg, const M& H, const M& S, std::int64_t e
   pt = M{};
   ht = M{};
   z.X = M{};
+  need(true, false);
   out.band_energy_before_final = 2 * alg.dot(out.P, H);
+  need(false, true);
   {
     // ||PSP - P||_F / ||P||_F, then the final McWeeny steps in the non-orthogonal basis with
     // the true S, P <- 3 PSP - 2 PSPSP (reusing PS and PSP: one more product per step). They
@@ -458,6 +467,7 @@ DensityResult<M> iterate(Algebra<M>& alg, const M& H, const M& S, std::int64_t e
       }
     }
   }
+  need(true, true);
   out.trace_ps = alg.dot(out.P, S);
   out.band_energy = 2 * alg.dot(out.P, H);
   const double occ = 2 * out.trace_ps;

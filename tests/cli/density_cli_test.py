@@ -215,6 +215,27 @@ def main():
                 problems.append("--memory 1.1x the need: another band energy than without a budget")
             else:
                 print(f"ok --memory {1.1 * need / 2**20:.1f} MiB (1.1x the need): ran to the end")
+            # --spill: H and S on disk while the solver does not read them: the same band
+            # energy to the last digit (the same products), a lower accounted peak (two
+            # matrices fewer in TRS4), and no file left in the directory
+            sd = os.path.join(work, "spill")
+            os.makedirs(sd)
+            js0, js1 = os.path.join(work, "nospill.json"), os.path.join(work, "spill.json")
+            q0 = run(["--generate", "water:250", "--method", "trs4", "--json", js0], work)
+            q1 = run(["--generate", "water:250", "--method", "trs4", "--spill", sd, "--json", js1], work)
+            if q0.returncode != 0 or q1.returncode != 0:
+                problems.append(f"--spill: exit {q0.returncode} / {q1.returncode}: {q1.stderr[-400:]}")
+            else:
+                r0, r1 = json.load(open(js0)), json.load(open(js1))
+                if r1["band_energy"] != r0["band_energy"] or os.listdir(sd):
+                    problems.append(f"--spill: band energy {r1['band_energy']!r} against {r0['band_energy']!r}, "
+                                    f"left {os.listdir(sd)}")
+                elif not r1["memory_peak_bytes"] < 0.85 * r0["memory_peak_bytes"]:
+                    problems.append(f"--spill: accounted peak {r1['memory_peak_bytes']} against "
+                                    f"{r0['memory_peak_bytes']} without")
+                else:
+                    print(f"ok --spill: the same band energy, accounted peak "
+                          f"{r1['memory_peak_bytes'] / r0['memory_peak_bytes']:.2f}x, no file left")
             # 3 panels: the band energy of the one-pass run (the same products, filtered alike)
             jp = os.path.join(work, "panels.json")
             q = run(["--generate", "water:48", "--method", "trs4", "--row-panels", "3", "--json",
@@ -261,6 +282,9 @@ def main():
             ("negative memory", gen + ["--memory", "-5"], "--memory"),
             ("memory budget below the need", ["--generate", "water:48", "--memory", "1"],
              "--memory 1 MiB: the solve needs"),
+            ("spill into a missing directory", gen + ["--spill", os.path.join(work, "no", "dir")],
+             "--spill"),
+            ("spill with --dense", gen + ["--dense", "--spill", work], "--spill"),
         ]
         if os.path.exists(os.path.join(CP2K, "meta.json")):
             cases.append(("block sizes do not match", ["--ks", os.path.join(CP2K, "KS.csr"), "--overlap",

@@ -171,6 +171,16 @@ struct DensityOptions {
   /// energy error of an inexact S^-1/2 and of the iteration's truncations. -1 = kFinalSteps.
   int final_steps = -1;
   ProgressFn on_step;
+  /// Optional (the iterative methods; diag reads H and S throughout): tells the caller which
+  /// of H and S the solver reads next, so that it can keep the others out of memory while the
+  /// iteration runs (`tessel density --spill DIR` writes them to disk). Collective: called on
+  /// every rank at the same points, in this order: (false, true) before S^-1/2; (true, false)
+  /// before S^-1/2 H S^-1/2; (false, false) for the iteration; (true, false) before the band
+  /// energy of P = Z X Z; (false, true) before the final McWeeny steps; (true, true) before the
+  /// last traces. While an input is not needed
+  /// the solver keeps only its reference (the caller may free its storage); when it is needed
+  /// again the caller must have restored it, same distribution and values.
+  std::function<void(bool need_h, bool need_s)> inputs_needed;
 };
 
 /// The default stage thresholds relative to the iteration's eps and the final steps

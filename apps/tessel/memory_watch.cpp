@@ -50,8 +50,9 @@ double MemoryWatch::check_start(const char* what, std::int64_t largest_input, in
   if (budget_ > 0 && v[2] > budget_)
     over(what, v[2],
          fmt::format("predicted with {} row panel(s): {:.1f} x the largest input matrix as the "
-                     "solver holds it, {}; more --row-panels cut the multiply's buffers",
-                     row_panels, per, human_bytes(v[2] / per)));
+                     "solver holds it, {}; more --row-panels cut the multiply's buffers{}",
+                     row_panels, per, human_bytes(v[2] / per),
+                     spilled ? "" : ", --spill DIR keeps H and S on disk (two matrices fewer)"));
   if (budget_ > 0 && v[0] > budget_)
     over(what, v[0],
          "predicted: the matrices held now plus a product and its accumulator the size of the "

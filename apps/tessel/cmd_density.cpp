@@ -333,8 +333,8 @@ int run_density(const DensityArgs& a) {
       std::cout << fmt::format(
           "memory per rank: predicted peak {} ({:.1f} x the largest input matrix as the solver "
           "holds it, {} row panel(s){}{}; docs/density.md){}\n",
-          human_bytes(mem_predicted), peak_per_largest_input(mo.row_panels, spilled),
-          mo.row_panels, row_panels > 0 ? "" : ", auto", spilled ? ", H and S spilled" : "",
+          human_bytes(mem_predicted), peak_per_largest_input(mo.row_panels, spilled), mo.row_panels,
+          row_panels > 0 ? "" : ", auto", spilled ? ", H and S spilled" : "",
           a.memory_mib > 0 ? fmt::format(", budget {:g} MiB", a.memory_mib) : std::string());
     if (a.explain) {
       if (root) std::cout << "--explain: stopped before the solve\n";

@@ -323,10 +323,10 @@ Totals sum_over_ranks(const Context& ctx, const Timed& t, const BlockSparseMatri
   const auto peak = static_cast<double>(t.mem_peak);
   n.mem_peak_max = c.allreduce_value(peak, MPI_MAX);
   n.mem_peak_mean = c.allreduce_value(peak, MPI_SUM) / ctx.size();
-  n.mem_buffers_max = c.allreduce_value(
-      static_cast<double>(t.mem_kinds[static_cast<int>(MemKind::Buffers)] +
-                          t.mem_kinds[static_cast<int>(MemKind::Windows)]),
-      MPI_MAX);
+  n.mem_buffers_max =
+      c.allreduce_value(static_cast<double>(t.mem_kinds[static_cast<int>(MemKind::Buffers)] +
+                                            t.mem_kinds[static_cast<int>(MemKind::Windows)]),
+                        MPI_MAX);
   n.maxrss_max = c.allreduce_value(maxrss_bytes(), MPI_MAX);
   return n;
 }

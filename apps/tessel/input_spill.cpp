@@ -23,27 +23,30 @@ std::string spill_path(const std::string& dir, int rank, const std::string& what
 }
 
 /// Not collective. This rank's blocks of `m` into `path`: magic, block count, value count, the
-/// (row, column) pairs, the values. Returns "" or what failed.
+/// (row, column) pairs, the values (block by block: no copy of the matrix is made). Returns ""
+/// or what failed.
 std::string write_local(const sparse::BlockSparseMatrix<double>& m, const std::string& path,
                         double& bytes) {
   std::vector<std::int32_t> idx;
-  std::vector<double> values;
-  m.for_each_block([&](int r, int c, const double* v, int nr, int nc) {
+  std::int64_t nvalues = 0;
+  m.for_each_block([&](int r, int c, const double*, int nr, int nc) {
     idx.push_back(r);
     idx.push_back(c);
-    values.insert(values.end(), v, v + static_cast<std::size_t>(nr) * nc);
+    nvalues += static_cast<std::int64_t>(nr) * nc;
   });
   File f(std::fopen(path.c_str(), "wb"), &std::fclose);
   if (!f) return std::strerror(errno);
-  const std::int64_t head[2] = {static_cast<std::int64_t>(idx.size() / 2),
-                                static_cast<std::int64_t>(values.size())};
+  const std::int64_t head[2] = {static_cast<std::int64_t>(idx.size() / 2), nvalues};
   bool ok = std::fwrite(kMagic, 1, sizeof kMagic, f.get()) == sizeof kMagic &&
             std::fwrite(head, sizeof head, 1, f.get()) == 1 &&
-            std::fwrite(idx.data(), sizeof(std::int32_t), idx.size(), f.get()) == idx.size() &&
-            std::fwrite(values.data(), sizeof(double), values.size(), f.get()) == values.size();
+            std::fwrite(idx.data(), sizeof(std::int32_t), idx.size(), f.get()) == idx.size();
+  m.for_each_block([&](int, int, const double* v, int nr, int nc) {
+    const auto n = static_cast<std::size_t>(nr) * static_cast<std::size_t>(nc);
+    ok = ok && std::fwrite(v, sizeof(double), n, f.get()) == n;
+  });
   ok = (std::fclose(f.release()) == 0) && ok;
   if (!ok) return std::strerror(errno ? errno : EIO);
-  bytes += static_cast<double>(sizeof kMagic + sizeof head + 4 * idx.size() + 8 * values.size());
+  bytes += static_cast<double>(sizeof kMagic + sizeof head + 4 * idx.size() + 8 * nvalues);
   return "";
 }
 
@@ -56,8 +59,8 @@ std::string read_local(sparse::BlockSparseMatrix<double>& m, const std::string& 
   char magic[sizeof kMagic];
   std::int64_t head[2];
   if (std::fread(magic, 1, sizeof magic, f.get()) != sizeof magic ||
-      std::memcmp(magic, kMagic, sizeof magic) != 0 || std::fread(head, sizeof head, 1, f.get()) != 1 ||
-      head[0] < 0 || head[1] < 0)
+      std::memcmp(magic, kMagic, sizeof magic) != 0 ||
+      std::fread(head, sizeof head, 1, f.get()) != 1 || head[0] < 0 || head[1] < 0)
     return "not a spill file of this run (bad header)";
   std::vector<std::int32_t> idx(static_cast<std::size_t>(2 * head[0]));
   std::vector<double> values(static_cast<std::size_t>(head[1]));
@@ -92,7 +95,8 @@ InputSpill::InputSpill(Context& ctx, const std::string& dir, sparse::BlockSparse
     File f(std::fopen(probe.c_str(), "wb"), &std::fclose);
     const int err = errno;
     TESSEL_CHECK(f != nullptr, InputError, "--spill '", dir, "': cannot write a file there (",
-                 std::strerror(err), "); expected a writable directory with room for this rank's "
+                 std::strerror(err),
+                 "); expected a writable directory with room for this rank's "
                  "part of H and S");
     f.reset();
     std::remove(probe.c_str());

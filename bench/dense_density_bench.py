@@ -152,8 +152,29 @@ def check(a, bins):
             bad += not ok
             print(f"  {m:<9} {ranks} ranks: max |D - D_ref| {diff:.2e} {'ok' if ok else 'FAILED'}"
                   f"{'' if rec['ok'] else ' ' + rec.get('error', '')}", flush=True)
+    bad += not check_bad_overlap(bins, fp, out, nocc)
     print("dense_density_bench --check: " + ("ok" if bad == 0 else f"{bad} FAILED"))
     return 1 if bad else 0
+
+
+def check_bad_overlap(bins, fp, out, nocc):
+    """An S that is not positive definite: elpa_density must say so once and exit non-zero
+    (ELPA itself hangs there), for each solver at 2 ranks."""
+    sp = out / "gen" / "bad_S.npy"
+    s = np.load(out / "gen" / "n240_S.npy")
+    s[0, 0] = -1.0
+    np.save(sp, s)
+    ok = True
+    place = Config("local:2", "dense_density_bench")
+    for m in ("elpa1", "elpa2", "pdsygvx"):
+        cmd = place.command([bins["elpa"], "--fock", str(fp), "--overlap", str(sp), "--nocc", str(nocc),
+                             "--solver", m])
+        p, _, _ = place.run(cmd, 120, out / f"bad-S-{m}.log")
+        said = (p.stdout + p.stderr).count("not positive definite")
+        good = p.returncode not in (0, None) and said == 1
+        ok &= good
+        print(f"  {m:<9} non-SPD S: exit {p.returncode}, message {said}x {'ok' if good else 'FAILED'}")
+    return ok
 
 
 def summarize(case_runs, ref_d):

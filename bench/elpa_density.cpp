@@ -49,6 +49,8 @@ void pdsygvx_(const int* ibtype, const char* jobz, const char* range, const char
               double* work, const int* lwork, int* iwork, const int* liwork, int* ifail,
               int* iclustr, double* gap, int* info);
 double pdlamch_(const int* ictxt, const char* cmach);
+void pdpotrf_(const char* uplo, const int* n, double* a, const int* ia, const int* ja,
+              const int* desca, int* info);
 }
 
 namespace bench = tessel::bench;
@@ -133,6 +135,18 @@ Eigen solve_pdsygvx(const bench::BlacsGrid& g, int n, int nev, bench::BlockCycli
   else if (info != 0)  // 2: clusters not reorthogonalized (checked by ||DSD - D|| below)
     e.message = "pdsygvx: warning: info " + std::to_string(info);
   return e;
+}
+
+// Collective, untimed. 0 when S is positive definite (pdpotrf on a copy), else pdpotrf's info
+// (the largest over the ranks). ELPA 2022.11 hangs when its own Cholesky fails on one rank.
+int cholesky_info(const bench::BlacsGrid& g, int n, int nb, const bench::BlockCyclic& s) {
+  bench::BlockCyclic c(g, n, n, nb, {});
+  c.local = s.local;
+  const int one = 1;
+  int info = 0;
+  pdpotrf_("U", &n, c.local.data(), &one, &one, c.desc, &info);
+  MPI_Allreduce(MPI_IN_PLACE, &info, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  return info;
 }
 
 // Collective. D = Q(:, 1:nocc) Q(:, 1:nocc)^T.
@@ -257,6 +271,9 @@ int density(const Args& a, const bench::BlacsGrid& g) {
   err = ed::agree(ed::read_block_cyclic(a.fock, "--fock", a.nb, g, F));
   if (err.empty()) err = ed::agree(ed::read_block_cyclic(a.overlap, "--overlap", a.nb, g, S));
   if (!err.empty()) return fail(err);
+  if (const int info = cholesky_info(g, n, a.nb, S))
+    return fail("--overlap " + a.overlap + ": not positive definite (pdpotrf info " +
+                std::to_string(info) + ": the leading minor of that order is not)");
   auto [t, e] = run(a, g, n, F, S, D);
   const int bad = e.status != 0 && e.message.rfind("pdsygvx: warning", 0) != 0;
   if (bad)

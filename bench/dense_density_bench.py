@@ -5,6 +5,7 @@ tessel's purification against the eigensolvers ELPA (1- and 2-stage) and ScaLAPA
   python3 bench/dense_density_bench.py [--sizes 2000,4000] [--n8000] [--configs local:1,local:4,local:8]
       [--nc] [--pairs 1] [--methods trs4,canonical,elpa1,elpa2,pdsygvx] [--nb 64]
       [--out DIR] [--markdown table.md] [--build BUILD]
+  python3 bench/dense_density_bench.py --plot docs/dense_density.png --results R1.json,R2.json
   python3 bench/dense_density_bench.py --check [--build BUILD]     # functional, no timing
 
 Methods, ALTERNATING within every pair (each pair saw the same load):
@@ -177,6 +178,13 @@ def check_bad_overlap(bins, fp, out, nocc):
     return ok
 
 
+def layout(r):
+    """Where the work ran: tessel's SymmSquareCube mesh (it may leave ranks inactive), the peers' grid."""
+    if "ssc" in r:
+        return r["ssc"].get("mesh", "").replace(" mesh on ranks ", " on ")
+    return "grid {}x{}".format(*r.get("grid", [0, 0]))
+
+
 def summarize(case_runs, ref_d):
     """Per method: median time, ratio to the fastest, band energy difference, bytes, max |D - D_elpa2|."""
     rows = {}
@@ -188,6 +196,7 @@ def summarize(case_runs, ref_d):
         rows[m] = {"ok": True, "time_s": statistics.median(r["time_s"] for r in ok),
                    "band_energy": ok[-1]["band_energy"], "recv_bytes": ok[-1].get("recv_bytes"),
                    "iterations": ok[-1]["result"].get("iterations"), "runs": len(ok),
+                   "layout": layout(ok[-1]["result"]),
                    "d_diff": max_diff(ok[-1]["d_path"], ref_d) if ref_d and ok[-1].get("d_path") else None}
     fastest = min((r["time_s"] for r in rows.values() if r["ok"]), default=None)
     for r in rows.values():
@@ -206,7 +215,7 @@ def measure(a, bins):
     methods = a.methods.split(",")
     commcount = a.commcount or str(Path(a.build) / "commcount" / "openmpi" / "libcommcount.so")
     commcount = commcount if os.path.isfile(commcount) else None
-    results, lines = [], []
+    results = []
     for n in sizes:
         nocc = n // 5
         fp, sp, e = generate(n, nocc, a.gap, out / "gen")
@@ -234,19 +243,50 @@ def measure(a, bins):
                 d.unlink()  # n^2 doubles each: keep only the numbers
             results.append({"n": n, "nocc": nocc, "config": cfg, "exact_band_energy": exact, "methods": rows,
                             "runs": runs})
-            for m, r in rows.items():
-                lines.append([n, cfg, m] + (["failed", "", "", "", "", ""] if not r["ok"] else [
-                    f"{r['time_s']:.2f}", f"{r['ratio']:.2f}",
-                    "" if r["iterations"] is None else str(r["iterations"]),
-                    "" if r["d_diff"] is None else f"{r['d_diff']:.1e}",
-                    f"{r['band_energy'] - exact:.1e}",
-                    "" if r["recv_bytes"] is None else f"{r['recv_bytes'] / 1e6:.1f}"]))
-    header = ["n", "config", "method", "time to D (s)", "/ fastest", "iterations", "max abs(D - D_elpa2)",
-              "E_band - exact (Eh)", "MB received per rank (max)"]
     load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     notes = ["", f"{stamp}, {socket.gethostname()}, load at the end: {load}"]
-    emit_table(markdown_table(header, lines) + notes, results, a.markdown, str(raw) + ".json")
+    emit_table(table(results) + notes, results, a.markdown, str(raw) + ".json")
     return 0
+
+
+def table(results):
+    """The Markdown table of the cases in `results` (measure's JSON rows)."""
+    lines = []
+    for c in results:
+        n, cfg, exact = c["n"], c["config"], c["exact_band_energy"]
+        for m, r in c["methods"].items():
+            lines.append([n, cfg, m] + (["failed", "", "", "", "", "", ""] if not r["ok"] else [
+                r.get("layout") or layout(c["runs"][m][-1]["result"]),
+                f"{r['time_s']:.2f}", f"{r['ratio']:.2f}",
+                "" if r["iterations"] is None else str(r["iterations"]),
+                "" if r["d_diff"] is None else f"{r['d_diff']:.1e}",
+                f"{r['band_energy'] - exact:.1e}",
+                "" if r["recv_bytes"] is None else f"{r['recv_bytes'] / 1e6:.1f}"]))
+    header = ["n", "config", "method", "mesh / grid", "time to D (s)", "/ fastest", "iterations",
+              "max abs(D - D_elpa2)", "E_band - exact (Eh)", "MB received per rank (max)"]
+    return markdown_table(header, lines)
+
+
+def plot(png, result_files):
+    """Time to D per method, grouped by (n, config), from the results JSON of earlier runs."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    cases = [c for f in result_files for c in json.loads(Path(f).read_text())]
+    fig, ax = plt.subplots(figsize=(8, 4))
+    width = 0.8 / len(METHODS)
+    for k, m in enumerate(METHODS):
+        xs = [i + (k - (len(METHODS) - 1) / 2) * width for i in range(len(cases))]
+        ys = [c["methods"].get(m, {}).get("time_s", float("nan")) for c in cases]
+        ax.bar(xs, ys, width, label=m)
+    ax.set_xticks(range(len(cases)), [f"n={c['n']}\n{c['config']}" for c in cases])
+    ax.set_yscale("log")
+    ax.set_ylabel("time to D (s, slowest rank)")
+    ax.set_title("Dense density matrix: purification vs ELPA / pdsygvx (loaded 2-core machine)")
+    ax.set_ylim(top=ax.get_ylim()[1] * 4)
+    ax.legend(ncol=5, fontsize=8, loc="upper center")
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
 
 
 def main():
@@ -267,7 +307,16 @@ def main():
     ap.add_argument("--out", default=str(ROOT / "build" / "dense-density"))
     ap.add_argument("--markdown", default="")
     ap.add_argument("--check", action="store_true")
+    ap.add_argument("--plot", default="", help="PNG of time to D from --results (no runs)")
+    ap.add_argument("--results", default="",
+                    help="comma-separated results JSON of earlier runs: their table (--markdown), or --plot")
     a = ap.parse_args()
+    if a.plot:
+        return plot(a.plot, a.results.split(",")) or 0
+    if a.results:  # the table of earlier runs
+        cases = [c for f in a.results.split(",") for c in json.loads(Path(f).read_text())]
+        emit_table(table(cases), cases, a.markdown)
+        return 0
     for m in a.methods.split(","):
         if m not in METHODS:
             raise SystemExit(f"dense_density_bench: --methods {m}: expected some of {','.join(METHODS)}")

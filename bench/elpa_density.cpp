@@ -95,8 +95,8 @@ Eigen solve_elpa(const bench::BlacsGrid& g, int n, int nev, int nb, bool two_sta
   if (err == 0) err = elpa_setup(h);
   set("solver", two_stage ? 2 : 1);  // ELPA_SOLVER_2STAGE / ELPA_SOLVER_1STAGE
   if (err == 0)
-    elpa_generalized_eigenvectors_d(h, a.local.data(), b.local.data(), e.ev.data(),
-                                    q.local.data(), 0, &err);
+    elpa_generalized_eigenvectors_d(h, a.local.data(), b.local.data(), e.ev.data(), q.local.data(),
+                                    0, &err);
   int derr = 0;
   elpa_deallocate(h, &derr);
   e.status = err;
@@ -130,8 +130,8 @@ Eigen solve_pdsygvx(const bench::BlacsGrid& g, int n, int nev, bench::BlockCycli
   call(work.data(), iwork.data());
   e.status = info;
   if (info > n || (info > 0 && info % 2 == 0 && info != 2) || nz < nev || info < 0)
-    e.message = "pdsygvx: info " + std::to_string(info) + ", " + std::to_string(nz) +
-                " of " + std::to_string(nev) + " eigenvectors";
+    e.message = "pdsygvx: info " + std::to_string(info) + ", " + std::to_string(nz) + " of " +
+                std::to_string(nev) + " eigenvectors";
   else if (info != 0)  // 2: clusters not reorthogonalized (checked by ||DSD - D|| below)
     e.message = "pdsygvx: warning: info " + std::to_string(info);
   return e;
@@ -153,8 +153,8 @@ int cholesky_info(const bench::BlacsGrid& g, int n, int nb, const bench::BlockCy
 void form_density(int n, int nocc, bench::BlockCyclic& q, bench::BlockCyclic& d) {
   const int one = 1;
   const double alpha = 1, beta = 0;
-  pdgemm_("N", "T", &n, &n, &nocc, &alpha, q.local.data(), &one, &one, q.desc, q.local.data(),
-          &one, &one, q.desc, &beta, d.local.data(), &one, &one, d.desc);
+  pdgemm_("N", "T", &n, &n, &nocc, &alpha, q.local.data(), &one, &one, q.desc, q.local.data(), &one,
+          &one, q.desc, &beta, d.local.data(), &one, &one, d.desc);
 }
 
 struct Quality {
@@ -182,7 +182,6 @@ Quality quality(int n, bench::BlockCyclic& d, const bench::BlockCyclic& f,
   return {2 * sums[0], sums[1], std::sqrt(sums[2])};
 }
 
-
 // Collective. Times --repeat solves + D on fresh copies of F and S; fills d and the eigenpairs.
 std::pair<bench::Timing, Eigen> run(const Args& a, const bench::BlacsGrid& g, int n,
                                     const bench::BlockCyclic& f, const bench::BlockCyclic& s,
@@ -195,8 +194,7 @@ std::pair<bench::Timing, Eigen> run(const Args& a, const bench::BlacsGrid& g, in
     B.local = s.local;
     e = a.solver == "pdsygvx" ? solve_pdsygvx(g, n, nev, A, B, Q)
                               : solve_elpa(g, n, nev, a.nb, a.solver == "elpa2", A, B, Q);
-    if (e.status == 0 || e.message.rfind("pdsygvx: warning", 0) == 0)
-      form_density(n, a.nocc, Q, d);
+    if (e.status == 0 || e.message.rfind("pdsygvx: warning", 0) == 0) form_density(n, a.nocc, Q, d);
   };
   auto times = bench::timed_repetitions(a.warmup, a.repeat, once);
   return {bench::Timing::of(times, 0), e};
@@ -213,17 +211,19 @@ void add_options(CLI::App& app, Args& a) {
   app.add_option("--nb", a.nb, "block size of the block-cyclic layout")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app.add_option("--repeat", a.repeat, "timed solves")->capture_default_str()->check(
-      CLI::PositiveNumber);
-  app.add_option("--warmup", a.warmup, "untimed solves first")->capture_default_str()->check(
-      CLI::NonNegativeNumber);
+  app.add_option("--repeat", a.repeat, "timed solves")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--warmup", a.warmup, "untimed solves first")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--json", a.json, "write the results as JSON (rank 0)");
   app.add_option("--out", a.out, "write D to this .npy file (Fortran order)");
 }
 
 // Collective. Prints the line, writes --json and --out; returns the exit status.
-int report(const Args& a, const bench::BlacsGrid& g, int n, const bench::Timing& t,
-           const Eigen& e, const Quality& q, bench::BlockCyclic& d) {
+int report(const Args& a, const bench::BlacsGrid& g, int n, const bench::Timing& t, const Eigen& e,
+           const Quality& q, bench::BlockCyclic& d) {
   int rank = 0, nranks = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
@@ -236,14 +236,27 @@ int report(const Args& a, const bench::BlacsGrid& g, int n, const bench::Timing&
         a.solver.c_str(), n, a.nocc, nranks, g.nprow, g.npcol, a.nb, t.text().c_str(),
         q.band_energy, q.trace_ds, q.idempotency, homo, lumo, e.message.empty() ? "" : "; ",
         e.message.c_str());
-  nlohmann::json j = {{"tool", "elpa_density"}, {"solver", a.solver}, {"n", n},
-                      {"nocc", a.nocc},         {"ranks", nranks},    {"grid", {g.nprow, g.npcol}},
-                      {"nb", a.nb},             {"repeat", a.repeat}, {"warmup", a.warmup},
-                      {"times_s", t.times_s},   {"median_s", t.median_s},
-                      {"band_energy", q.band_energy}, {"trace_ds", q.trace_ds},
-                      {"idempotency", q.idempotency}, {"homo", homo}, {"lumo", lumo},
-                      {"solver_status", e.status}, {"solver_message", e.message},
-                      {"fock", a.fock}, {"overlap", a.overlap}, {"mpi", bench::mpi_library_version()},
+  nlohmann::json j = {{"tool", "elpa_density"},
+                      {"solver", a.solver},
+                      {"n", n},
+                      {"nocc", a.nocc},
+                      {"ranks", nranks},
+                      {"grid", {g.nprow, g.npcol}},
+                      {"nb", a.nb},
+                      {"repeat", a.repeat},
+                      {"warmup", a.warmup},
+                      {"times_s", t.times_s},
+                      {"median_s", t.median_s},
+                      {"band_energy", q.band_energy},
+                      {"trace_ds", q.trace_ds},
+                      {"idempotency", q.idempotency},
+                      {"homo", homo},
+                      {"lumo", lumo},
+                      {"solver_status", e.status},
+                      {"solver_message", e.message},
+                      {"fock", a.fock},
+                      {"overlap", a.overlap},
+                      {"mpi", bench::mpi_library_version()},
                       {"blas", bench::blas_config()}};
   const std::string err = a.out.empty() ? "" : ed::write_npy(a.out, n, a.nb, g, d);
   if (!err.empty() && rank == 0) std::fprintf(stderr, "elpa_density: %s\n", err.c_str());
@@ -264,9 +277,9 @@ int density(const Args& a, const bench::BlacsGrid& g) {
   if (err.empty()) err = ed::agree(ed::expect_size(a.overlap, "--overlap", n, a.fock));
   if (!err.empty()) return fail(err);
   if (a.nocc < 1 || a.nocc >= n)
-    return fail("--nocc " + std::to_string(a.nocc) + ": expected 1 .. n-1 = " +
-                std::to_string(n - 1) + " (n = " + std::to_string(n) + " from --fock " + a.fock +
-                ")");
+    return fail("--nocc " + std::to_string(a.nocc) +
+                ": expected 1 .. n-1 = " + std::to_string(n - 1) + " (n = " + std::to_string(n) +
+                " from --fock " + a.fock + ")");
   bench::BlockCyclic F(g, n, n, a.nb, {}), S(g, n, n, a.nb, {}), D(g, n, n, a.nb, {});
   err = ed::agree(ed::read_block_cyclic(a.fock, "--fock", a.nb, g, F));
   if (err.empty()) err = ed::agree(ed::read_block_cyclic(a.overlap, "--overlap", a.nb, g, S));

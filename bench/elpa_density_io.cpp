@@ -64,9 +64,7 @@ std::string matrix_size(const std::string& path, const std::string& opt, int* n)
   if (!m.ok()) return open_error(path, opt);
   try {
     *n = static_cast<int>(square_header(m, path, opt).rows());
-  } catch (const std::exception& e) {
-    return e.what();
-  }
+  } catch (const std::exception& e) { return e.what(); }
   return "";
 }
 
@@ -97,9 +95,7 @@ std::string read_block_cyclic(const std::string& path, const std::string& opt, i
         std::memcpy(&out.at(li, lj), data + 8 * k, 8);
       }
     }
-  } catch (const std::exception& e) {
-    return e.what();
-  }
+  } catch (const std::exception& e) { return e.what(); }
   return "";
 }
 

@@ -54,6 +54,7 @@ case $BUILD_DIR in /*) ;; *) BUILD_DIR=$ROOT/$BUILD_DIR;; esac
 # bc: used by ../shared/tools/netcluster (bench/netcluster_gemm.sh).
 # clang, libclang-rt-14-dev: the libFuzzer targets (scripts/fuzz.sh, run by .ci/run).
 # clang-format: the ctest check_format (scripts/check_format.sh, style in .clang-format).
+# libelpa-dev: bench/elpa_density and its ctest peers.elpa_check (0.9 MB, about 20 s to install).
 PACKAGES=(
   cmake ninja-build make gcc g++ gfortran
   libopenmpi-dev openmpi-bin libmpich-dev mpich
@@ -61,7 +62,7 @@ PACKAGES=(
   libgtest-dev libcli11-dev nlohmann-json3-dev libfmt-dev
   python3 python3-numpy python3-matplotlib
   iproute2 bc
-  libxsmm-dev libmetis-dev libdbcsr-dev zlib1g-dev
+  libxsmm-dev libmetis-dev libdbcsr-dev libelpa-dev zlib1g-dev
   python3-dev python3-pip python3-venv pybind11-dev python3-mpi4py python3-scipy python3-pytest
   clang libclang-rt-14-dev clang-format
 )

@@ -342,9 +342,11 @@ int run_density(const DensityArgs& a) {
     }
     solvers::SparseAlgebra alg(ctx, mo);
     auto r = solve(alg, in.H, in.S, in.electrons, opt);
+    in.H = sparse::BlockSparseMatrix<double>();  // not needed after the solve: freed before P
+    in.S = sparse::BlockSparseMatrix<double>();  // leaves its tiles (the end's peak)
     if (tiled) {
       tiles_stored = sparse::nblocks(ctx, r.P);
-      r.P = sparse::from_tiles(ctx, r.P, tl, tl, fine, 0.0, "P");
+      r.P = sparse::from_tiles(ctx, std::move(r.P), tl, tl, fine, 0.0, "P");
     }
     seconds = t0.seconds() + tile_seconds;
     comm::pcontrol(0);

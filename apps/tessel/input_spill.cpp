@@ -51,7 +51,8 @@ std::string write_local(const sparse::BlockSparseMatrix<double>& m, const std::s
 }
 
 /// Not collective. Reads `path` (write_local's) into `m` (an empty matrix of the distribution the
-/// blocks were written from: every block is local). Returns "" or what failed.
+/// blocks were written from: every block is local), block by block (no second copy of the
+/// matrix while it is read). Returns "" or what failed.
 std::string read_local(sparse::BlockSparseMatrix<double>& m, const std::string& path,
                        double& bytes) {
   File f(std::fopen(path.c_str(), "rb"), &std::fclose);
@@ -63,24 +64,26 @@ std::string read_local(sparse::BlockSparseMatrix<double>& m, const std::string& 
       std::fread(head, sizeof head, 1, f.get()) != 1 || head[0] < 0 || head[1] < 0)
     return "not a spill file of this run (bad header)";
   std::vector<std::int32_t> idx(static_cast<std::size_t>(2 * head[0]));
-  std::vector<double> values(static_cast<std::size_t>(head[1]));
-  if (std::fread(idx.data(), sizeof(std::int32_t), idx.size(), f.get()) != idx.size() ||
-      std::fread(values.data(), sizeof(double), values.size(), f.get()) != values.size())
+  if (std::fread(idx.data(), sizeof(std::int32_t), idx.size(), f.get()) != idx.size())
     return "truncated";
   const auto& d = m.distribution();
-  std::size_t at = 0;
+  std::vector<double> block;
+  std::int64_t at = 0;
   for (std::size_t b = 0; b < idx.size(); b += 2) {
     const int r = idx[b], c = idx[b + 1];
     if (r < 0 || r >= d.row_blocks().count() || c < 0 || c >= d.col_blocks().count() ||
         d.owner(r, c) != m.rank())
       return "a block outside this rank's part of the matrix";
-    const std::size_t n = static_cast<std::size_t>(d.row_blocks().size(r)) * d.col_blocks().size(c);
-    if (at + n > values.size()) return "fewer values than its blocks need";
-    m.put_block(r, c, values.data() + at);
-    at += n;
+    block.resize(static_cast<std::size_t>(d.row_blocks().size(r)) *
+                 static_cast<std::size_t>(d.col_blocks().size(c)));
+    at += static_cast<std::int64_t>(block.size());
+    if (at > head[1]) return "fewer values than its blocks need";
+    if (std::fread(block.data(), sizeof(double), block.size(), f.get()) != block.size())
+      return "truncated";
+    m.put_block(r, c, block.data());
   }
-  if (at != values.size()) return "more values than its blocks need";
-  bytes += static_cast<double>(sizeof magic + sizeof head + 4 * idx.size() + 8 * values.size());
+  if (at != head[1]) return "more values than its blocks need";
+  bytes += static_cast<double>(sizeof magic + sizeof head + 4 * idx.size() + 8 * at);
   return "";
 }
 }  // namespace

@@ -8,6 +8,9 @@
 #include <cmath>
 #include <functional>
 #include <optional>
+#if defined(__GLIBC__)  // (defined by the C++ headers above)
+#include <malloc.h>
+#endif
 
 #include "access.hpp"
 #include "spgemm_exec.hpp"
@@ -193,6 +196,15 @@ void run_multiply(Context& ctx, const SpgemmPlan& plan, double alpha, SpOp opa,
 }
 }  // namespace
 
+namespace {
+/// Not collective. SpMultiplyOptions::trim_heap.
+void return_free_heap() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+}  // namespace
+
 SpMultiplyReport multiply(Context& ctx, double alpha, SpOp opa, const BlockSparseMatrix<double>& a,
                           SpOp opb, const BlockSparseMatrix<double>& b, double beta,
                           BlockSparseMatrix<double>& c, const SpMultiplyOptions& options,
@@ -256,6 +268,7 @@ SpMultiplyReport multiply(Context& ctx, double alpha, SpOp opa, const BlockSpars
     rep.blocks_skipped += res.stats.skipped;
     rep.windows_created = rep.windows_created || res.windows_created;
     res.product.reset();
+    if (options.trim_heap) return_free_heap();
   };
   if (alpha != 0.0) {  // alpha = 0 (the same on every rank): C = beta C, nothing moves
     run_multiply(ctx, plan, alpha, opa, a, opb, b, c, options, cache, take);

@@ -42,6 +42,14 @@ struct Csr {
     return data.data() + offset.back();
   }
   void end_row() { row_ptr.push_back(static_cast<std::int64_t>(col.size())); }
+  /// The exact sizes up front: append() then never reallocates (a growing vector held up to
+  /// three times the result while it doubled: the old buffer, the new one, unaccounted).
+  void reserve(std::size_t rows, std::size_t blocks, std::size_t values) {
+    row_ptr.reserve(rows + 1);
+    col.reserve(blocks);
+    offset.reserve(blocks);
+    data.reserve(values);
+  }
   void assign_to(Matrix& a) {
     a.assign_local(std::move(row_ptr), std::move(col), std::move(offset), std::move(data));
   }
@@ -146,6 +154,30 @@ void shift(Matrix& a, double alpha) {
   a.update_norms();
 }
 
+namespace {
+/// The union of two local CSR patterns (same distribution, sorted rows): its sizes reserved in
+/// `out` before add() appends it.
+template <class L>
+void reserve_union(const Distribution& d, const L& la, const L& lb, Csr& out) {
+  std::size_t blocks = 0, values = 0;
+  for (std::size_t i = 0; i < la.brows->size(); ++i) {
+    const auto r = static_cast<std::size_t>(d.row_blocks().size((*la.brows)[i]));
+    std::int64_t ka = (*la.row_ptr)[i], kb = (*lb.row_ptr)[i];
+    const std::int64_t ea = (*la.row_ptr)[i + 1], eb = (*lb.row_ptr)[i + 1];
+    while (ka < ea || kb < eb) {
+      const int ca = ka < ea ? (*la.col)[static_cast<std::size_t>(ka)] : INT32_MAX;
+      const int cb = kb < eb ? (*lb.col)[static_cast<std::size_t>(kb)] : INT32_MAX;
+      const int bc = std::min(ca, cb);
+      ka += ca == bc;
+      kb += cb == bc;
+      ++blocks;
+      values += r * static_cast<std::size_t>(d.col_blocks().size(bc));
+    }
+  }
+  out.reserve(la.brows->size(), blocks, values);
+}
+}  // namespace
+
 void add(Matrix& a, double alpha, const Matrix& b, double beta) {
   check_same_dist(a, b, "add");
   BlockSparseAccess::sort_local(a);
@@ -159,6 +191,7 @@ void add(Matrix& a, double alpha, const Matrix& b, double beta) {
   const auto& d = a.distribution();
   const auto la = a.local(), lb = bs->local();
   Csr out;
+  reserve_union(d, la, lb, out);
   for (std::size_t i = 0; i < la.brows->size(); ++i) {
     const int r = d.row_blocks().size((*la.brows)[i]);
     std::int64_t ka = (*la.row_ptr)[i], kb = (*lb.row_ptr)[i];
@@ -187,6 +220,18 @@ void filter(Matrix& a, double eps) {
   const auto& d = a.distribution();
   const auto la = a.local();
   Csr out;
+  std::size_t kept = 0, values = 0;
+  for (std::size_t i = 0; i < la.brows->size(); ++i) {  // the sizes first (Csr::reserve)
+    const int r = d.row_blocks().size((*la.brows)[i]);
+    for (std::int64_t k = (*la.row_ptr)[i]; k < (*la.row_ptr)[i + 1]; ++k) {
+      if ((*la.norm)[static_cast<std::size_t>(k)] < eps) continue;
+      ++kept;
+      values +=
+          static_cast<std::size_t>(r) *
+          static_cast<std::size_t>(d.col_blocks().size((*la.col)[static_cast<std::size_t>(k)]));
+    }
+  }
+  out.reserve(la.brows->size(), kept, values);
   for (std::size_t i = 0; i < la.brows->size(); ++i) {
     const int r = d.row_blocks().size((*la.brows)[i]);
     for (std::int64_t k = (*la.row_ptr)[i]; k < (*la.row_ptr)[i + 1]; ++k) {

@@ -62,9 +62,12 @@ class Packer {
       pos += std::int64_t{8} * p.nr;
     }
   }
+  /// Collective. The received pieces; the send buffer is freed as soon as they arrived.
   std::vector<unsigned char> exchange(const Context& ctx) {
     PhaseScope ps(*ctx.comm().ledger(), "sparse/tiles");
-    return comm::exchange_packed(ctx.comm(), bytes_, send_, comm::tag::kSparseTiles);
+    auto recv = comm::exchange_packed(ctx.comm(), bytes_, send_, comm::tag::kSparseTiles);
+    std::vector<unsigned char>().swap(send_);
+    return recv;
   }
 
  private:
@@ -95,6 +98,18 @@ void assemble(Matrix& m, const std::vector<unsigned char>& recv) {
   std::vector<std::int64_t> row_ptr{0}, offset;
   std::vector<int> col;
   std::vector<double> data;
+  {  // the exact sizes first: a doubling vector held up to three times the result
+    std::size_t blocks = 0, values = 0;
+    for (std::size_t x = 0; x < refs.size(); ++x)
+      if (x == 0 || refs[x].p.brow != refs[x - 1].p.brow || refs[x].p.bcol != refs[x - 1].p.bcol) {
+        ++blocks;
+        values += static_cast<std::size_t>(d.row_blocks().size(refs[x].p.brow)) *
+                  static_cast<std::size_t>(d.col_blocks().size(refs[x].p.bcol));
+      }
+    col.reserve(blocks);
+    offset.reserve(blocks);
+    data.reserve(values);
+  }
   std::size_t q = 0;
   for (int br : d.local_block_rows(m.prow())) {
     const int ld = d.row_blocks().size(br);
@@ -142,13 +157,11 @@ Matrix to_tiles(const Context& ctx, const Matrix& a, const Tiling& rows, const T
   return m;
 }
 
-Matrix from_tiles(const Context& ctx, const Matrix& a, const Tiling& rows, const Tiling& cols,
-                  Distribution to, double drop_below, std::string name) {
-  check_move(ctx, a, rows.tiles(), cols.tiles(), to, rows.fine(), cols.fine(), "from_tiles");
-  TESSEL_CHECK(drop_below >= 0 && std::isfinite(drop_below), InputError, "from_tiles: drop_below ",
-               drop_below, ": expected >= 0");
-  Packer pk(ctx.size());
-  // Two passes over the same cut: count, then pack (keep() is deterministic).
+namespace {
+/// from_tiles' pieces of `a` packed for their owners under `to` (two passes over the same cut:
+/// count, then pack; keep() is deterministic).
+void pack_from_tiles(const Matrix& a, const Tiling& rows, const Tiling& cols,
+                     const Distribution& to, double drop_below, Packer& pk) {
   auto cut = [&](bool pack) {
     a.for_each_block([&](int bt, int ct, const double* x, int ld, int) {
       for (int bc : cols.members(ct))
@@ -173,7 +186,33 @@ Matrix from_tiles(const Context& ctx, const Matrix& a, const Tiling& rows, const
   cut(false);
   pk.start();
   cut(true);
+}
+
+void check_from_tiles(const Context& ctx, const Matrix& a, const Tiling& rows, const Tiling& cols,
+                      const Distribution& to, double drop_below) {
+  check_move(ctx, a, rows.tiles(), cols.tiles(), to, rows.fine(), cols.fine(), "from_tiles");
+  TESSEL_CHECK(drop_below >= 0 && std::isfinite(drop_below), InputError, "from_tiles: drop_below ",
+               drop_below, ": expected >= 0");
+}
+}  // namespace
+
+Matrix from_tiles(const Context& ctx, const Matrix& a, const Tiling& rows, const Tiling& cols,
+                  Distribution to, double drop_below, std::string name) {
+  check_from_tiles(ctx, a, rows, cols, to, drop_below);
+  Packer pk(ctx.size());
+  pack_from_tiles(a, rows, cols, to, drop_below, pk);
   Matrix m(ctx, std::move(to), name.empty() ? a.name() : std::move(name));
+  assemble(m, pk.exchange(ctx));
+  return m;
+}
+
+Matrix from_tiles(const Context& ctx, Matrix&& a, const Tiling& rows, const Tiling& cols,
+                  Distribution to, double drop_below, std::string name) {
+  check_from_tiles(ctx, a, rows, cols, to, drop_below);
+  Packer pk(ctx.size());
+  pack_from_tiles(a, rows, cols, to, drop_below, pk);
+  Matrix m(ctx, std::move(to), name.empty() ? a.name() : std::move(name));
+  a = Matrix();  // packed: its storage is not needed for the exchange
   assemble(m, pk.exchange(ctx));
   return m;
 }

@@ -62,6 +62,13 @@ struct SpMultiplyOptions {
   /// products of different block shapes may be summed in another order). 1 = one pass. 1 .. 64;
   /// > 1 needs beta = 0, no retain_sparsity, algorithm Cannon.
   int row_panels = 1;
+  /// After each panel's product is merged into C (its accumulator and images freed), return
+  /// the free pages of the heap to the system (glibc's malloc_trim; nothing elsewhere): glibc
+  /// keeps freed buffers below its mmap threshold resident, so without it a process's resident
+  /// size grows past what it holds (water:1000 TRS4 at 4 ranks: ru_maxrss 460-480 MB against
+  /// 404-413 MB with it, the accounted peak 313 MB both). Costs a walk of the heap's free list
+  /// per product.
+  bool trim_heap = true;
 };
 
 /// Per-rank bytes of one phase ("spgemm/A panels", ...): received (p2p + get) and sent.

@@ -87,5 +87,11 @@ BlockSparseMatrix<double> to_tiles(const Context& ctx, const BlockSparseMatrix<d
 BlockSparseMatrix<double> from_tiles(const Context& ctx, const BlockSparseMatrix<double>& a,
                                      const Tiling& rows, const Tiling& cols, Distribution to,
                                      double drop_below = 0, std::string name = "");
+/// The same, consuming `a`: its storage is freed once its pieces are packed, before the
+/// exchange (the end of a solve in tiles holds the tiled P, its packed copy and the received
+/// one otherwise). `a` is left empty.
+BlockSparseMatrix<double> from_tiles(const Context& ctx, BlockSparseMatrix<double>&& a,
+                                     const Tiling& rows, const Tiling& cols, Distribution to,
+                                     double drop_below = 0, std::string name = "");
 
 }  // namespace tessel::sparse

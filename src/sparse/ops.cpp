@@ -155,26 +155,21 @@ void shift(Matrix& a, double alpha) {
 }
 
 namespace {
-/// The union of two local CSR patterns (same distribution, sorted rows): its sizes reserved in
-/// `out` before add() appends it.
-template <class L>
-void reserve_union(const Distribution& d, const L& la, const L& lb, Csr& out) {
-  std::size_t blocks = 0, values = 0;
+/// The union of two local CSR patterns (same distribution, sorted rows), walked in CSR order:
+/// f(local row i, block column, A's entry or -1, B's entry or -1); row_end(i) after each row.
+template <class L, class F, class E>
+void for_each_union(const L& la, const L& lb, F&& f, E&& row_end) {
   for (std::size_t i = 0; i < la.brows->size(); ++i) {
-    const auto r = static_cast<std::size_t>(d.row_blocks().size((*la.brows)[i]));
     std::int64_t ka = (*la.row_ptr)[i], kb = (*lb.row_ptr)[i];
     const std::int64_t ea = (*la.row_ptr)[i + 1], eb = (*lb.row_ptr)[i + 1];
     while (ka < ea || kb < eb) {
       const int ca = ka < ea ? (*la.col)[static_cast<std::size_t>(ka)] : INT32_MAX;
       const int cb = kb < eb ? (*lb.col)[static_cast<std::size_t>(kb)] : INT32_MAX;
       const int bc = std::min(ca, cb);
-      ka += ca == bc;
-      kb += cb == bc;
-      ++blocks;
-      values += r * static_cast<std::size_t>(d.col_blocks().size(bc));
+      f(i, bc, ca == bc ? ka++ : -1, cb == bc ? kb++ : -1);
     }
+    row_end(i);
   }
-  out.reserve(la.brows->size(), blocks, values);
 }
 }  // namespace
 
@@ -191,24 +186,28 @@ void add(Matrix& a, double alpha, const Matrix& b, double beta) {
   const auto& d = a.distribution();
   const auto la = a.local(), lb = bs->local();
   Csr out;
-  reserve_union(d, la, lb, out);
-  for (std::size_t i = 0; i < la.brows->size(); ++i) {
-    const int r = d.row_blocks().size((*la.brows)[i]);
-    std::int64_t ka = (*la.row_ptr)[i], kb = (*lb.row_ptr)[i];
-    const std::int64_t ea = (*la.row_ptr)[i + 1], eb = (*lb.row_ptr)[i + 1];
-    while (ka < ea || kb < eb) {
-      const int ca = ka < ea ? (*la.col)[static_cast<std::size_t>(ka)] : INT32_MAX;
-      const int cb = kb < eb ? (*lb.col)[static_cast<std::size_t>(kb)] : INT32_MAX;
-      const int bc = std::min(ca, cb);
-      const std::int64_t n = static_cast<std::int64_t>(r) * d.col_blocks().size(bc);
-      double* z = out.append(bc, n);
-      const double* x = ca == bc ? la.data + (*la.offset)[static_cast<std::size_t>(ka++)] : nullptr;
-      const double* y = cb == bc ? lb.data + (*lb.offset)[static_cast<std::size_t>(kb++)] : nullptr;
-      for (std::int64_t e = 0; e < n; ++e)
-        z[e] = (x ? alpha * x[e] : 0.0) + (y ? beta * y[e] : 0.0);
-    }
-    out.end_row();
-  }
+  std::size_t blocks = 0, values = 0;  // the sizes first (Csr::reserve)
+  for_each_union(
+      la, lb,
+      [&](std::size_t i, int bc, std::int64_t, std::int64_t) {
+        ++blocks;
+        values += static_cast<std::size_t>(d.row_blocks().size((*la.brows)[i])) *
+                  static_cast<std::size_t>(d.col_blocks().size(bc));
+      },
+      [](std::size_t) {});
+  out.reserve(la.brows->size(), blocks, values);
+  for_each_union(
+      la, lb,
+      [&](std::size_t i, int bc, std::int64_t ka, std::int64_t kb) {
+        const std::int64_t n = static_cast<std::int64_t>(d.row_blocks().size((*la.brows)[i])) *
+                               d.col_blocks().size(bc);
+        double* z = out.append(bc, n);
+        const double* x = ka >= 0 ? la.data + (*la.offset)[static_cast<std::size_t>(ka)] : nullptr;
+        const double* y = kb >= 0 ? lb.data + (*lb.offset)[static_cast<std::size_t>(kb)] : nullptr;
+        for (std::int64_t e = 0; e < n; ++e)
+          z[e] = (x ? alpha * x[e] : 0.0) + (y ? beta * y[e] : 0.0);
+      },
+      [&](std::size_t) { out.end_row(); });
   out.assign_to(a);
 }
 
@@ -219,30 +218,31 @@ void filter(Matrix& a, double eps) {
   BlockSparseAccess::sort_local(a);
   const auto& d = a.distribution();
   const auto la = a.local();
+  // f(local row i, block column, values count, values) for every block kept (norm not below
+  // eps); row_end() after each row
+  auto kept = [&](auto&& f, auto&& row_end) {
+    for (std::size_t i = 0; i < la.brows->size(); ++i) {
+      for (std::int64_t k = (*la.row_ptr)[i]; k < (*la.row_ptr)[i + 1]; ++k)
+        if (!((*la.norm)[static_cast<std::size_t>(k)] < eps))
+          f(i, (*la.col)[static_cast<std::size_t>(k)],
+            static_cast<std::int64_t>(d.row_blocks().size((*la.brows)[i])) *
+                d.col_blocks().size((*la.col)[static_cast<std::size_t>(k)]),
+            la.data + (*la.offset)[static_cast<std::size_t>(k)]);
+      row_end();
+    }
+  };
   Csr out;
-  std::size_t kept = 0, values = 0;
-  for (std::size_t i = 0; i < la.brows->size(); ++i) {  // the sizes first (Csr::reserve)
-    const int r = d.row_blocks().size((*la.brows)[i]);
-    for (std::int64_t k = (*la.row_ptr)[i]; k < (*la.row_ptr)[i + 1]; ++k) {
-      if ((*la.norm)[static_cast<std::size_t>(k)] < eps) continue;
-      ++kept;
-      values +=
-          static_cast<std::size_t>(r) *
-          static_cast<std::size_t>(d.col_blocks().size((*la.col)[static_cast<std::size_t>(k)]));
-    }
-  }
-  out.reserve(la.brows->size(), kept, values);
-  for (std::size_t i = 0; i < la.brows->size(); ++i) {
-    const int r = d.row_blocks().size((*la.brows)[i]);
-    for (std::int64_t k = (*la.row_ptr)[i]; k < (*la.row_ptr)[i + 1]; ++k) {
-      if ((*la.norm)[static_cast<std::size_t>(k)] < eps) continue;
-      const int bc = (*la.col)[static_cast<std::size_t>(k)];
-      const std::int64_t n = static_cast<std::int64_t>(r) * d.col_blocks().size(bc);
-      const double* x = la.data + (*la.offset)[static_cast<std::size_t>(k)];
-      std::copy(x, x + n, out.append(bc, n));
-    }
-    out.end_row();
-  }
+  std::size_t blocks = 0, values = 0;  // the sizes first (Csr::reserve)
+  kept(
+      [&](std::size_t, int, std::int64_t n, const double*) {
+        ++blocks;
+        values += static_cast<std::size_t>(n);
+      },
+      [] {});
+  out.reserve(la.brows->size(), blocks, values);
+  kept([&](std::size_t, int bc, std::int64_t n,
+           const double* x) { std::copy(x, x + n, out.append(bc, n)); },
+       [&] { out.end_row(); });
   out.assign_to(a);
 }
 

@@ -196,25 +196,28 @@ void check_from_tiles(const Context& ctx, const Matrix& a, const Tiling& rows, c
 }
 }  // namespace
 
-Matrix from_tiles(const Context& ctx, const Matrix& a, const Tiling& rows, const Tiling& cols,
-                  Distribution to, double drop_below, std::string name) {
+namespace {
+/// Both from_tiles: `release` (may be null) is emptied once its pieces are packed.
+Matrix from_tiles_impl(const Context& ctx, const Matrix& a, const Tiling& rows, const Tiling& cols,
+                       Distribution to, double drop_below, std::string name, Matrix* release) {
   check_from_tiles(ctx, a, rows, cols, to, drop_below);
   Packer pk(ctx.size());
   pack_from_tiles(a, rows, cols, to, drop_below, pk);
   Matrix m(ctx, std::move(to), name.empty() ? a.name() : std::move(name));
+  if (release) *release = Matrix();  // packed: its storage is not needed for the exchange
   assemble(m, pk.exchange(ctx));
   return m;
+}
+}  // namespace
+
+Matrix from_tiles(const Context& ctx, const Matrix& a, const Tiling& rows, const Tiling& cols,
+                  Distribution to, double drop_below, std::string name) {
+  return from_tiles_impl(ctx, a, rows, cols, std::move(to), drop_below, std::move(name), nullptr);
 }
 
 Matrix from_tiles(const Context& ctx, Matrix&& a, const Tiling& rows, const Tiling& cols,
                   Distribution to, double drop_below, std::string name) {
-  check_from_tiles(ctx, a, rows, cols, to, drop_below);
-  Packer pk(ctx.size());
-  pack_from_tiles(a, rows, cols, to, drop_below, pk);
-  Matrix m(ctx, std::move(to), name.empty() ? a.name() : std::move(name));
-  a = Matrix();  // packed: its storage is not needed for the exchange
-  assemble(m, pk.exchange(ctx));
-  return m;
+  return from_tiles_impl(ctx, a, rows, cols, std::move(to), drop_below, std::move(name), &a);
 }
 
 }  // namespace tessel::sparse

@@ -212,10 +212,13 @@ std::vector<sparse::SpLayerPrediction> predict_volumes(Context& ctx, bool explai
           (retain ? 0.125 * static_cast<double>(ops.cpat.local_nblocks()) : 0.0),
       MPI_SUM);
   // with --retain the model's C pattern is cpat's (P's zero blocks fell to the final filter)
-  const sparse::SpVolumeModel model =
+  sparse::SpVolumeModel model =
       sparse::volume_model(ctx, ops.cs.A, ops.cs.B, retain ? ops.cpat : P, s.opt);
+  // the images' real sizes: eq. 7's exact per-rank form at every L (also the one asked for)
+  const int max_layers = std::max(sparse::kAutoMaxLayers, s.opt.layers);
+  sparse::add_image_bytes(ctx, s.opa, ops.cs.A, s.opb, ops.cs.B, ops.cs.dc, max_layers, model);
   if (auto_layers) plan = sparse::make_spgemm_plan(s.opt.algorithm, s.pr, s.pc, 0, &model);
-  return sparse::predict_layers(s.pr, s.pc, model);
+  return sparse::predict_layers(s.pr, s.pc, model, max_layers);
 }
 
 /// Rank 0: the run's header, the plan and eq. 7's table.

@@ -41,6 +41,55 @@ SpVolumeModel volume_model(Context& ctx, const BlockSparseMatrix<double>& a,
   return m;
 }
 
+namespace {
+/// Pure. The image of every k block under `plan` (k_images on the operands' own distributions:
+/// an operand whose k blocks are already on image-compatible ranks is not moved).
+std::vector<int> images_of_k(const SpgemmPlan& plan, SpOp opa, const Distribution& da, SpOp opb,
+                             const Distribution& db) {
+  const BlockSizes& inner = opa == SpOp::N ? da.col_blocks() : da.row_blocks();
+  return k_images(plan, inner.count(), opa == SpOp::N ? &da.col_dist() : nullptr,
+                  opb == SpOp::N ? &db.row_dist() : nullptr);
+}
+}  // namespace
+
+void add_image_bytes(Context& ctx, SpOp opa, const BlockSparseMatrix<double>& a, SpOp opb,
+                     const BlockSparseMatrix<double>& b, const Distribution& dc, int max_layers,
+                     SpVolumeModel& m) {
+  const int pr = dc.pr(), pc = dc.pc();
+  std::vector<SpVolumeModel::Images> out;
+  std::vector<std::int64_t> all;  // every L's A table, then its B table
+  for (int L : valid_layers(pr, pc)) {
+    if (L > std::max(1, max_layers)) continue;
+    const SpgemmPlan plan = make_spgemm_plan(SpAlgorithm::Rma25d, pr, pc, L);
+    const std::vector<int> kv = images_of_k(plan, opa, a.distribution(), opb, b.distribution());
+    SpVolumeModel::Images im{L, plan.v, std::vector<std::int64_t>(std::size_t(pr) * plan.v),
+                             std::vector<std::int64_t>(std::size_t(plan.v) * pc)};
+    a.for_each_block([&](int r, int c, const double*, int nr, int nc) {
+      const int row = opa == SpOp::N ? r : c, k = opa == SpOp::N ? c : r;
+      im.a[std::size_t(dc.row_owner(row)) * plan.v + kv[std::size_t(k)]] +=
+          detail::kMetaBytes + 8 * std::int64_t{nr} * nc;
+    });
+    b.for_each_block([&](int r, int c, const double*, int nr, int nc) {
+      const int k = opb == SpOp::N ? r : c, col = opb == SpOp::N ? c : r;
+      im.b[std::size_t(kv[std::size_t(k)]) * pc + dc.col_owner(col)] +=
+          detail::kMetaBytes + 8 * std::int64_t{nr} * nc;
+    });
+    all.insert(all.end(), im.a.begin(), im.a.end());
+    all.insert(all.end(), im.b.begin(), im.b.end());
+    out.push_back(std::move(im));
+  }
+  ctx.comm().allreduce(all.data(), static_cast<int>(all.size()), MPI_SUM);
+  std::size_t at = 0;
+  for (auto& im : out) {
+    for (auto* t : {&im.a, &im.b}) {
+      std::copy(all.begin() + static_cast<std::ptrdiff_t>(at),
+                all.begin() + static_cast<std::ptrdiff_t>(at + t->size()), t->begin());
+      at += t->size();
+    }
+    m.images.push_back(std::move(im));
+  }
+}
+
 SpAlgorithm parse_sp_algorithm(const std::string& s) {
   if (s == "cannon") return SpAlgorithm::Cannon;
   if (s == "rma25d") return SpAlgorithm::Rma25d;
@@ -151,8 +200,7 @@ void run_multiply(Context& ctx, const SpgemmPlan& plan, double alpha, SpOp opa,
   const auto& db = b.distribution();
   const BlockSizes& inner = opa == SpOp::N ? da.col_blocks() : da.row_blocks();
   SpOperands ops;
-  ops.kv = k_images(plan, inner.count(), opa == SpOp::N ? &da.col_dist() : nullptr,
-                    opb == SpOp::N ? &db.row_dist() : nullptr);
+  ops.kv = images_of_k(plan, opa, da, opb, db);
   std::vector<int> acol(ops.kv.size()), brow(ops.kv.size());
   for (std::size_t k = 0; k < ops.kv.size(); ++k) {
     acol[k] = plan.a_home_col(ops.kv[k]);

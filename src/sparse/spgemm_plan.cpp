@@ -1,6 +1,7 @@
 // The block-sparse multiply's schedule as pure data (include/tessel/sparse/spgemm_plan.hpp).
 #include "tessel/sparse/spgemm_plan.hpp"
 
+#include <functional>
 #include <numeric>
 #include <sstream>
 
@@ -45,25 +46,34 @@ std::vector<SpLayerPrediction> predict_layers(int pr, int pc, const SpVolumeMode
   std::vector<SpLayerPrediction> out;
   for (int L : valid_layers(pr, pc)) {
     if (L > std::max(1, max_layers)) continue;
-    SpgemmPlan p = plan_for(SpAlgorithm::Rma25d, pr, pc, L);
-    const double sa = m.a / (static_cast<double>(pr) * p.v);  // one A image (m, v)
-    const double sb = m.b / (static_cast<double>(pc) * p.v);  // one B image (v, n)
-    const double sc = m.c / (static_cast<double>(pr) * pc);   // one C panel
-    // predict() counts images; weight 1 each and scale (sizes are uniform in the model)
+    const SpgemmPlan p = plan_for(SpAlgorithm::Rma25d, pr, pc, L);
+    const SpVolumeModel::Images* im = m.images_for(L);
+    TESSEL_CHECK(!im || (im->v == p.v && im->a.size() == static_cast<std::size_t>(pr) * p.v &&
+                         im->b.size() == static_cast<std::size_t>(p.v) * pc),
+                 Error, "predict_layers: the image sizes given for L = ", L,
+                 " are not a ", pr, " x ", p.v, " and a ", p.v, " x ", pc, " table");
+    // predict() sums images: their real sizes where known (exact), else weight 1 each, scaled
+    // below by the mean size; partial C panels always by the mean (c bounds a partial)
     auto one = [](int, int) -> std::int64_t { return 1; };
-    SpLayerPrediction x;
-    x.layers = L;
+    std::function<std::int64_t(int, int)> fa = one, fb = one;
+    if (im) {
+      fa = [&](int mrow, int v) { return im->a[static_cast<std::size_t>(mrow) * p.v + v]; };
+      fb = [&](int v, int ncol) { return im->b[static_cast<std::size_t>(v) * pc + ncol]; };
+    }
+    std::int64_t sum_a = 0, sum_b = 0, sum_c = 0;  // integers: the exact form is exact
     for (int i = 0; i < pr; ++i)
       for (int j = 0; j < pc; ++j) {
-        SpgemmPlan::Volume v = p.predict(i, j, one, one, one);
-        x.a += sa * static_cast<double>(v.a);
-        x.b += sb * static_cast<double>(v.b);
-        x.c += sc * static_cast<double>(v.c);
+        const SpgemmPlan::Volume v = p.predict(i, j, fa, fb, one);
+        sum_a += v.a;
+        sum_b += v.b;
+        sum_c += v.c;
       }
     const double n = static_cast<double>(pr) * pc;
-    x.a /= n;
-    x.b /= n;
-    x.c /= n;
+    SpLayerPrediction x;
+    x.layers = L;
+    x.a = static_cast<double>(sum_a) * (im ? 1.0 : m.a / (static_cast<double>(pr) * p.v)) / n;
+    x.b = static_cast<double>(sum_b) * (im ? 1.0 : m.b / (static_cast<double>(pc) * p.v)) / n;
+    x.c = static_cast<double>(sum_c) * (m.c / n) / n;
     if (m.retain) x.pattern = (L - 1) * (16 + m.c_pattern / n);
     out.push_back(x);
   }
@@ -117,7 +127,7 @@ SpgemmPlan make_spgemm_plan(SpAlgorithm alg, int pr, int pc, int layers,
   std::string note;
   if (L == 0) {
     if (model) {
-      L = choose_layers(pr, pc, *model, 4, &note);
+      L = choose_layers(pr, pc, *model, kAutoMaxLayers, &note);
     } else {
       L = 1;
       note = detail::concat("layers auto without panel sizes: L = 1 (valid on ", pr, "x", pc, ": ",

@@ -1230,8 +1230,9 @@ def spgemm_positive_cases(runner, tally, nranks, work):
         problems.append("--explain does not print the plan alone")
     tally.report(f"np{nranks} spgemm --explain", problems, run)
     # --predict: eq. 7's per-rank form beside a run with a given L; its A and B bytes are what
-    # the ledger counts (mean per rank, exactly), its C term bounds the partials sent
-    for layers in ("1", "auto"):
+    # the ledger counts (mean per rank, exactly: the images' real sizes), its C term bounds the
+    # partials sent; also at an L > 1 where the default grid has one (2x2: 4, 2x4: 2, 3x3: 9)
+    for layers in ("1", "auto") + ({4: ("4",), 8: ("2",), 9: ("9",)}.get(nranks, ())):
         problems = []
         js = os.path.join(d, f"eq7_{layers}.json")
         run = run_ok(runner, nranks, ["spgemm", "--generate", "water-ss:40", "--eps", "1e-6", "--algorithm",

@@ -836,6 +836,48 @@ TEST(Spgemm, PanelBytesMatchEq7) {
         }
 }
 
+// eq. 7's prediction with the images' real sizes (add_image_bytes + predict_layers) is the
+// ledger's mean A and B bytes to the byte at every valid L (9 at 9 ranks too), also when the
+// operands must be conformed first (random distributions) or are transposed.
+TEST(Spgemm, Eq7PredictionWithImageSizesEqualsTheLedger) {
+  Context ctx(MPI_COMM_WORLD);
+  const int p = world_size();
+  unsigned seed = 300;
+  const std::pair<SpOp, SpOp> ops[] = {{SpOp::N, SpOp::N}, {SpOp::T, SpOp::N}, {SpOp::N, SpOp::T}};
+  for (auto [pr, pc] : grids(p))
+    for (int L : valid_layers(pr, pc))
+      for (auto [opa, opb] : ops) {
+        std::mt19937 rng(seed++);
+        auto ms = random_sizes(rng, 7), ks = random_sizes(rng, 11), ns = random_sizes(rng, 6);
+        auto da = opa == SpOp::N ? make_dist(DistKind::Random, ms, ks, pr, pc, rng)
+                                 : make_dist(DistKind::Random, ks, ms, pr, pc, rng);
+        auto db = opb == SpOp::N ? make_dist(DistKind::Random, ks, ns, pr, pc, rng)
+                                 : make_dist(DistKind::Random, ns, ks, pr, pc, rng);
+        auto dc = make_dist(DistKind::Random, ms, ns, pr, pc, rng);
+        BlockSparseMatrix<double> A(ctx, da, "A"), B(ctx, db, "B"), C(ctx, dc, "C");
+        fill_random(A, rng, 0.6, p);
+        fill_random(B, rng, 0.4, p);
+        SpMultiplyOptions o;
+        o.algorithm = SpAlgorithm::Rma25d;
+        o.layers = L;
+        SpVolumeModel m = volume_model(ctx, A, B, C, o);
+        add_image_bytes(ctx, opa, A, opb, B, dc, L, m);
+        const auto pred = predict_layers(pr, pc, m, L);
+        const auto rep = multiply(ctx, 1.0, opa, A, opb, B, 0.0, C, o);
+        double got[2] = {static_cast<double>(rep.a_panels.recv),
+                         static_cast<double>(rep.b_panels.recv)};
+        MPI_Allreduce(MPI_IN_PLACE, got, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        const std::string what = std::to_string(pr) + "x" + std::to_string(pc) +
+                                 " L=" + std::to_string(L) + " op " +
+                                 (opa == SpOp::N ? "N" : "T") + (opb == SpOp::N ? "N" : "T");
+        ASSERT_FALSE(pred.empty()) << what;
+        ASSERT_EQ(pred.back().layers, L) << what;
+        EXPECT_EQ(pred.back().a, got[0] / p) << what;
+        EXPECT_EQ(pred.back().b, got[1] / p) << what;
+        if (p > 1) EXPECT_GT(got[0] + got[1], 0) << what;  // not vacuous
+      }
+}
+
 // rma25d's windows are kept in the caller's cache: created once, reused while the panels fit,
 // re-created when one rank's panels grow; results stay exact throughout.
 TEST(Spgemm, WindowCacheReusedAndGrown) {

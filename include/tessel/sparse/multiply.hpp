@@ -139,6 +139,16 @@ SpVolumeModel volume_model(Context& ctx, const BlockSparseMatrix<double>& a,
                            const BlockSparseMatrix<double>& b, const BlockSparseMatrix<double>& c,
                            const SpMultiplyOptions& options);
 
+/// Collective over ctx (one allreduce of (PR + PC) V integers per L). Adds to `m` the real
+/// size in bytes (the wire format: 8 per value + 16 per block) of every A and B image that
+/// rma25d with L layers reads, for every valid L <= max_layers on C's grid, with the images
+/// the multiply itself would give the k blocks (k_images on op(A)'s and op(B)'s
+/// distributions). predict_layers then gives eq. 7's exact per-rank form: the A and B bytes
+/// the ledger counts, to the byte, at every L.
+void add_image_bytes(Context& ctx, SpOp opa, const BlockSparseMatrix<double>& a, SpOp opb,
+                     const BlockSparseMatrix<double>& b, const Distribution& dc, int max_layers,
+                     SpVolumeModel& m);
+
 /// Pure. "cannon" / "rma25d" (InputError otherwise, naming the value).
 SpAlgorithm parse_sp_algorithm(const std::string& s);
 

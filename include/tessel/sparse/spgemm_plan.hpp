@@ -102,6 +102,11 @@ struct SpgemmPlan {
 /// Pure. The valid layer counts of rma25d on a PR x PC grid (always contains 1), increasing.
 std::vector<int> valid_layers(int pr, int pc);
 
+/// layers = auto considers L <= kAutoMaxLayers: every rank holds L partial C panels, so the
+/// memory grows with L while eq. 7's A + B term shrinks only as 1 / sqrt(L); larger L only
+/// when asked for.
+constexpr int kAutoMaxLayers = 4;
+
 /// What eq. 7 needs to choose L, as totals over the whole matrices (bytes in the wire formats):
 /// op(A) and op(B) (8 per value + 32 per block) and the product op(A) op(B) before the final
 /// filter (8 per value + 8 per block, the C wire format). A partial C panel is at most the
@@ -112,11 +117,31 @@ struct SpVolumeModel {
   /// over ranks); 0 without retain.
   double c_pattern = 0;
   bool retain = false;  // retain_sparsity: the pattern is sent (with a 16-byte header)
+  /// Optional (add_image_bytes): the real size in bytes of every A image (m, v) and B image
+  /// (v, n) under the plan with `layers` L (V = lcm(PR, PC, L) images along k, so the sizes
+  /// depend on L). Where an L has its sizes here, predict_layers sums the images each rank
+  /// reads (eq. 7's exact per-rank form: A and B equal the ledger to the byte); elsewhere it
+  /// takes every image as a / (PR V), b / (PC V) (eq. 7 with mean sizes, exact in the mean at
+  /// L = 1 only: at L > 1 images are read by different numbers of ranks).
+  struct Images {
+    int layers = 1, v = 1;
+    std::vector<std::int64_t> a;  // m * v + image, PR x V
+    std::vector<std::int64_t> b;  // image * PC + n, V x PC
+  };
+  std::vector<Images> images;
+  /// The entry of `images` for L, or null.
+  const Images* images_for(int layers) const {
+    for (const auto& x : images)
+      if (x.layers == layers) return &x;
+    return nullptr;
+  }
 };
 
 /// The predicted mean bytes per rank of one rma25d multiply with L layers: A and B received,
-/// C partials sent (eq. 7 in its exact per-rank form, SpgemmPlan::predict, with every A image
-/// a / (PR V), every B image b / (PC V) and every partial panel c / (PR PC); averaged over ranks).
+/// C partials sent (eq. 7 in its exact per-rank form, SpgemmPlan::predict, with the A and B
+/// images' real sizes where the model has them for L (SpVolumeModel::images), else every A
+/// image a / (PR V) and every B image b / (PC V), and every partial panel c / (PR PC); averaged
+/// over ranks).
 struct SpLayerPrediction {
   int layers = 1;
   double a = 0, b = 0, c = 0;
@@ -127,11 +152,11 @@ struct SpLayerPrediction {
 
 /// Pure. The prediction for every valid L <= max_layers (valid_layers), increasing L.
 std::vector<SpLayerPrediction> predict_layers(int pr, int pc, const SpVolumeModel& m,
-                                              int max_layers = 4);
+                                              int max_layers = kAutoMaxLayers);
 
 /// Pure. The L of predict_layers with the smallest predicted total (ties: the smaller L), and
 /// in `note` (if given) the table and the reason.
-int choose_layers(int pr, int pc, const SpVolumeModel& m, int max_layers = 4,
+int choose_layers(int pr, int pc, const SpVolumeModel& m, int max_layers = kAutoMaxLayers,
                   std::string* note = nullptr);
 
 /// Pure. The plan for `alg` on a pr x pc grid. layers: 0 = auto (Cannon: 1; rma25d: with a

@@ -50,8 +50,8 @@ std::vector<SpLayerPrediction> predict_layers(int pr, int pc, const SpVolumeMode
     const SpVolumeModel::Images* im = m.images_for(L);
     TESSEL_CHECK(!im || (im->v == p.v && im->a.size() == static_cast<std::size_t>(pr) * p.v &&
                          im->b.size() == static_cast<std::size_t>(p.v) * pc),
-                 Error, "predict_layers: the image sizes given for L = ", L,
-                 " are not a ", pr, " x ", p.v, " and a ", p.v, " x ", pc, " table");
+                 Error, "predict_layers: the image sizes given for L = ", L, " are not a ", pr,
+                 " x ", p.v, " and a ", p.v, " x ", pc, " table");
     // predict() sums images: their real sizes where known (exact), else weight 1 each, scaled
     // below by the mean size; partial C panels always by the mean (c bounds a partial)
     auto one = [](int, int) -> std::int64_t { return 1; };

@@ -868,8 +868,8 @@ TEST(Spgemm, Eq7PredictionWithImageSizesEqualsTheLedger) {
                          static_cast<double>(rep.b_panels.recv)};
         MPI_Allreduce(MPI_IN_PLACE, got, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
         const std::string what = std::to_string(pr) + "x" + std::to_string(pc) +
-                                 " L=" + std::to_string(L) + " op " +
-                                 (opa == SpOp::N ? "N" : "T") + (opb == SpOp::N ? "N" : "T");
+                                 " L=" + std::to_string(L) + " op " + (opa == SpOp::N ? "N" : "T") +
+                                 (opb == SpOp::N ? "N" : "T");
         ASSERT_FALSE(pred.empty()) << what;
         ASSERT_EQ(pred.back().layers, L) << what;
         EXPECT_EQ(pred.back().a, got[0] / p) << what;

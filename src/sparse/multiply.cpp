@@ -13,6 +13,7 @@
 #endif
 
 #include "access.hpp"
+#include "tessel/core/build.hpp"
 #include "spgemm_exec.hpp"
 
 namespace tessel::sparse {
@@ -245,10 +246,12 @@ void run_multiply(Context& ctx, const SpgemmPlan& plan, double alpha, SpOp opa,
 }  // namespace
 
 namespace {
-/// Not collective. SpMultiplyOptions::trim_heap.
+/// Not collective. SpMultiplyOptions::trim_heap. Not in the SMPI build: there every simulated
+/// rank shares the simulator's one heap, so one rank's trim would walk (and be charged the CPU
+/// time of) the free pages of all of them.
 void return_free_heap() {
 #if defined(__GLIBC__)
-  malloc_trim(0);
+  if constexpr (!kSimulatedMpi) malloc_trim(0);
 #endif
 }
 }  // namespace

@@ -67,7 +67,7 @@ struct SpMultiplyOptions {
   /// keeps freed buffers below its mmap threshold resident, so without it a process's resident
   /// size grows past what it holds (water:1000 TRS4 at 4 ranks: ru_maxrss 460-480 MB against
   /// 404-413 MB with it, the accounted peak 313 MB both). Costs a walk of the heap's free list
-  /// per product.
+  /// per product. Ignored in the SMPI build (all simulated ranks share one heap).
   bool trim_heap = true;
 };
 

@@ -14,6 +14,8 @@ each one, so a moved or renamed table fails here with that sentence) and renders
            (sign and TRS4, block-sparse, 4 ranks) and the dense purification where it was run
   gemm     docs/gemm_vs_peers.png     bench/README.md: time and bytes of tessel over COSMA
            native, COSMA's pdgemm_ wrapper and ScaLAPACK, 10 cases on 2 emulated clusters
+  seed001  docs/simulation_seed001.png docs/simulation.md: SIMULATED time per S·S of Cannon and
+           rma25d against nodes on daint-xc30.xml, and the speed-up over Cannon beside seed 001's
 
 No benchmark is run. matplotlib and numpy come from Debian (python3-matplotlib, scripts/setup.sh):
 run it with /usr/bin/python3 when another python3 comes first on PATH.
@@ -69,6 +71,7 @@ ANCHORS = {
     "density_sign": ("docs/density.md", "**Memory, session 12.**"),
     "density_trs4": ("docs/density.md", "TRS4 at 2 products per step (session 15"),
     "gemm_peers": ("bench/README.md", "**Session 15: the redistribution's local copies"),
+    "seed001": ("docs/simulation.md", "**Seed 001 on one build, tuned collectives (2026-12-01)."),
 }
 
 
@@ -170,7 +173,45 @@ def plot_gemm(plt, out):
     fig.savefig(out, dpi=100)
 
 
+def plot_seed001(plt, out):
+    hdr, rows = table_after(*ANCHORS["seed001"])
+    nodes = [int(r[0].replace(",", "")) for r in rows]
+    cols = [("Cannon s", "Cannon", "#1f77b4"), ("rma25d L = 1 s", "rma25d L = 1", "#2ca02c"),
+            ("rma25d L > 1 s", "rma25d L > 1 (L in the table)", "#98df8a")]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for key, label, colour in cols:
+        ys = [seconds(r[hdr.index(key)]) for r in rows]
+        axes[0].plot(nodes, ys, "o-", label=label, color=colour)
+        if key != "Cannon s":
+            base = [seconds(r[hdr.index("Cannon s")]) for r in rows]
+            axes[1].plot(nodes, [b / y for b, y in zip(base, ys)], "o-", label=label, color=colour)
+    # seed 001, Table 2 / Figure 1 (H2O-DFT-LS, DZVP): OS1 over PTP and the best L over PTP
+    seed_nodes = [200, 400, 729, 1296, 2704]  # seed 001 Table 2, H2O-DFT-LS, seconds
+    ptp, os1, best = [325, 212, 155, 136, 99], [298, 184, 137, 120, 85], [260, 148, 117, 85, 55]
+    axes[1].plot(seed_nodes, [a / b for a, b in zip(ptp, os1)], "s--", color="#2ca02c", alpha=0.5,
+                 label="seed 001 (measured, DZVP): OS1 over PTP")
+    axes[1].plot(seed_nodes, [a / b for a, b in zip(ptp, best)], "s--", color="#98df8a",
+                 alpha=0.8, label="seed 001 (measured, DZVP): best OSL over PTP")
+    axes[1].axhline(1.0, color="#7f7f7f", lw=0.8)
+    for ax in axes:
+        ax.set_xscale("log")
+        ax.set_xlabel("nodes (one rank per node)")
+        ax.set_xticks(nodes)
+        ax.set_xticklabels([str(n) for n in nodes])
+        ax.xaxis.set_minor_formatter(matplotlib_null())
+    axes[0].set_yscale("log")
+    axes[0].set_ylabel("SIMULATED seconds per S·S")
+    axes[1].set_ylabel("speed-up over Cannon (higher is better)")
+    axes[0].legend(fontsize=8)
+    axes[1].legend(fontsize=7)
+    fig.suptitle("Seed 001 SIMULATED on daint-xc30.xml (SMPI 3.32): water S·S, 6,912 molecules, "
+                 "SZV, ε = 1e-6\ndocs/simulation.md, runs of 2026-12-01", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+
+
 PLOTS = {"spgemm": ("spgemm_vs_dbcsr.png", plot_spgemm),
+         "seed001": ("simulation_seed001.png", plot_seed001),
          "density": ("density_scaling.png", plot_density),
          "gemm": ("gemm_vs_peers.png", plot_gemm)}
 

@@ -180,10 +180,10 @@ def plot_seed001(plt, out):
             ("rma25d L > 1 s", "rma25d L > 1 (L in the table)", "#98df8a")]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for key, label, colour in cols:
-        ys = [seconds(r[hdr.index(key)]) for r in rows]
+        ys = [number(r[hdr.index(key)]) for r in rows]
         axes[0].plot(nodes, ys, "o-", label=label, color=colour)
         if key != "Cannon s":
-            base = [seconds(r[hdr.index("Cannon s")]) for r in rows]
+            base = [number(r[hdr.index("Cannon s")]) for r in rows]
             axes[1].plot(nodes, [b / y for b, y in zip(base, ys)], "o-", label=label, color=colour)
     # seed 001, Table 2 / Figure 1 (H2O-DFT-LS, DZVP): OS1 over PTP and the best L over PTP
     seed_nodes = [200, 400, 729, 1296, 2704]  # seed 001 Table 2, H2O-DFT-LS, seconds
@@ -193,11 +193,11 @@ def plot_seed001(plt, out):
     axes[1].plot(seed_nodes, [a / b for a, b in zip(ptp, best)], "s--", color="#98df8a",
                  alpha=0.8, label="seed 001 (measured, DZVP): best OSL over PTP")
     axes[1].axhline(1.0, color="#7f7f7f", lw=0.8)
-    for ax in axes:
+    for ax, ticks in zip(axes, [nodes, sorted(set(nodes) | set(seed_nodes))]):
         ax.set_xscale("log")
         ax.set_xlabel("nodes (one rank per node)")
-        ax.set_xticks(nodes)
-        ax.set_xticklabels([str(n) for n in nodes])
+        ax.set_xticks(ticks)
+        ax.set_xticklabels([f"{n:,}" for n in ticks])
         ax.xaxis.set_minor_formatter(matplotlib_null())
     axes[0].set_yscale("log")
     axes[0].set_ylabel("SIMULATED seconds per S·S")

@@ -1,13 +1,12 @@
 #include "memory_watch.hpp"
 
 #include <fmt/format.h>
-#include <malloc.h>
 #include <sys/resource.h>
 
 #include <algorithm>
 
 #include "report.hpp"
-#include "tessel/core/build.hpp"
+#include "tessel/core/memory.hpp"
 
 namespace tessel::app {
 
@@ -66,8 +65,7 @@ void MemoryWatch::step(const solvers::IterationInfo& s) {
   // freed heap memory (below its mmap threshold) resident, and the next step's allocations,
   // of other sizes, fragment it further, so the resident size drifted above what is alive
   // (water:2000 TRS4 at 4 ranks, 2 row panels: ru_maxrss 1.22 GB against 1.0 GB accounted).
-  // Not under SMPI: the simulated ranks share one heap (sparse::multiply's trim_heap, too).
-  if constexpr (!kSimulatedMpi) malloc_trim(0);
+  return_free_heap();
   auto& m = ctx_.ledger().memory();
   const auto& k = m.peak_by_kind();
   std::vector<double> v = {static_cast<double>(m.peak()), static_cast<double>(k[0]),

@@ -1,6 +1,18 @@
 #include "tessel/core/memory.hpp"
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+#include "tessel/core/build.hpp"
+
 namespace tessel {
+
+void return_free_heap() {
+#if defined(__GLIBC__)
+  if constexpr (!kSimulatedMpi) malloc_trim(0);
+#endif
+}
 
 const char* to_string(MemKind k) {
   switch (k) {

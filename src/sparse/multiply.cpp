@@ -8,12 +8,8 @@
 #include <cmath>
 #include <functional>
 #include <optional>
-#if defined(__GLIBC__)  // (defined by the C++ headers above)
-#include <malloc.h>
-#endif
 
 #include "access.hpp"
-#include "tessel/core/build.hpp"
 #include "spgemm_exec.hpp"
 
 namespace tessel::sparse {
@@ -34,7 +30,7 @@ SpVolumeModel volume_model(Context& ctx, const BlockSparseMatrix<double>& a,
   t[2] = options.product_bytes_hint > 0 ? 0 : sum(c, options.retain_sparsity ? 0.125 : 8);
   t[3] = options.retain_sparsity ? 8.0 * static_cast<double>(c.local_nblocks()) : 0.0;
   ctx.comm().allreduce(t, 4, MPI_SUM);
-  SpVolumeModel m{t[0], t[1], t[2], t[3], options.retain_sparsity};
+  SpVolumeModel m{t[0], t[1], t[2], t[3], options.retain_sparsity, {}};
   if (options.product_bytes_hint > 0)
     m.c = options.product_bytes_hint;
   else if (m.c == 0)
@@ -242,17 +238,6 @@ void run_multiply(Context& ctx, const SpgemmPlan& plan, double alpha, SpOp opa,
             : detail::run_rma25d(ctx, plan, ops, eo, cache ? &cache->state() : nullptr);
     take(res);  // merged into C: the panel's product is freed before the next one
   }
-}
-}  // namespace
-
-namespace {
-/// Not collective. SpMultiplyOptions::trim_heap. Not in the SMPI build: there every simulated
-/// rank shares the simulator's one heap, so one rank's trim would walk (and be charged the CPU
-/// time of) the free pages of all of them.
-void return_free_heap() {
-#if defined(__GLIBC__)
-  if constexpr (!kSimulatedMpi) malloc_trim(0);
-#endif
 }
 }  // namespace
 

@@ -26,7 +26,6 @@
 #include "spgemm_exec.hpp"
 #include "tessel/comm/nonblocking.hpp"
 #include "tessel/comm/window.hpp"
-#include "tessel/core/build.hpp"
 
 namespace tessel::sparse {
 
@@ -336,19 +335,13 @@ void Rma25d::set_up() {
   PhaseScope ph(ledger_, kPhaseSetup);
   const bool same = same_key();
   const int flags = window_flags(need, same);
+  // Comm::allreduce: the build's own choice (nonblocking and polled with a real MPI, the
+  // blocking call under SMPI, whose nonblocking collectives cost the simulator O(p^2) per rank)
   int any = flags;
-  comm::RequestSet rs;
-  // SMPI builds nonblocking collectives from flat point-to-point requests whose completion
-  // costs the simulator O(p) each: this one-int allreduce took half the wall time of a
-  // 256-rank simulation. There the blocking one (a tuned algorithm; the same ledger entry).
-  if constexpr (kSimulatedMpi)
-    ctx_.comm().allreduce(&any, 1, MPI_BOR);
-  else
-    comm::iallreduce_raw(ctx_.comm(), &flags, &any, 1, MPI_INT, sizeof(int), MPI_BOR, rs);
+  ctx_.comm().allreduce(&any, 1, MPI_BOR);  // also: every rank has left its last multiply
   if (!same) split_sub_comms();
   dir_a_.build(st_.acomm, mine_a_);
   dir_b_.build(st_.bcomm, mine_b_);
-  rs.wait_all();  // also: every rank has left its previous multiply (windows are free)
   if (any & 2) {  // some rank's last multiply threw midway: its pattern cache may be stale
     st_.pattern_sent_valid = false;
     st_.pattern_from.clear();

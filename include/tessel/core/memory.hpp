@@ -20,6 +20,12 @@ inline constexpr int kMemKinds = 3;
 /// "matrices", "multiply buffers", "windows".
 const char* to_string(MemKind k);
 
+/// Not collective. Returns the heap's free pages to the kernel (glibc's malloc_trim; nothing
+/// with another C library): glibc keeps freed memory below its mmap threshold resident. Does
+/// nothing in the SMPI build, where every simulated rank shares the simulator's one heap, so a
+/// trim would walk (and charge one rank the CPU time of) the free pages of all of them.
+void return_free_heap();
+
 class MemoryLedger {
  public:
   using ByKind = std::array<std::int64_t, kMemKinds>;

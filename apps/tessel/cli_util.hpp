@@ -57,9 +57,10 @@ class TraceRun {
   std::string path_;
 };
 
-/// `--simulate-compute run|skip` (gemm, ssc): skip, in the SMPI build only, skips the local
-/// GEMMs and charges their flops to the simulated clock, with shared buffers (docs/simulation.md).
-void add_simulate_compute_option(CLI::App* s, std::string& mode);
+/// `--simulate-compute run|skip` (gemm, ssc, spgemm): skip, in the SMPI build only, skips the
+/// local kernels and charges them to the simulated clock (docs/simulation.md); `help`: what skip
+/// does in this command (default: the dense commands' GEMMs and shared buffers).
+void add_simulate_compute_option(CLI::App* s, std::string& mode, const std::string& help = "");
 /// Pure. The Context options of a command run with `--simulate-compute mode`: InputError naming
 /// the option for a value other than run or skip, and for skip outside the SMPI build. Under
 /// skip, `verify` (the command's --verify) is refused as well: the results are meaningless.
@@ -69,6 +70,12 @@ inline constexpr const char* kSkipNotice =
     "SIMULATED COMPUTE SKIPPED (--simulate-compute skip): the local products were not computed "
     "and the matrices are shared simulated memory, so every result is meaningless by design; "
     "the times (simulated) and the bytes moved are the output\n";
+/// kSkipNotice of `tessel spgemm`, whose matrices are real and whose products are sampled.
+inline constexpr const char* kSkipNoticeSparse =
+    "SIMULATED COMPUTE SKIPPED (--simulate-compute skip): of each batch of block products of one "
+    "shape only a sample was computed, the time of the others charged to the simulated clock at "
+    "the sample's measured speed, so C is meaningless by design; the times (simulated) and the "
+    "bytes moved are the output\n";
 
 /// An option value parsed by the library, with the option's name in the error message:
 /// InputError "<option> '<value>': expected <expected>".

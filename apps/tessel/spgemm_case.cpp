@@ -46,6 +46,51 @@ struct Band {
   }
 };
 
+/// Block sizes of a DZVP-like basis for water: 13, 5, 5 per molecule (CP2K's DZVP-MOLOPT for O,
+/// 2s 2p 1d, and H, 2s 1p).
+BlockSizes dzvp_water_block_sizes(int n) {
+  std::vector<int> s;
+  s.reserve(3 * static_cast<std::size_t>(n));
+  for (int m = 0; m < n; ++m) s.insert(s.end(), {13, 5, 5});
+  return BlockSizes(std::move(s), "water DZVP block sizes");
+}
+
+/// Not collective. The blocks of `m` (finalized, on the same owners as `to`, whose block sizes
+/// may differ) on `to`: block (r, c) keeps its place and its Frobenius norm; its values are m's
+/// block tiled over the new shape and scaled back to that norm. The water-ss-dzvp case: the
+/// SZV pattern with the block sizes of a DZVP basis (the multiply's bytes and flops per block),
+/// not a DZVP overlap (the tiled matrix is singular).
+BlockSparseMatrix<double> spread_blocks(const Context& ctx, const BlockSparseMatrix<double>& m,
+                                        const Distribution& to, const std::string& name) {
+  const sparse::LocalBlocks<double> l = m.local();
+  const BlockSizes& from = m.distribution().row_blocks();
+  const BlockSizes& rows = to.row_blocks();
+  const BlockSizes& cols = to.col_blocks();
+  std::vector<std::int64_t> offset;
+  std::vector<double> data;
+  for (std::size_t i = 0; i < l.brows->size(); ++i) {
+    const int r = (*l.brows)[i], mr = rows.size(r), fr = from.size(r);
+    for (std::int64_t k = (*l.row_ptr)[i]; k < (*l.row_ptr)[i + 1]; ++k) {
+      const int c = (*l.col)[static_cast<std::size_t>(k)], mc = cols.size(c),
+                fc = m.distribution().col_blocks().size(c);
+      const double* src = l.data + (*l.offset)[static_cast<std::size_t>(k)];
+      offset.push_back(static_cast<std::int64_t>(data.size()));
+      double s2 = 0;
+      for (int y = 0; y < mc; ++y)
+        for (int x = 0; x < mr; ++x) {
+          data.push_back(src[(y % fc) * fr + x % fr]);
+          s2 += data.back() * data.back();
+        }
+      const double scale = s2 > 0 ? (*l.norm)[static_cast<std::size_t>(k)] / std::sqrt(s2) : 0.0;
+      for (auto v = data.end() - static_cast<std::ptrdiff_t>(mr) * mc; v != data.end(); ++v)
+        *v *= scale;
+    }
+  }
+  BlockSparseMatrix<double> out(ctx, to, name);
+  out.assign_local(*l.row_ptr, *l.col, std::move(offset), std::move(data));
+  return out;
+}
+
 int parse_count(const std::string& spec) {
   auto colon = spec.find(':');
   try {
@@ -56,7 +101,8 @@ int parse_count(const std::string& spec) {
     return n;
   } catch (const std::exception&) {
     throw InputError("--generate '" + spec +
-                     "': expected water:N, water-ss:N or band:N (N >= 1 molecules)");
+                     "': expected water:N, water-ss:N, water-ss-dzvp:N or band:N (N >= 1 "
+                     "molecules)");
   }
 }
 }  // namespace
@@ -70,8 +116,9 @@ void check_spgemm_inputs(const SpgemmInputs& in) {
   }
   std::string kind = in.generate.substr(0, in.generate.find(':'));
   parse_count(in.generate);
-  TESSEL_CHECK(kind == "band" || kind == "water" || kind == "water-ss", InputError, "--generate '",
-               in.generate, "': expected water:N, water-ss:N or band:N");
+  TESSEL_CHECK(kind == "band" || kind == "water" || kind == "water-ss" || kind == "water-ss-dzvp",
+               InputError, "--generate '", in.generate,
+               "': expected water:N, water-ss:N, water-ss-dzvp:N or band:N");
 }
 
 SpgemmCase make_spgemm_case(Context& ctx, const SpgemmInputs& in, sparse::SpOp opa,
@@ -81,8 +128,10 @@ SpgemmCase make_spgemm_case(Context& ctx, const SpgemmInputs& in, sparse::SpOp o
   const std::string kind = files ? "csr" : in.generate.substr(0, in.generate.find(':'));
   const int n = files ? 0 : parse_count(in.generate);
   Band band{n};
+  const bool dzvp = kind == "water-ss-dzvp";
   BlockSizes bs = files            ? io::read_block_sizes(in.blocks)
                   : kind == "band" ? band.sizes()
+                  : dzvp           ? dzvp_water_block_sizes(n)
                                    : sparse::water_block_sizes(n);
   const int pr = plan.pr, pc = plan.pc;
   SpgemmCase c;
@@ -118,13 +167,20 @@ SpgemmCase make_spgemm_case(Context& ctx, const SpgemmInputs& in, sparse::SpOp o
   } else {  // the water box (sparse/generate.hpp): A = H (or S), B = S
     sparse::WaterOptions wo;
     wo.seed = in.seed;
-    sparse::WaterSystem w = sparse::generate_water(ctx, n, wo, da);
-    c.A = kind == "water" ? std::move(w.H) : std::move(w.S);
+    const BlockSizes szv = sparse::water_block_sizes(n);
+    sparse::WaterSystem w = sparse::generate_water(
+        ctx, n, wo, Distribution(szv, szv, pr, pc, da.row_dist(), da.col_dist()));
+    c.A = kind == "water" ? std::move(w.H)
+          : dzvp          ? spread_blocks(ctx, w.S, da, "S")
+                          : std::move(w.S);
     c.B = sparse::redistribute(ctx, kind == "water" ? w.S : c.A, db);
     c.description =
         fmt::format("{} x {} ({} blocks per side), {}: {} water molecules (box {:.1f} A), {}",
                     bs.extent(), bs.extent(), bs.count(), in.generate, n, w.box_angstrom,
-                    kind == "water" ? "A = H, B = S" : "A = B = S");
+                    kind == "water" ? "A = H, B = S"
+                    : dzvp ? "A = B = S with the SZV pattern spread over DZVP block sizes 13, 5, 5"
+                             " (a model of the block structure, not a DZVP overlap)"
+                           : "A = B = S");
   }
   return c;
 }

@@ -10,7 +10,7 @@
 namespace tessel::app {
 
 struct SpgemmInputs {
-  std::string generate = "water:200";  // water:N, water-ss:N or band:N
+  std::string generate = "water:200";  // water:N, water-ss:N, water-ss-dzvp:N or band:N
   std::string a, b, blocks;            // CP2K CSR files and block sizes (all three or none)
   std::uint64_t seed = 42;
 };

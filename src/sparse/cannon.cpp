@@ -195,8 +195,8 @@ ExecResult run_cannon(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
       cur_a.index(*ops.rows, *ops.inner);  // offsets of the received (or home) images: meta
       cur_b.index(*ops.inner, *ops.cols);  // only, so the sends may still be reading them
       multiply_images(cur_a.view(), cur_b.view(), *ops.rows, *ops.inner, *ops.cols, opt.row_thr,
-                      opt.allowed, acc, res.stats, opt.comm_only,  // comm_only: symbolic
-                      [&] { progress(); });
+                      opt.allowed, acc, res.stats, opt.kernel, [&] { progress(); });
+      charge_skipped_products(res.stats);
       account();  // the next images' piece is allocated
       rs.wait_all();
       cur_a = PanelBuf{};  // multiplied and sent: its memory goes before the next piece comes

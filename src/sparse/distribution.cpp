@@ -59,6 +59,12 @@ std::vector<int> held_by(const std::vector<int>& dist, int g) {
 
 Distribution::Distribution(BlockSizes rows, BlockSizes cols, int pr, int pc,
                            std::vector<int> row_dist, std::vector<int> col_dist)
+    : Distribution(SharedTag{}, std::move(rows), std::move(cols), pr, pc,
+                   std::make_shared<const std::vector<int>>(std::move(row_dist)),
+                   std::make_shared<const std::vector<int>>(std::move(col_dist))) {}
+
+Distribution::Distribution(SharedTag, BlockSizes rows, BlockSizes cols, int pr, int pc,
+                           Shared row_dist, Shared col_dist)
     : rows_(std::move(rows)),
       cols_(std::move(cols)),
       pr_(pr),
@@ -67,8 +73,8 @@ Distribution::Distribution(BlockSizes rows, BlockSizes cols, int pr, int pc,
       col_dist_(std::move(col_dist)) {
   TESSEL_CHECK(pr >= 1 && pc >= 1, GridError, "distribution: process grid ", pr, " x ", pc,
                ", expected PR >= 1 and PC >= 1");
-  check_dist(rows_, row_dist_, pr, "row_dist", "row");
-  check_dist(cols_, col_dist_, pc, "col_dist", "column");
+  check_dist(rows_, *row_dist_, pr, "row_dist", "row");
+  check_dist(cols_, *col_dist_, pc, "col_dist", "column");
 }
 
 Distribution Distribution::random(BlockSizes rows, BlockSizes cols, int pr, int pc,
@@ -94,11 +100,11 @@ std::pair<int, int> Distribution::default_grid(int nranks) {
   return layout::most_square_grid(nranks);
 }
 
-std::vector<int> Distribution::local_block_rows(int prow) const { return held_by(row_dist_, prow); }
-std::vector<int> Distribution::local_block_cols(int pcol) const { return held_by(col_dist_, pcol); }
+std::vector<int> Distribution::local_block_rows(int prow) const { return held_by(*row_dist_, prow); }
+std::vector<int> Distribution::local_block_cols(int pcol) const { return held_by(*col_dist_, pcol); }
 
 Distribution Distribution::transposed() const {
-  return Distribution(cols_, rows_, pc_, pr_, col_dist_, row_dist_);
+  return Distribution(SharedTag{}, cols_, rows_, pc_, pr_, col_dist_, row_dist_);
 }
 
 std::string Distribution::describe() const {
@@ -110,7 +116,8 @@ std::string Distribution::describe() const {
 
 bool Distribution::operator==(const Distribution& o) const {
   return rows_ == o.rows_ && cols_ == o.cols_ && pr_ == o.pr_ && pc_ == o.pc_ &&
-         row_dist_ == o.row_dist_ && col_dist_ == o.col_dist_;
+         (row_dist_ == o.row_dist_ || *row_dist_ == *o.row_dist_) &&
+         (col_dist_ == o.col_dist_ || *col_dist_ == *o.col_dist_);
 }
 
 }  // namespace tessel::sparse

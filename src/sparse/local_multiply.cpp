@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <ctime>
 
 #include "block_norm.hpp"
 #include "spgemm_panels.hpp"
@@ -357,14 +358,40 @@ struct Stack {
 };
 constexpr std::size_t kStackSize = 30000;
 
-void flush(Stack& s, KernelStats& stats) {
+/// CPU seconds of the calling thread: what SMPI charges for measured computation (its thread
+/// timer), and unlike a wall clock blind to the time the thread waits for a busy core. The
+/// parentheses keep SMPI's clock_gettime macro (the simulated clock) out.
+double thread_cpu_seconds() {
+  timespec ts{};
+  (clock_gettime)(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+/// Runs products [from, to) of the batch.
+void run_products(const Stack& s, std::size_t from, std::size_t to) {
   const double one = 1.0;
-  const std::size_t np = s.p.size();
   if (s.f) {
-    for (const auto& it : s.p) s.f(it.a, it.b, it.c);
+    for (std::size_t i = from; i < to; ++i) s.f(s.p[i].a, s.p[i].b, s.p[i].c);
   } else {
-    for (const auto& it : s.p)
-      dgemm_("N", "N", &s.m, &s.n, &s.k, &one, it.a, &s.m, it.b, &s.k, &one, it.c, &s.m);
+    for (std::size_t i = from; i < to; ++i)
+      dgemm_("N", "N", &s.m, &s.n, &s.k, &one, s.p[i].a, &s.m, s.p[i].b, &s.k, &one, s.p[i].c,
+             &s.m);
+  }
+}
+
+/// Runs the batch (KernelMode::Compute) or its first kSampledProducts (Sampled: the CPU time of
+/// the others, estimated from the rate of the sample after its first kSampleWarmup, goes to
+/// stats.pending_s; the first products of a batch run at about half the rate of the rest).
+void flush(Stack& s, KernelStats& stats, KernelMode mode) {
+  const std::size_t np = s.p.size();
+  if (mode != KernelMode::Sampled || np <= kSampledProducts) {
+    run_products(s, 0, np);
+  } else {
+    run_products(s, 0, kSampleWarmup);
+    const double t0 = thread_cpu_seconds();
+    run_products(s, kSampleWarmup, kSampledProducts);
+    stats.pending_s += (thread_cpu_seconds() - t0) * static_cast<double>(np - kSampledProducts) /
+                       static_cast<double>(kSampledProducts - kSampleWarmup);
   }
   stats.flops += 2.0 * s.m * s.n * s.k * static_cast<double>(np);
   stats.multiplied += static_cast<std::int64_t>(np);
@@ -375,7 +402,7 @@ void flush(Stack& s, KernelStats& stats) {
 void multiply_images(const PanelView& a, const PanelView& b, const BlockSizes& rows,
                      const BlockSizes& inner, const BlockSizes& cols, const double* row_thr,
                      const CAccumulator* allowed, CAccumulator& c, KernelStats& stats,
-                     bool symbolic, const std::function<void()>& progress) {
+                     KernelMode mode, const std::function<void()>& progress) {
   if (a.nblocks == 0 || b.nblocks == 0) return;
   // B's block rows: [begin, end) of each row present (B is sorted by row); B's block columns
   // and their sizes, read once.
@@ -447,16 +474,16 @@ void multiply_images(const PanelView& a, const PanelView& b, const BlockSizes& r
         }
         if (allowed && !allowed->contains(r, cc)) continue;
         double* const cv = c.slot_bound(r, cc, na * b.norm(z));
-        if (symbolic) continue;  // the block of C as the product creates it, no flops
+        if (mode == KernelMode::Symbolic) continue;  // C's block as the product makes it
         Stack& s = stack_of(m, bn[static_cast<std::size_t>(z)], kk);
         s.p.push_back({ab, b.block(z), cv});
-        if (s.p.size() >= kStackSize) flush(s, stats);
+        if (s.p.size() >= kStackSize) flush(s, stats, mode);
       }
     }
     x = y;
     if (progress) progress();
   }
-  for (auto& s : stacks) flush(s, stats);
+  for (auto& s : stacks) flush(s, stats, mode);
 }
 
 void add_row_counts(const LocalBlocks<double>& m, std::vector<std::int64_t>& n) {

@@ -221,7 +221,9 @@ void run_multiply(Context& ctx, const SpgemmPlan& plan, double alpha, SpOp opa,
   }
   if (options.filter_eps > 0 && options.drop_partial_blocks && plan.layers > 1)
     eo.partial_drop = options.filter_eps / (plan.layers * std::abs(alpha));
-  eo.comm_only = options.comm_only;
+  eo.kernel = options.comm_only                    ? detail::KernelMode::Symbolic
+              : ctx.compute() == ComputeMode::Skip ? detail::KernelMode::Sampled
+                                                   : detail::KernelMode::Compute;
   eo.progress_poll = options.progress_poll;
   if (plan.algorithm == SpAlgorithm::Cannon)
     eo.cannon_pieces = cannon_pieces(ctx, ops, options.cannon_pieces);
@@ -301,6 +303,7 @@ SpMultiplyReport multiply(Context& ctx, double alpha, SpOp opa, const BlockSpars
     first = false;
     rep.flops += res.stats.flops;
     rep.blocks_multiplied += res.stats.multiplied;
+    rep.charged_s += res.stats.charged_s;
     rep.blocks_skipped += res.stats.skipped;
     rep.windows_created = rep.windows_created || res.windows_created;
     res.product.reset();

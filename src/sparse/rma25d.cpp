@@ -16,8 +16,10 @@
 //           before anything is allocated for them (a bad one ends the exchange: failure notices),
 //           contents before they are used; a failure is recorded and the exchange completes, and
 //           one agreement at the end throws it on every rank.
-// comm_only: the block products are replaced by the symbolic product (same blocks, zero-filled),
-// so every panel, the C partials included, has the size of the full run's.
+// KernelMode::Symbolic (comm_only): the block products are replaced by the symbolic product
+// (same blocks, zero-filled), so every panel, the C partials included, has the size of the full
+// run's. KernelMode::Sampled (ComputeMode::Skip): the same, with the products' estimated time
+// charged to the simulated clock after every kernel call (charge_skipped_products).
 // The schedule (which image, from whom) is SpgemmPlan's (spgemm_plan.hpp).
 #include <algorithm>
 #include <optional>
@@ -455,8 +457,9 @@ void Rma25d::tick(int s) {
   for (std::size_t p = 0; p < panels_.size(); ++p) {
     auto x = p / static_cast<std::size_t>(plan_.lc), y = p % static_cast<std::size_t>(plan_.lc);
     multiply_images(fa_[buf][x].view, fb_[buf][y].view, *ops_.rows, *ops_.inner, *ops_.cols,
-                    opt_.row_thr, allowed(p), acc_[p], res_.stats, opt_.comm_only,
+                    opt_.row_thr, allowed(p), acc_[p], res_.stats, opt_.kernel,
                     [&] { progress(); });
+    charge_skipped_products(res_.stats);
     if (last && p != own_) send_partial(p);
     acc_[p].recharge();
   }

@@ -75,7 +75,10 @@ struct ExecOptions {
   /// (eps / (L |alpha|): the L - 1 dropped parts of a block of alpha C sum to < eps). Only with
   /// SpMultiplyOptions::drop_partial_blocks (the result then depends on L).
   double partial_drop = 0;
-  bool comm_only = false;
+  /// The local kernel's mode: Symbolic for SpMultiplyOptions::comm_only, Sampled under the
+  /// simulated build's ComputeMode::Skip (the executor charges the products not run after
+  /// every kernel call: charge_skipped_products).
+  KernelMode kernel = KernelMode::Compute;
   const CAccumulator* allowed = nullptr;  // retain_sparsity: C's own pattern
   /// retain_sparsity: C (rma25d with L > 1 sends its local pattern to the other layers first,
   /// so they neither compute nor send partial blocks outside it).
@@ -105,6 +108,16 @@ struct ExecResult {
   std::int64_t partial_blocks_dropped = 0;
   bool windows_created = false;
 };
+
+/// Not collective. Advances the simulated clock by the products the kernel sampled but did not
+/// run (KernelStats::pending_s, KernelMode::Sampled; nothing when there are none): called by
+/// the executors after each multiply_images, where the products would have run.
+inline void charge_skipped_products(KernelStats& s) {
+  if (s.pending_s <= 0) return;
+  sim::charge_seconds(s.pending_s);
+  s.charged_s += s.pending_s;
+  s.pending_s = 0;
+}
 
 /// The local kernel's progress hook (multiply_images calls it after every block row): at most
 /// every `interval` seconds (0: never), one test pass over the requests the tick posted (`rs`,

@@ -127,7 +127,28 @@ std::vector<int> image_pieces(const std::vector<int>& kv, int images, int pieces
 struct KernelStats {
   double flops = 0;
   std::int64_t multiplied = 0, skipped = 0;
+  /// KernelMode::Sampled: seconds of the products not run, estimated from the sampled ones and
+  /// not yet charged to the simulated clock (charge_skipped_products), and all charged so far.
+  double pending_s = 0, charged_s = 0;
 };
+
+/// How multiply_images treats the block products it decides to make.
+enum class KernelMode {
+  Compute,   ///< run them
+  Symbolic,  ///< comm-only runs: create C's blocks (zero), run and count nothing
+  /// The simulated build's ComputeMode::Skip: C's blocks as Symbolic, every product counted in
+  /// flops and multiplied as Compute, but of each batch of one shape only the first
+  /// kSampledProducts run; the others' time is estimated from theirs (pending_s), so their
+  /// cost is charged to the simulated clock at this machine's measured per-shape speed
+  /// without the wall time of running them. C's values are meaningless.
+  Sampled,
+};
+/// Products of one shape run per batch (up to 30,000) in KernelMode::Sampled: the first
+/// kSampleWarmup untimed, the rest timed. Measured on water-ss:500 at one rank (4 x 4, 4 x 1
+/// and 1 x 1 blocks, 2026-12-02, CPU time): 11.9 ns per product over the first 256 of a batch,
+/// 6.9 over the next 768, 5.6 over the rest; so a sample of the first 256 overestimated the
+/// kernel twofold (docs/simulation.md has the validation against real runs).
+constexpr std::size_t kSampleWarmup = 1024, kSampledProducts = 3072;
 
 /// A C panel being accumulated: blocks by row, values in pages that never move (a block's
 /// values stay where slot() put them, so the kernel keeps pointers, and growing never copies).
@@ -219,15 +240,15 @@ class CAccumulator {
 /// the products skipped do not depend on how the multiply is split into calls, ticks or ranks.
 /// `allowed` (may be null): a block (r, c) of C outside it is
 /// never created (retain_sparsity). Products are batched by (m, n, k) and run through LIBXSMM
-/// (one kernel per shape), BLAS dgemm for large blocks. `symbolic` (comm-only runs): the same
-/// filter decisions (they need only the norms) create the same blocks of C, zero-filled, and no
-/// product is computed or counted. `progress` (may be empty) is called after every block row
+/// (one kernel per shape), BLAS dgemm for large blocks. `mode` (KernelMode): in Symbolic and
+/// Sampled the same filter decisions (they need only the norms) create the same blocks of C. `progress` (may be empty) is called after every block row
 /// of A: the executor's hook that lets the tick's transfers move (TickProgress); the kernel
 /// itself never calls MPI.
 void multiply_images(const PanelView& a, const PanelView& b, const BlockSizes& rows,
                      const BlockSizes& inner, const BlockSizes& cols, const double* row_thr,
                      const CAccumulator* allowed, CAccumulator& c, KernelStats& stats,
-                     bool symbolic = false, const std::function<void()>& progress = {});
+                     KernelMode mode = KernelMode::Compute,
+                     const std::function<void()>& progress = {});
 
 /// Not collective. n[k] += the number of local blocks of m in block row k (n sized to m's
 /// block rows).

@@ -4,13 +4,17 @@
 
     tests/smpi/compare_openmpi.py --smpi-tessel build-smpi/apps/tessel/tessel \\
         --openmpi-tessel build/apps/tessel/tessel --platform PLATFORM.xml --np 4 \\
-        [--cases spgemm-cannon,spgemm-rma25d,gemm,stencil-alltoallv,gemm-skip] [--water N]
+        [--cases spgemm-cannon,spgemm-rma25d,gemm,stencil-alltoallv,gemm-skip,spgemm-skip]
+        [--water N]
 
 A simulated run executes the program's own messages and local kernels; only time is
 modelled. So every count of the ledger (bytes and messages per phase, max/mean/total over
 ranks) must be the same number, and the results must agree: the block-sparse product's
 blocks and values and its error against the dense multiply, the dense product's Freivalds
-check, the stencil's eigenvalues and halo traffic. The case gemm-skip runs the SMPI side with
+check, the stencil's eigenvalues and halo traffic. The case spgemm-skip runs the SMPI side
+with --simulate-compute skip (block products sampled, the rest charged): the ledger, the
+filter's decisions and the counts must be equal, and some products must have been charged
+without running. The case gemm-skip runs the SMPI side with
 --simulate-compute skip (no product computed, the flops charged to the simulated clock) and
 Open MPI computing for real: the ledger and the plan must still be equal, the SMPI side must
 say it skipped, and its simulated time must hold at least the charged flops at the platform's
@@ -46,11 +50,15 @@ def cases(water):
         "gemm": ["gemm", "--m", "600", "--n", "500", "--k", "700", "--verify", "--repeat", "1"],
         "stencil-alltoallv": ["stencil", "--exchange", "alltoallv"],
         "gemm-skip": ["gemm", "--m", "1500", "--n", "1300", "--k", "1700", "--repeat", "2"],
+        # large enough that the kernel's batches exceed its sample (3,072 products of a shape)
+        "spgemm-skip": ["spgemm", "--generate", "water-ss:1000", "--eps", "1e-6", "--repeat", "1",
+                        "--algorithm", "cannon"],
     }
 
 
 # Arguments of the SMPI side only (the Open MPI side computes for real).
-SMPI_ONLY = {"gemm-skip": ["--simulate-compute", "skip"]}
+SMPI_ONLY = {"gemm-skip": ["--simulate-compute", "skip"],
+             "spgemm-skip": ["--simulate-compute", "skip"]}
 
 
 def ompi_env():
@@ -119,6 +127,25 @@ def compare_skip(o, s, platform):
     if not s["median_s"] >= least:
         bad.append(f"SMPI median_s {s['median_s']} < the charged flops' time {least} "
                    f"(a rank's {busiest:.3g} flops at most)")
+    return bad
+
+
+def compare_sampled(o, s):
+    """spgemm-skip: the block products sampled under SMPI, computed under Open MPI: the same
+    ledger and the same filter decisions and counts (they depend on the norms only), the SMPI
+    side skipped (and said so) and charged some products without running them."""
+    bad = []
+    diff("ledger_one_call", o["ledger_one_call"], s["ledger_one_call"], bad)
+    for k in ("n", "blocks", "grid", "layers", "ticks", "blocks_multiplied", "blocks_skipped",
+              "product_blocks", "product_values", "flops"):
+        diff(k, o[k], s[k], bad)
+    if (o.get("simulate_compute"), s.get("simulate_compute")) != ("run", "skip"):
+        bad.append(f"simulate_compute: Open MPI {o.get('simulate_compute')!r}, "
+                   f"SMPI {s.get('simulate_compute')!r} (expected 'run' and 'skip')")
+    if o.get("charged_s_max") != 0:
+        bad.append(f"Open MPI charged_s_max {o.get('charged_s_max')!r}, expected 0")
+    if not s.get("charged_s_max", 0) > 0:
+        bad.append(f"SMPI charged_s_max {s.get('charged_s_max')!r}: no product was sampled out")
     return bad
 
 
@@ -212,9 +239,10 @@ def main():
                 o = json.load(f)
             with open(sj) as f:
                 s = json.load(f)
-            bad = compare(name, o, s)
-            if name in SMPI_ONLY:
+            bad = compare_sampled(o, s) if name == "spgemm-skip" else compare(name, o, s)
+            if name == "gemm-skip":
                 bad += compare_skip(o, s, a.platform)
+            if name in SMPI_ONLY:
                 if "meaningless by design" not in out:
                     bad.append("SMPI: the run did not print that its results are meaningless")
             verdict = "equal" if not bad else f"{len(bad)} differences"

@@ -30,6 +30,29 @@ TEST(BlockSizes, OffsetsAndBlockOf) {
   EXPECT_EQ(BlockSizes(std::vector<int>{}).extent(), 0);
 }
 
+// Copies share one store (a simulated run of thousands of ranks holds the sizes once per rank,
+// not once per matrix and plan); a moved-from object is still whole (a move is a copy).
+TEST(BlockSizes, CopiesShareTheStoreAndMovesLeaveItValid) {
+  BlockSizes b({4, 1, 1, 13});
+  BlockSizes c = b;
+  EXPECT_EQ(c.sizes().data(), b.sizes().data());
+  EXPECT_EQ(c, b);
+  BlockSizes m = std::move(b);
+  EXPECT_EQ(m.extent(), 19);
+  EXPECT_EQ(b.extent(), 19);  // NOLINT(bugprone-use-after-move): the point of the test
+  EXPECT_EQ(b.offset(3), 6);
+  EXPECT_EQ(BlockSizes({4, 1, 1, 13}), m);  // equal by value across stores
+  EXPECT_NE(BlockSizes({4, 1, 1, 12}), m);
+  Distribution d(m, m, 2, 3, {0, 1, 1, 0}, {2, 0, 1, 2});
+  Distribution e = d;
+  EXPECT_EQ(e.row_dist().data(), d.row_dist().data());
+  Distribution f = std::move(d);
+  EXPECT_EQ(d.owner(3, 0), 2);  // NOLINT(bugprone-use-after-move)
+  EXPECT_EQ(f, e);
+  EXPECT_EQ(Distribution(m, m, 2, 3, {0, 1, 1, 0}, {2, 0, 1, 2}), f);
+  EXPECT_NE(Distribution(m, m, 2, 3, {0, 1, 1, 1}, {2, 0, 1, 2}), f);
+}
+
 TEST(BlockSizes, RejectsNonPositiveSizes) {
   EXPECT_THROW(BlockSizes({4, 0, 5}), InputError);
   EXPECT_THROW(BlockSizes({-1}), InputError);

@@ -31,6 +31,10 @@ namespace sim {
 /// Not collective. Advances the calling rank's simulated clock by `flops` at its simulated
 /// host's speed (SMPI's smpi_execute_flops). Throws Error outside the SMPI build.
 void charge_flops(double flops);
+/// Not collective. Advances the calling rank's simulated clock by `seconds` of computation on
+/// this machine, scaled as SMPI scales measured computation (smpi_execute: seconds times
+/// smpi/host-speed flops). Throws Error outside the SMPI build.
+void charge_seconds(double seconds);
 /// Not collective. `bytes` of memory that every simulated rank's allocation shares
 /// (SMPI_SHARED_MALLOC: contents meaningless); free with shared_free. SMPI build only.
 void* shared_malloc(std::size_t bytes);

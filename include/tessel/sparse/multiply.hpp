@@ -82,6 +82,10 @@ struct SpMultiplyReport {
   /// the on-the-fly filter, and blocks of C dropped by the final filter.
   double flops = 0;
   std::int64_t blocks_multiplied = 0, blocks_skipped = 0, blocks_filtered = 0;
+  /// This rank, the simulated build's ComputeMode::Skip only: seconds of block products
+  /// charged to the simulated clock without being run (their time estimated from a sample of
+  /// each shape run on this machine); 0 otherwise.
+  double charged_s = 0;
   /// This rank's panel of the product op(A) op(B) before the final filter: blocks and values
   /// (8 (blocks + values) summed over ranks is SpVolumeModel::c).
   std::int64_t product_blocks = 0, product_values = 0;

@@ -165,15 +165,23 @@ SpgemmCase make_spgemm_case(Context& ctx, const SpgemmInputs& in, sparse::SpOp o
         "neighbours within 6",
         bs.extent(), bs.extent(), bs.count(), in.generate);
   } else {  // the water box (sparse/generate.hpp): A = H (or S), B = S
+    // Both generated in place (each rank computes only its blocks), not B redistributed
+    // from A: on a random distribution that is an exchange between all pairs of ranks, whose
+    // thousands of requests per rank made the setup of a 1,296-rank simulation take most of
+    // its hour (SimGrid's request completion is linear in the requests waited on).
     sparse::WaterOptions wo;
     wo.seed = in.seed;
     const BlockSizes szv = sparse::water_block_sizes(n);
-    sparse::WaterSystem w = sparse::generate_water(
-        ctx, n, wo, Distribution(szv, szv, pr, pc, da.row_dist(), da.col_dist()));
+    auto on = [&](const Distribution& d) {
+      return sparse::generate_water(ctx, n, wo,
+                                    Distribution(szv, szv, pr, pc, d.row_dist(), d.col_dist()));
+    };
+    sparse::WaterSystem w = on(da);
     c.A = kind == "water" ? std::move(w.H)
           : dzvp          ? spread_blocks(ctx, w.S, da, "S")
                           : std::move(w.S);
-    c.B = sparse::redistribute(ctx, kind == "water" ? w.S : c.A, db);
+    sparse::WaterSystem wb = on(db);  // B = S on its own owners
+    c.B = dzvp ? spread_blocks(ctx, wb.S, db, "S") : std::move(wb.S);
     c.description =
         fmt::format("{} x {} ({} blocks per side), {}: {} water molecules (box {:.1f} A), {}",
                     bs.extent(), bs.extent(), bs.count(), in.generate, n, w.box_angstrom,

@@ -24,8 +24,15 @@ SpVolumeModel volume_model(Context& ctx, const BlockSparseMatrix<double>& a,
         [&](int, int, const double*, int nr, int nc) { s += per_block + 8.0 * nr * nc; });
     return s;
   };
-  t[0] = sum(a, detail::kMetaBytes);
-  t[1] = sum(b, detail::kMetaBytes);
+  auto images = [](const BlockSparseMatrix<double>& m) {
+    double s = 0;
+    m.for_each_block([&](int, int, const double*, int nr, int nc) {
+      s += static_cast<double>(detail::image_block_bytes(nr, nc));
+    });
+    return s;
+  };
+  t[0] = images(a);
+  t[1] = images(b);
   // C wire: 8 per block + 8 per value; retain: values + a bitmap over C's pattern (1/8 B per block)
   t[2] = options.product_bytes_hint > 0 ? 0 : sum(c, options.retain_sparsity ? 0.125 : 8);
   t[3] = options.retain_sparsity ? 8.0 * static_cast<double>(c.local_nblocks()) : 0.0;
@@ -64,12 +71,12 @@ void add_image_bytes(Context& ctx, SpOp opa, const BlockSparseMatrix<double>& a,
     a.for_each_block([&](int r, int c, const double*, int nr, int nc) {
       const int row = opa == SpOp::N ? r : c, k = opa == SpOp::N ? c : r;
       im.a[std::size_t(dc.row_owner(row)) * plan.v + kv[std::size_t(k)]] +=
-          detail::kMetaBytes + 8 * std::int64_t{nr} * nc;
+          detail::image_block_bytes(nr, nc);
     });
     b.for_each_block([&](int r, int c, const double*, int nr, int nc) {
       const int k = opb == SpOp::N ? r : c, col = opb == SpOp::N ? c : r;
       im.b[std::size_t(kv[std::size_t(k)]) * pc + dc.col_owner(col)] +=
-          detail::kMetaBytes + 8 * std::int64_t{nr} * nc;
+          detail::image_block_bytes(nr, nc);
     });
     all.insert(all.end(), im.a.begin(), im.a.end());
     all.insert(all.end(), im.b.begin(), im.b.end());

@@ -21,6 +21,12 @@ namespace tessel::sparse::detail {
 
 constexpr int kMeta = 2;  // int64 per block in meta
 constexpr std::int64_t kMetaBytes = kMeta * 8;
+/// Bytes of one nr x nc block in an A/B image on the wire (its meta and its values): the one
+/// formula of the images' sizes (ImageSize::bytes and PanelView::bytes sum it over blocks),
+/// of eq. 7's prediction (add_image_bytes) and of the volume model.
+constexpr std::int64_t image_block_bytes(int nr, int nc) {
+  return kMetaBytes + 8 * std::int64_t{nr} * nc;
+}
 
 inline std::int64_t meta_rc(int r, int c) {
   return static_cast<std::int64_t>(

@@ -262,46 +262,49 @@ TEST(SpgemmKernel, WireFormatPartialDropAndSymbolic) {
   EXPECT_EQ(q, wd.idx.size() / 2);
 }
 
-// retain_sparsity's partials in the owner's pattern order: a pattern from a C (pattern_wire
-// order = CSR), mark()ed as the allowed set; the kernel's blocks all fall inside it; pack_masked
-// sends a bitmap (4 bytes per 32 pattern blocks) and the values, add_masked restores the same
-
 // KernelMode::Sampled (the simulated build's --simulate-compute skip): the same blocks of C and
 // the same counts (flops, products, skipped) as the real kernel; only kSampledProducts of each
 // batch of one shape run, and the estimated time of the others is left in pending_s (positive
 // exactly when some shape has more products than that).
+struct ComputedAndSampled {
+  CAccumulator computed, sampled;
+  KernelStats c, s;
+};
+static ComputedAndSampled computed_and_sampled(const BlockSizes& bs, std::mt19937& rng, double fill) {
+  Dense a(bs, bs), b(bs, bs);
+  PanelBuf pa = make_image(a, rng, fill, one), pb = make_image(b, rng, fill, one);
+  ComputedAndSampled r{CAccumulator(&bs, &bs), CAccumulator(&bs, &bs), {}, {}};
+  multiply_images(pa.view(), pb.view(), bs, bs, bs, nullptr, nullptr, r.computed, r.c);
+  multiply_images(pa.view(), pb.view(), bs, bs, bs, nullptr, nullptr, r.sampled, r.s,
+                  KernelMode::Sampled);
+  return r;
+}
+
 TEST(SpgemmKernel, SampledCountsAsComputeAndEstimatesTheRest) {
   std::mt19937 rng(12);
   BlockSizes bs(std::vector<int>(40, 4));  // one shape: 4 x 4 x 4, 40^3 / 2 products
-  Dense a(bs, bs), b(bs, bs);
-  PanelBuf pa = make_image(a, rng, 0.8, one), pb = make_image(b, rng, 0.8, one);
-  CAccumulator acc(&bs, &bs), smp(&bs, &bs);
-  KernelStats st, ss;
-  multiply_images(pa.view(), pb.view(), bs, bs, bs, nullptr, nullptr, acc, st);
-  multiply_images(pa.view(), pb.view(), bs, bs, bs, nullptr, nullptr, smp, ss,
-                  KernelMode::Sampled);
+  ComputedAndSampled x = computed_and_sampled(bs, rng, 0.8);
+  const KernelStats &st = x.c, &ss = x.s;
   ASSERT_GT(st.multiplied, static_cast<std::int64_t>(kSampledProducts));
   EXPECT_EQ(ss.multiplied, st.multiplied);
   EXPECT_EQ(ss.flops, st.flops);
   EXPECT_EQ(ss.flops, 128.0 * static_cast<double>(st.multiplied));
   EXPECT_EQ(ss.skipped, st.skipped);
-  EXPECT_EQ(smp.nblocks(), acc.nblocks());
-  EXPECT_EQ(smp.nvalues(), acc.nvalues());
+  EXPECT_EQ(x.sampled.nblocks(), x.computed.nblocks());
+  EXPECT_EQ(x.sampled.nvalues(), x.computed.nvalues());
   EXPECT_EQ(st.pending_s, 0.0);
   EXPECT_GT(ss.pending_s, 0.0);
   // a multiply of fewer products than one sample: all run, nothing estimated
   BlockSizes few(std::vector<int>(5, 4));
-  Dense c(few, few), d(few, few);
-  PanelBuf pc = make_image(c, rng, 1.0, one), pd = make_image(d, rng, 1.0, one);
-  CAccumulator r(&few, &few), q(&few, &few);
-  KernelStats sr, sq;
-  multiply_images(pc.view(), pd.view(), few, few, few, nullptr, nullptr, r, sr);
-  multiply_images(pc.view(), pd.view(), few, few, few, nullptr, nullptr, q, sq,
-                  KernelMode::Sampled);
-  EXPECT_EQ(sq.multiplied, 125);
-  EXPECT_EQ(sq.pending_s, 0.0);
-  EXPECT_EQ(dense_of(q, few, few), dense_of(r, few, few));  // all of them ran
+  ComputedAndSampled y = computed_and_sampled(few, rng, 1.0);
+  EXPECT_EQ(y.s.multiplied, 125);
+  EXPECT_EQ(y.s.pending_s, 0.0);
+  EXPECT_EQ(dense_of(y.sampled, few, few), dense_of(y.computed, few, few));  // all of them ran
 }
+
+// retain_sparsity's partials in the owner's pattern order: a pattern from a C (pattern_wire
+// order = CSR), mark()ed as the allowed set; the kernel's blocks all fall inside it; pack_masked
+// sends a bitmap (4 bytes per 32 pattern blocks) and the values, add_masked restores the same
 // panel; with a threshold the dropped blocks are those pack_wire drops.
 TEST(SpgemmKernel, MaskedPartialRoundTrip) {
   std::mt19937 rng(9);

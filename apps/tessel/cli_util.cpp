@@ -68,14 +68,14 @@ void add_trace_option(CLI::App* s, std::string& path) {
 }
 
 void add_simulate_compute_option(CLI::App* s, std::string& mode, const std::string& help) {
-  s->add_option("--simulate-compute", mode,
-                "run | skip. skip (only in the SMPI build, docs/simulation.md): " +
-                    (help.empty() ? std::string(
-                                        "the local GEMMs are not computed but charged to the "
-                                        "simulated clock at the simulated host's speed, and the "
-                                        "matrices are shared simulated memory")
-                                  : help) +
-                    ": results are meaningless, times and bytes are not (no --verify)")
+  s->add_option(
+       "--simulate-compute", mode,
+       "run | skip. skip (only in the SMPI build, docs/simulation.md): " +
+           (help.empty() ? std::string("the local GEMMs are not computed but charged to the "
+                                       "simulated clock at the simulated host's speed, and the "
+                                       "matrices are shared simulated memory")
+                         : help) +
+           ": results are meaningless, times and bytes are not (no --verify)")
       ->capture_default_str();
 }
 

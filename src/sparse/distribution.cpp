@@ -100,8 +100,12 @@ std::pair<int, int> Distribution::default_grid(int nranks) {
   return layout::most_square_grid(nranks);
 }
 
-std::vector<int> Distribution::local_block_rows(int prow) const { return held_by(*row_dist_, prow); }
-std::vector<int> Distribution::local_block_cols(int pcol) const { return held_by(*col_dist_, pcol); }
+std::vector<int> Distribution::local_block_rows(int prow) const {
+  return held_by(*row_dist_, prow);
+}
+std::vector<int> Distribution::local_block_cols(int pcol) const {
+  return held_by(*col_dist_, pcol);
+}
 
 Distribution Distribution::transposed() const {
   return Distribution(SharedTag{}, cols_, rows_, pc_, pr_, col_dist_, row_dist_);

@@ -270,7 +270,8 @@ struct ComputedAndSampled {
   CAccumulator computed, sampled;
   KernelStats c, s;
 };
-static ComputedAndSampled computed_and_sampled(const BlockSizes& bs, std::mt19937& rng, double fill) {
+static ComputedAndSampled computed_and_sampled(const BlockSizes& bs, std::mt19937& rng,
+                                               double fill) {
   Dense a(bs, bs), b(bs, bs);
   PanelBuf pa = make_image(a, rng, fill, one), pb = make_image(b, rng, fill, one);
   ComputedAndSampled r{CAccumulator(&bs, &bs), CAccumulator(&bs, &bs), {}, {}};

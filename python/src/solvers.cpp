@@ -146,15 +146,19 @@ void bind_solvers(py::module_& m) {
         "\"diag\"; auto may choose it).");
   m.def(
       "choose_density_method",
-      [](std::int64_t n, double fill, int ranks, bool sparse, bool mu_given) {
-        const auto c = solvers::choose_density_method(n, fill, ranks, sparse,
-                                                      solvers::diagonalization_built(), mu_given);
+      [](std::int64_t n, double fill, int ranks, bool sparse, bool mu_given, int diag_ranks,
+         std::optional<bool> diag_built) {
+        const auto c = solvers::choose_density_method(
+            n, fill, ranks, sparse, diag_built.value_or(solvers::diagonalization_built()), mu_given,
+            {}, diag_ranks);
         return py::make_tuple(solvers::to_string(c.method), c.reason);
       },
       py::arg("n"), py::arg("fill") = 1.0, py::arg("ranks") = 1, py::arg("sparse") = false,
-      py::arg("mu_given") = false,
+      py::arg("mu_given") = false, py::arg("diag_ranks") = 0, py::arg("diag_built") = py::none(),
       "Pure. density's method=\"auto\" rule: (\"diag\" | \"sign\", reason) for n basis "
-      "functions, S's stored fraction `fill`, `ranks` ranks (docs/density.md).");
+      "functions, S's stored fraction `fill`, the products on `ranks` ranks and the eigensolver "
+      "on `diag_ranks` (0: the same; 1: replicated, as PySCF's eigh); `diag_built` None: this "
+      "build's ScaLAPACK route (docs/density.md). tessel.InputError for n < 1 or diag_ranks < 0.");
   m.def("density", &density, py::arg("ctx"), py::arg("H"), py::arg("S"), py::arg("electrons"),
         py::arg("method") = "auto", py::arg("mu") = py::none(), py::arg("tol") = 1e-12,
         py::arg("max_iter") = 200, R"doc(

@@ -1,22 +1,20 @@
-"""method="auto" of tessel.pyscf: diagonalize (PySCF's own eigh, replicated) or purify
-(tessel, distributed), from the measured cost ratio and the cores the Context's ranks have.
+"""method="auto" of tessel.pyscf: diagonalize (PySCF's own eigh, replicated on every rank) or
+purify (tessel, distributed), by the library's rule (tessel.choose_density_method, the cost
+model of `tessel density --method auto`, docs/density.md "Choosing the method") with the
+products on the cores the Context's ranks can use and the eigensolver on one (PySCF's eigh
+runs whole on every rank, so more ranks do not make it faster).
 
-Measured on the 2-core machine (docs/pyscf.md, bench/pyscf_density_step.py): on one rank
-tessel's density step (canonical purification, 22-29 steps, plus the basis changes) takes
-6-9x the time of PySCF's step (x^T F x, scipy eigh, back-transform) for n = 192-768 — about
-the flop ratio, ~100 n^3 against ~10 n^3. Purification can only win where its products run on
-more cores than that ratio, and n is large enough for the distributed products to scale: the
-rule below. It is a flops model anchored on one measured ratio; no crossover was measured here
-(the machine has 2 cores).
+The model's one-rank ratio (diagonalization about 0.1 of a 50-product purification, dense) is
+what tessel.pyscf's step measured on the 2-core machine (docs/pyscf.md: 6-9x PySCF's step at
+n = 192-768), and below n = 1000 the distributed products are counted on one rank (they were
+slower on 4 ranks than on 1 at n = 192-416). The crossover it gives (about 15 cores from
+n = 1000 up) is a flops model: no run here could measure it (2 cores).
 """
 import os
 
 from mpi4py import MPI
 
-#: tessel step / PySCF step time on one rank, the largest measured (n = 768, docs/pyscf.md)
-MEASURED_RATIO = 9.0
-#: below this n the distributed products do not scale (n = 192-416 on 4 ranks: slower than 1)
-MIN_N = 1000
+from ._tessel import choose_density_method
 
 
 def usable_cores(comm):
@@ -32,12 +30,8 @@ def usable_cores(comm):
 
 
 def choose(n, cores):
-    """Pure. ("diagonalize" | "purify", reason) for an n x n density step on `cores` cores."""
-    if n < MIN_N:
-        return "diagonalize", (f"n = {n} < {MIN_N}: the distributed products do not scale at "
-                               "this size (measured)")
-    if cores <= MEASURED_RATIO:
-        return "diagonalize", (f"{cores} cores <= {MEASURED_RATIO:g}, purification's measured "
-                               "cost over the eigensolver's on one core")
-    return "purify", (f"n = {n} >= {MIN_N} and {cores} cores > {MEASURED_RATIO:g} (flops model, "
-                      "not measured here)")
+    """Pure. ("diagonalize" | "purify", reason) for a dense n x n density step whose products
+    run on `cores` cores and whose eigensolver is PySCF's replicated one."""
+    method, reason = choose_density_method(n, 1.0, max(1, cores), sparse=False, diag_ranks=1,
+                                           diag_built=True)
+    return ("diagonalize" if method == "diag" else "purify"), reason

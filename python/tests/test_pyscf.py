@@ -100,10 +100,9 @@ def test_energy_equals_pyscf(ctx, case, method):
 @pytest.mark.parametrize("route", ["diagonalize", "purify"])
 def test_auto_either_route_equals_pyscf(ctx, monkeypatch, route):
     """method="auto": the route it chooses (diagonalization at this size; purification when
-    the thresholds are lowered) gives PySCF's energy."""
-    if route == "purify":
-        monkeypatch.setattr(tessel._route, "MIN_N", 0)
-        monkeypatch.setattr(tessel._route, "MEASURED_RATIO", 0)
+    the test replaces the rule) gives PySCF's energy."""
+    if route == "purify":  # the rule chooses diagonalization at this n on any core count
+        monkeypatch.setattr(tessel._route, "choose", lambda n, cores: ("purify", "the test"))
     e_ref = make_mf(*CASES["h2o2-rhf"]).kernel()
     mf = tessel.pyscf.use_tessel(make_mf(*CASES["h2o2-rhf"]), ctx)  # the default: auto
     e = mf.kernel()

@@ -6,7 +6,7 @@ import scipy.linalg
 
 import tessel
 from tessel._replicated import gather_replicated, scatter_replicated
-from tessel._route import MEASURED_RATIO, MIN_N, choose, usable_cores
+from tessel._route import choose, usable_cores
 from tessel._scf_step import DensityStep, frontier_levels
 
 
@@ -69,11 +69,21 @@ def test_frontier_levels_lanczos_path():
 
 
 def test_auto_route_rule():
-    big = int(MEASURED_RATIO) + 1
-    assert choose(MIN_N - 1, 10 * big)[0] == "diagonalize"
-    assert choose(MIN_N, int(MEASURED_RATIO))[0] == "diagonalize"
-    assert choose(MIN_N, big)[0] == "purify"
-    assert "n = " in choose(10, 1)[1]
+    """The library's rule with PySCF's replicated eigensolver, against the model written out:
+    purify t_s = 50 products x 2 n^3 x 1.3e-10 s / p, diagonalize 8.5e-10 n^3 + 2 t_s / 50
+    (p = 1 below n = 1000)."""
+    for n in (100, 999, 1000, 3000, 20000):
+        for cores in (1, 4, 9, 14, 15, 16, 64, 1024):
+            p = cores if n >= 1000 else 1
+            t_s = 50 * 2 * n**3 * 1.3e-10 / p
+            t_d = 8.5e-10 * n**3 + 2 * t_s / 50
+            route, reason = choose(n, cores)
+            assert route == ("diagonalize" if t_d < t_s else "purify"), (n, cores, reason)
+            assert f"n = {n}" in reason and "diagonalization" in reason
+    assert choose(1000, 14)[0] == "diagonalize" and choose(1000, 16)[0] == "purify"
+    assert "the eigensolver on 1" in choose(2000, 8)[1]
+    with pytest.raises(tessel.InputError, match="n = 0"):
+        choose(0, 4)
 
 
 def test_usable_cores(ctx):

@@ -177,6 +177,21 @@ TEST(DensityDiag, AutoChoice) {
   EXPECT_EQ(off.method, DensityMethod::Sign);
   EXPECT_NE(off.reason.find("not built"), std::string::npos) << off.reason;
   EXPECT_EQ(choose_density_method(100, 1.0, 1, false, true, true).method, DensityMethod::Sign);
+  // The eigensolver replicated (diag_ranks 1, as PySCF's): at n = 2000 on 16 ranks the model
+  // gives sign 50 * 2 n^3 * 1.3e-10 / 16 = 6.5 s against 8.5e-10 n^3 + 0.26 = 7.06 s; on the
+  // products' 16 ranks diag takes 6.8 / 16^0.7 + 0.26 = 1.25 s.
+  const auto rep = choose_density_method(2000, 1.0, 16, false, true, false, {}, 1);
+  EXPECT_EQ(rep.method, DensityMethod::Sign) << rep.reason;
+  EXPECT_NEAR(rep.purify_seconds, 6.5, 1e-9);
+  EXPECT_NEAR(rep.diag_seconds, 6.8 + 0.26, 1e-9);
+  EXPECT_NE(rep.reason.find("the eigensolver on 1"), std::string::npos) << rep.reason;
+  EXPECT_EQ(choose_density_method(2000, 1.0, 16, false, true, false).method, DensityMethod::Diag);
+  // Below min_parallel_n both run as on one rank: diag, whatever the rank count.
+  const auto small = choose_density_method(500, 1.0, 100000, false, true, false, {}, 1);
+  EXPECT_EQ(small.method, DensityMethod::Diag) << small.reason;
+  EXPECT_NE(small.reason.find("one rank below n = 1000"), std::string::npos) << small.reason;
+  EXPECT_THROW(choose_density_method(100, 1.0, 4, false, true, false, {}, -1), InputError);
+  EXPECT_THROW(choose_density_method(0, 1.0, 4, false, true, false), InputError);
 }
 
 // Errors on every rank: mu given to diag, S not positive definite, degenerate HOMO/LUMO.

@@ -49,6 +49,10 @@ struct DensityCostModel {
   /// The fill of the iteration's matrices relative to the fill of S (generated water at
   /// eps 1e-6: S 6.5% and P 61% of the blocks at 1,000 molecules, 3.2% and 40% at 2,000).
   double fill_growth = 10.0;
+  /// Below this n the distributed products and eigensolver are counted as running on one rank:
+  /// they are latency-bound there (tessel.pyscf's step at n = 192-416 on 4 ranks was slower
+  /// than on 1, docs/pyscf.md).
+  std::int64_t min_parallel_n = 1000;
 };
 
 /// What --method auto chose and why (one line for the CLI and the JSON).
@@ -60,10 +64,12 @@ struct MethodChoice {
 };
 
 /// Pure. The method for n basis functions whose overlap has `fill_s` of its blocks stored
-/// (1 for dense matrices), on `ranks` ranks: diag when built, no mu is given and the model's
-/// diagonalization time is below the sign iteration's; else sign.
+/// (1 for dense matrices), with the products on `ranks` ranks and the eigensolver on
+/// `diag_ranks` (0: the same ranks; 1: a replicated eigensolver, as PySCF's eigh on every
+/// rank): diag when built, no mu is given and the model's diagonalization time is below the
+/// sign iteration's; else sign. InputError for n < 1 or diag_ranks < 0.
 MethodChoice choose_density_method(std::int64_t n, double fill_s, int ranks, bool sparse,
                                    bool diag_built, bool mu_given,
-                                   const DensityCostModel& model = {});
+                                   const DensityCostModel& model = {}, int diag_ranks = 0);
 
 }  // namespace tessel::solvers

@@ -45,6 +45,12 @@ namespace {
 /// Windows of fewer values than kShrinkMinValues (512 KiB) are never shrunk.
 constexpr std::int64_t kSlackDivisor = 4, kSlackMin = 64, kShrinkBelow = 4,
                        kShrinkMinValues = std::int64_t{1} << 16;
+/// The set-up flags ORed over the ranks (window_flags, then set_up): my panels outgrow the
+/// windows; my last multiply on this cache threw midway; my windows must not shrink; my cache
+/// holds this communicator, grid and L (same key) or does not. Both of the last two over the
+/// ranks: the callers passed caches that disagree (an error on every rank, not a hang in the
+/// split of the sub-communicators that only some ranks would enter).
+constexpr int kFlagGrow = 1, kFlagThrew = 2, kFlagKeep = 4, kFlagSameKey = 8, kFlagNewKey = 16;
 // The C partials (kTagHead, kTagIdx, kTagData) and the retained C pattern (kTagPatternHead,
 // kTagPatternIdx) are two protocols between the same ranks: each has tags of its own, so
 // neither relies on the other's posting order.
@@ -284,12 +290,13 @@ bool Rma25d::same_key() const {
 int Rma25d::window_flags(const std::int64_t need[4], bool same) const {
   const std::int64_t have[4] = {st_.a_meta.size(), st_.a_data.size(), st_.b_meta.size(),
                                 st_.b_data.size()};
-  int grow = !same, keep = have[1] + have[3] < kShrinkMinValues;
+  bool grow = !same, keep = have[1] + have[3] < kShrinkMinValues;
   for (int x = 0; x < 4; ++x) {
     grow |= need[x] > have[x];
     keep |= need[x] > have[x] / kShrinkBelow;
   }
-  return grow | (st_.in_flight ? 2 : 0) | (keep ? 4 : 0);
+  return (grow ? kFlagGrow : 0) | (st_.in_flight ? kFlagThrew : 0) | (keep ? kFlagKeep : 0) |
+         (same ? kFlagSameKey : kFlagNewKey);
 }
 
 /// Collective. New sub-communicators (they depend only on the grid and L: every rank agrees on
@@ -341,15 +348,21 @@ void Rma25d::set_up() {
   // blocking call under SMPI, whose nonblocking collectives cost the simulator O(p^2) per rank)
   int any = flags;
   ctx_.comm().allreduce(&any, 1, MPI_BOR);  // also: every rank has left its last multiply
+  TESSEL_CHECK((any & kFlagSameKey) == 0 || (any & kFlagNewKey) == 0, InputError,
+               "spgemm rma25d: the SpMultiplyCache differs between ranks: this rank's ",
+               same ? "holds" : "does not hold",
+               " windows for this communicator, grid and L = ", L_, " and another rank's ",
+               same ? "does not" : "does",
+               " (pass the same cache, or none, to the multiply on every rank)");
   if (!same) split_sub_comms();
   dir_a_.build(st_.acomm, mine_a_);
   dir_b_.build(st_.bcomm, mine_b_);
-  if (any & 2) {  // some rank's last multiply threw midway: its pattern cache may be stale
+  if (any & kFlagThrew) {  // some rank's last multiply threw midway: its pattern cache may be stale
     st_.pattern_sent_valid = false;
     st_.pattern_from.clear();
   }
   st_.in_flight = true;
-  if ((any & 1) || !(any & 4)) create_windows(need);
+  if ((any & kFlagGrow) || !(any & kFlagKeep)) create_windows(need);
 }
 
 /// Collective. Packs my home images into the windows and opens the read epochs.

@@ -911,3 +911,37 @@ TEST(Spgemm, WindowCacheReusedAndGrown) {
   }
   EXPECT_EQ(cache.creations(), 2);  // the dense third round outgrew the windows
 }
+
+// Caches that disagree between ranks (rank 0's holds this grid's windows, the others' are
+// new) give an InputError on every rank instead of a hang in the sub-communicator split; the
+// same multiply with the caches agreeing then runs and is exact.
+TEST(Spgemm, DisagreeingCachesAreAnErrorOnEveryRank) {
+  Context ctx(MPI_COMM_WORLD);
+  if (world_size() == 1) GTEST_SKIP() << "needs two ranks to disagree";
+  auto [pr, pc] = Distribution::default_grid(world_size());
+  std::mt19937 rng(9);
+  auto s = random_sizes(rng, 5);
+  auto d = Distribution::random(BlockSizes(s), BlockSizes(s), pr, pc, 3);
+  SpMultiplyOptions o;
+  o.algorithm = SpAlgorithm::Rma25d;
+  BlockSparseMatrix<double> A(ctx, d, "A"), C(ctx, d, "C");
+  fill_random(A, rng, 0.4, world_size());
+  SpMultiplyCache warm, fresh;
+  multiply(ctx, 1.0, SpOp::N, A, SpOp::N, A, 0.0, C, o, &warm);
+  SpMultiplyCache* mine = ctx.rank() == 0 ? &warm : &fresh;
+  try {
+    multiply(ctx, 1.0, SpOp::N, A, SpOp::N, A, 0.0, C, o, mine);
+    ADD_FAILURE() << "disagreeing caches accepted on rank " << ctx.rank();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("differs between ranks"), std::string::npos) << e.what();
+  }
+  BlockSparseMatrix<double> C2(ctx, d, "C2");
+  multiply(ctx, 1.0, SpOp::N, A, SpOp::N, A, 0.0, C2, o, &warm);  // agreeing again
+  auto a = dense_of(ctx, A);
+  const int n = static_cast<int>(A.rows());
+  std::vector<double> want(a.size(), 0.0);
+  ref_gemm('N', 'N', n, n, n, 1.0, a.data(), n, a.data(), n, 0.0, want.data(), n);
+  double scale = 1;
+  for (double x : want) scale = std::max(scale, std::abs(x));
+  EXPECT_LE(max_abs_diff(dense_of(ctx, C2), want) / scale, 1e-12);
+}

@@ -103,8 +103,10 @@ struct SpMultiplyReport {
 /// Cannon's row and column communicators. Owned by the caller and passed to every multiply of
 /// an iteration (a Cannon multiply without a cache splits two communicators per call). They are re-created (collectively) only when the
 /// grid or L changes or a rank's panels outgrow them, decided by a nonblocking allreduce
-/// overlapped with the multiply's set-up. Destroy it (collective over the matrices' Context)
-/// before MPI_Finalize. Movable, not copyable.
+/// overlapped with the multiply's set-up. Pass the same cache (or none) on every rank: rma25d
+/// throws InputError on every rank when the ranks' caches disagree about the communicator,
+/// grid and L they hold; Cannon does not check (its grid split would wait). Destroy it
+/// (collective over the matrices' Context) before MPI_Finalize. Movable, not copyable.
 class SpMultiplyCache {
  public:
   SpMultiplyCache();

@@ -39,7 +39,7 @@ constexpr int kAutoTile = 32;
 struct DensityArgs {
   std::string ks, overlap, blocks, generate, method = "auto", algorithm = "cannon", layers = "auto",
                                              tile = "auto", tiling = "cluster", out, json, trace,
-                                             spill;
+                                             spill, diag_solver = "auto";
   std::optional<std::int64_t> electrons;
   std::optional<double> mu;
   int sign_order = 2, max_iter = 200;
@@ -147,6 +147,9 @@ int run_density(const DensityArgs& a) {
   opt.method =
       parse_named("--method", a.method, "auto, diag, sign, trs4, canonical, trs2 or mcweeny",
                   [](const std::string& v) { return solvers::parse_density_method(v); });
+  opt.diag_solver =
+      parse_named("--diag-solver", a.diag_solver, "auto, pdsyevd, elpa1 or elpa2",
+                  [](const std::string& v) { return solvers::parse_diag_solver(v); });
   TESSEL_CHECK(a.sign_order == 2 || a.sign_order == 3, InputError, "--sign-order ", a.sign_order,
                ": expected 2 or 3");
   TESSEL_CHECK(a.eps >= 0 && std::isfinite(a.eps), InputError, "--eps ", a.eps,
@@ -266,10 +269,11 @@ int run_density(const DensityArgs& a) {
   int iters = 0, sign_ev = 0, inv_iters = 0, final_steps = 0;
   std::int64_t mults = 0, p_blocks = 0, tiles_stored = -1;
   double p_occupation = 1.0;
-  std::string method_used = a.method, method_reason;
+  std::string method_used = a.method, method_reason, eigensolver;
   auto take = [&](const auto& r, auto& alg) {
     method_used = solvers::to_string(r.method);
     method_reason = r.method_reason;
+    eigensolver = r.eigensolver;
     band = r.band_energy;
     band_orth = r.band_energy_before_final;
     eps_stage[0] = r.eps_inverse;
@@ -395,8 +399,9 @@ int run_density(const DensityArgs& a) {
                        2 * trace_ps, in.electrons)
         << fmt::format("idempotency ||PSP - P||_F / ||P||_F: {:.3e}\n", idem)
         << fmt::format(
-               "iterations: {} ({}), S^-1/2: {} Newton-Schulz steps; sign evaluations: {}\n", iters,
-               method_used, inv_iters, sign_ev)
+               "iterations: {} ({}{}), S^-1/2: {} Newton-Schulz steps; sign evaluations: {}\n",
+               iters, method_used, eigensolver.empty() ? "" : ", eigensolver " + eigensolver,
+               inv_iters, sign_ev)
         << fmt::format("multiplications: {} ({:.3g} GFLOP), residual {:.3e}\n", mults, flops / 1e9,
                        residual)
         << (a.dense ? std::string()
@@ -424,6 +429,7 @@ int run_density(const DensityArgs& a) {
     j["row_panels"] = a.dense ? 0 : mo.row_panels;
     j["method_used"] = method_used;
     j["method_reason"] = method_reason;
+    j["eigensolver"] = eigensolver;
     j["sign_order"] = a.sign_order;
     j["algorithm"] = a.dense ? "dense" : a.algorithm;
     j["eps"] = a.eps;
@@ -494,9 +500,14 @@ std::function<int()> add_density(CLI::App& app) {
                 "Electron count N (even; default with --generate: 8 per molecule)");
   s->add_option("--method", a->method,
                 "auto | diag | sign | trs4 | canonical | trs2 | mcweeny. auto: diag (ScaLAPACK "
-                "pdsyevd, where built) when the cost model (n, the stored fraction of S, ranks) "
-                "says it is faster than the sign iteration, else sign; it prints what it chose "
-                "and why (docs/density.md, \"Choosing the method\")")
+                "pdsyevd or ELPA, where built) when the cost model (n, the stored fraction of S, "
+                "ranks) says it is faster than the sign iteration, else sign; it prints what it "
+                "chose and why (docs/density.md, \"Choosing the method\")")
+      ->capture_default_str();
+  s->add_option("--diag-solver", a->diag_solver,
+                "auto | pdsyevd | elpa1 | elpa2: the eigensolver of diag (auto: pdsyevd, measured "
+                "at least as fast as ELPA here; elpa1/elpa2 where the build has ELPA: Open MPI "
+                "with libelpa-dev; docs/density.md)")
       ->capture_default_str();
   s->add_option("--sign-order", a->sign_order, "Newton-Schulz order of the sign iteration: 2 or 3")
       ->capture_default_str();

@@ -37,6 +37,23 @@ DensityMethod parse_density_method(const std::string& s, const std::string& what
       what, " = '", s, "' (expected sign, trs4, canonical, trs2, mcweeny, diag or auto)"));
 }
 
+std::string to_string(DiagSolver s) {
+  switch (s) {
+    case DiagSolver::Auto: return "auto";
+    case DiagSolver::Pdsyevd: return "pdsyevd";
+    case DiagSolver::Elpa1: return "elpa1";
+    case DiagSolver::Elpa2: return "elpa2";
+  }
+  return "?";
+}
+
+DiagSolver parse_diag_solver(const std::string& s, const std::string& what) {
+  for (auto x : {DiagSolver::Auto, DiagSolver::Pdsyevd, DiagSolver::Elpa1, DiagSolver::Elpa2})
+    if (s == to_string(x)) return x;
+  throw InputError(
+      detail::concat(what, " = '", s, "' (expected auto, pdsyevd, elpa1 or elpa2)"));
+}
+
 namespace {
 
 /// The sign iteration's spectral bound of A - mu I, from the Lanczos bounds of A: 1 % above

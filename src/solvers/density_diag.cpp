@@ -2,7 +2,8 @@
 // it: TESSEL_HAVE_SCALAPACK). Named steps:
 //   copy H, S into a block-cyclic layout on a BLACS grid of the Context's ranks ->
 //   S = U^T U (pdpotrf) -> A = U^-T H U^-1 (pdsygst) -> A = Z e Z^T (pdsyevd, divide and
-//   conquer) -> C_occ = U^-1 Z_occ (pdtrsm) -> D = C_occ C_occ^T (pdgemm) ->
+//   conquer, or ELPA 1-/2-stage: diag_eigen.hpp) -> C_occ = U^-1 Z_occ (pdtrsm) ->
+//   D = C_occ C_occ^T (pdgemm) ->
 //   D back into the caller's matrix type and distribution -> tr(DS), 2 tr(DH), ||DSD - D||.
 // Why pdsyevd on the Cholesky-reduced problem rather than pdsygvx: divide and conquer returns
 // orthogonal eigenvectors for clustered eigenvalues without pdsygvx's reorthogonalization
@@ -20,6 +21,8 @@
 #include "tessel/layout/grid_shape.hpp"
 #include "tessel/solvers/density_diag.hpp"
 #include "tessel/sparse/convert.hpp"
+
+#include "diag_eigen.hpp"
 
 extern "C" {
 int Csys2blacs_handle(MPI_Comm comm);
@@ -40,6 +43,9 @@ void pdsyevd_(const char* jobz, const char* uplo, const int* n, double* a, const
 void pdtrsm_(const char* side, const char* uplo, const char* transa, const char* diag, const int* m,
              const int* n, const double* alpha, const double* a, const int* ia, const int* ja,
              const int* desca, double* b, const int* ib, const int* jb, const int* descb);
+void pdtran_(const int* m, const int* n, const double* alpha, const double* a, const int* ia,
+             const int* ja, const int* desca, const double* beta, double* c, const int* ic,
+             const int* jc, const int* descc);
 void pdgemm_(const char* transa, const char* transb, const int* m, const int* n, const int* k,
              const double* alpha, const double* a, const int* ia, const int* ja, const int* desca,
              const double* b, const int* ib, const int* jb, const int* descb, const double* beta,
@@ -56,7 +62,7 @@ namespace {
 /// layout::Layout::block_cyclic's default), released on destruction. Collective.
 class BlacsGrid {
  public:
-  BlacsGrid(MPI_Comm comm, int pr, int pc) : pr_(pr), pc_(pc) {
+  BlacsGrid(MPI_Comm comm, int pr, int pc) : comm_(comm), pr_(pr), pc_(pc) {
     sys_ = Csys2blacs_handle(comm);
     ctxt_ = sys_;
     Cblacs_gridinit(&ctxt_, "Row", pr, pc);
@@ -70,8 +76,10 @@ class BlacsGrid {
   int ctxt() const { return ctxt_; }
   int pr() const { return pr_; }
   int pc() const { return pc_; }
+  MPI_Comm comm() const { return comm_; }
 
  private:
+  MPI_Comm comm_;
   int sys_ = -1, ctxt_ = -1, pr_ = 1, pc_ = 1;
 };
 
@@ -114,7 +122,61 @@ struct Eigen {
   Dense D;
 };
 
-Eigen solve_cyclic(const Context& ctx, const BlacsGrid& g, Dense& h, Dense& s, int nb, int nocc) {
+/// Collective over the grid. pdsygst("U") leaves the reduced matrix in A's upper triangle
+/// (pdsyevd reads only that); ELPA reads both: A's strict lower triangle := its upper's
+/// transpose (pdtran into z, which the solver overwrites next).
+void symmetrize_from_upper(const BlacsGrid& g, Dense& a, double* pa, Dense& z, double* pz,
+                           int nb) {
+  const int n = static_cast<int>(a.rows()), one = 1;
+  const double alpha = 1, beta = 0;
+  const Desc da(g, a, nb), dz(g, z, nb);
+  a.for_each_local([](std::int64_t i, std::int64_t j, double& v) {
+    if (i > j) v = 0;
+  });
+  pdtran_(&n, &n, &alpha, pa, &one, &one, da.d, &beta, pz, &one, &one, dz.d);
+  TESSEL_ASSERT(a.ld() == z.ld());  // one layout: the same local offsets
+  a.for_each_local([&](std::int64_t i, std::int64_t j, double& v) {
+    if (i > j) v = pz[&v - pa];
+  });
+}
+
+/// Collective over the grid. The standard problem A = Z e Z^T (a overwritten) by `solver`
+/// (resolved: not Auto): w ascending, z in a's layout.
+void standard_eigen(const Context& ctx, const BlacsGrid& g, DiagSolver solver, Dense& a,
+                    double* pa, std::vector<double>& w, Dense& z, double* pz, int nb) {
+  const int n = static_cast<int>(a.rows()), one = 1;
+  if (solver != DiagSolver::Pdsyevd) {
+    symmetrize_from_upper(g, a, pa, z, pz, nb);
+    diag::CyclicGrid cg;
+    cg.comm = g.comm();
+    cg.ctxt = g.ctxt();
+    cg.myrow = ctx.rank() / g.pc();
+    cg.mycol = ctx.rank() % g.pc();
+    cg.n = n;
+    cg.nb = nb;
+    cg.local_rows = static_cast<int>(a.local_rows());
+    cg.local_cols = static_cast<int>(a.local_cols());
+    const std::string bad =
+        diag::elpa_eigenvectors(cg, pa, w.data(), pz, solver == DiagSolver::Elpa2);
+    ctx.agree([&] { TESSEL_CHECK(bad.empty(), Error, "density diag: ", bad); });
+    return;
+  }
+  const Desc da(g, a, nb), dz(g, z, nb);
+  double wq = 0;
+  int iq = 0, lwork = -1, liwork = -1, info = 0;
+  pdsyevd_("V", "U", &n, pa, &one, &one, da.d, w.data(), pz, &one, &one, dz.d, &wq, &lwork, &iq,
+           &liwork, &info);
+  lwork = static_cast<int>(wq) + 2 * n;  // margin over the query (known to be tight)
+  liwork = std::max(iq, 7 * n + 8 * g.pc() + 2);
+  std::vector<double> work(static_cast<std::size_t>(lwork));
+  std::vector<int> iwork(static_cast<std::size_t>(liwork));
+  pdsyevd_("V", "U", &n, pa, &one, &one, da.d, w.data(), pz, &one, &one, dz.d, work.data(),
+           &lwork, iwork.data(), &liwork, &info);
+  ctx.agree([&] { TESSEL_CHECK(info == 0, Error, "density diag: pdsyevd info ", info); });
+}
+
+Eigen solve_cyclic(const Context& ctx, const BlacsGrid& g, DiagSolver solver, Dense& h, Dense& s,
+                   int nb, int nocc) {
   const int n = static_cast<int>(h.rows()), one = 1, ibtype = 1;
   const Desc dh(g, h, nb), ds(g, s, nb);
   double dummy = 0;  // for an empty local part: ScaLAPACK reads nothing there
@@ -132,17 +194,7 @@ Eigen solve_cyclic(const Context& ctx, const BlacsGrid& g, Dense& h, Dense& s, i
   e.w.assign(static_cast<std::size_t>(n), 0.0);
   Dense z = Dense::uninitialized(ctx, h.layout());
   const Desc dz(g, z, nb);
-  double wq = 0;
-  int iq = 0, lwork = -1, liwork = -1;
-  pdsyevd_("V", "U", &n, ptr(h), &one, &one, dh.d, e.w.data(), ptr(z), &one, &one, dz.d, &wq,
-           &lwork, &iq, &liwork, &info);
-  lwork = static_cast<int>(wq) + 2 * n;  // margin over the query (known to be tight)
-  liwork = std::max(iq, 7 * n + 8 * g.pc() + 2);
-  std::vector<double> work(static_cast<std::size_t>(lwork));
-  std::vector<int> iwork(static_cast<std::size_t>(liwork));
-  pdsyevd_("V", "U", &n, ptr(h), &one, &one, dh.d, e.w.data(), ptr(z), &one, &one, dz.d,
-           work.data(), &lwork, iwork.data(), &liwork, &info);
-  ctx.agree([&] { TESSEL_CHECK(info == 0, Error, "density diag: pdsyevd info ", info); });
+  standard_eigen(ctx, g, solver, h, ptr(h), e.w, z, ptr(z), nb);
   for (double& x : e.w) x *= scale;
   const double alpha = 1, beta = 0;
   pdtrsm_("L", "U", "N", "N", &n, &nocc, &alpha, ptr(s), &one, &one, ds.d, ptr(z), &one, &one,
@@ -204,6 +256,18 @@ void check_filtered(Algebra<M>& alg, const DensityResult<M>& out, std::int64_t e
 
 }  // namespace
 
+/// The eigensolver `asked` resolves to (Auto: pdsyevd, measured here at least as fast as ELPA:
+/// docs/density.md "The eigensolver"); InputError (every rank: the options are the same) for
+/// ELPA where it is not built.
+DiagSolver resolve_solver(DiagSolver asked) {
+  if (asked == DiagSolver::Auto) return DiagSolver::Pdsyevd;
+  TESSEL_CHECK(asked == DiagSolver::Pdsyevd || diag_elpa_built(), InputError,
+               "density: diag_solver = ", to_string(asked),
+               ": ELPA is not built in this build (it needs Open MPI and libelpa-dev, CMake "
+               "option TESSEL_ELPA; expected auto or pdsyevd)");
+  return asked;
+}
+
 template <class M>
 DensityResult<M> density_diag(Algebra<M>& alg, const M& H, const M& S, std::int64_t electrons,
                               const DensityOptions& opt) {
@@ -213,6 +277,8 @@ DensityResult<M> density_diag(Algebra<M>& alg, const M& H, const M& S, std::int6
     TESSEL_CHECK(!opt.mu, InputError, "density: method diag takes no mu (given ", *opt.mu,
                  "): it occupies the ", nocc, " lowest states");
   });
+  DiagSolver solver = DiagSolver::Pdsyevd;
+  ctx.agree([&] { solver = resolve_solver(opt.diag_solver); });
   const auto m0 = alg.stats().multiplications;
   const auto [pr, pc] = layout::most_square_grid(ctx.size());
   const int nb = static_cast<int>(
@@ -223,9 +289,10 @@ DensityResult<M> density_diag(Algebra<M>& alg, const M& H, const M& S, std::int6
   Stopwatch t;
   {
     Dense h = to_cyclic(ctx, H, lay), s = to_cyclic(ctx, S, lay);
-    e = solve_cyclic(ctx, grid, h, s, nb, static_cast<int>(nocc));
+    e = solve_cyclic(ctx, grid, solver, h, s, nb, static_cast<int>(nocc));
   }
-  progress(opt, "pdsyevd", 2 * static_cast<double>(nocc), t);
+  const std::string solver_name = to_string(solver);
+  progress(opt, solver_name.c_str(), 2 * static_cast<double>(nocc), t);
   const double homo = e.w[static_cast<std::size_t>(nocc - 1)],
                lumo = e.w[static_cast<std::size_t>(nocc)];
   ctx.agree([&] {
@@ -234,6 +301,7 @@ DensityResult<M> density_diag(Algebra<M>& alg, const M& H, const M& S, std::int6
                  lumo, " are degenerate");
   });
   DensityResult<M> out;
+  out.eigensolver = solver_name;
   t = Stopwatch();
   out.P = from_cyclic(alg, e.D, H);
   e.D = Dense{};

@@ -6,6 +6,7 @@
 namespace tessel::solvers {
 
 bool diagonalization_built() { return false; }
+bool diag_elpa_built() { return false; }
 
 template <class M>
 DensityResult<M> density_diag(Algebra<M>& alg, const M&, const M&, std::int64_t,

@@ -126,10 +126,27 @@ def main():
                     be = number(p.stdout, "band energy 2 tr(PH):")
                     if len(energies) == 4 and abs(be - list(energies.values())[0]) > 1e-8:
                         problems.append(f"{name}: band energy {be} vs sign {list(energies.values())[0]}")
-                    elif "method auto" in p.stdout or "iterations: 0 (diag)" not in p.stdout:
+                    elif "method auto" in p.stdout or "iterations: 0 (diag" not in p.stdout:
                         problems.append(f"{name}: summary lines wrong: {p.stdout[-800:]}")
                     else:
                         print(f"ok {name}: band energy {be:.12f} (sign {list(energies.values())[0]:.12f})")
+                # ELPA's solvers give the same band energy where built, a clear error elsewhere
+                for solver in ("elpa1", "elpa2"):
+                    p = run(["--generate", "water:12", "--eps", "0", "--method", "diag",
+                             "--diag-solver", solver], work)
+                    name = f"generate water:12 diag --diag-solver {solver}"
+                    if p.returncode != 0:
+                        if "ELPA is not built" in p.stderr and p.stderr.count("error:") == 1:
+                            print(f"ok {name}: refused without ELPA ({p.stderr.strip()[:120]})")
+                        else:
+                            problems.append(f"{name}: exit {p.returncode}: {p.stderr[-500:]}")
+                        continue
+                    be = number(p.stdout, "band energy 2 tr(PH):")
+                    ref = list(energies.values())[0] if energies else None
+                    if ref is None or abs(be - ref) > 1e-8 or f"eigensolver {solver}" not in p.stdout:
+                        problems.append(f"{name}: band energy {be} vs sign {ref}: {p.stdout[-600:]}")
+                    else:
+                        print(f"ok {name}: band energy {be:.12f} (sign {ref:.12f})")
                 if os.path.exists(os.path.join(CP2K, "meta.json")):
                     p = run(files + ["--method", "diag", "--eps", "1e-6"], work)
                     be = number(p.stdout, "band energy 2 tr(PH):")
@@ -276,6 +293,7 @@ def main():
             ("diag with mu", gen + ["--method", "diag", "--mu", "0"],
              "takes no mu" if diag_built else "diagonalization not built"),
             ("sign order", gen + ["--sign-order", "4"], "--sign-order"),
+            ("bad eigensolver", gen + ["--diag-solver", "lapack"], "--diag-solver 'lapack'"),
             ("bad algorithm", gen + ["--algorithm", "summa"], "--algorithm"),
             ("bad row panels", gen + ["--row-panels", "0"], "--row-panels"),
             ("row panels with rma25d", gen + ["--row-panels", "2", "--algorithm", "rma25d"],

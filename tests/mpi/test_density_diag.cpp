@@ -65,9 +65,11 @@ Reference lapack(std::vector<double> h, std::vector<double> s, int n, int nocc) 
 
 template <class M>
 solvers::DensityResult<M> run(Context& ctx, const M& H, const M& S, std::int64_t electrons,
-                              DensityMethod method, double eps = 0) {
+                              DensityMethod method, double eps = 0,
+                              solvers::DiagSolver solver = solvers::DiagSolver::Auto) {
   solvers::DensityOptions o;
   o.method = method;
+  o.diag_solver = solver;
   if constexpr (std::is_same_v<M, Dense>) {
     solvers::DenseAlgebra alg(ctx);
     return solvers::density(alg, H, S, electrons, o);
@@ -111,6 +113,42 @@ TEST(DensityDiag, GeneratedWaterAgainstLapackAndSign) {
   if (ctx.rank() == 0)
     std::printf("  water:6 n = %d: diag %.12f, dsygvd %.12f, sign %.12f\n", n, d.band_energy,
                 ref.band, sign.band_energy);
+}
+
+// Every eigensolver this build has (pdsyevd; ELPA 1- and 2-stage where built) gives dsygvd's
+// P and band energy, dense and block-sparse; auto names the one it ran; ELPA where it is not
+// built is an InputError on every rank.
+TEST(DensityDiag, EveryEigensolverAgainstLapack) {
+  using solvers::DiagSolver;
+  Context ctx(MPI_COMM_WORLD);
+  auto w = sparse::generate_water(ctx, 5);
+  const int n = static_cast<int>(w.H.rows()), nocc = static_cast<int>(w.nelectrons / 2);
+  const auto fh = tt::full_of(ctx, w.H), fs = tt::full_of(ctx, w.S);
+  const Reference ref = lapack(fh, fs, n, nocc);
+  const Dense H = tt::dense_of(ctx, fh, n), S = tt::dense_of(ctx, fs, n);
+  for (DiagSolver solver : {DiagSolver::Pdsyevd, DiagSolver::Elpa1, DiagSolver::Elpa2}) {
+    const std::string name = solvers::to_string(solver);
+    if (solver != DiagSolver::Pdsyevd && !solvers::diag_elpa_built()) {
+      try {
+        run(ctx, H, S, w.nelectrons, DensityMethod::Diag, 0, solver);
+        ADD_FAILURE() << name << " accepted without ELPA";
+      } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("ELPA is not built"), std::string::npos) << e.what();
+      }
+      continue;
+    }
+    auto d = run(ctx, H, S, w.nelectrons, DensityMethod::Diag, 0, solver);
+    auto s = run(ctx, w.H, w.S, w.nelectrons, DensityMethod::Diag, 0, solver);
+    EXPECT_EQ(d.eigensolver, name);
+    EXPECT_LT(max_diff(tt::full_of(ctx, d.P), ref.P), 1e-10) << name;
+    EXPECT_LT(max_diff(tt::full_of(ctx, s.P), ref.P), 1e-10) << name;
+    EXPECT_NEAR(d.band_energy, ref.band, 1e-9 * std::abs(ref.band)) << name;
+    EXPECT_NEAR(d.bounds.lo, ref.w.front(), 1e-9 * std::abs(ref.w.front())) << name;
+    EXPECT_NEAR(d.bounds.hi, ref.w.back(), 1e-9 * std::abs(ref.w.back())) << name;
+  }
+  auto a = run(ctx, H, S, w.nelectrons, DensityMethod::Diag);
+  EXPECT_EQ(a.eigensolver, "pdsyevd");
+  EXPECT_THROW(solvers::parse_diag_solver("elpa3"), InputError);
 }
 
 // The shared CP2K systems: diag on block-sparse matrices reproduces band_energy_exact (a dense

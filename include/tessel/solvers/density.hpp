@@ -143,8 +143,17 @@ std::string to_string(DensityMethod m);
 /// `what` otherwise).
 DensityMethod parse_density_method(const std::string& s, const std::string& what = "method");
 
+/// The eigensolver of method diag: ScaLAPACK's pdsyevd (Auto: measured at least as fast as
+/// ELPA on this project's machine, docs/density.md "The eigensolver"), ELPA 1- or 2-stage
+/// (only where the build has ELPA: diag_elpa_built()).
+enum class DiagSolver { Auto, Pdsyevd, Elpa1, Elpa2 };
+std::string to_string(DiagSolver s);
+/// Pure. "auto", "pdsyevd", "elpa1", "elpa2" (InputError naming `what` otherwise).
+DiagSolver parse_diag_solver(const std::string& s, const std::string& what = "diag_solver");
+
 struct DensityOptions {
   DensityMethod method = DensityMethod::Sign;
+  DiagSolver diag_solver = DiagSolver::Auto;  ///< method diag (and auto when it chooses diag)
   int sign_order = 2;
   /// Sign method: false = symmetric form P = Z (I - sign(Z H Z - mu I)) Z / 2 with Z = S^-1/2;
   /// true = P = (I - sign(S^-1 H - mu I)) S^-1 / 2 (the seed's eq. 1).
@@ -194,6 +203,7 @@ template <class M>
 struct DensityResult {
   DensityMethod method = DensityMethod::Sign;  ///< the method that ran (auto resolved)
   std::string method_reason;  ///< auto: why it chose `method` (the cost model's line); else empty
+  std::string eigensolver;    ///< diag: the solver that ran ("pdsyevd", "elpa1", "elpa2"); else ""
   M P;                        ///< density of one spin channel in the non-orthogonal basis
   M W;                        ///< P H P when energy_weighted (else empty)
   double mu = 0;

@@ -15,6 +15,9 @@ namespace tessel::solvers {
 
 /// Not collective. True when this build links ScaLAPACK and has the diagonalization route.
 bool diagonalization_built();
+/// Not collective. True when the diagonalization route can also use ELPA (DiagSolver Elpa1,
+/// Elpa2: an Open MPI build with libelpa found, CMake option TESSEL_ELPA).
+bool diag_elpa_built();
 
 /// Collective. D of (H, S) with `electrons` electrons (even) by diagonalization: P in the
 /// caller's matrix type and distribution (block-sparse: filtered at the algebra's eps, as the

@@ -147,9 +147,8 @@ int run_density(const DensityArgs& a) {
   opt.method =
       parse_named("--method", a.method, "auto, diag, sign, trs4, canonical, trs2 or mcweeny",
                   [](const std::string& v) { return solvers::parse_density_method(v); });
-  opt.diag_solver =
-      parse_named("--diag-solver", a.diag_solver, "auto, pdsyevd, elpa1 or elpa2",
-                  [](const std::string& v) { return solvers::parse_diag_solver(v); });
+  opt.diag_solver = parse_named("--diag-solver", a.diag_solver, "auto, pdsyevd, elpa1 or elpa2",
+                                [](const std::string& v) { return solvers::parse_diag_solver(v); });
   TESSEL_CHECK(a.sign_order == 2 || a.sign_order == 3, InputError, "--sign-order ", a.sign_order,
                ": expected 2 or 3");
   TESSEL_CHECK(a.eps >= 0 && std::isfinite(a.eps), InputError, "--eps ", a.eps,

@@ -50,8 +50,7 @@ std::string to_string(DiagSolver s) {
 DiagSolver parse_diag_solver(const std::string& s, const std::string& what) {
   for (auto x : {DiagSolver::Auto, DiagSolver::Pdsyevd, DiagSolver::Elpa1, DiagSolver::Elpa2})
     if (s == to_string(x)) return x;
-  throw InputError(
-      detail::concat(what, " = '", s, "' (expected auto, pdsyevd, elpa1 or elpa2)"));
+  throw InputError(detail::concat(what, " = '", s, "' (expected auto, pdsyevd, elpa1 or elpa2)"));
 }
 
 namespace {

@@ -125,8 +125,7 @@ struct Eigen {
 /// Collective over the grid. pdsygst("U") leaves the reduced matrix in A's upper triangle
 /// (pdsyevd reads only that); ELPA reads both: A's strict lower triangle := its upper's
 /// transpose (pdtran into z, which the solver overwrites next).
-void symmetrize_from_upper(const BlacsGrid& g, Dense& a, double* pa, Dense& z, double* pz,
-                           int nb) {
+void symmetrize_from_upper(const BlacsGrid& g, Dense& a, double* pa, Dense& z, double* pz, int nb) {
   const int n = static_cast<int>(a.rows()), one = 1;
   const double alpha = 1, beta = 0;
   const Desc da(g, a, nb), dz(g, z, nb);
@@ -142,8 +141,8 @@ void symmetrize_from_upper(const BlacsGrid& g, Dense& a, double* pa, Dense& z, d
 
 /// Collective over the grid. The standard problem A = Z e Z^T (a overwritten) by `solver`
 /// (resolved: not Auto): w ascending, z in a's layout.
-void standard_eigen(const Context& ctx, const BlacsGrid& g, DiagSolver solver, Dense& a,
-                    double* pa, std::vector<double>& w, Dense& z, double* pz, int nb) {
+void standard_eigen(const Context& ctx, const BlacsGrid& g, DiagSolver solver, Dense& a, double* pa,
+                    std::vector<double>& w, Dense& z, double* pz, int nb) {
   const int n = static_cast<int>(a.rows()), one = 1;
   if (solver != DiagSolver::Pdsyevd) {
     symmetrize_from_upper(g, a, pa, z, pz, nb);
@@ -170,8 +169,8 @@ void standard_eigen(const Context& ctx, const BlacsGrid& g, DiagSolver solver, D
   liwork = std::max(iq, 7 * n + 8 * g.pc() + 2);
   std::vector<double> work(static_cast<std::size_t>(lwork));
   std::vector<int> iwork(static_cast<std::size_t>(liwork));
-  pdsyevd_("V", "U", &n, pa, &one, &one, da.d, w.data(), pz, &one, &one, dz.d, work.data(),
-           &lwork, iwork.data(), &liwork, &info);
+  pdsyevd_("V", "U", &n, pa, &one, &one, da.d, w.data(), pz, &one, &one, dz.d, work.data(), &lwork,
+           iwork.data(), &liwork, &info);
   ctx.agree([&] { TESSEL_CHECK(info == 0, Error, "density diag: pdsyevd info ", info); });
 }
 

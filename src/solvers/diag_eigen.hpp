@@ -20,7 +20,6 @@ struct CyclicGrid {
 /// Collective over g.comm. ELPA (two_stage: ELPA_SOLVER_2STAGE, else 1STAGE) on a (overwritten):
 /// w the n eigenvalues ascending, z the eigenvectors in a's layout. Returns "" or ELPA's error
 /// message (on the ranks that saw it; the caller agrees). Only where diag_elpa_built().
-std::string elpa_eigenvectors(const CyclicGrid& g, double* a, double* w, double* z,
-                              bool two_stage);
+std::string elpa_eigenvectors(const CyclicGrid& g, double* a, double* w, double* z, bool two_stage);
 
 }  // namespace tessel::solvers::diag

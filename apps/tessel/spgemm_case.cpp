@@ -172,8 +172,9 @@ SpgemmCase make_spgemm_case(Context& ctx, const SpgemmInputs& in, sparse::SpOp o
     sparse::WaterOptions wo;
     wo.seed = in.seed;
     const BlockSizes szv = sparse::water_block_sizes(n);
+    const sparse::WaterGeometry geometry = sparse::water_geometry(n, wo);  // once for A and B
     auto on = [&](const Distribution& d) {
-      return sparse::generate_water(ctx, n, wo,
+      return sparse::generate_water(ctx, geometry, wo,
                                     Distribution(szv, szv, pr, pc, d.row_dist(), d.col_dist()));
     };
     sparse::WaterSystem w = on(da);

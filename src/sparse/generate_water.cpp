@@ -276,9 +276,21 @@ double water_block(const WaterGeometry& g, int i, int j, double cutoff, double* 
 WaterSystem generate_water(const Context& ctx, int n, const WaterOptions& opt,
                            const Distribution& dist) {
   WaterGeometry g;
+  ctx.agree([&] {
+    (void)water_block_sizes(n);  // n's own error first
+    g = water_geometry(n, opt);
+  });
+  return generate_water(ctx, g, opt, dist);
+}
+
+WaterSystem generate_water(const Context& ctx, const WaterGeometry& g, const WaterOptions& opt,
+                           const Distribution& dist) {
   BlockSizes blocks;
   double rc = 0;
+  const int n = g.natoms() / 3;
   ctx.agree([&] {
+    TESSEL_CHECK(g.natoms() > 0 && g.natoms() % 3 == 0, InputError, "generate_water: ", g.natoms(),
+                 " atoms in the geometry (expected 3 per molecule)");
     blocks = water_block_sizes(n);
     rc = water_cutoff(opt.eps);
     TESSEL_CHECK(dist.row_blocks() == blocks && dist.col_blocks() == blocks, DimensionMismatch,
@@ -286,7 +298,6 @@ WaterSystem generate_water(const Context& ctx, int n, const WaterOptions& opt,
                  blocks.count(), " x ", blocks.count(), " blocks of sizes 4, 1, 1 per molecule");
     TESSEL_CHECK(dist.nranks() == ctx.size(), GridError, "generate_water: the distribution is for ",
                  dist.nranks(), " ranks, the context has ", ctx.size());
-    g = water_geometry(n, opt);
   });
   WaterSystem w{BlockSparseMatrix<double>(ctx, dist, "H"),
                 BlockSparseMatrix<double>(ctx, dist, "S"), blocks, 8 * static_cast<std::int64_t>(n),

@@ -95,6 +95,11 @@ TEST(SparseGenerate, BlocksEqualTheBruteForceComputation) {
     check_storage(w.S, ref.s);
     check_storage(w.H, ref.h);
     EXPECT_EQ(nblocks(ctx, w.S), count_stored(ref.s));
+    // The same from a geometry computed once, on another distribution
+    auto g =
+        generate_water(ctx, water_geometry(n, opt), opt, Distribution::random(bs, bs, pr, pc, 5));
+    check_storage(g.S, ref.s);
+    check_storage(g.H, ref.h);
     if (n == 300) {  // no image of an atom within the cutoff: unit diagonal blocks
       EXPECT_GT(water_geometry(n, opt).box, 3 * water_cutoff(opt.eps));
       w.S.for_each_block([](int br, int bc, const double* x, int r, int) {

@@ -61,6 +61,12 @@ struct WaterSystem {
 /// dense matrix, no communication but the agreement on the arguments).
 WaterSystem generate_water(const Context& ctx, int n, const WaterOptions& opt,
                            const Distribution& dist);
+/// Collective. As above on a geometry already computed (water_geometry(n, opt), the same on
+/// every rank): for a caller generating several matrices of one box (e.g. on two
+/// distributions) without recomputing it. Throws as above; InputError when g's atoms are not
+/// 3 per molecule.
+WaterSystem generate_water(const Context& ctx, const WaterGeometry& g, const WaterOptions& opt,
+                           const Distribution& dist);
 /// Collective. As above on Distribution::random over the default grid of ctx.size().
 WaterSystem generate_water(const Context& ctx, int n, const WaterOptions& opt = {});
 

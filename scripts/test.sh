@@ -12,7 +12,7 @@
 #   MPICH: tessel's waits poll and sleep instead of spinning (docs/mpich.md); the Python tests
 #   are skipped there (Debian's mpi4py is built on Open MPI: docs/python.md).
 #   none: no suite run (only what --sanitize-tests / --fuzz-total add).
-#   TESSEL_TEST_MPICH_MAX_RANKS=N caps MPICH's rank counts at N (CI: 6; default: all).
+#   TESSEL_TEST_MPICH_MAX_RANKS=N caps MPICH's rank counts at N (CI: 5; default: all).
 # --sanitize: build into build-asan (default) with clang's AddressSanitizer +
 # UndefinedBehaviorSanitizer (and libFuzzer's coverage: the fuzz targets share the build)
 # (RelWithDebInfo, -fno-sanitize-recover: any UB finding fails the test) and run there, MPI

@@ -28,19 +28,9 @@
 #include "bench_util.hpp"
 #include "elpa_density_io.hpp"
 
-// The ELPA 2022.11 C API, declared here: <elpa/elpa.h> uses C11 _Generic, which C++ rejects.
+#include "elpa_api.hpp"  // src/solvers: the library's own ELPA declarations
+
 extern "C" {
-struct elpa_struct;
-typedef struct elpa_struct* elpa_t;
-int elpa_init(int api_version);
-elpa_t elpa_allocate(int* error);
-void elpa_deallocate(elpa_t handle, int* error);
-void elpa_uninit(int* error);
-void elpa_set_integer(elpa_t handle, const char* name, int value, int* error);
-int elpa_setup(elpa_t handle);
-void elpa_generalized_eigenvectors_d(elpa_t handle, double* a, double* b, double* ev, double* q,
-                                     int is_already_decomposed, int* error);
-const char* elpa_strerr(int elpa_error);
 void pdsygvx_(const int* ibtype, const char* jobz, const char* range, const char* uplo,
               const int* n, double* a, const int* ia, const int* ja, const int* desca, double* b,
               const int* ib, const int* jb, const int* descb, const double* vl, const double* vu,
@@ -58,7 +48,7 @@ namespace ed = tessel::bench::elpa_density;
 
 namespace {
 
-constexpr int kElpaApi = 20221109;  // ELPA_API_VERSION of 2022.11.001
+constexpr int kElpaApi = tessel::elpa::kApiVersion;
 
 struct Args {
   std::string fock, overlap, solver = "elpa2", json, out;
@@ -93,7 +83,7 @@ Eigen solve_elpa(const bench::BlacsGrid& g, int n, int nev, int nb, bool two_sta
   set("process_col", g.mycol);
   set("blacs_context", g.ctxt);
   if (err == 0) err = elpa_setup(h);
-  set("solver", two_stage ? 2 : 1);  // ELPA_SOLVER_2STAGE / ELPA_SOLVER_1STAGE
+  set("solver", two_stage ? tessel::elpa::kSolver2Stage : tessel::elpa::kSolver1Stage);
   if (err == 0)
     elpa_generalized_eigenvectors_d(h, a.local.data(), b.local.data(), e.ev.data(), q.local.data(),
                                     0, &err);

@@ -126,6 +126,13 @@ inline double max_abs_diff(const std::vector<double>& x, const std::vector<doubl
   return m;
 }
 
+/// The scale of a relative error: max |x_i|, at least 1.
+inline double max_abs_or_one(const std::vector<double>& x) {
+  double m = 1;
+  for (double v : x) m = std::max(m, std::abs(v));
+  return m;
+}
+
 using sparse::BlockSizes;
 using sparse::BlockSparseMatrix;
 using sparse::Distribution;

@@ -20,10 +20,9 @@ double effective_ranks(std::int64_t n, int ranks, const DensityCostModel& m) {
 MethodChoice choose_density_method(std::int64_t n, double fill_s, int ranks, bool sparse,
                                    bool diag_built, bool mu_given, const DensityCostModel& m,
                                    int diag_ranks) {
-  if (n < 1) throw InputError(detail::concat("density method: n = ", n, ", expected >= 1"));
-  if (diag_ranks < 0)
-    throw InputError(detail::concat("density method: diag_ranks = ", diag_ranks,
-                                    ", expected >= 0 (0: the products' ranks)"));
+  TESSEL_CHECK(n >= 1, InputError, "density method: n = ", n, ", expected >= 1");
+  TESSEL_CHECK(diag_ranks >= 0, InputError, "density method: diag_ranks = ", diag_ranks,
+               ", expected >= 0 (0: the products' ranks)");
   MethodChoice c;
   const double nd = static_cast<double>(n), n3 = nd * nd * nd;
   const double p = effective_ranks(n, ranks, m);

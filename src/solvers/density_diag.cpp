@@ -124,18 +124,17 @@ struct Eigen {
 
 /// Collective over the grid. pdsygst("U") leaves the reduced matrix in A's upper triangle
 /// (pdsyevd reads only that); ELPA reads both: A's strict lower triangle := its upper's
-/// transpose (pdtran into z, which the solver overwrites next).
+/// transpose (z = A^T by pdtran, z then overwritten by the solver; what A's lower triangle
+/// held before lands in z's upper one, which is not read).
 void symmetrize_from_upper(const BlacsGrid& g, Dense& a, double* pa, Dense& z, double* pz, int nb) {
   const int n = static_cast<int>(a.rows()), one = 1;
   const double alpha = 1, beta = 0;
   const Desc da(g, a, nb), dz(g, z, nb);
-  a.for_each_local([](std::int64_t i, std::int64_t j, double& v) {
-    if (i > j) v = 0;
-  });
   pdtran_(&n, &n, &alpha, pa, &one, &one, da.d, &beta, pz, &one, &one, dz.d);
   TESSEL_ASSERT(a.ld() == z.ld());  // one layout: the same local offsets
+  const double* at = z.data();
   a.for_each_local([&](std::int64_t i, std::int64_t j, double& v) {
-    if (i > j) v = pz[&v - pa];
+    if (i > j) v = at[&v - a.data()];
   });
 }
 
@@ -253,8 +252,6 @@ void check_filtered(Algebra<M>& alg, const DensityResult<M>& out, std::int64_t e
   });
 }
 
-}  // namespace
-
 /// The eigensolver `asked` resolves to (Auto: pdsyevd, measured here at least as fast as ELPA:
 /// docs/density.md "The eigensolver"); InputError (every rank: the options are the same) for
 /// ELPA where it is not built.
@@ -266,6 +263,8 @@ DiagSolver resolve_solver(DiagSolver asked) {
                "option TESSEL_ELPA; expected auto or pdsyevd)");
   return asked;
 }
+
+}  // namespace
 
 template <class M>
 DensityResult<M> density_diag(Algebra<M>& alg, const M& H, const M& S, std::int64_t electrons,

@@ -95,14 +95,31 @@ std::vector<int> image_pieces(const std::vector<int>& kv, int images, int pieces
 }
 
 namespace {
+constexpr int kGridReused = 1, kGridRebuilt = 2;  // the bits of cannon_grid's agreement
+
+/// The PR x PC grid of `plan`: the cache's when it holds this communicator's (and ledger's)
+/// grid of that shape, else a new one (a collective communicator split). Collective when
+/// `cache` is given: one allreduce of two bits in the set-up phase, so that a cache holding
+/// the grid on some ranks and not on others (only some would enter the split: a hang) is an
+/// InputError on every rank instead.
 const layout::ProcessGrid2D& cannon_grid(Context& ctx, const SpgemmPlan& plan,
                                          SpMultiplyCache::State* cache,
                                          std::optional<layout::ProcessGrid2D>& own) {
   std::optional<layout::ProcessGrid2D>& slot = cache ? cache->grid : own;
-  if (!slot ||
-      (cache && (cache->grid_comm != ctx.comm().raw() || cache->grid_ledger != &ctx.ledger())) ||
-      slot->pr() != plan.pr ||
-      slot->pc() != plan.pc) {  // every rank decides alike (same cache history)
+  const bool reuse =
+      slot && slot->pr() == plan.pr && slot->pc() == plan.pc &&
+      (!cache || (cache->grid_comm == ctx.comm().raw() && cache->grid_ledger == &ctx.ledger()));
+  if (cache) {
+    PhaseScope ph(ctx.ledger(), kPhaseSetup);
+    int any = reuse ? kGridReused : kGridRebuilt;
+    ctx.comm().allreduce(&any, 1, MPI_BOR);
+    TESSEL_CHECK(any != (kGridReused | kGridRebuilt), InputError,
+                 "spgemm cannon: the SpMultiplyCache differs between ranks: this rank's ",
+                 reuse ? "holds" : "does not hold", " the ", plan.pr, " x ", plan.pc,
+                 " grid of this communicator and another rank's ", reuse ? "does not" : "does",
+                 " (pass the same cache, or none, to the multiply on every rank)");
+  }
+  if (!reuse) {
     slot.reset();
     slot.emplace(ctx.comm(), plan.pr, plan.pc);
     if (cache) {

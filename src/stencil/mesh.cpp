@@ -52,7 +52,10 @@ std::int64_t Mesh::find(int i, int j, int k) const {
   const long long a = static_cast<long long>(i) - lo_[0], b = static_cast<long long>(j) - lo_[1],
                   c = static_cast<long long>(k) - lo_[2];
   if (a < 0 || b < 0 || c < 0 || a >= n_[0] || b >= n_[1] || c >= n_[2]) return -1;
-  return lookup_[static_cast<std::size_t>((a * n_[1] + b) * n_[2] + c)];
+  if (!lookup_.empty()) return lookup_[static_cast<std::size_t>((a * n_[1] + b) * n_[2] + c)];
+  const std::array<int, 3> key{i, j, k};  // sparse mesh: coords_ is sorted, search it
+  const auto it = std::lower_bound(coords_.begin(), coords_.end(), key);
+  return it != coords_.end() && *it == key ? static_cast<std::int64_t>(it - coords_.begin()) : -1;
 }
 
 // coords_ is in lexicographic order already; builds the padded lookup box.
@@ -73,6 +76,13 @@ void Mesh::index_points() {
     n_[d] = hi[d] - lo[d] + 1;
     cells *= static_cast<std::size_t>(n_[d]);
   }
+  lookup_.clear();
+  // A dense table costs 4 bytes per cell of the bounding box: far-apart spheres would make it
+  // many times the mesh (two atoms 1,000 bohr apart at h = 0.25: 16 GB for a few points), so
+  // such meshes are searched instead (find: binary search in the sorted coordinates).
+  if (static_cast<double>(cells) >
+      kDenseLookupCellsPerPoint * static_cast<double>(coords_.size()) + kDenseLookupMinCells)
+    return;
   lookup_.assign(cells, -1);
   for (std::size_t g = 0; g < coords_.size(); ++g) {
     const auto& c = coords_[g];

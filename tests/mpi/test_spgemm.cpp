@@ -912,10 +912,12 @@ TEST(Spgemm, WindowCacheReusedAndGrown) {
   EXPECT_EQ(cache.creations(), 2);  // the dense third round outgrew the windows
 }
 
-// Caches that disagree between ranks (rank 0's holds this grid's windows, the others' are
+// Caches that disagree between ranks (rank 0's holds this grid, or its windows, the others' are
 // new) give an InputError on every rank instead of a hang in the sub-communicator split; the
 // same multiply with the caches agreeing then runs and is exact.
-TEST(Spgemm, DisagreeingCachesAreAnErrorOnEveryRank) {
+class SpgemmCaches : public ::testing::TestWithParam<SpAlgorithm> {};
+
+TEST_P(SpgemmCaches, DisagreeingCachesAreAnErrorOnEveryRank) {
   Context ctx(MPI_COMM_WORLD);
   if (world_size() == 1) GTEST_SKIP() << "needs two ranks to disagree";
   auto [pr, pc] = Distribution::default_grid(world_size());
@@ -923,7 +925,7 @@ TEST(Spgemm, DisagreeingCachesAreAnErrorOnEveryRank) {
   auto s = random_sizes(rng, 5);
   auto d = Distribution::random(BlockSizes(s), BlockSizes(s), pr, pc, 3);
   SpMultiplyOptions o;
-  o.algorithm = SpAlgorithm::Rma25d;
+  o.algorithm = GetParam();
   BlockSparseMatrix<double> A(ctx, d, "A"), C(ctx, d, "C");
   fill_random(A, rng, 0.4, world_size());
   SpMultiplyCache warm, fresh;
@@ -943,3 +945,5 @@ TEST(Spgemm, DisagreeingCachesAreAnErrorOnEveryRank) {
   ref_gemm('N', 'N', n, n, n, 1.0, a.data(), n, a.data(), n, 0.0, want.data(), n);
   EXPECT_LE(max_abs_diff(dense_of(ctx, C2), want) / max_abs_or_one(want), 1e-12);
 }
+INSTANTIATE_TEST_SUITE_P(BothAlgorithms, SpgemmCaches,
+                         ::testing::Values(SpAlgorithm::Cannon, SpAlgorithm::Rma25d));

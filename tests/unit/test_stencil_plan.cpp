@@ -125,6 +125,34 @@ TEST(StencilMesh, SpheresAgainstDirectCount) {
     EXPECT_LT(m.coords(g - 1), m.coords(g));  // lexicographic numbering
 }
 
+// Two small spheres 346 bohr apart: a table over their bounding box (205^3 cells at h = 1)
+// would be 34 MB for 162 points; the mesh searches instead and must answer alike.
+TEST(StencilMesh, ScatteredSpheresFindEveryPointAndNothingElse) {
+  const std::vector<Atom> atoms = {{"H", 0, 0, 0}, {"H", 200, 200, 200}};
+  const double r = 2.5, h = 1.0;
+  Mesh m = Mesh::spheres(atoms, r, h);
+  std::int64_t count = 0;
+  for (const auto& a : atoms)
+    for (int i = -4; i <= 4; ++i)
+      for (int j = -4; j <= 4; ++j)
+        for (int k = -4; k <= 4; ++k) {
+          const int x = static_cast<int>(a.x) + i, y = static_cast<int>(a.y) + j,
+                    z = static_cast<int>(a.z) + k;
+          const bool in = i * i + j * j + k * k <= r * r;
+          const std::int64_t g = m.find(x, y, z);
+          if (!in) {
+            EXPECT_EQ(g, -1) << x << " " << y << " " << z;
+            continue;
+          }
+          ++count;
+          ASSERT_GE(g, 0) << x << " " << y << " " << z;
+          EXPECT_EQ(m.coords(g), (std::array<int, 3>{x, y, z}));
+        }
+  EXPECT_EQ(m.size(), count);
+  EXPECT_EQ(m.find(100, 100, 100), -1);  // inside the bounding box, outside both spheres
+  EXPECT_EQ(m.find(-1000, 0, 0), -1);    // outside the bounding box
+}
+
 TEST(StencilMesh, EmptyMeshAndBadSpacingThrow) {
   std::vector<Atom> one = {{"H", 0.25, 0.25, 0.25}};
   EXPECT_THROW(Mesh::spheres({}, 2.0, 0.5), InputError);    // no atoms

@@ -101,11 +101,12 @@ struct SpMultiplyReport {
 
 /// What is kept across multiplies (seed sec. 3): rma25d's window buffers and sub-communicators,
 /// Cannon's row and column communicators. Owned by the caller and passed to every multiply of
-/// an iteration (a Cannon multiply without a cache splits two communicators per call). They are re-created (collectively) only when the
-/// grid or L changes or a rank's panels outgrow them, decided by a nonblocking allreduce
-/// overlapped with the multiply's set-up. Pass the same cache (or none) on every rank: rma25d
-/// throws InputError on every rank when the ranks' caches disagree about the communicator,
-/// grid and L they hold; Cannon does not check (its grid split would wait). Destroy it
+/// an iteration (a Cannon multiply without a cache splits two communicators per call). They
+/// are re-created (collectively) only when the grid or L changes or a rank's panels outgrow
+/// them, decided by an allreduce in the multiply's set-up (rma25d: overlapped with it; Cannon:
+/// one of two bits, only when a cache is passed). Pass the same cache (or none) on every rank:
+/// both algorithms throw InputError on every rank when the ranks' caches disagree about the
+/// communicator, grid (and L) they hold, instead of waiting in a split. Destroy it
 /// (collective over the matrices' Context) before MPI_Finalize. Movable, not copyable.
 class SpMultiplyCache {
  public:

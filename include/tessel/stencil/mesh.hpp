@@ -54,7 +54,8 @@ class Mesh {
   /// Position of global point g.
   std::array<double, 3> position(std::int64_t g) const;
   /// Global index of the point at grid coordinates (i, j, k), or -1 when that point is not in
-  /// the mesh (outside the box or the spheres; any coordinates are allowed).
+  /// the mesh (outside the box or the spheres; any coordinates are allowed). O(1) by a table
+  /// over the bounding box, or O(log n) by search when that box is mostly empty.
   std::int64_t find(int i, int j, int k) const;
   /// One line: "box L = 10 bohr, h = 0.5: 6859 points" or "3 spheres r = ..".
   const std::string& describe() const { return desc_; }
@@ -63,9 +64,14 @@ class Mesh {
   void index_points();
   double h_ = 0;
   std::array<double, 3> origin_{};  // position of grid coordinate (0, 0, 0)
-  std::array<int, 3> lo_{}, n_{};   // padded lookup box: coordinates lo .. lo + n - 1
+  std::array<int, 3> lo_{}, n_{};   // bounding box: coordinates lo .. lo + n - 1
   std::vector<std::array<int, 3>> coords_;
-  std::vector<std::int32_t> lookup_;  // padded box -> global index or -1
+  std::vector<std::int32_t> lookup_;  // box -> global index or -1; empty for a sparse mesh
+  /// The dense lookup table is built when the bounding box has at most this many cells per
+  /// point (plus kDenseLookupMinCells): a sphere fills pi/6 = 52% of its cube, so a compact
+  /// molecule stays well inside; scattered spheres are searched instead (O(log n) per find).
+  static constexpr double kDenseLookupCellsPerPoint = 8;
+  static constexpr double kDenseLookupMinCells = 1 << 20;
   std::string desc_;
 };
 

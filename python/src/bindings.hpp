@@ -22,6 +22,7 @@
 #include "tessel/core/error.hpp"
 #include "tessel/dense/dist_matrix.hpp"
 #include "tessel/layout/layout.hpp"
+#include "tessel/sparse/block_sparse.hpp"
 
 namespace py = pybind11;
 
@@ -120,6 +121,15 @@ struct PyDistMatrix {
   const dense::DistMatrix<T>& as() const {
     return std::get<dense::DistMatrix<T>>(m);
   }
+};
+
+/// tessel.BlockSparseMatrix (sparse.cpp). `bad_put` holds the first put_block error of this
+/// rank since the last finalize (a wrong array shape or dtype): put_block is not collective, so
+/// as in the library it is reported by the next finalize on every rank.
+struct PySparse {
+  ContextPtr ctx;
+  sparse::BlockSparseMatrix<double> m;
+  std::string bad_put;
 };
 
 // ---- conversions to Python (convert.cpp) ----

@@ -94,35 +94,9 @@ py::tuple purify(py::object ctx_obj, py::object F_obj, std::int64_t nocc, py::ob
   return result(cp, F.layout, std::move(r.D), res);
 }
 
-// tessel.density on dense matrices: solvers::density over the dense algebra (dense::multiply).
-py::tuple density(py::object ctx_obj, py::object H_obj, py::object S_obj, std::int64_t electrons,
-                  const std::string& method, std::optional<double> mu, double tol, int max_iter) {
-  const ContextPtr cp = context_ptr(ctx_obj, "density");
-  PyContext& c = *cp;
-  auto matrix = [&c](py::handle h, const char* name) -> PyDistMatrix& {
-    TESSEL_CHECK(py::isinstance<PyDistMatrix>(h), InputError, "density: ", name,
-                 " must be a tessel.DistMatrix");
-    auto& x = h.cast<PyDistMatrix&>();
-    TESSEL_CHECK(x.dtype() == Dtype::F64, InputError, "density: ", name,
-                 " is complex128 (expected a real symmetric float64 matrix)");
-    TESSEL_CHECK(x.ctx.get() == &c, InputError, "density: ", name,
-                 " belongs to another tessel.Context than ctx");
-    return x;
-  };
-  PyDistMatrix& H = matrix(H_obj, "H");
-  PyDistMatrix& S = matrix(S_obj, "S");
-  solvers::DensityOptions opt;
-  opt.method = solvers::parse_density_method(method);
-  opt.mu = mu;
-  opt.tol = tol;
-  opt.max_iter = max_iter;
-  solvers::DensityResult<dense::DistMatrix<double>> r;
-  {
-    py::gil_scoped_release nogil;
-    solvers::Algebra<dense::DistMatrix<double>> alg(*c);
-    r = solvers::density(alg, H.as<double>(), S.as<double>(), electrons, opt);
-    if (!(r.P.layout() == H.layout.lay)) r.P = dense::redistribute(*c, r.P, H.layout.lay);
-  }
+// The result dict of tessel.density (either matrix kind).
+template <class M>
+py::dict density_dict(const solvers::DensityResult<M>& r) {
   py::dict res;
   res["method"] = solvers::to_string(r.method);
   res["method_reason"] = r.method_reason;
@@ -135,7 +109,84 @@ py::tuple density(py::object ctx_obj, py::object H_obj, py::object S_obj, std::i
   res["residual"] = r.residual;
   res["multiplications"] = r.multiplications;
   res["inverse_iterations"] = r.inverse_iterations;
-  return result(cp, H.layout, std::move(r.P), res);
+  return res;
+}
+
+solvers::DensityOptions density_options(const std::string& method, std::optional<double> mu,
+                                        double tol, int max_iter) {
+  solvers::DensityOptions opt;
+  opt.method = solvers::parse_density_method(method);
+  opt.mu = mu;
+  opt.tol = tol;
+  opt.max_iter = max_iter;
+  return opt;
+}
+
+// tessel.density on dense matrices: solvers::density over the dense algebra (dense::multiply).
+py::tuple density_dense(PyContext& c, const ContextPtr& cp, py::object H_obj, py::object S_obj,
+                        std::int64_t electrons, const solvers::DensityOptions& opt) {
+  auto matrix = [&c](py::handle h, const char* name) -> PyDistMatrix& {
+    TESSEL_CHECK(py::isinstance<PyDistMatrix>(h), InputError, "density: ", name,
+                 " must be a tessel.DistMatrix (as H) or both BlockSparseMatrix");
+    auto& x = h.cast<PyDistMatrix&>();
+    TESSEL_CHECK(x.dtype() == Dtype::F64, InputError, "density: ", name,
+                 " is complex128 (expected a real symmetric float64 matrix)");
+    TESSEL_CHECK(x.ctx.get() == &c, InputError, "density: ", name,
+                 " belongs to another tessel.Context than ctx");
+    return x;
+  };
+  PyDistMatrix& H = matrix(H_obj, "H");
+  PyDistMatrix& S = matrix(S_obj, "S");
+  solvers::DensityResult<dense::DistMatrix<double>> r;
+  {
+    py::gil_scoped_release nogil;
+    solvers::Algebra<dense::DistMatrix<double>> alg(*c);
+    r = solvers::density(alg, H.as<double>(), S.as<double>(), electrons, opt);
+    if (!(r.P.layout() == H.layout.lay)) r.P = dense::redistribute(*c, r.P, H.layout.lay);
+  }
+  return result(cp, H.layout, std::move(r.P), density_dict(r));
+}
+
+// tessel.density on block-sparse matrices: solvers::density over the block-sparse algebra
+// (sparse::multiply with `algorithm`, filtering every product at `eps`); P on H's distribution.
+py::tuple density_sparse(PyContext& c, const ContextPtr& cp, py::object H_obj, py::object S_obj,
+                         std::int64_t electrons, const solvers::DensityOptions& opt, double eps,
+                         const std::string& algorithm) {
+  auto matrix = [&c](py::handle h, const char* name) -> PySparse& {
+    TESSEL_CHECK(py::isinstance<PySparse>(h), InputError, "density: ", name,
+                 " must be a tessel.BlockSparseMatrix (as H) or both DistMatrix");
+    auto& x = h.cast<PySparse&>();
+    TESSEL_CHECK(x.ctx.get() == &c, InputError, "density: ", name,
+                 " belongs to another tessel.Context than ctx");
+    return x;
+  };
+  PySparse& H = matrix(H_obj, "H");
+  PySparse& S = matrix(S_obj, "S");
+  sparse::SpMultiplyOptions so;
+  so.algorithm = sparse::parse_sp_algorithm(algorithm);
+  so.filter_eps = eps;
+  solvers::DensityResult<sparse::BlockSparseMatrix<double>> r;
+  {
+    py::gil_scoped_release nogil;
+    solvers::SparseAlgebra alg(*c, so);
+    r = solvers::density(alg, H.m, S.m, electrons, opt);
+  }
+  auto out = std::make_unique<PySparse>();
+  out->ctx = cp;
+  out->m = std::move(r.P);
+  return py::make_tuple(py::cast(std::move(out)), density_dict(r));
+}
+
+py::tuple density(py::object ctx_obj, py::object H_obj, py::object S_obj, std::int64_t electrons,
+                  const std::string& method, std::optional<double> mu, double tol, int max_iter,
+                  double eps, const std::string& algorithm) {
+  const ContextPtr cp = context_ptr(ctx_obj, "density");
+  const solvers::DensityOptions opt = density_options(method, mu, tol, max_iter);
+  if (py::isinstance<PySparse>(H_obj))
+    return density_sparse(*cp, cp, H_obj, S_obj, electrons, opt, eps, algorithm);
+  TESSEL_CHECK(eps == 0.0, InputError, "density: eps = ", eps,
+               " (a filter threshold of block-sparse products; expected 0 for DistMatrix)");
+  return density_dense(*cp, cp, H_obj, S_obj, electrons, opt);
 }
 
 }  // namespace
@@ -161,13 +212,17 @@ void bind_solvers(py::module_& m) {
       "build's ScaLAPACK route (docs/density.md). tessel.InputError for n < 1 or diag_ranks < 0.");
   m.def("density", &density, py::arg("ctx"), py::arg("H"), py::arg("S"), py::arg("electrons"),
         py::arg("method") = "auto", py::arg("mu") = py::none(), py::arg("tol") = 1e-12,
-        py::arg("max_iter") = 200, R"doc(
+        py::arg("max_iter") = 200, py::arg("eps") = 0.0, py::arg("algorithm") = "cannon", R"doc(
 Collective. The density matrix P of one spin channel of (H, S) with `electrons` electrons
-(even; tr(P S) = electrons / 2) by solvers::density on dense matrices, as `tessel density`:
+(even; tr(P S) = electrons / 2) by solvers::density, as `tessel density`, on dense matrices
+(H and S tessel.DistMatrix) or block-sparse ones (both tessel.BlockSparseMatrix on the same
+block sizes: every product by the block-sparse multiply with `algorithm` "cannon" or
+"rma25d", filtered at `eps`; eps must be 0 for dense):
 method "auto" (diag where the cost model says it is faster and the build has ScaLAPACK, else
 sign; docs/density.md "Choosing the method"), "diag" (ScaLAPACK pdsyevd), "sign"
 (chemical-potential search unless mu is given), "trs4", "canonical", "trs2"; S^-1/2 by
-Newton-Schulz. Returns (P, result) with P in H's layout; result: method (the one that ran),
+Newton-Schulz. Returns (P, result) with P in H's layout (dense) or distribution (block-sparse;
+method "diag" is dense only); result: method (the one that ran),
 method_reason (auto: why), iterations,
 sign_evaluations, mu, band_energy (2 tr(P H)), trace_ps, idempotency, residual,
 multiplications, inverse_iterations.)doc");

@@ -2,9 +2,10 @@
 // as NumPy arrays, finalize, dense conversion and the algebra. SciPy input is Python code
 // (tessel/sparse.py: BlockSparseMatrix.from_scipy) over put_block + finalize.
 //
-// Extension points: the block-sparse multiply, the density solvers and the CP2K/MatrixMarket
-// readers (in the C++ library, not bound yet) go here beside the algebra (module functions taking
-// BlockSparseMatrix holders), with their errors agreed by the library as for finalize().
+// Extension points: the block-sparse multiply and the CP2K/MatrixMarket readers (in the C++
+// library, not bound yet) go here beside the algebra (module functions taking BlockSparseMatrix
+// holders), with their errors agreed by the library as for finalize(). The density solvers on
+// block-sparse matrices are bound in solvers.cpp (tessel.density takes either kind).
 #include "bindings.hpp"
 #include "tessel/sparse/block_sparse.hpp"
 #include "tessel/sparse/convert.hpp"
@@ -16,15 +17,6 @@ namespace {
 using sparse::BlockSizes;
 using sparse::BlockSparseMatrix;
 using sparse::Distribution;
-
-/// tessel.BlockSparseMatrix. `bad_put` holds the first put_block error of this rank since the
-/// last finalize (a wrong array shape or dtype): put_block is not collective, so as in the
-/// library it is reported by the next finalize on every rank.
-struct PySparse {
-  ContextPtr ctx;
-  BlockSparseMatrix<double> m;
-  std::string bad_put;
-};
 
 int nranks(py::handle h) {
   if (py::isinstance<PyContext>(h)) return h.cast<PyContext&>()->size();

@@ -54,8 +54,9 @@ class DensityStep:
         self._x = None  # (the replicated x, its DistMatrix)
         self._eye = None  # the identity in the orthogonal basis (S of the sign method)
 
-    def run(self, fock, x):
-        """Collective. The StepRecord of Fock matrix `fock` (AO) with orthogonalizer `x`."""
+    def run(self, fock, x, s=None):
+        """Collective. The StepRecord of Fock matrix `fock` (AO) with orthogonalizer `x` (the
+        overlap `s` is not needed: x carries it)."""
         ctx, t = self.ctx, {}
         t0 = time.perf_counter()
         dx = self._distributed_x(x)

@@ -20,20 +20,26 @@ from pyscf import lib
 from pyscf.lib import logger
 from pyscf.scf import hf as _hf
 
-from . import _route
+from . import _route, _scf_sparse
 from ._scf_step import DensityStep
 from ._tessel import Context, InputError
 
-#: The methods use_tessel offers: purification around SymmSquareCube. The step also runs
-#: "sign" (tessel.density), but its chemical-potential search fails on small molecules (the
-#: water dimer in 6-31G: mu lands next to an eigenvalue and the iteration stalls; with mu
-#: given mid-gap it converges): not offered until the search is fixed (docs/pyscf.md).
+#: The methods use_tessel offers: purification around SymmSquareCube ("canonical", "trs2",
+#: "trs4"; tessel.purify), and "sign": the sign iteration with its chemical-potential search
+#: (tessel.density over the dense multiply, in PySCF's orthogonal basis with S = I).
 #: "auto" (the default): PySCF's own diagonalization or canonical purification, chosen at the
 #: first step from n and the cores (tessel._route, logged at PySCF's NOTE level).
-METHODS = ("auto", "canonical", "trs2", "trs4")
+METHODS = ("auto", "canonical", "trs2", "trs4", "sign")
 #: Keywords passed on to tessel.purify.
 PURIFY_OPTIONS = ("tol", "max_iter", "algorithm", "n_dup", "p", "active_ranks", "replication",
                   "collectives")
+#: Keywords passed on to tessel.density (method "sign").
+SIGN_OPTIONS = ("mu", "tol", "max_iter")
+#: The matrices of the step: "dense" (tessel.DistMatrix, the orthogonal basis of PySCF's x) or
+#: "block-sparse" (tessel.BlockSparseMatrix with one block per atom, the AO basis with S).
+MATRICES = ("dense", "block-sparse")
+#: Keywords of the block-sparse step (tessel.density): its filter threshold and multiply.
+SPARSE_OPTIONS = ("eps", "algorithm", "mu", "tol", "max_iter")
 
 __all__ = ["use_tessel", "TesselOrbitals", "METHODS"]
 
@@ -51,35 +57,56 @@ class TesselOrbitals(np.ndarray):
         self.tessel = getattr(obj, "tessel", None)
 
 
-def use_tessel(mf, ctx=None, method="auto", **purify_options):
+def use_tessel(mf, ctx=None, method="auto", matrices="dense", **purify_options):
     """Collective over ctx (default: a new Context on MPI.COMM_WORLD; make one and pass it).
 
     A copy of the PySCF mean-field object `mf` (restricted closed-shell RHF or RKS of a
-    molecule, no point-group symmetry) whose density step is tessel's purification: `method`
-    one of METHODS ("auto": PySCF's own diagonalization where that is faster, see
-    tessel._route); `purify_options` as tessel.purify (tol, max_iter, algorithm, n_dup, ...).
+    molecule, no point-group symmetry) whose density step is tessel's: `method` one of
+    METHODS ("auto": PySCF's own diagonalization where that is faster, see tessel._route;
+    "sign": the sign iteration); `purify_options` as tessel.purify (tol, max_iter, algorithm,
+    n_dup, ...), or for "sign" as tessel.density (mu, tol, max_iter). `matrices`: "dense"
+    (default) or "block-sparse": atomic blocks from the basis' shells, the AO basis with S,
+    tessel.density on the block-sparse multiply (methods sign, trs4, canonical, trs2; auto's
+    product route runs sign; options eps (filter threshold, default 1e-12), algorithm
+    ("cannon" or "rma25d"), mu, tol, max_iter).
     Unsupported objects (UHF/UKS, ROHF, GHF, smearing, fractional or replaced occupations,
     second-order SCF, symmetry, periodic cells, odd electron counts) raise tessel.InputError
     on every rank. Call `.kernel()` on every rank.
     """
     if ctx is None:
         ctx = Context(MPI.COMM_WORLD)
-    ctx.agree(lambda: _check_supported(mf, method, purify_options))
-    purify_method = "canonical" if method == "auto" else method
-    step = DensityStep(ctx, mf.mol.nelectron // 2, purify_method, **purify_options)
+    ctx.agree(lambda: _check_supported(mf, method, purify_options, matrices))
+    nocc = mf.mol.nelectron // 2
+    if matrices == "block-sparse":
+        sizes = _scf_sparse.atomic_block_sizes(mf.mol)
+        step = _scf_sparse.SparseDensityStep(ctx, nocc, "sign" if method == "auto" else method,
+                                             sizes, **purify_options)
+    else:
+        step = DensityStep(ctx, nocc, "canonical" if method == "auto" else method,
+                           **purify_options)
     return lib.set_class(_TesselSCF(mf, step, method), (_TesselSCF, mf.__class__))
 
 
-def _check_supported(mf, method, options):
-    """Not collective. Raises InputError naming what `mf`, `method` or an option is and what
-    is needed."""
+def _check_supported(mf, method, options, matrices="dense"):
+    """Not collective. Raises InputError naming what `mf`, `method`, `matrices` or an option
+    is and what is needed."""
     where = "tessel.pyscf.use_tessel"
-    if method not in METHODS:
-        raise InputError(f"{where}: method = {method!r} (expected one of {', '.join(METHODS)})")
-    unknown = sorted(set(options) - set(PURIFY_OPTIONS))
+    if matrices not in MATRICES:
+        raise InputError(f"{where}: matrices = {matrices!r} (expected one of {', '.join(MATRICES)})")
+    methods = METHODS if matrices == "dense" else ("auto",) + _scf_sparse.METHODS
+    if method not in methods:
+        raise InputError(f"{where}: method = {method!r} (expected one of {', '.join(methods)}"
+                         f"{'' if matrices == 'dense' else ' with block-sparse matrices'})")
+    if matrices == "block-sparse":
+        known, whose = SPARSE_OPTIONS, "the block-sparse tessel.density's"
+    elif method == "sign":
+        known, whose = SIGN_OPTIONS, "tessel.density's"
+    else:
+        known, whose = PURIFY_OPTIONS, "tessel.purify's"
+    unknown = sorted(set(options) - set(known))
     if unknown:
         raise InputError(f"{where}: unknown option {unknown[0]} = {options[unknown[0]]!r} "
-                         f"(expected tessel.purify's: {', '.join(PURIFY_OPTIONS)})")
+                         f"(expected {whose}: {', '.join(known)})")
     for cls_path, what in _UNSUPPORTED:
         cls = _class_at(cls_path)
         if cls is not None and isinstance(mf, cls):
@@ -144,7 +171,7 @@ class _TesselSCF:
             x = self._tessel_x(s)
         if self._tessel_route(x.shape[1]) == "diagonalize":
             return super().eig(h, s, overwrite, x)
-        record = self.tessel_step.run(np.asarray(h), x)
+        record = self.tessel_step.run(np.asarray(h), x, np.asarray(s))
         _log_step(self, record)
         mo_energy = np.full(x.shape[1], np.nan)
         mo_energy[record.nocc - 1], mo_energy[record.nocc] = record.homo, record.lumo
@@ -217,7 +244,7 @@ def _log_step(mf, record):
     if "idempotency_error" in r:
         quality = "||D-D^2|| = %.2e" % r["idempotency_error"]
     else:
-        quality = "sign residual %.2e, mu = %.6f" % (r["residual"], r["mu"])
+        quality = "residual %.2e, mu = %.6f" % (r["residual"], r["mu"])
     logger.info(mf, "  tessel %s: %d iterations, %s, %.3f s (density %.3f s) on %d ranks",
                 r["method"], r["iterations"], quality, sum(t.values()), t["purify"],
                 mf.tessel_step.ctx.size)

@@ -75,15 +75,18 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("case,method", [
-    ("h2o2-rhf", "canonical"), ("h2o2-pbe", "trs4"), ("h2o8-rhf", "trs4"),
-    ("octatetraene-pbe", "canonical"),
+@pytest.mark.parametrize("case,method,matrices", [
+    ("h2o2-rhf", "canonical", "dense"), ("h2o2-pbe", "trs4", "dense"),
+    ("h2o8-rhf", "trs4", "dense"), ("octatetraene-pbe", "canonical", "dense"),
+    ("h2o2-pbe", "sign", "dense"), ("octatetraene-pbe", "sign", "dense"),
+    ("h2o2-pbe", "sign", "block-sparse"), ("h2o8-rhf", "trs4", "block-sparse"),
+    ("octatetraene-pbe", "sign", "block-sparse"),
 ])
-def test_energy_equals_pyscf(ctx, case, method):
+def test_energy_equals_pyscf(ctx, case, method, matrices):
     atoms, basis, xc = CASES[case]
     ref = make_mf(atoms, basis, xc)
     e_ref = ref.kernel()
-    mf = tessel.pyscf.use_tessel(make_mf(atoms, basis, xc), ctx, method=method)
+    mf = tessel.pyscf.use_tessel(make_mf(atoms, basis, xc), ctx, method=method, matrices=matrices)
     e = mf.kernel()
     assert ref.converged and mf.converged
     assert abs(e - e_ref) < 1e-8, (e, e_ref)
@@ -146,18 +149,40 @@ def test_unsupported_raises_everywhere(ctx, kind):
                       match=words)
 
 
-@pytest.mark.parametrize("method", ["sign", "eigh?"])
+@pytest.mark.parametrize("method", ["eigh?", "trs3"])
 def test_bad_method_raises_everywhere(ctx, method):
-    """Unknown methods, and "sign" (not offered: docs/pyscf.md), raise on every rank."""
+    """Unknown methods raise on every rank."""
     raises_everywhere(ctx, tessel.InputError,
                       lambda: tessel.pyscf.use_tessel(scf.RHF(_closed()), ctx, method=method),
-                      match=rf"method = '{re.escape(method)}' \(expected one of auto, canonical, trs2, trs4\)")
+                      match=rf"method = '{re.escape(method)}' \(expected one of auto, canonical, trs2, trs4, sign\)")
 
 
 def test_unknown_option_raises_everywhere(ctx):
     raises_everywhere(ctx, tessel.InputError,
                       lambda: tessel.pyscf.use_tessel(scf.RHF(_closed()), ctx, tolerance=1e-9),
                       match=r"unknown option tolerance = 1e-09 \(expected tessel.purify's: tol, ")
+
+
+def test_block_sparse_bad_method_or_option_raises_everywhere(ctx):
+    raises_everywhere(ctx, tessel.InputError,
+                      lambda: tessel.pyscf.use_tessel(scf.RHF(_closed()), ctx, method="trs2?",
+                                                      matrices="block-sparse"),
+                      match=r"method = 'trs2\?' \(expected one of auto, sign, trs4, canonical, trs2 "
+                            r"with block-sparse matrices\)")
+    raises_everywhere(ctx, tessel.InputError,
+                      lambda: tessel.pyscf.use_tessel(scf.RHF(_closed()), ctx, matrices="csr"),
+                      match=r"matrices = 'csr' \(expected one of dense, block-sparse\)")
+    raises_everywhere(ctx, tessel.InputError,
+                      lambda: tessel.pyscf.use_tessel(scf.RHF(_closed()), ctx, method="sign",
+                                                      matrices="block-sparse", n_dup=2),
+                      match=r"unknown option n_dup = 2 \(expected the block-sparse tessel.density's: eps, ")
+
+
+def test_purify_option_with_sign_raises_everywhere(ctx):
+    """method="sign" takes tessel.density's options, not tessel.purify's."""
+    raises_everywhere(ctx, tessel.InputError,
+                      lambda: tessel.pyscf.use_tessel(scf.RHF(_closed()), ctx, method="sign", n_dup=2),
+                      match=r"unknown option n_dup = 2 \(expected tessel.density's: mu, tol, max_iter\)")
 
 
 def test_method_differing_between_ranks_raises_everywhere(ctx):

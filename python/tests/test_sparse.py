@@ -122,3 +122,56 @@ def test_sparse_bad_arguments(ctx):
     other = tessel.BlockSparseMatrix(ctx, tessel.Distribution.random(ctx, SIZES[::-1]))
     A.finalize()
     raises_everywhere(ctx, tessel.LayoutMismatch, lambda: A.dot(other))
+
+
+def _known_pair(n, nocc, seed):
+    """(H, S, exact P): S = I + a small symmetric perturbation (SPD), H with a gap at nocc;
+    P = C_occ C_occ^T of the generalized problem by scipy.linalg.eigh (independent)."""
+    import scipy.linalg
+
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((n, n))
+    s = np.eye(n) + 0.02 * (a + a.T)
+    q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    e = np.r_[np.linspace(-2.0, -0.5, nocc), np.linspace(0.5, 3.0, n - nocc)]
+    h0 = q @ np.diag(e) @ q.T
+    c = np.linalg.cholesky(s)
+    h = c @ h0 @ c.T
+    h = 0.5 * (h + h.T)
+    w, v = scipy.linalg.eigh(h, s)
+    p = v[:, :nocc] @ v[:, :nocc].T
+    return h, s, p
+
+
+@pytest.mark.parametrize("method", ["sign", "trs4"])
+def test_density_block_sparse_against_eigh(ctx, method):
+    """tessel.density on BlockSparseMatrix (uneven blocks, both multiply algorithms) equals
+    scipy's generalized eigensolver's density; the dense call on the same pair likewise."""
+    sizes = [5, 3, 1, 4, 2, 5, 3, 1]
+    n, nocc = sum(sizes), 11
+    h, s, p_ref = _known_pair(n, nocc, 5)
+    for algorithm in ("cannon", "rma25d"):
+        H = tessel.BlockSparseMatrix.from_scipy(ctx, sp.csr_matrix(h), row_sizes=sizes)
+        S = tessel.BlockSparseMatrix.from_scipy(ctx, sp.csr_matrix(s), row_sizes=sizes)
+        P, r = tessel.density(ctx, H, S, 2 * nocc, method=method, eps=1e-13, algorithm=algorithm)
+        assert isinstance(P, tessel.BlockSparseMatrix)
+        got = ctx.comm.bcast(P.to_numpy(root=0), root=0)
+        assert np.abs(got - p_ref).max() < 1e-9, (algorithm, np.abs(got - p_ref).max())
+        assert r["trace_ps"] == pytest.approx(nocc, abs=1e-9)
+        assert r["band_energy"] == pytest.approx(2 * np.trace(p_ref @ h), abs=1e-8)
+
+
+def test_density_block_sparse_bad_arguments(ctx):
+    sizes = [3, 2, 4]
+    h, s, _ = _known_pair(9, 3, 2)
+    H = tessel.BlockSparseMatrix.from_scipy(ctx, sp.csr_matrix(h), row_sizes=sizes)
+    S = tessel.BlockSparseMatrix.from_scipy(ctx, sp.csr_matrix(s), row_sizes=sizes)
+    dense = H.to_dense()
+    raises_everywhere(ctx, tessel.InputError, lambda: tessel.density(ctx, H, dense, 6, method="sign"),
+                      match=r"density: S must be a tessel.BlockSparseMatrix \(as H\)")
+    raises_everywhere(ctx, tessel.InputError,
+                      lambda: tessel.density(ctx, dense, dense, 6, method="sign", eps=1e-9),
+                      match=r"density: eps = 1e-09 \(a filter threshold of block-sparse products")
+    raises_everywhere(ctx, tessel.InputError,
+                      lambda: tessel.density(ctx, H, S, 6, method="sign", algorithm="summa"),
+                      match="summa")

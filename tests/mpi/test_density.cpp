@@ -95,6 +95,35 @@ TEST(Density, SignOfKnownSpectrum) {
   });
 }
 
+// An eigenvalue of A at zero (to rounding; a chemical potential on an eigenvalue): X's
+// eigenvalue there starts at rounding noise, the residual stays near 1/sqrt(n) for tens of
+// steps and moves by ulps, up as often as down. That is no divergence (it was reported as one
+// until the test was written): the noise grows 1.5x a step to +-1, and X is a sign matrix
+// whose other eigenvalues are exact.
+TEST(Density, SignWithAnEigenvalueAtZeroConverges) {
+  Context ctx(MPI_COMM_WORLD);
+  const int n = 26;
+  auto e = spectrum(n, -18.0, 1.6, 0.0);
+  e[9] = 0.0;
+  auto a = tt::with_spectrum(e);
+  double others = 0;  // tr sign(A) over the eigenvalues away from zero
+  for (int i = 0; i < n; ++i)
+    if (i != 9) others += e[static_cast<std::size_t>(i)] < 0 ? -1.0 : 1.0;
+  both(ctx, a, n, [&](auto& alg, const auto& m, const char* kind) {
+    solvers::SignOptions o;
+    o.max_iter = 200;
+    auto r = solvers::sign(alg, m, 18.5, o);
+    const double tr = alg.trace(r.X);
+    EXPECT_NEAR(std::abs(tr - others), 1.0, 1e-8) << kind << ": tr X = " << tr;
+    auto x2 = alg.product(r.X, r.X);
+    alg.shift(x2, -1.0);
+    EXPECT_LT(alg.norm(x2), 1e-8) << kind;
+    if (ctx.rank() == 0)
+      std::printf("  sign %s, an eigenvalue at 0: %d iterations, residual %.2e, tr X %.12f\n", kind,
+                  r.iterations, r.residual, tr);
+  });
+}
+
 // purify_generic on both algebras against the exact projector of a known spectrum, with the
 // products it may spend: X^2 every step plus at most one product for the update (tr X^3 and
 // tr X^4 are dot products), so TRS2 1 and the others <= 2 per step (TRS4 took 3 before).

@@ -221,8 +221,8 @@ block sizes: every product by the block-sparse multiply with `algorithm` "cannon
 method "auto" (diag where the cost model says it is faster and the build has ScaLAPACK, else
 sign; docs/density.md "Choosing the method"), "diag" (ScaLAPACK pdsyevd), "sign"
 (chemical-potential search unless mu is given), "trs4", "canonical", "trs2"; S^-1/2 by
-Newton-Schulz. Returns (P, result) with P in H's layout (dense) or distribution (block-sparse;
-method "diag" is dense only); result: method (the one that ran),
+Newton-Schulz. Returns (P, result) with P in H's layout (dense) or distribution (block-sparse),
+result: method (the one that ran),
 method_reason (auto: why), iterations,
 sign_evaluations, mu, band_energy (2 tr(P H)), trace_ps, idempotency, residual,
 multiplications, inverse_iterations.)doc");

@@ -244,18 +244,18 @@ Rate rate_of(std::int64_t n, const std::vector<double>& times) {
 }
 
 /// Rank 0: the times, the rate, the ledger of one call and the verdict.
-void print_results(const SscCmdArgs& a, bool skip, const Timed& t, const Rate& x,
-                   const Verdict& v) {
+void print_results(const SscCmdArgs& a, bool skip, const std::vector<double>& times,
+                   const std::vector<comm::PhaseStats>& stats, const Rate& x, const Verdict& v) {
   std::string reps;
-  for (std::size_t i = 0; i < t.times.size(); ++i)
-    reps += fmt::format("{}{:.4f}", i ? ", " : "", t.times[i]);
+  for (std::size_t i = 0; i < times.size(); ++i)
+    reps += fmt::format("{}{:.4f}", i ? ", " : "", times[i]);
   std::cout
       << "times (s): " << reps << "\n"
       << fmt::format(
              "time: median {:.4f} s over {} runs (min {:.4f} s), {:.4f} TFLOP/s (4 n^3 / t)\n",
-             x.med, a.repeat, *std::min_element(t.times.begin(), t.times.end()), x.tflops)
+             x.med, a.repeat, *std::min_element(times.begin(), times.end()), x.tflops)
       << "bytes moved per rank for ONE call (point-to-point received, collective payload):\n"
-      << ledger_table(t.stats, true)
+      << ledger_table(stats, true)
       << "verify: " << (skip ? std::string("not possible (--simulate-compute skip)") : v.text)
       << "\n"
       << (skip ? kSkipNotice : "") << std::flush;
@@ -298,7 +298,6 @@ int run_ssc(const SscCmdArgs& a) {
   ContextOptions copt = context_options_from_environment();
   copt.compute = simulate_compute_options(a.simulate_compute, a.verify).compute;
   Context ctx(MPI_COMM_WORLD, copt);
-  const int p = ctx.size();
   const bool root = ctx.rank() == 0;
   const Setup s = check_options(ctx, a);
   check_writable(ctx, "--json", a.json);
@@ -313,12 +312,12 @@ int run_ssc(const SscCmdArgs& a) {
     ssc.check_input(d.data(), s.opt.symmetry_tol, "ssc",
                     s.file ? "--in " + a.in : std::string("D"));
   DistMatrix<double> d2(ctx, ssc.plane0()), d3(ctx, ssc.plane0());
-  if (root) print_header(a, s, in.description, n, p, ssc);
+  if (root) print_header(a, s, in.description, n, ctx.size(), ssc);
 
   const Timed t = time_calls(ctx, a.repeat, ssc, d, d2, d3);
   const Rate x = rate_of(n, t.times);
   const Verdict v = a.verify ? verify_freivalds(ctx, a.seed, d, d2, d3) : Verdict{};
-  if (root) print_results(a, s.skip, t, x, v);
+  if (root) print_results(a, s.skip, t.times, t.stats, x, v);
   if (!a.json.empty())
     write_json(ctx, a.json, run_json(ctx, a, s, in.description, ssc, n, t, x, v));
   return trace.finish((a.verify && v.text.rfind("PASSED", 0) != 0) ? 1 : 0);

@@ -2,7 +2,8 @@
 // writes the machine file: local dgemm/zgemm rate, memory bandwidth, point-to-point latency
 // and bandwidth within a node and between nodes (MPI_Comm_split_type), the p2p segment size
 // from the bandwidth curve, and the overlap of a transfer with a GEMM. Every figure with its
-// spread (min / median / max over the repeats).
+// spread (min / median / max over the repeats). run_calibrate: check the options -> the nodes
+// -> the measurements -> the machine model -> the summary, the machine file, --json.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -228,8 +229,8 @@ nlohmann::json link_json(const LinkResult& L) {
           {"curve", curve}};
 }
 
-int run_calibrate(const CalibrateArgs& g) {
-  Context ctx(MPI_COMM_WORLD, context_options_from_environment());
+/// Pure. The options of `g`: InputError naming the option.
+void check_options(const CalibrateArgs& g) {
   TESSEL_CHECK(g.gemm_size >= 1, InputError, "--gemm-size ", g.gemm_size, ": expected >= 1");
   TESSEL_CHECK(g.repeat >= 1, InputError, "--repeat ", g.repeat, ": expected >= 1");
   TESSEL_CHECK(g.pingpong >= 1, InputError, "--pingpong ", g.pingpong, ": expected >= 1");
@@ -238,67 +239,84 @@ int run_calibrate(const CalibrateArgs& g) {
   TESSEL_CHECK(g.bw_bytes >= 1 && g.bw_bytes <= (std::int64_t{1} << 30), InputError, "--bw-bytes ",
                g.bw_bytes, ": expected 1 .. 1073741824");
   TESSEL_CHECK(!g.out.empty(), InputError, "--out '': expected a file name");
-  check_writable(ctx, "--out", g.out);
-  check_writable(ctx, "--json", g.json);
-  TraceRun trace(ctx, g.trace);
-  const comm::Comm& c = ctx.comm();
-  const int p = c.size(), rank = c.rank();
+}
 
-  // Nodes: MPI_Comm_split_type(SHARED); node id = the world rank of its first rank.
+/// The nodes of the run and the peers of rank 0 whose links are measured.
+struct Nodes {
+  int intra_peer = -1, inter_peer = -1;  // the first rank on rank 0's node / on another node
+  std::vector<int> sizes;                // ranks per node, by node
+  bool consecutive = true;               // nodes hold consecutive ranks of equal count
+};
+
+/// Collective. Nodes: MPI_Comm_split_type(SHARED); node id = the world rank of its first rank.
+Nodes find_nodes(const comm::Comm& c) {
+  const int p = c.size(), rank = c.rank();
   comm::Comm node = c.split_shared();
   int leader = rank;
   node.bcast(&leader, 1, 0);
   std::vector<int> leaders(static_cast<std::size_t>(p));
   c.allgather(&leader, 1, leaders.data());
-  int intra_peer = -1, inter_peer = -1;
+  Nodes x;
   for (int r = 1; r < p; ++r) {
-    if (leaders[r] == leaders[0] && intra_peer < 0) intra_peer = r;
-    if (leaders[r] != leaders[0] && inter_peer < 0) inter_peer = r;
+    if (leaders[r] == leaders[0] && x.intra_peer < 0) x.intra_peer = r;
+    if (leaders[r] != leaders[0] && x.inter_peer < 0) x.inter_peer = r;
   }
-  std::vector<int> sizes;  // ranks per node, by node
   for (int r = 0; r < p; ++r)
     if (leaders[r] == r)
-      sizes.push_back(static_cast<int>(std::count(leaders.begin(), leaders.end(), r)));
-  bool consecutive = true;  // nodes hold consecutive ranks of equal count
+      x.sizes.push_back(static_cast<int>(std::count(leaders.begin(), leaders.end(), r)));
   for (int r = 0; r < p; ++r)
-    if (leaders[r] != (r / sizes[0]) * sizes[0]) consecutive = false;
+    if (leaders[r] != (r / x.sizes[0]) * x.sizes[0]) x.consecutive = false;
+  return x;
+}
 
-  const Spread dgemm = spread(gemm_rates<double>(c, g.gemm_size, g.repeat));
-  const Spread zgemm = spread(gemm_rates<std::complex<double>>(c, g.gemm_size, g.repeat));
-  const Spread memory = spread(copy_rates(c, g.stream_mib, g.repeat));
+/// What was measured, with the spreads over the repeats.
+struct Measured {
+  Spread dgemm, zgemm, memory, overlap;
   LinkResult intra, inter;
-  if (intra_peer > 0) intra = measure_link(c, 0, intra_peer, g);
-  if (inter_peer > 0) inter = measure_link(c, 0, inter_peer, g);
-  // Overlap: a message that takes about as long as the GEMM on the link the pairs use.
-  const LinkResult& pair_link = inter.measured ? inter : intra;
-  std::int64_t overlap_bytes = 0;
-  Spread overlap;
-  if (p > 1 && pair_link.measured) {
+  std::int64_t overlap_bytes = 0;  // 0: overlap not measured
+};
+
+/// Collective. The local rates, the links from rank 0 to its peers, and the overlap of a
+/// message that takes about as long as the GEMM on the link the pairs use.
+Measured measure(const comm::Comm& c, const CalibrateArgs& g, const Nodes& nodes) {
+  Measured m;
+  m.dgemm = spread(gemm_rates<double>(c, g.gemm_size, g.repeat));
+  m.zgemm = spread(gemm_rates<std::complex<double>>(c, g.gemm_size, g.repeat));
+  m.memory = spread(copy_rates(c, g.stream_mib, g.repeat));
+  if (nodes.intra_peer > 0) m.intra = measure_link(c, 0, nodes.intra_peer, g);
+  if (nodes.inter_peer > 0) m.inter = measure_link(c, 0, nodes.inter_peer, g);
+  const LinkResult& pair_link = m.inter.measured ? m.inter : m.intra;
+  if (c.size() > 1 && pair_link.measured) {
     const double t_gemm =
-        2.0 * g.gemm_size * g.gemm_size * static_cast<double>(g.gemm_size) / (dgemm.median * 1e9);
-    overlap_bytes = std::clamp<std::int64_t>(
+        2.0 * g.gemm_size * g.gemm_size * static_cast<double>(g.gemm_size) / (m.dgemm.median * 1e9);
+    m.overlap_bytes = std::clamp<std::int64_t>(
         static_cast<std::int64_t>(pair_link.bandwidth_gbs.median * 1e9 * t_gemm), 65536,
         std::int64_t{256} << 20);
-    overlap = spread(overlap_samples(c, g.gemm_size, overlap_bytes, g.repeat));
+    m.overlap = spread(overlap_samples(c, g.gemm_size, m.overlap_bytes, g.repeat));
   }
+  return m;
+}
 
+/// Pure. The machine model of the measurements: the medians; one node prices the inter-node
+/// link as the intra-node one; the p2p segment is the smallest message that reaches 90% of
+/// the largest message's bandwidth.
+dense::MachineModel machine_model_of(const Measured& m, const Nodes& nodes) {
   dense::MachineModel mm;
-  mm.dgemm_flops = dgemm.median * 1e9;
-  mm.zgemm_flops = zgemm.median * 1e9;
-  mm.mem_bandwidth_bps = memory.median * 1e9;
+  mm.dgemm_flops = m.dgemm.median * 1e9;
+  mm.zgemm_flops = m.zgemm.median * 1e9;
+  mm.mem_bandwidth_bps = m.memory.median * 1e9;
   auto set = [](dense::LinkModel& l, const LinkResult& r) {
     l.latency_s = r.latency_us.median * 1e-6;
     l.bandwidth_bps = r.bandwidth_gbs.median * 1e9;
   };
-  if (intra.measured) set(mm.intra, intra);
-  if (inter.measured)
-    set(mm.inter, inter);
-  else if (intra.measured)
+  if (m.intra.measured) set(mm.intra, m.intra);
+  if (m.inter.measured)
+    set(mm.inter, m.inter);
+  else if (m.intra.measured)
     mm.inter = mm.intra;  // one node: no other link to price
-  mm.node_size = consecutive ? sizes[0] : 0;
-  if (overlap_bytes > 0) mm.overlap = overlap.median;
-  // Segment: the smallest message that reaches 90% of the largest message's bandwidth.
-  const LinkResult& seg_link = inter.measured ? inter : intra;
+  mm.node_size = nodes.consecutive ? nodes.sizes[0] : 0;
+  if (m.overlap_bytes > 0) mm.overlap = m.overlap.median;
+  const LinkResult& seg_link = m.inter.measured ? m.inter : m.intra;
   if (seg_link.measured && !seg_link.curve.empty()) {
     const double top = seg_link.curve.back().second;
     for (auto& [bytes, bw] : seg_link.curve)
@@ -308,60 +326,85 @@ int run_calibrate(const CalibrateArgs& g) {
       }
   }
   mm.source = "tessel calibrate";
+  return mm;
+}
 
+/// The machine file's "measured" section.
+nlohmann::json measured_json(const CalibrateArgs& g, int p, const Nodes& nodes, const Measured& m) {
   nlohmann::json measured = {{"ranks", p},
-                             {"nodes", sizes.size()},
-                             {"ranks_per_node", sizes},
+                             {"nodes", nodes.sizes.size()},
+                             {"ranks_per_node", nodes.sizes},
                              {"gemm_size", g.gemm_size},
                              {"repeat", g.repeat},
-                             {"dgemm_gflops", dgemm.to_json()},
-                             {"zgemm_gflops", zgemm.to_json()},
+                             {"dgemm_gflops", m.dgemm.to_json()},
+                             {"zgemm_gflops", m.zgemm.to_json()},
                              {"stream_mib", g.stream_mib},
-                             {"memory_bandwidth_gbs", memory.to_json()},
-                             {"intra_node", link_json(intra)},
-                             {"inter_node", link_json(inter)}};
-  if (overlap_bytes > 0) {
-    measured["overlap"] = overlap.to_json();
-    measured["overlap_bytes"] = overlap_bytes;
+                             {"memory_bandwidth_gbs", m.memory.to_json()},
+                             {"intra_node", link_json(m.intra)},
+                             {"inter_node", link_json(m.inter)}};
+  if (m.overlap_bytes > 0) {
+    measured["overlap"] = m.overlap.to_json();
+    measured["overlap_bytes"] = m.overlap_bytes;
   } else {
     measured["overlap"] = nullptr;
   }
-  if (rank == 0) {
-    auto line = [](const char* what, const Spread& s, const char* unit) {
-      return fmt::format("  {:<26} median {:.4g} {} (min {:.4g}, max {:.4g})\n", what, s.median,
-                         unit, s.min, s.max);
-    };
-    std::cout << fmt::format("tessel calibrate: {} ranks on {} node(s), {} repeats\n", p,
-                             sizes.size(), g.repeat)
-              << line(fmt::format("dgemm {}^3 per rank", g.gemm_size).c_str(), dgemm, "GFLOP/s")
-              << line(fmt::format("zgemm {}^3 per rank", g.gemm_size).c_str(), zgemm, "GFLOP/s")
-              << line(fmt::format("memory copy {} MiB per rank", g.stream_mib).c_str(), memory,
-                      "GB/s");
-    for (const auto* L : {&intra, &inter}) {
-      const char* name = L == &intra ? "intra-node" : "inter-node";
-      if (!L->measured) {
-        std::cout << "  " << name << ": "
-                  << (L == &intra ? "no intra-node pair (one rank per node)"
+  return measured;
+}
+
+/// Rank 0: the measurements and the file written.
+void print_summary(const CalibrateArgs& g, int p, const Nodes& nodes, const Measured& m,
+                   const dense::MachineModel& mm) {
+  auto line = [](const char* what, const Spread& s, const char* unit) {
+    return fmt::format("  {:<26} median {:.4g} {} (min {:.4g}, max {:.4g})\n", what, s.median, unit,
+                       s.min, s.max);
+  };
+  std::cout << fmt::format("tessel calibrate: {} ranks on {} node(s), {} repeats\n", p,
+                           nodes.sizes.size(), g.repeat)
+            << line(fmt::format("dgemm {}^3 per rank", g.gemm_size).c_str(), m.dgemm, "GFLOP/s")
+            << line(fmt::format("zgemm {}^3 per rank", g.gemm_size).c_str(), m.zgemm, "GFLOP/s")
+            << line(fmt::format("memory copy {} MiB per rank", g.stream_mib).c_str(), m.memory,
+                    "GB/s");
+  for (const auto* L : {&m.intra, &m.inter}) {
+    const char* name = L == &m.intra ? "intra-node" : "inter-node";
+    if (!L->measured) {
+      std::cout << "  " << name << ": "
+                << (L == &m.intra ? "no intra-node pair (one rank per node)"
                                   : "no inter-node pair (one node)")
-                  << "\n";
-        continue;
-      }
-      std::cout << line(fmt::format("{} latency {}-{}", name, L->a, L->b).c_str(), L->latency_us,
-                        "us")
-                << line(fmt::format("{} bandwidth {} B", name, g.bw_bytes).c_str(),
-                        L->bandwidth_gbs, "GB/s");
+                << "\n";
+      continue;
     }
-    if (!consecutive)
-      std::cout
-          << "  nodes do not hold consecutive ranks of equal count: node_size written as 0 (unknown)\n";
-    if (overlap_bytes > 0)
-      std::cout << line(fmt::format("overlap, {} B with GEMM", overlap_bytes).c_str(), overlap,
-                        "(fraction hidden)");
-    else
-      std::cout << "  overlap: not measured (one rank); default " << mm.overlap << " written\n";
-    std::cout << "  p2p segment: " << mm.p2p_segment_bytes << " bytes\n"
-              << "wrote " << g.out << " (" << dense::describe(mm) << ")\n";
+    std::cout << line(fmt::format("{} latency {}-{}", name, L->a, L->b).c_str(), L->latency_us,
+                      "us")
+              << line(fmt::format("{} bandwidth {} B", name, g.bw_bytes).c_str(), L->bandwidth_gbs,
+                      "GB/s");
   }
+  if (!nodes.consecutive)
+    std::cout
+        << "  nodes do not hold consecutive ranks of equal count: node_size written as 0 (unknown)\n";
+  if (m.overlap_bytes > 0)
+    std::cout << line(fmt::format("overlap, {} B with GEMM", m.overlap_bytes).c_str(), m.overlap,
+                      "(fraction hidden)");
+  else
+    std::cout << "  overlap: not measured (one rank); default " << mm.overlap << " written\n";
+  std::cout << "  p2p segment: " << mm.p2p_segment_bytes << " bytes\n"
+            << "wrote " << g.out << " (" << dense::describe(mm) << ")\n";
+}
+
+/// Collective: check the options -> the nodes -> the measurements -> the machine model -> the
+/// summary, the machine file (--out), --json.
+int run_calibrate(const CalibrateArgs& g) {
+  Context ctx(MPI_COMM_WORLD, context_options_from_environment());
+  check_options(g);
+  check_writable(ctx, "--out", g.out);
+  check_writable(ctx, "--json", g.json);
+  TraceRun trace(ctx, g.trace);
+  const comm::Comm& c = ctx.comm();
+
+  const Nodes nodes = find_nodes(c);
+  const Measured m = measure(c, g, nodes);
+  const dense::MachineModel mm = machine_model_of(m, nodes);
+  const nlohmann::json measured = measured_json(g, c.size(), nodes, m);
+  if (c.rank() == 0) print_summary(g, c.size(), nodes, m, mm);
   nlohmann::json file = nlohmann::json::parse(dense::machine_model_to_json(mm));
   file["comment"] = "written by tessel calibrate; medians over the repeats";
   file["tessel_version"] = run_header(ctx)["tessel_version"];

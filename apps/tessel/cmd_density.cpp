@@ -3,7 +3,8 @@
 // by diagonalization (density_diag.hpp; --method auto chooses) on
 // block-sparse matrices (or dense with --dense), one progress line per iteration and a
 // summary: band energy, mu, tr(PS), idempotency, sign evaluations, multiplications, time and
-// bytes per rank.
+// bytes per rank. run_density: check the options -> the input and its tiles -> the solve (dense
+// or block-sparse; --explain stops before it) -> sums over the ranks -> the summary, --json.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -11,7 +12,9 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "cli_util.hpp"
 #include "commands.hpp"
@@ -140,15 +143,58 @@ solvers::DensityResult<M> solve(solvers::Algebra<M>& alg, const M& H, const M& S
   return solvers::density(alg, H, S, electrons, o);
 }
 
-int run_density(const DensityArgs& a) {
-  Context ctx(MPI_COMM_WORLD, context_options_from_environment());
-  const bool root = ctx.rank() == 0;
+// ---- parse and validate (pure; the same on every rank, so the checks throw together) ----
+
+/// Pure. An integer >= 1 (parse_named turns the throw into its message naming the option).
+int positive_int(const std::string& v) {
+  std::size_t used = 0;
+  int x = 0;
+  try {
+    x = std::stoi(v, &used);
+  } catch (const std::exception&) { throw InputError("bad"); }
+  if (used != v.size() || x < 1) throw InputError("bad");
+  return x;
+}
+
+/// The checked options of a run.
+struct Setup {
   solvers::DensityOptions opt;
-  opt.method =
+  sparse::SpMultiplyOptions mo;   // row_panels: set by the block-sparse solve (auto resolved)
+  int row_panels = 0;             // --row-panels; 0: auto
+  int tile = kAutoTile;           // rows per tile; 1: none
+  bool npy = false, csr = false;  // --out's format
+};
+
+/// Pure. --algorithm, --layers, --row-panels and --eps as the block-sparse multiply's options.
+void check_multiply_options(const DensityArgs& a, Setup& s) {
+  sparse::SpMultiplyOptions& mo = s.mo;
+  mo.algorithm = parse_named("--algorithm", a.algorithm, "cannon or rma25d",
+                             [](const std::string& v) { return sparse::parse_sp_algorithm(v); });
+  mo.layers = a.layers == "auto"
+                  ? 0
+                  : parse_named("--layers", a.layers, "auto or an integer >= 1", positive_int);
+  mo.filter_eps = a.eps;
+  s.row_panels = a.row_panels == "auto"
+                     ? 0
+                     : parse_named("--row-panels", a.row_panels, "auto or an integer 1 .. 64",
+                                   [&](const std::string& v) {
+                                     const int x = positive_int(v);
+                                     if (x > 64) throw InputError("bad");
+                                     return x;
+                                   });
+  TESSEL_CHECK(s.row_panels <= 1 || mo.algorithm == sparse::SpAlgorithm::Cannon, InputError,
+               "--row-panels ", a.row_panels, ": expected 1 or auto with --algorithm rma25d");
+}
+
+/// Pure. The options checked before the output files: InputError naming the option.
+Setup check_options(const DensityArgs& a) {
+  Setup s;
+  s.opt.method =
       parse_named("--method", a.method, "auto, diag, sign, trs4, canonical, trs2 or mcweeny",
                   [](const std::string& v) { return solvers::parse_density_method(v); });
-  opt.diag_solver = parse_named("--diag-solver", a.diag_solver, "auto, pdsyevd, elpa1 or elpa2",
-                                [](const std::string& v) { return solvers::parse_diag_solver(v); });
+  s.opt.diag_solver =
+      parse_named("--diag-solver", a.diag_solver, "auto, pdsyevd, elpa1 or elpa2",
+                  [](const std::string& v) { return solvers::parse_diag_solver(v); });
   TESSEL_CHECK(a.sign_order == 2 || a.sign_order == 3, InputError, "--sign-order ", a.sign_order,
                ": expected 2 or 3");
   TESSEL_CHECK(a.eps >= 0 && std::isfinite(a.eps), InputError, "--eps ", a.eps,
@@ -157,47 +203,23 @@ int run_density(const DensityArgs& a) {
   TESSEL_CHECK(!a.mu || std::isfinite(*a.mu), InputError, "--mu: expected a finite energy");
   TESSEL_CHECK(a.memory_mib >= 0 && std::isfinite(a.memory_mib), InputError, "--memory ",
                a.memory_mib, ": expected MiB per rank >= 0 (0 = no budget)");
-  sparse::SpMultiplyOptions mo;
-  mo.algorithm = parse_named("--algorithm", a.algorithm, "cannon or rma25d",
-                             [](const std::string& v) { return sparse::parse_sp_algorithm(v); });
-  // An integer >= 1 (parse_named turns the throw into its message naming the option).
-  auto positive_int = [](const std::string& v) {
-    std::size_t used = 0;
-    int x = 0;
-    try {
-      x = std::stoi(v, &used);
-    } catch (const std::exception&) { throw InputError("bad"); }
-    if (used != v.size() || x < 1) throw InputError("bad");
-    return x;
-  };
-  mo.layers = a.layers == "auto"
-                  ? 0
-                  : parse_named("--layers", a.layers, "auto or an integer >= 1", positive_int);
-  mo.filter_eps = a.eps;
-  const int row_panels = a.row_panels == "auto"
-                             ? 0
-                             : parse_named("--row-panels", a.row_panels,
-                                           "auto or an integer 1 .. 64", [&](const std::string& v) {
-                                             const int x = positive_int(v);
-                                             if (x > 64) throw InputError("bad");
-                                             return x;
-                                           });
-  TESSEL_CHECK(row_panels <= 1 || mo.algorithm == sparse::SpAlgorithm::Cannon, InputError,
-               "--row-panels ", a.row_panels, ": expected 1 or auto with --algorithm rma25d");
+  check_multiply_options(a, s);
   TESSEL_CHECK(a.spill.empty() || !a.dense, InputError, "--spill '", a.spill,
                "': expected no --spill with --dense (it keeps the block-sparse H and S on disk)");
-  const int tile = a.tile == "auto"   ? kAutoTile
-                   : a.tile == "none" ? 1
-                                      : parse_named("--tile", a.tile,
-                                                    "auto, none or an integer >= 1", positive_int);
-  const bool npy = a.out.size() > 4 && a.out.substr(a.out.size() - 4) == ".npy";
-  const bool csr = a.out.size() > 4 && a.out.substr(a.out.size() - 4) == ".csr";
-  TESSEL_CHECK(a.out.empty() || npy || csr, InputError, "--out '", a.out,
+  s.tile = a.tile == "auto" ? kAutoTile
+           : a.tile == "none"
+               ? 1
+               : parse_named("--tile", a.tile, "auto, none or an integer >= 1", positive_int);
+  s.npy = a.out.size() > 4 && a.out.substr(a.out.size() - 4) == ".npy";
+  s.csr = a.out.size() > 4 && a.out.substr(a.out.size() - 4) == ".csr";
+  TESSEL_CHECK(a.out.empty() || s.npy || s.csr, InputError, "--out '", a.out,
                "': expected a .npy or .csr file name");
-  TESSEL_CHECK(!(csr && a.dense), InputError, "--out '", a.out, "': --dense writes .npy only");
-  check_writable(ctx, "--out", a.out);
-  check_writable(ctx, "--json", a.json);
-  TraceRun trace(ctx, a.trace);
+  TESSEL_CHECK(!(s.csr && a.dense), InputError, "--out '", a.out, "': --dense writes .npy only");
+  return s;
+}
+
+/// Pure. The solver's options (checked after the output files): InputError naming the option.
+void check_solver_options(const DensityArgs& a, solvers::DensityOptions& opt) {
   opt.sign_order = a.sign_order;
   opt.nonsymmetric = a.nonsymmetric;
   opt.mu = a.mu;
@@ -216,42 +238,64 @@ int run_density(const DensityArgs& a) {
   opt.eps_transform = a.eps_transform.value_or(-1);
   opt.eps_final = a.eps_final.value_or(-1);
   opt.final_steps = a.final_steps.value_or(-1);
+}
+
+// ---- input: H, S and the electron count, in tiles ----
+
+/// The input of the solve and its tiles, with the times they took.
+struct Prepared {
+  Input in;
+  sparse::Tiling tl;
+  double read_seconds = 0, tile_seconds = 0;
+  int block_rows = 0;  // atomic block rows of H
+  bool tiled() const { return !tl.is_identity(); }
+};
+
+/// Collective. The input (read or generated), then the tiles: from here on the ledger and
+/// commcount count the solve (tiling included).
+Prepared prepare_input(Context& ctx, const DensityArgs& a, const Setup& s) {
+  Prepared p;
   const Stopwatch t_in;
-  Input in = read_input(ctx, a);
-  const double read_seconds = t_in.seconds();
-  const int block_rows = in.H.distribution().row_blocks().count();
+  p.in = read_input(ctx, a);
+  p.read_seconds = t_in.seconds();
+  p.block_rows = p.in.H.distribution().row_blocks().count();
   TESSEL_CHECK(a.tiling == "cluster" || a.tiling == "contiguous", InputError, "--tiling '",
                a.tiling, "': expected cluster or contiguous");
-  // The solve (tiling included) is what the ledger and commcount see.
   ctx.comm().barrier();
   ctx.ledger().reset();
   comm::pcontrol(2);
   const Stopwatch t_tile;
-  const auto tl =
-      a.dense || tile == 1 || a.tiling == "contiguous"
-          ? sparse::Tiling::contiguous(in.H.distribution().row_blocks(), a.dense ? 1 : tile)
-          : sparse::cluster_tiling(ctx, in.S, tile);
-  const bool tiled = !tl.is_identity();
-  const double tile_seconds = t_tile.seconds();
-  if (root)
-    std::cout << fmt::format(
-                     "tessel density: {}, {} electrons, method {}{}, {} ranks, {}, eps {:g}\n",
-                     in.description, in.electrons, a.method,
-                     opt.method == solvers::DensityMethod::Sign
-                         ? fmt::format(" (order {})", a.sign_order)
-                         : "",
-                     ctx.size(), a.dense ? "dense" : a.algorithm, a.dense ? 0.0 : a.eps)
-              << (tiled ? fmt::format("tiles: {} (--tile {}, --tiling {}, {:.3f} s)\n",
-                                      tl.describe(), a.tile, a.tiling, tile_seconds)
-                        : std::string())
-              << (a.explain
-                      ? std::string()
-                      : fmt::format("{:>14} {:>5} {:>12} {:>14} {:>12} {:>10} {:>9}\n", "stage",
-                                    "iter", "residual", "occupation", "mu", "blocks", "seconds"))
-              << std::flush;
-  MemoryWatch watch(ctx, a.memory_mib * 1024.0 * 1024.0);
-  opt.on_step = [&](const solvers::IterationInfo& s) {
-    watch.step(s);  // every rank: with --memory it may stop the run (collectively)
+  p.tl = a.dense || s.tile == 1 || a.tiling == "contiguous"
+             ? sparse::Tiling::contiguous(p.in.H.distribution().row_blocks(), a.dense ? 1 : s.tile)
+             : sparse::cluster_tiling(ctx, p.in.S, s.tile);
+  p.tile_seconds = t_tile.seconds();
+  return p;
+}
+
+/// Rank 0: the run's header, the tiles and the head of the progress table.
+void print_header(const DensityArgs& a, const Setup& s, const Prepared& p, int ranks) {
+  std::cout << fmt::format(
+                   "tessel density: {}, {} electrons, method {}{}, {} ranks, {}, eps {:g}\n",
+                   p.in.description, p.in.electrons, a.method,
+                   s.opt.method == solvers::DensityMethod::Sign
+                       ? fmt::format(" (order {})", a.sign_order)
+                       : "",
+                   ranks, a.dense ? "dense" : a.algorithm, a.dense ? 0.0 : a.eps)
+            << (p.tiled() ? fmt::format("tiles: {} (--tile {}, --tiling {}, {:.3f} s)\n",
+                                        p.tl.describe(), a.tile, a.tiling, p.tile_seconds)
+                          : std::string())
+            << (a.explain
+                    ? std::string()
+                    : fmt::format("{:>14} {:>5} {:>12} {:>14} {:>12} {:>10} {:>9}\n", "stage",
+                                  "iter", "residual", "occupation", "mu", "blocks", "seconds"))
+            << std::flush;
+}
+
+/// The solver's on_step: every rank records the step in `watch` (with --memory it may stop
+/// the run, collectively); rank 0 prints its progress line.
+solvers::ProgressFn progress_lines(MemoryWatch& watch, bool root) {
+  return [&watch, root](const solvers::IterationInfo& s) {
+    watch.step(s);
     if (!root) return;
     std::cout << fmt::format(
                      "{:>14} {:>5} {:>12.3e} {:>14} {:>12} {:>10} {:>9.3f}\n", s.stage, s.iteration,
@@ -260,226 +304,307 @@ int run_density(const DensityArgs& a) {
                      s.blocks > 0 ? std::to_string(s.blocks) : "-", s.seconds)
               << std::flush;
   };
-  nlohmann::json j = run_header(ctx);
-  const Stopwatch t0;
-  double band = 0, band_orth = 0, mu = 0, trace_ps = 0, idem = 0, residual = 0, flops = 0;
-  double eps_stage[4] = {0, 0, 0, 0};  // inverse, transform, iteration, final
-  double bounds[2] = {0, 0}, inverse_scale = 0;
-  int iters = 0, sign_ev = 0, inv_iters = 0, final_steps = 0;
-  std::int64_t mults = 0, p_blocks = 0, tiles_stored = -1;
-  double p_occupation = 1.0;
-  std::string method_used = a.method, method_reason, eigensolver;
-  auto take = [&](const auto& r, auto& alg) {
-    method_used = solvers::to_string(r.method);
-    method_reason = r.method_reason;
-    eigensolver = r.eigensolver;
-    band = r.band_energy;
-    band_orth = r.band_energy_before_final;
-    eps_stage[0] = r.eps_inverse;
-    eps_stage[1] = r.eps_transform;
-    eps_stage[2] = r.eps_iteration;
-    eps_stage[3] = r.eps_final;
-    final_steps = r.final_steps;
-    bounds[0] = r.bounds.lo;
-    bounds[1] = r.bounds.hi;
-    inverse_scale = r.inverse_scale;
-    mu = r.mu;
-    trace_ps = r.trace_ps;
-    idem = r.idempotency;
-    residual = r.residual;
-    iters = r.iterations;
-    sign_ev = r.sign_evaluations;
-    inv_iters = r.inverse_iterations;
-    mults = r.multiplications;
-    flops = ctx.comm().allreduce_value(alg.stats().flops, MPI_SUM);
-  };
+}
+
+// ---- run: the solve, dense or block-sparse ----
+
+/// What the report shows of a solve (the same on every rank).
+template <class M>
+struct Outcome {
+  solvers::DensityResult<M> r;  // without its matrices (freed after the output)
+  double flops = 0;             // of the products, summed over the ranks
   double seconds = 0, mem_predicted = 0;
-  if (a.dense) {
-    auto g = most_square_grid(ctx.size());
-    auto lay = layout::Layout::block_cyclic(in.H.rows(), in.H.cols(), 64, 64, g.first, g.second, 0,
-                                            0, ctx.size());
-    auto H = sparse::to_dense(ctx, in.H, lay);
-    auto S = sparse::to_dense(ctx, in.S, lay);
-    if (a.explain) {
-      if (root)
-        std::cout << "--explain: the dense path has no memory model (every matrix n^2 / ranks "
-                     "values); stopped before the solve\n";
-      return trace.finish(0);
-    }
-    solvers::DenseAlgebra alg(ctx);
-    auto r = solve(alg, H, S, in.electrons, opt);
-    seconds = t0.seconds();
-    comm::pcontrol(0);
-    take(r, alg);
-    if (npy) io::write_npy(ctx, a.out, r.P);
-  } else {
-    // Tiles (sparse/tiling.hpp): the solver runs on groups of consecutive atomic blocks; the
-    // moves into and out of tiles are part of the timed solve.
-    const sparse::Distribution fine = in.H.distribution();
-    if (tiled) {
-      auto td = sparse::Distribution::random(tl.tiles(), tl.tiles(), fine.pr(), fine.pc());
-      in.H = sparse::to_tiles(ctx, in.H, tl, tl, td, "H");
-      in.S = sparse::to_tiles(ctx, in.S, tl, tl, td, "S");
-    }
-    const std::int64_t input = std::max(in.H.local_bytes(), in.S.local_bytes());
-    const bool spilled = !a.spill.empty();
-    mo.row_panels = row_panels > 0
-                        ? row_panels
-                        : auto_row_panels(ctx, mo.algorithm, input, a.memory_mib, spilled);
-    std::optional<InputSpill> spill;
-    if (spilled) {
-      spill.emplace(ctx, a.spill, in.H, in.S);
-      opt.inputs_needed = [&spill](bool h, bool s) { spill->need(h, s); };
-    }
-    mem_predicted = watch.check_start("the solve", input, mo.row_panels, spilled);
-    if (root)
-      std::cout << fmt::format(
-          "memory per rank: predicted peak {} ({:.1f} x the largest input matrix as the solver "
-          "holds it, {} row panel(s){}{}; docs/density.md){}\n",
-          human_bytes(mem_predicted), peak_per_largest_input(mo.row_panels, spilled), mo.row_panels,
-          row_panels > 0 ? "" : ", auto", spilled ? ", H and S spilled" : "",
-          a.memory_mib > 0 ? fmt::format(", budget {:g} MiB", a.memory_mib) : std::string());
-    if (a.explain) {
-      if (root) std::cout << "--explain: stopped before the solve\n";
-      return trace.finish(0);
-    }
-    solvers::SparseAlgebra alg(ctx, mo);
-    auto r = solve(alg, in.H, in.S, in.electrons, opt);
-    in.H = sparse::BlockSparseMatrix<double>();  // not needed after the solve: freed before P
-    in.S = sparse::BlockSparseMatrix<double>();  // leaves its tiles (the end's peak)
-    if (tiled) {
-      tiles_stored = sparse::nblocks(ctx, r.P);
-      r.P = sparse::from_tiles(ctx, std::move(r.P), tl, tl, fine, 0.0, "P");
-    }
-    seconds = t0.seconds() + tile_seconds;
-    comm::pcontrol(0);
-    take(r, alg);
-    p_blocks = sparse::nblocks(ctx, r.P);
-    p_occupation = sparse::occupation(ctx, r.P);
-    if (npy) io::write_npy_blocks(ctx, r.P, a.out);
-    if (csr) io::write_cp2k_csr(ctx, r.P, a.out);
+  std::int64_t p_blocks = 0, tiles_stored = -1;
+  double p_occupation = 1.0;
+};
+
+/// Collective (the flops are summed over the ranks). Ends the counted solve: its time (`t0`,
+/// plus `extra_seconds`) and `alg`'s flops into `o`.
+template <class M, class A>
+void end_solve(const Context& ctx, A& alg, const Stopwatch& t0, double extra_seconds,
+               Outcome<M>& o) {
+  o.seconds = t0.seconds() + extra_seconds;
+  comm::pcontrol(0);
+  o.flops = ctx.comm().allreduce_value(alg.stats().flops, MPI_SUM);
+}
+
+/// Not collective. The result `r` into `o` without its matrices (P and W are freed).
+template <class M>
+void keep_result(solvers::DensityResult<M>&& r, Outcome<M>& o) {
+  r.P = M{};
+  r.W = M{};
+  o.r = std::move(r);
+}
+
+/// Collective. --dense: H and S to dense block-cyclic matrices, the solve, --out (.npy).
+/// nullopt: --explain stopped before the solve.
+std::optional<Outcome<dense::DistMatrix<double>>> solve_dense(Context& ctx, const DensityArgs& a,
+                                                              const Setup& s, const Input& in,
+                                                              const Stopwatch& t0) {
+  auto g = most_square_grid(ctx.size());
+  auto lay = layout::Layout::block_cyclic(in.H.rows(), in.H.cols(), 64, 64, g.first, g.second, 0, 0,
+                                          ctx.size());
+  auto H = sparse::to_dense(ctx, in.H, lay);
+  auto S = sparse::to_dense(ctx, in.S, lay);
+  if (a.explain) {
+    if (ctx.rank() == 0)
+      std::cout << "--explain: the dense path has no memory model (every matrix n^2 / ranks "
+                   "values); stopped before the solve\n";
+    return std::nullopt;
   }
+  solvers::DenseAlgebra alg(ctx);
+  auto r = solve(alg, H, S, in.electrons, s.opt);
+  Outcome<dense::DistMatrix<double>> o;
+  end_solve(ctx, alg, t0, 0.0, o);
+  if (s.npy) io::write_npy(ctx, a.out, r.P);
+  keep_result(std::move(r), o);
+  return o;
+}
+
+/// Rank 0: the predicted peak memory per rank of the block-sparse solve.
+void print_memory_prediction(const DensityArgs& a, const Setup& s, double predicted, bool spilled) {
+  std::cout << fmt::format(
+      "memory per rank: predicted peak {} ({:.1f} x the largest input matrix as the solver "
+      "holds it, {} row panel(s){}{}; docs/density.md){}\n",
+      human_bytes(predicted), peak_per_largest_input(s.mo.row_panels, spilled), s.mo.row_panels,
+      s.row_panels > 0 ? "" : ", auto", spilled ? ", H and S spilled" : "",
+      a.memory_mib > 0 ? fmt::format(", budget {:g} MiB", a.memory_mib) : std::string());
+}
+
+/// Collective. The block-sparse solve: H and S into tiles (sparse/tiling.hpp: the moves into
+/// and out of tiles are part of the timed solve), the row panels (auto: from --memory),
+/// --spill, the start's memory check; the solve, P back from tiles, --out. Sets
+/// s.mo.row_panels. nullopt: --explain stopped before the solve.
+std::optional<Outcome<BlockSparseMatrix<double>>> solve_sparse(Context& ctx, const DensityArgs& a,
+                                                               Setup& s, Prepared& p,
+                                                               MemoryWatch& watch,
+                                                               const Stopwatch& t0) {
+  Input& in = p.in;
+  const sparse::Distribution fine = in.H.distribution();
+  if (p.tiled()) {
+    auto td = sparse::Distribution::random(p.tl.tiles(), p.tl.tiles(), fine.pr(), fine.pc());
+    in.H = sparse::to_tiles(ctx, in.H, p.tl, p.tl, td, "H");
+    in.S = sparse::to_tiles(ctx, in.S, p.tl, p.tl, td, "S");
+  }
+  const std::int64_t input = std::max(in.H.local_bytes(), in.S.local_bytes());
+  const bool spilled = !a.spill.empty();
+  s.mo.row_panels = s.row_panels > 0
+                        ? s.row_panels
+                        : auto_row_panels(ctx, s.mo.algorithm, input, a.memory_mib, spilled);
+  std::optional<InputSpill> spill;
+  if (spilled) {
+    spill.emplace(ctx, a.spill, in.H, in.S);
+    s.opt.inputs_needed = [&spill](bool h, bool need_s) { spill->need(h, need_s); };
+  }
+  Outcome<BlockSparseMatrix<double>> o;
+  o.mem_predicted = watch.check_start("the solve", input, s.mo.row_panels, spilled);
+  if (ctx.rank() == 0) print_memory_prediction(a, s, o.mem_predicted, spilled);
+  if (a.explain) {
+    if (ctx.rank() == 0) std::cout << "--explain: stopped before the solve\n";
+    return std::nullopt;
+  }
+  solvers::SparseAlgebra alg(ctx, s.mo);
+  auto r = solve(alg, in.H, in.S, in.electrons, s.opt);
+  in.H = sparse::BlockSparseMatrix<double>();  // not needed after the solve: freed before P
+  in.S = sparse::BlockSparseMatrix<double>();  // leaves its tiles (the end's peak)
+  if (p.tiled()) {
+    o.tiles_stored = sparse::nblocks(ctx, r.P);
+    r.P = sparse::from_tiles(ctx, std::move(r.P), p.tl, p.tl, fine, 0.0, "P");
+  }
+  end_solve(ctx, alg, t0, p.tile_seconds, o);
+  o.p_blocks = sparse::nblocks(ctx, r.P);
+  o.p_occupation = sparse::occupation(ctx, r.P);
+  if (s.npy) io::write_npy_blocks(ctx, r.P, a.out);
+  if (s.csr) io::write_cp2k_csr(ctx, r.P, a.out);
+  keep_result(std::move(r), o);
+  return o;
+}
+
+// ---- report: sums over the ranks, the summary and the JSON ----
+
+/// Memory and traffic, max (and mean) over the ranks.
+struct Totals {
+  std::vector<StagePeak> mem_stages;
+  double largest = 0, mem_peak = 0;
+  std::string mem_peak_stage;
+  double rss_max = 0, rss_mean = 0;            // ru_maxrss
+  std::vector<comm::PhaseStats> stats, table;  // the whole run; by phase group
+  double bytes_max = 0;
+};
+
+/// Collective. Closes the memory watch with the stage "end" (from the last step to the end: P
+/// back from tiles, the output), then the sums over the ranks.
+Totals sum_over_ranks(const Context& ctx, MemoryWatch& watch) {
   {
     solvers::IterationInfo end;
-    end.stage = "end";  // from the last step to the end: P back from tiles, the output
+    end.stage = "end";
     watch.step(end);
   }
-  const auto mem_stages = watch.stages();
-  const double largest = watch.largest_matrix();
-  double mem_peak = 0;
-  std::string mem_peak_stage;
-  for (const auto& st : mem_stages)
-    if (st.total > mem_peak) {
-      mem_peak = st.total;
-      mem_peak_stage = st.stage;
+  Totals n;
+  n.mem_stages = watch.stages();
+  n.largest = watch.largest_matrix();
+  for (const auto& st : n.mem_stages)
+    if (st.total > n.mem_peak) {
+      n.mem_peak = st.total;
+      n.mem_peak_stage = st.stage;
     }
   // Peak resident memory per rank (getrusage ru_maxrss, kB on Linux), max and mean over ranks.
   const double rss = maxrss_bytes();
-  const double rss_max = ctx.comm().allreduce_value(rss, MPI_MAX);
-  const double rss_mean = ctx.comm().allreduce_value(rss, MPI_SUM) / ctx.size();
-  auto stats = comm::ledger_stats(ctx.comm(), ctx.ledger(), {""});
-  const double bytes_max =
-      stats.empty() ? 0
-                    : stats[0].recv_bytes.max + stats[0].coll_bytes.max + stats[0].rma_bytes.max;
-  if (root) {
-    std::cout
-        << (method_reason.empty()
-                ? std::string()
-                : fmt::format("method auto: chose {} because {}\n", method_used, method_reason))
-        << fmt::format(
-               "band energy 2 tr(PH): {:.10f} Eh (before the final McWeeny steps: {:.10f})\n", band,
-               band_orth)
-        << fmt::format(
-               "filter eps by stage: S^-1/2 {:g}, basis changes {:g}, iteration {:g}, "
-               "{} final McWeeny steps {:g}\n",
-               eps_stage[0], eps_stage[1], eps_stage[2], final_steps, eps_stage[3])
-        << fmt::format("mu: {:.6f} Eh{}\n", mu, opt.mu ? " (given)" : "")
-        << fmt::format("tr(PS): {:.10f} (electrons 2 tr(PS) = {:.10f}, expected {})\n", trace_ps,
-                       2 * trace_ps, in.electrons)
-        << fmt::format("idempotency ||PSP - P||_F / ||P||_F: {:.3e}\n", idem)
-        << fmt::format(
-               "iterations: {} ({}{}), S^-1/2: {} Newton-Schulz steps; sign evaluations: {}\n",
-               iters, method_used, eigensolver.empty() ? "" : ", eigensolver " + eigensolver,
-               inv_iters, sign_ev)
-        << fmt::format("multiplications: {} ({:.3g} GFLOP), residual {:.3e}\n", mults, flops / 1e9,
-                       residual)
-        << (a.dense ? std::string()
-                    : fmt::format(
-                          "P: {} blocks stored ({:.2f}% of all){}\n", p_blocks, 100 * p_occupation,
-                          tiles_stored >= 0 ? fmt::format(", {} tiles in the solver", tiles_stored)
-                                            : std::string()))
-        << fmt::format(
-               "time: {:.3f} s (input {:.3f} s{})\n", seconds, read_seconds,
-               tiled ? fmt::format(", tiling {:.3f} s included", tile_seconds) : std::string())
-        << fmt::format("bytes received per rank (max): {}\n", human_bytes(bytes_max))
-        << fmt::format("peak memory per rank (ru_maxrss): max {}, mean {}\n", human_bytes(rss_max),
-                       human_bytes(rss_mean))
-        << (a.dense ? std::string() : memory_table(mem_stages, mem_peak, mem_peak_stage, largest))
-        << ledger_table(
-               comm::ledger_stats(ctx.comm(), ctx.ledger(), {"spgemm", "gemm", "sparse", ""}), true)
-        << std::flush;
-  } else {
-    (void)comm::ledger_stats(ctx.comm(), ctx.ledger(), {"spgemm", "gemm", "sparse", ""});
-  }
+  n.rss_max = ctx.comm().allreduce_value(rss, MPI_MAX);
+  n.rss_mean = ctx.comm().allreduce_value(rss, MPI_SUM) / ctx.size();
+  n.stats = comm::ledger_stats(ctx.comm(), ctx.ledger(), {""});
+  n.bytes_max = n.stats.empty() ? 0
+                                : n.stats[0].recv_bytes.max + n.stats[0].coll_bytes.max +
+                                      n.stats[0].rma_bytes.max;
+  n.table = comm::ledger_stats(ctx.comm(), ctx.ledger(), {"spgemm", "gemm", "sparse", ""});
+  return n;
+}
+
+/// Rank 0: the summary after the solve.
+template <class M>
+void print_summary(const DensityArgs& a, const Setup& s, const Prepared& p, const Outcome<M>& o,
+                   const Totals& n) {
+  const solvers::DensityResult<M>& r = o.r;
+  const std::string method_used = solvers::to_string(r.method);
+  std::cout << (r.method_reason.empty() ? std::string()
+                                        : fmt::format("method auto: chose {} because {}\n",
+                                                      method_used, r.method_reason))
+            << fmt::format(
+                   "band energy 2 tr(PH): {:.10f} Eh (before the final McWeeny steps: {:.10f})\n",
+                   r.band_energy, r.band_energy_before_final)
+            << fmt::format(
+                   "filter eps by stage: S^-1/2 {:g}, basis changes {:g}, iteration {:g}, "
+                   "{} final McWeeny steps {:g}\n",
+                   r.eps_inverse, r.eps_transform, r.eps_iteration, r.final_steps, r.eps_final)
+            << fmt::format("mu: {:.6f} Eh{}\n", r.mu, s.opt.mu ? " (given)" : "")
+            << fmt::format("tr(PS): {:.10f} (electrons 2 tr(PS) = {:.10f}, expected {})\n",
+                           r.trace_ps, 2 * r.trace_ps, p.in.electrons)
+            << fmt::format("idempotency ||PSP - P||_F / ||P||_F: {:.3e}\n", r.idempotency)
+            << fmt::format(
+                   "iterations: {} ({}{}), S^-1/2: {} Newton-Schulz steps; sign evaluations: {}\n",
+                   r.iterations, method_used,
+                   r.eigensolver.empty() ? "" : ", eigensolver " + r.eigensolver,
+                   r.inverse_iterations, r.sign_evaluations)
+            << fmt::format("multiplications: {} ({:.3g} GFLOP), residual {:.3e}\n",
+                           r.multiplications, o.flops / 1e9, r.residual)
+            << (a.dense ? std::string()
+                        : fmt::format("P: {} blocks stored ({:.2f}% of all){}\n", o.p_blocks,
+                                      100 * o.p_occupation,
+                                      o.tiles_stored >= 0
+                                          ? fmt::format(", {} tiles in the solver", o.tiles_stored)
+                                          : std::string()))
+            << fmt::format("time: {:.3f} s (input {:.3f} s{})\n", o.seconds, p.read_seconds,
+                           p.tiled() ? fmt::format(", tiling {:.3f} s included", p.tile_seconds)
+                                     : std::string())
+            << fmt::format("bytes received per rank (max): {}\n", human_bytes(n.bytes_max))
+            << fmt::format("peak memory per rank (ru_maxrss): max {}, mean {}\n",
+                           human_bytes(n.rss_max), human_bytes(n.rss_mean))
+            << (a.dense ? std::string()
+                        : memory_table(n.mem_stages, n.mem_peak, n.mem_peak_stage, n.largest))
+            << ledger_table(n.table, true) << std::flush;
+}
+
+/// The --json fields that describe the run: its options, input and tiles.
+nlohmann::json run_json(const Context& ctx, const DensityArgs& a, const Setup& s,
+                        const Prepared& p) {
+  nlohmann::json j = run_header(ctx);
+  j["command"] = "density";
+  j["input"] = p.in.description;
+  j["method"] = a.method;
+  j["row_panels"] = a.dense ? 0 : s.mo.row_panels;
+  j["sign_order"] = a.sign_order;
+  j["algorithm"] = a.dense ? "dense" : a.algorithm;
+  j["eps"] = a.eps;
+  j["electrons"] = p.in.electrons;
+  j["n"] = p.in.H.rows();
+  j["block_rows"] = p.block_rows;
+  j["tile"] = s.tile;
+  j["tiling"] = p.tiled() ? a.tiling : "none";
+  j["tiles"] = p.tl.tiles().count();
+  j["tiling_seconds"] = p.tile_seconds;
+  return j;
+}
+
+/// The --json fields of the results: the solve, memory and traffic.
+template <class M>
+void add_results_json(nlohmann::json& j, bool dense, const Outcome<M>& o, const Totals& n) {
+  const solvers::DensityResult<M>& r = o.r;
+  j.update({{"method_used", solvers::to_string(r.method)},
+            {"method_reason", r.method_reason},
+            {"eigensolver", r.eigensolver},
+            {"band_energy", r.band_energy},
+            {"band_energy_before_final", r.band_energy_before_final},
+            {"eps_inverse", r.eps_inverse},
+            {"eps_transform", r.eps_transform},
+            {"eps_final", r.eps_final},
+            {"final_steps", r.final_steps},
+            {"bounds", {r.bounds.lo, r.bounds.hi}},
+            {"inverse_scale", r.inverse_scale},
+            {"mu", r.mu},
+            {"trace_ps", r.trace_ps},
+            {"idempotency", r.idempotency},
+            {"iterations", r.iterations},
+            {"inverse_sqrt_iterations", r.inverse_iterations},
+            {"sign_evaluations", r.sign_evaluations},
+            {"multiplications", r.multiplications}});
+  j["flops"] = o.flops;
+  j["seconds"] = o.seconds;
+  j["p_blocks"] = o.p_blocks;
+  j["tiles_stored"] = o.tiles_stored;
+  j["bytes_per_rank_max"] = n.bytes_max;
+  j["maxrss_bytes_max"] = n.rss_max;
+  j["maxrss_bytes_mean"] = n.rss_mean;
+  j["ledger"] = ledger_json(n.stats);
+  if (dense) return;
+  j["memory_predicted_bytes"] = o.mem_predicted;
+  j["memory_peak_bytes"] = n.mem_peak;
+  j["memory_peak_stage"] = n.mem_peak_stage;
+  j["largest_matrix_bytes"] = n.largest;
+  for (const auto& st : n.mem_stages)
+    j["memory_stages"].push_back({{"stage", st.stage},
+                                  {"peak_bytes", st.total},
+                                  {"matrices", st.matrices},
+                                  {"buffers", st.buffers},
+                                  {"windows", st.windows},
+                                  {"matrices_alive", st.alive}});
+}
+
+/// Collective. After the solve (`o`; nullopt: --explain stopped before it): sums over the
+/// ranks -> the summary, --json. Returns the exit status.
+template <class M>
+int report(const Context& ctx, const DensityArgs& a, const Setup& s, const Prepared& p,
+           MemoryWatch& watch, TraceRun& trace, const std::optional<Outcome<M>>& o) {
+  if (!o) return trace.finish(0);  // --explain
+  const Totals n = sum_over_ranks(ctx, watch);
+  if (ctx.rank() == 0) print_summary(a, s, p, *o, n);
   if (!a.json.empty()) {
-    j["command"] = "density";
-    j["input"] = in.description;
-    j["method"] = a.method;
-    j["row_panels"] = a.dense ? 0 : mo.row_panels;
-    j["method_used"] = method_used;
-    j["method_reason"] = method_reason;
-    j["eigensolver"] = eigensolver;
-    j["sign_order"] = a.sign_order;
-    j["algorithm"] = a.dense ? "dense" : a.algorithm;
-    j["eps"] = a.eps;
-    j["electrons"] = in.electrons;
-    j["band_energy"] = band;
-    j["band_energy_before_final"] = band_orth;
-    j["eps_inverse"] = eps_stage[0];
-    j["eps_transform"] = eps_stage[1];
-    j["eps_final"] = eps_stage[3];
-    j["final_steps"] = final_steps;
-    j["bounds"] = {bounds[0], bounds[1]};
-    j["inverse_scale"] = inverse_scale;
-    j["mu"] = mu;
-    j["trace_ps"] = trace_ps;
-    j["idempotency"] = idem;
-    j["iterations"] = iters;
-    j["inverse_sqrt_iterations"] = inv_iters;
-    j["sign_evaluations"] = sign_ev;
-    j["multiplications"] = mults;
-    j["flops"] = flops;
-    j["seconds"] = seconds;
-    j["p_blocks"] = p_blocks;
-    j["bytes_per_rank_max"] = bytes_max;
-    j["maxrss_bytes_max"] = rss_max;
-    j["maxrss_bytes_mean"] = rss_mean;
-    if (!a.dense) {
-      j["memory_predicted_bytes"] = mem_predicted;
-      j["memory_peak_bytes"] = mem_peak;
-      j["memory_peak_stage"] = mem_peak_stage;
-      j["largest_matrix_bytes"] = largest;
-      for (const auto& st : mem_stages)
-        j["memory_stages"].push_back({{"stage", st.stage},
-                                      {"peak_bytes", st.total},
-                                      {"matrices", st.matrices},
-                                      {"buffers", st.buffers},
-                                      {"windows", st.windows},
-                                      {"matrices_alive", st.alive}});
-    }
-    j["n"] = in.H.rows();
-    j["block_rows"] = block_rows;
-    j["tile"] = tile;
-    j["tiles_stored"] = tiles_stored;
-    j["tiling"] = tiled ? a.tiling : "none";
-    j["tiles"] = tl.tiles().count();
-    j["tiling_seconds"] = tile_seconds;
-    j["ledger"] = ledger_json(stats);
+    nlohmann::json j = run_json(ctx, a, s, p);
+    add_results_json(j, a.dense, *o, n);
     write_json(ctx, a.json, j);
   }
   return trace.finish(0);
 }
 
+/// Collective: check the options -> the input and its tiles -> the solve (dense or
+/// block-sparse; --explain stops before it) -> sums over the ranks -> the summary, --json.
+int run_density(const DensityArgs& a) {
+  Context ctx(MPI_COMM_WORLD, context_options_from_environment());
+  const bool root = ctx.rank() == 0;
+  Setup s = check_options(a);
+  check_writable(ctx, "--out", a.out);
+  check_writable(ctx, "--json", a.json);
+  TraceRun trace(ctx, a.trace);
+  check_solver_options(a, s.opt);
+
+  Prepared p = prepare_input(ctx, a, s);
+  if (root) print_header(a, s, p, ctx.size());
+  MemoryWatch watch(ctx, a.memory_mib * 1024.0 * 1024.0);
+  s.opt.on_step = progress_lines(watch, root);
+
+  const Stopwatch t0;
+  if (a.dense) return report(ctx, a, s, p, watch, trace, solve_dense(ctx, a, s, p.in, t0));
+  return report(ctx, a, s, p, watch, trace, solve_sparse(ctx, a, s, p, watch, t0));
+}
 }  // namespace
 
 std::function<int()> add_density(CLI::App& app) {

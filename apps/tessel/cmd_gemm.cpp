@@ -1,13 +1,20 @@
 // `tessel gemm`: a verified distributed multiply, with the plan, the time, and the bytes moved
-// per rank against the Theorem 2 lower bound.
+// per rank against the Theorem 2 lower bound. run_gemm_typed: check the options -> the inputs
+// (files or generated), their shapes and the plan -> the timed multiplies -> sums and --verify
+// -> the report, --out, --json.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <cstdint>
+#include <functional>
 #include <iostream>
 #include <limits>
 #include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "commands.hpp"
 #include "cli_util.hpp"
@@ -89,21 +96,39 @@ struct Descriptor {
       : d{1, ctxt, static_cast<int>(x.rows()), static_cast<int>(x.cols()), nb, nb,
           0, 0,    static_cast<int>(x.ld())} {}
 };
+#else
+// No ScaLAPACK: --entry pdgemm is refused before a grid would be made.
+struct BlacsGrid {
+  int ctxt = -1;
+  BlacsGrid(int, int) {}
+};
 #endif
 
+using LayoutOf = std::function<layout::Layout(std::int64_t, std::int64_t)>;
+
+// ---- parse and validate (the same on every rank, so the checks throw together) ----
+
+/// The checked options of a run.
+struct Setup {
+  Op opa = Op::N, opb = Op::N;
+  dense::MultiplyOptions opt;
+  int pr = 1, pc = 1;    // the grid of the block-cyclic input/output layout
+  bool skip = false;     // --simulate-compute skip: values meaningless, never read
+  bool in_plan = false;  // --layout plan
+};
+
+/// Not collective (reads --machine). The options of `g` on `ctx`'s ranks for elements of type
+/// T: InputError (GridError for --grid, LayoutMismatch for --nb) naming the option.
 template <class T>
-int run_gemm_typed(const GemmArgs& g) {
-  ContextOptions copt = context_options_from_environment();
-  copt.compute = simulate_compute_options(g.simulate_compute, g.verify).compute;
-  Context ctx(MPI_COMM_WORLD, copt);
-  const int p = ctx.size();
-  const bool skip = ctx.compute() == ComputeMode::Skip;  // values meaningless, never read
-  TESSEL_CHECK(!skip || (g.a.empty() && g.b.empty() && g.c.empty() && g.out.empty()), InputError,
+Setup check_options(const Context& ctx, const GemmArgs& g) {
+  Setup s;
+  s.skip = ctx.compute() == ComputeMode::Skip;
+  TESSEL_CHECK(!s.skip || (g.a.empty() && g.b.empty() && g.c.empty() && g.out.empty()), InputError,
                "--simulate-compute skip with a matrix file (--a, --b, --c or --out): the "
                "matrices are shared simulated memory, expected generated inputs and no --out");
-  const Op opa = parse_named("--transa", g.transa, "N, T or C", dense::parse_op);
-  const Op opb = parse_named("--transb", g.transb, "N, T or C", dense::parse_op);
-  dense::MultiplyOptions opt;
+  s.opa = parse_named("--transa", g.transa, "N, T or C", dense::parse_op);
+  s.opb = parse_named("--transb", g.transb, "N, T or C", dense::parse_op);
+  dense::MultiplyOptions& opt = s.opt;
   opt.algorithm =
       parse_named("--algorithm", g.algorithm, "auto, optimal or summa2d", dense::parse_algorithm);
   TESSEL_CHECK(g.memory_mib >= 0 && std::isfinite(g.memory_mib), InputError, "--memory ",
@@ -121,53 +146,13 @@ int run_gemm_typed(const GemmArgs& g) {
   opt.check_finite = g.verify;
   TESSEL_CHECK(g.repeat >= 1, InputError, "--repeat ", g.repeat, ": expected >= 1");
   TESSEL_CHECK(g.nb >= 1, LayoutMismatch, "--nb ", g.nb, ": block size must be >= 1");
-  // Not a structured binding: C++17 lambdas cannot capture one (clang refuses; C++20 can).
-  const std::pair<int, int> grid = parse_grid(g.grid, p);
-  const int pr = grid.first, pc = grid.second;
-  check_writable(ctx, "--out", g.out);
-  check_writable(ctx, "--json", g.json);
-  TraceRun trace(ctx, g.trace);
-  auto bc = [&](std::int64_t r, std::int64_t c) {
-    return layout::Layout::block_cyclic(r, c, g.nb, g.nb, pr, pc, 0, 0, p);
-  };
+  std::tie(s.pr, s.pc) = parse_grid(g.grid, ctx.size());
+  s.in_plan = g.layout == "plan";
+  return s;
+}
 
-  // Inputs: files, or layout-independent random matrices.
-  std::optional<DistMatrix<T>> A, B, C;
-  if (!g.a.empty()) A = io::read_npy<T>(ctx, g.a, bc);
-  if (!g.b.empty()) B = io::read_npy<T>(ctx, g.b, bc);
-  if (!g.c.empty()) C = io::read_npy<T>(ctx, g.c, bc);
-  // Each of m, n, k comes from the first file that holds it, else from the option; `from`
-  // records where, for the messages ("--a A.npy").
-  struct Dim {
-    std::int64_t value;
-    std::string from;
-  };
-  auto pick = [](const std::optional<std::int64_t>& given, std::optional<std::int64_t> file,
-                 const std::string& file_name, const char* name) -> Dim {
-    if (given)
-      TESSEL_CHECK(*given >= 0, DimensionMismatch, "--", name, " ", *given, ": expected >= 0");
-    if (file && given)
-      TESSEL_CHECK(*file == *given, DimensionMismatch, "--", name, " ", *given,
-                   " disagrees with the input file ", file_name, ", where it is ", *file);
-    if (file) return {*file, file_name};
-    if (given) return {*given, std::string("--") + name};
-    return {1024, std::string("the default of --") + name};
-  };
-  auto dim_of = [&](const std::optional<DistMatrix<T>>& x,
-                    bool rows) -> std::optional<std::int64_t> {
-    if (!x) return std::nullopt;
-    return rows ? x->rows() : x->cols();
-  };
-  const std::string fa = "--a " + g.a, fb = "--b " + g.b, fc = "--c " + g.c;
-  const Dim dm =
-      A ? pick(g.m, dim_of(A, opa == Op::N), fa, "m") : pick(g.m, dim_of(C, true), fc, "m");
-  const Dim dn =
-      B ? pick(g.n, dim_of(B, opb != Op::N), fb, "n") : pick(g.n, dim_of(C, false), fc, "n");
-  const Dim dk =
-      A ? pick(g.k, dim_of(A, opa != Op::N), fa, "k") : pick(g.k, dim_of(B, opb == Op::N), fb, "k");
-  const std::int64_t m = dm.value, n = dn.value, k = dk.value;
-  const std::int64_t ar = opa == Op::N ? m : k, ac = opa == Op::N ? k : m;
-  const std::int64_t br = opb == Op::N ? k : n, bcn = opb == Op::N ? n : k;
+/// Pure. --layout and --entry (checked after the files are read).
+void check_layout_options(const GemmArgs& g) {
   TESSEL_CHECK(g.layout == "block-cyclic" || g.layout == "plan", InputError, "--layout '", g.layout,
                "': expected block-cyclic or plan");
   TESSEL_CHECK(g.entry == "library" || g.entry == "pdgemm", InputError, "--entry '", g.entry,
@@ -177,282 +162,488 @@ int run_gemm_typed(const GemmArgs& g) {
                "ScaLAPACK-compatible entry point: expected --entry library");
   TESSEL_CHECK(!(g.entry == "pdgemm" && g.layout == "plan"), InputError,
                "--entry pdgemm takes ScaLAPACK descriptors: it needs --layout block-cyclic");
-  const bool in_plan = g.layout == "plan";
-  // Priced with the redistribution from and to the block-cyclic layouts the inputs start in
-  // (multiply() plans the same way from the matrices' layouts).
-  const dense::CallerLayouts caller{opa != Op::N, opb != Op::N, bc(ar, ac), bc(br, bcn), bc(m, n)};
-  const dense::GemmPlan plan = [&] {
-    try {
-      return dense::plan_multiply(m, n, k, p, opt, in_plan ? nullptr : &caller,
-                                  !std::is_same_v<T, double>);
-    } catch (const GridError& e) {  // same on every rank: the plan is a pure function
-      if (g.memory_mib <= 0) throw;
-      throw GridError(detail::concat("--memory ", g.memory_mib, " (MiB per rank): ", e.what()));
-    }
-  }();
-  // Generated inputs are made directly in the layout they start in (values do not depend on it).
-  const auto L = dense::make_plan_layouts(plan, opa != Op::N, opb != Op::N, p);
-  if (!A) {
-    A.emplace(ctx, in_plan ? L.a : bc(ar, ac));
-    if (!skip) fill_random(*A, g.seed, 1);
+}
+
+// ---- input: the files, the shapes, the plan, the generated matrices ----
+
+/// m, n or k, and where it came from, for the messages ("--a A.npy").
+struct Dim {
+  std::int64_t value = 0;
+  std::string from;
+};
+
+/// Pure. A dimension from the first file that holds it (`file`, named `file_name`), else from
+/// the option --`name` (`given`), else 1024: DimensionMismatch when the option is negative or
+/// disagrees with the file.
+Dim pick_dim(const std::optional<std::int64_t>& given, std::optional<std::int64_t> file,
+             const std::string& file_name, const char* name) {
+  if (given)
+    TESSEL_CHECK(*given >= 0, DimensionMismatch, "--", name, " ", *given, ": expected >= 0");
+  if (file && given)
+    TESSEL_CHECK(*file == *given, DimensionMismatch, "--", name, " ", *given,
+                 " disagrees with the input file ", file_name, ", where it is ", *file);
+  if (file) return {*file, file_name};
+  if (given) return {*given, std::string("--") + name};
+  return {1024, std::string("the default of --") + name};
+}
+
+template <class T>
+std::optional<std::int64_t> dim_of(const std::optional<DistMatrix<T>>& x, bool rows) {
+  if (!x) return std::nullopt;
+  return rows ? x->rows() : x->cols();
+}
+
+/// The matrices of a run and their shapes: C is m x n, op(A) m x k, op(B) k x n.
+template <class T>
+struct Operands {
+  std::optional<DistMatrix<T>> A, B, C;
+  Dim dm, dn, dk;
+  std::int64_t m = 0, n = 0, k = 0;
+  std::int64_t ar = 0, ac = 0, br = 0, bcn = 0;  // A is ar x ac, B br x bcn
+};
+
+/// Collective. --a, --b, --c read block-cyclic (`bc`), then m, n, k from the files and the
+/// options (DimensionMismatch naming both when they disagree).
+template <class T>
+Operands<T> read_operands(const Context& ctx, const GemmArgs& g, const Setup& s,
+                          const LayoutOf& bc) {
+  Operands<T> x;
+  if (!g.a.empty()) x.A = io::read_npy<T>(ctx, g.a, bc);
+  if (!g.b.empty()) x.B = io::read_npy<T>(ctx, g.b, bc);
+  if (!g.c.empty()) x.C = io::read_npy<T>(ctx, g.c, bc);
+  const std::string fa = "--a " + g.a, fb = "--b " + g.b, fc = "--c " + g.c;
+  x.dm = x.A ? pick_dim(g.m, dim_of(x.A, s.opa == Op::N), fa, "m")
+             : pick_dim(g.m, dim_of(x.C, true), fc, "m");
+  x.dn = x.B ? pick_dim(g.n, dim_of(x.B, s.opb != Op::N), fb, "n")
+             : pick_dim(g.n, dim_of(x.C, false), fc, "n");
+  x.dk = x.A ? pick_dim(g.k, dim_of(x.A, s.opa != Op::N), fa, "k")
+             : pick_dim(g.k, dim_of(x.B, s.opb == Op::N), fb, "k");
+  x.m = x.dm.value;
+  x.n = x.dn.value;
+  x.k = x.dk.value;
+  x.ar = s.opa == Op::N ? x.m : x.k;
+  x.ac = s.opa == Op::N ? x.k : x.m;
+  x.br = s.opb == Op::N ? x.k : x.n;
+  x.bcn = s.opb == Op::N ? x.n : x.k;
+  return x;
+}
+
+/// Pure. The plan of the multiply, priced with the redistribution from and to the
+/// block-cyclic layouts the inputs start in (multiply() plans the same way from the matrices'
+/// layouts); none with --layout plan. A GridError under --memory names it.
+template <class T>
+dense::GemmPlan make_plan(const GemmArgs& g, const Setup& s, const Operands<T>& x,
+                          const LayoutOf& bc, int p) {
+  const dense::CallerLayouts caller{s.opa != Op::N, s.opb != Op::N, bc(x.ar, x.ac), bc(x.br, x.bcn),
+                                    bc(x.m, x.n)};
+  try {
+    return dense::plan_multiply(x.m, x.n, x.k, p, s.opt, s.in_plan ? nullptr : &caller,
+                                !std::is_same_v<T, double>);
+  } catch (const GridError& e) {  // same on every rank: the plan is a pure function
+    if (g.memory_mib <= 0) throw;
+    throw GridError(detail::concat("--memory ", g.memory_mib, " (MiB per rank): ", e.what()));
   }
-  if (!B) {
-    B.emplace(ctx, in_plan ? L.b : bc(br, bcn));
-    if (!skip) fill_random(*B, g.seed, 2);
+}
+
+/// Not collective. The matrices no file gave, random and independent of the layout, made
+/// directly in the layout they start in: the plan's (`L`, --layout plan) or block-cyclic.
+template <class T>
+void generate_missing(const Context& ctx, const GemmArgs& g, const Setup& s,
+                      const dense::PlanLayouts& L, const LayoutOf& bc, Operands<T>& x) {
+  if (!x.A) {
+    x.A.emplace(ctx, s.in_plan ? L.a : bc(x.ar, x.ac));
+    if (!s.skip) fill_random(*x.A, g.seed, 1);
   }
-  if (!C) {
-    C.emplace(ctx, in_plan ? L.c : bc(m, n));
-    if (g.beta != 0.0 && !skip) fill_random(*C, g.seed, 3);
+  if (!x.B) {
+    x.B.emplace(ctx, s.in_plan ? L.b : bc(x.br, x.bcn));
+    if (!s.skip) fill_random(*x.B, g.seed, 2);
   }
-  // Only a file can disagree here (generated matrices get the shapes asked for).
+  if (!x.C) {
+    x.C.emplace(ctx, s.in_plan ? L.c : bc(x.m, x.n));
+    if (g.beta != 0.0 && !s.skip) fill_random(*x.C, g.seed, 3);
+  }
+}
+
+/// Pure. The shapes of A, B and C against m, n, k: only a file can disagree here (generated
+/// matrices get the shapes asked for); DimensionMismatch saying where m, n, k came from.
+template <class T>
+void check_shapes(const GemmArgs& g, const Operands<T>& x) {
   auto where = [&](const char* what) {
-    return fmt::format("(m = {} from {}, n = {} from {}, k = {} from {}; {})", m, dm.from, n,
-                       dn.from, k, dk.from, what);
+    return fmt::format("(m = {} from {}, n = {} from {}, k = {} from {}; {})", x.m, x.dm.from, x.n,
+                       x.dn.from, x.k, x.dk.from, what);
   };
-  TESSEL_CHECK(A->rows() == ar && A->cols() == ac, DimensionMismatch, fa, " is ", A->rows(), " x ",
-               A->cols(), ", expected ", ar, " x ", ac, " ", where(("transa=" + g.transa).c_str()));
-  TESSEL_CHECK(B->rows() == br && B->cols() == bcn, DimensionMismatch, fb, " is ", B->rows(), " x ",
-               B->cols(), ", expected ", br, " x ", bcn, " ",
+  const DistMatrix<T>&A = *x.A, &B = *x.B, &C = *x.C;
+  TESSEL_CHECK(A.rows() == x.ar && A.cols() == x.ac, DimensionMismatch, "--a " + g.a, " is ",
+               A.rows(), " x ", A.cols(), ", expected ", x.ar, " x ", x.ac, " ",
+               where(("transa=" + g.transa).c_str()));
+  TESSEL_CHECK(B.rows() == x.br && B.cols() == x.bcn, DimensionMismatch, "--b " + g.b, " is ",
+               B.rows(), " x ", B.cols(), ", expected ", x.br, " x ", x.bcn, " ",
                where(("transb=" + g.transb).c_str()));
-  TESSEL_CHECK(C->rows() == m && C->cols() == n, DimensionMismatch, fc, " is ", C->rows(), " x ",
-               C->cols(), ", expected ", m, " x ", n, " ", where("C is m x n"));
+  TESSEL_CHECK(C.rows() == x.m && C.cols() == x.n, DimensionMismatch, "--c " + g.c, " is ",
+               C.rows(), " x ", C.cols(), ", expected ", x.m, " x ", x.n, " ", where("C is m x n"));
+}
 
-  const bool root = ctx.rank() == 0;
-  // Predicted words per rank: redistribution + plan, against 2D SUMMA on the input layouts.
-  const auto pw = dense::predict_words(p, plan, opa, opb, A->layout(), B->layout(), C->layout());
-  if (root) {
-    std::cout
-        << fmt::format("tessel gemm: C({} x {}) = {} op_{}(A) op_{}(B) + {} C, {} ranks, {}\n", m,
-                       n, g.alpha, g.transa, g.transb, g.beta, p, g.dtype)
-        << (skip ? kSkipNotice : "")
-        << (in_plan ? std::string("inputs: in the plan's own layouts (--layout plan)\n")
+/// Rank 0: the run's header, the inputs' layout, the plan and the predicted words per rank
+/// (redistribution + plan, against 2D SUMMA on the input layouts).
+void print_plan(const GemmArgs& g, const Setup& s, std::int64_t m, std::int64_t n, int p,
+                const dense::GemmPlan& plan, const dense::PredictedWords& pw) {
+  std::cout
+      << fmt::format("tessel gemm: C({} x {}) = {} op_{}(A) op_{}(B) + {} C, {} ranks, {}\n", m, n,
+                     g.alpha, g.transa, g.transb, g.beta, p, g.dtype)
+      << (s.skip ? kSkipNotice : "")
+      << (s.in_plan ? std::string("inputs: in the plan's own layouts (--layout plan)\n")
                     : fmt::format("inputs: block-cyclic {} x {} blocks on a {} x {} grid\n", g.nb,
-                                  g.nb, pr, pc))
-        << "plan ("
-        << (plan.kind == dense::PlanKind::CallerGrid
-                ? std::string("summa2d on the caller's layout")
-                : dense::to_string(opt.algorithm == dense::Algorithm::Auto
-                                       ? dense::Algorithm::Optimal
-                                       : opt.algorithm))
-        << "):\n"
-        << plan.to_string()
-        << fmt::format(
-               "  redistribution to/from the plan layouts: {} words per rank (max); plan + redistribution {} words\n",
-               pw.redistribution, pw.optimal)
-        << (pw.native >= 0
-                ? fmt::format(
-                      "  2D SUMMA on the input layout (no redistribution): {} words per rank (max)\n",
-                      pw.native)
-                : std::string(
-                      "  2D SUMMA on the input layout: not applicable (layouts or ops differ)\n"));
-  }
-  if (g.explain &&
-      root) {  // the redistribution plans (layout::RedistPlan) into and out of the plan layouts
-    auto show = [&](const char* what, const layout::Layout& from, const layout::Layout& to) {
-      std::cout << "  redistribution " << what
-                << (layout::same_storage(from, to)
-                        ? std::string(": none (same layout)\n")
-                        : ":\n" + layout::explain_redistribution(from, to, 4, "    "));
-    };
-    show("A -> plan layout", A->layout(), L.a);
-    show("B -> plan layout", B->layout(), L.b);
-    show("plan layout -> C", L.c, C->layout());
-  }
-  if (g.explain) return trace.finish(0);
+                                  g.nb, s.pr, s.pc))
+      << "plan ("
+      << (plan.kind == dense::PlanKind::CallerGrid
+              ? std::string("summa2d on the caller's layout")
+              : dense::to_string(s.opt.algorithm == dense::Algorithm::Auto
+                                     ? dense::Algorithm::Optimal
+                                     : s.opt.algorithm))
+      << "):\n"
+      << plan.to_string()
+      << fmt::format(
+             "  redistribution to/from the plan layouts: {} words per rank (max); plan + redistribution {} words\n",
+             pw.redistribution, pw.optimal)
+      << (pw.native >= 0
+              ? fmt::format(
+                    "  2D SUMMA on the input layout (no redistribution): {} words per rank (max)\n",
+                    pw.native)
+              : std::string(
+                    "  2D SUMMA on the input layout: not applicable (layouts or ops differ)\n"));
+}
 
-  if (in_plan) {  // files were read block-cyclic: move them (untimed) into the plan's layouts
-    auto to_plan = [&](DistMatrix<T>& x, const layout::Layout& l) {
-      if (!layout::same_storage(x.layout(), l)) x = dense::redistribute(ctx, x, l);
-    };
-    to_plan(*A, L.a);
-    to_plan(*B, L.b);
-    to_plan(*C, L.c);
-  }
-  // --entry pdgemm: the same multiply through the ScaLAPACK-compatible entry point, on a BLACS
-  // grid matching the block-cyclic layout.
-#ifdef TESSEL_SMPI
-  auto run_once = [&]() -> dense::MultiplyReport {
-    return dense::multiply(ctx, T(g.alpha), opa, *A, opb, *B, T(g.beta), *C, opt);
+/// Rank 0, --explain: the redistribution plans (layout::RedistPlan) into and out of the plan
+/// layouts.
+template <class T>
+void print_redistributions(const Operands<T>& x, const dense::PlanLayouts& L) {
+  auto show = [&](const char* what, const layout::Layout& from, const layout::Layout& to) {
+    std::cout << "  redistribution " << what
+              << (layout::same_storage(from, to)
+                      ? std::string(": none (same layout)\n")
+                      : ":\n" + layout::explain_redistribution(from, to, 4, "    "));
   };
-#else
-  BlacsGrid blacs(g.entry == "pdgemm" ? pr : 0, pc);
-  auto run_once = [&]() -> dense::MultiplyReport {
-    if (g.entry != "pdgemm")
-      return dense::multiply(ctx, T(g.alpha), opa, *A, opb, *B, T(g.beta), *C, opt);
+  show("A -> plan layout", x.A->layout(), L.a);
+  show("B -> plan layout", x.B->layout(), L.b);
+  show("plan layout -> C", L.c, x.C->layout());
+}
+
+/// Collective. --layout plan: files were read block-cyclic; move them (untimed) into the
+/// plan's layouts.
+template <class T>
+void to_plan_layouts(const Context& ctx, const dense::PlanLayouts& L, Operands<T>& x) {
+  auto to_plan = [&](DistMatrix<T>& m, const layout::Layout& l) {
+    if (!layout::same_storage(m.layout(), l)) m = dense::redistribute(ctx, m, l);
+  };
+  to_plan(*x.A, L.a);
+  to_plan(*x.B, L.b);
+  to_plan(*x.C, L.c);
+}
+
+// ---- run: the timed multiplies ----
+
+/// One multiply C = alpha op(A) op(B) + beta C as the command runs it: dense::multiply, or with
+/// --entry pdgemm the same multiply through the ScaLAPACK-compatible entry point on a BLACS
+/// grid matching the block-cyclic layout (made by the constructor, collectively, and held for
+/// the object's life).
+template <class T>
+class Multiply {
+ public:
+  Multiply(Context& ctx, const GemmArgs& g, const Setup& s, Operands<T>& x)
+      : ctx_(ctx), g_(g), s_(s), x_(x), blacs_(g.entry == "pdgemm" ? s.pr : 0, s.pc) {}
+  /// Collective.
+  dense::MultiplyReport operator()() {
+    if (g_.entry != "pdgemm")
+      return dense::multiply(ctx_, T(g_.alpha), s_.opa, *x_.A, s_.opb, *x_.B, T(g_.beta), *x_.C,
+                             s_.opt);
+    return pdgemm();
+  }
+
+ private:
+  /// Collective over the BLACS grid (nothing on the ranks outside it).
+  dense::MultiplyReport pdgemm() {
     dense::MultiplyReport r;
-    if (blacs.ctxt < 0) return r;  // not in the BLACS grid
-    Descriptor da(blacs.ctxt, *A, g.nb), db(blacs.ctxt, *B, g.nb), dc(blacs.ctxt, *C, g.nb);
-    const int one = 1, im = static_cast<int>(m), in = static_cast<int>(n), ik = static_cast<int>(k);
-    const T al = T(g.alpha), be = T(g.beta);
-    const std::string ta = g.transa.substr(0, 1), tb = g.transb.substr(0, 1);
+#ifndef TESSEL_SMPI
+    if (blacs_.ctxt < 0) return r;  // not in the BLACS grid
+    DistMatrix<T>&A = *x_.A, &B = *x_.B, &C = *x_.C;
+    Descriptor da(blacs_.ctxt, A, g_.nb), db(blacs_.ctxt, B, g_.nb), dc(blacs_.ctxt, C, g_.nb);
+    const int one = 1, im = static_cast<int>(x_.m), in = static_cast<int>(x_.n),
+              ik = static_cast<int>(x_.k);
+    const T al = T(g_.alpha), be = T(g_.beta);
+    const std::string ta = g_.transa.substr(0, 1), tb = g_.transb.substr(0, 1);
     int rc = scalapack::pgemm<T>("tessel gemm --entry pdgemm", ta.c_str(), tb.c_str(), &im, &in,
-                                 &ik, &al, A->data(), &one, &one, da.d, B->data(), &one, &one, db.d,
-                                 &be, C->data(), &one, &one, dc.d, opt, &ctx.ledger(), &r);
+                                 &ik, &al, A.data(), &one, &one, da.d, B.data(), &one, &one, db.d,
+                                 &be, C.data(), &one, &one, dc.d, s_.opt, &ctx_.ledger(), &r);
     TESSEL_CHECK(rc == 0, InputError,
                  "--entry pdgemm: the ScaLAPACK-compatible entry point refused the call");
-    return r;
-  };
 #endif
+    return r;
+  }
+  Context& ctx_;
+  const GemmArgs& g_;
+  const Setup& s_;
+  Operands<T>& x_;
+  BlacsGrid blacs_;
+};
 
-  // Keep the input C when beta != 0 so every repetition computes the same thing (not under
-  // skip: C is shared simulated memory, its copy would be real memory).
-  std::vector<T> c0;
-  if (!skip) c0.assign(C->data(), C->data() + (C->data() ? C->local_rows() * C->local_cols() : 0));
-  std::vector<double> times;
-  const T alpha = T(g.alpha), beta = T(g.beta);
-  // The ledger and a preloaded traffic counter both count exactly the timed multiplies.
+template <class T>
+struct Timed {
+  std::vector<T> c0;          // the input C (empty under skip)
+  std::vector<double> times;  // per multiply, the largest over the ranks
+  dense::MultiplyReport rep;  // of the last multiply
+};
+
+/// Collective. --repeat multiplies, each from the input C (kept when beta != 0 so every
+/// repetition computes the same thing; not under skip: C is shared simulated memory, its copy
+/// would be real memory). The ledger and a preloaded traffic counter count exactly these.
+template <class T>
+Timed<T> time_multiplies(Context& ctx, const GemmArgs& g, const Setup& s, DistMatrix<T>& C,
+                         Multiply<T>& multiply) {
+  Timed<T> t;
+  if (!s.skip) t.c0.assign(C.data(), C.data() + (C.data() ? C.local_rows() * C.local_cols() : 0));
   ctx.ledger().reset();
   comm::pcontrol(2);
-  dense::MultiplyReport rep;
   for (int r = 0; r < g.repeat; ++r) {
-    if (!skip) std::copy(c0.begin(), c0.end(), C->data());
+    if (!s.skip) std::copy(t.c0.begin(), t.c0.end(), C.data());
     ctx.comm().barrier();
     const Stopwatch t0;
-    rep = run_once();
-    double t = t0.seconds();
-    times.push_back(ctx.comm().allreduce_value(t, MPI_MAX));
+    t.rep = multiply();
+    double seconds = t0.seconds();
+    t.times.push_back(ctx.comm().allreduce_value(seconds, MPI_MAX));
   }
   comm::pcontrol(0);
-  const double med = median(times);
-  const double flops = (std::is_same_v<T, double> ? 2.0 : 8.0) * m * n * k;
-  const auto stats = comm::ledger_stats(
+  return t;
+}
+
+// ---- report: sums over the ranks, --verify, the text and the JSON ----
+
+/// Times and bytes per multiply, over the ranks.
+struct Totals {
+  double med = 0, flops = 0;
+  std::vector<comm::PhaseStats> stats;
+  double plan_recv_max = 0;   // rounds + reduce (or SUMMA), max over ranks of their sum
+  double total_recv_max = 0;  // with the redistribution
+  double bound_bytes = 0;     // Theorem 2: what the busiest rank must receive
+};
+
+/// Collective.
+template <class T>
+Totals sum_over_ranks(const Context& ctx, const GemmArgs& g, const dense::GemmPlan& plan,
+                      const Operands<T>& x, const Timed<T>& t) {
+  Totals n;
+  n.med = median(t.times);
+  n.flops = (std::is_same_v<T, double> ? 2.0 : 8.0) * x.m * x.n * x.k;
+  n.stats = comm::ledger_stats(
       ctx.comm(), ctx.ledger(),
       {"gemm/redistribute A", "gemm/redistribute B", "gemm/rounds", "gemm/reduce C",
        "gemm/redistribute C", "gemm/summa", "gemm/redistribute", "gemm"},
       g.repeat);
-  const double plan_recv_max = [&] {
-    // rounds + reduce on the same rank: take the per-rank sum's max
-    PhaseCounts t = ctx.ledger().total("gemm/rounds");
-    t += ctx.ledger().total("gemm/reduce");
-    t += ctx.ledger().total("gemm/summa");
-    return ctx.comm().allreduce_value(static_cast<double>(t.recv_bytes()) / g.repeat, MPI_MAX);
-  }();
-  const double elem = sizeof(T);
-  const double bound_bytes = plan.recv_bound_words() * elem;
-  const double total_recv_max = ctx.comm().allreduce_value(
+  // rounds + reduce on the same rank: take the per-rank sum's max
+  PhaseCounts c = ctx.ledger().total("gemm/rounds");
+  c += ctx.ledger().total("gemm/reduce");
+  c += ctx.ledger().total("gemm/summa");
+  n.plan_recv_max =
+      ctx.comm().allreduce_value(static_cast<double>(c.recv_bytes()) / g.repeat, MPI_MAX);
+  n.bound_bytes = plan.recv_bound_words() * static_cast<double>(sizeof(T));
+  n.total_recv_max = ctx.comm().allreduce_value(
       static_cast<double>(ctx.ledger().total("gemm").recv_bytes()) / g.repeat, MPI_MAX);
+  return n;
+}
 
-  // Verification: Freivalds' check on rank 0 against serial arithmetic on the gathered data.
-  std::string verdict = "not verified (use --verify)";
+struct Verdict {
+  std::string text = "not verified (use --verify)";
   double residual = -1;
-  if (g.verify) {
-    auto fa = dense::gather(ctx, *A), fb = dense::gather(ctx, *B), fc = dense::gather(ctx, *C);
-    // the input C, kept in c0 with C's layout
-    auto cview =
-        DistMatrix<T>::view(C->layout(), ctx.rank(), c0.empty() ? nullptr : c0.data(), C->ld());
-    auto fc0 = dense::gather(ctx, cview);
-    if (root) {
-      double worst = 0;
-      for (int probe = 0; probe < 3; ++probe) {
-        std::vector<T> x(static_cast<std::size_t>(n)), bx(static_cast<std::size_t>(k), T(0)),
-            abx(static_cast<std::size_t>(m), T(0)), cx(static_cast<std::size_t>(m), T(0));
-        for (std::int64_t j = 0; j < n; ++j) x[j] = T(hashed(g.seed + 7, probe, j, 0));
-        auto at = [&](const std::vector<T>& f, std::int64_t ld, std::int64_t i, std::int64_t j,
-                      Op op) {
-          if (op == Op::N) return f[j * ld + i];
-          T v = f[i * ld + j];
-          if constexpr (!std::is_same_v<T, double>)
-            if (op == Op::C) v = std::conj(v);
-          return v;
-        };
-        for (std::int64_t j = 0; j < n; ++j)
-          for (std::int64_t l = 0; l < k; ++l) bx[l] += at(fb, br, l, j, opb) * x[j];
-        for (std::int64_t l = 0; l < k; ++l)
-          for (std::int64_t i = 0; i < m; ++i) abx[i] += at(fa, ar, i, l, opa) * bx[l];
-        double num = 0, den = 0;
-        for (std::int64_t j = 0; j < n; ++j)
-          for (std::int64_t i = 0; i < m; ++i)
-            cx[i] += fc[j * m + i] * x[j] - (g.beta != 0.0 ? beta * fc0[j * m + i] * x[j] : T(0));
-        for (std::int64_t i = 0; i < m; ++i) {
-          num += std::norm(cx[i] - alpha * abx[i]);
-          den += std::norm(alpha * abx[i]);
-        }
-        const double r = std::sqrt(num) / std::max(1e-300, std::sqrt(den));
-        // A NaN/Inf result (e.g. overflow) must fail: std::max would drop a NaN.
-        worst = std::isfinite(r) ? std::max(worst, r) : std::numeric_limits<double>::infinity();
-      }
-      residual = worst;
-    }
-    residual = ctx.comm().allreduce_value(residual, MPI_MAX);
-    const double tol = 1e-12 * std::max<double>(1.0, std::sqrt(static_cast<double>(k)));
-    verdict = fmt::format("{} (Freivalds, 3 probes: relative residual {:.2e}, tolerance {:.1e})",
-                          residual <= tol ? "PASSED" : "FAILED", residual, tol);
-  }
+};
 
-  if (root) {
-    std::cout
-        << "ran: " << rep.executed << "\n"
-        << fmt::format("time: median {:.4f} s over {} runs (min {:.4f} s), {:.2f} GFLOP/s\n", med,
-                       g.repeat, *std::min_element(times.begin(), times.end()), flops / med * 1e-9)
-        << "bytes moved per rank, per multiply (received):\n"
-        << ledger_table(stats)
-        << fmt::format(
-               "received per rank (max): multiply phases (rounds + reduce, or SUMMA) {}, "
-               "with the redistribution {}; lower bound on what the busiest rank must receive "
-               "{} -> ratios {:.3f} and {:.3f}\n",
-               human_bytes(plan_recv_max), human_bytes(total_recv_max), human_bytes(bound_bytes),
-               bound_bytes > 0 ? plan_recv_max / bound_bytes : 0.0,
-               bound_bytes > 0 ? total_recv_max / bound_bytes : 0.0)
-        << "verify: " << (skip ? std::string("not possible (--simulate-compute skip)") : verdict)
-        << "\n"
-        << (skip ? kSkipNotice : "");
+/// Element (i, j) of op(F) for F stored column-major with leading dimension ld.
+template <class T>
+T op_element(const std::vector<T>& f, std::int64_t ld, std::int64_t i, std::int64_t j, Op op) {
+  if (op == Op::N) return f[j * ld + i];
+  T v = f[i * ld + j];
+  if constexpr (!std::is_same_v<T, double>)
+    if (op == Op::C) v = std::conj(v);
+  return v;
+}
+
+/// Not collective. Freivalds' check on the gathered A, B, C and the input C0: the largest over
+/// 3 random probes x of ||C x - beta C0 x - alpha op(A) (op(B) x)|| / ||alpha op(A) op(B) x||
+/// (infinity when one is not finite).
+template <class T>
+double freivalds_residual(const GemmArgs& g, const Setup& s, const Operands<T>& x,
+                          const std::vector<T>& fa, const std::vector<T>& fb,
+                          const std::vector<T>& fc, const std::vector<T>& fc0) {
+  const std::int64_t m = x.m, n = x.n, k = x.k;
+  const T alpha = T(g.alpha), beta = T(g.beta);
+  double worst = 0;
+  for (int probe = 0; probe < 3; ++probe) {
+    std::vector<T> v(static_cast<std::size_t>(n)), bx(static_cast<std::size_t>(k), T(0)),
+        abx(static_cast<std::size_t>(m), T(0)), cx(static_cast<std::size_t>(m), T(0));
+    for (std::int64_t j = 0; j < n; ++j) v[j] = T(hashed(g.seed + 7, probe, j, 0));
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t l = 0; l < k; ++l) bx[l] += op_element(fb, x.br, l, j, s.opb) * v[j];
+    for (std::int64_t l = 0; l < k; ++l)
+      for (std::int64_t i = 0; i < m; ++i) abx[i] += op_element(fa, x.ar, i, l, s.opa) * bx[l];
+    double num = 0, den = 0;
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t i = 0; i < m; ++i)
+        cx[i] += fc[j * m + i] * v[j] - (g.beta != 0.0 ? beta * fc0[j * m + i] * v[j] : T(0));
+    for (std::int64_t i = 0; i < m; ++i) {
+      num += std::norm(cx[i] - alpha * abx[i]);
+      den += std::norm(alpha * abx[i]);
+    }
+    const double r = std::sqrt(num) / std::max(1e-300, std::sqrt(den));
+    // A NaN/Inf result (e.g. overflow) must fail: std::max would drop a NaN.
+    worst = std::isfinite(r) ? std::max(worst, r) : std::numeric_limits<double>::infinity();
   }
-  const bool failed = g.verify && verdict.rfind("PASSED", 0) != 0;
+  return worst;
+}
+
+/// Collective. --verify: Freivalds' check on rank 0 against serial arithmetic on the gathered
+/// data (the input C kept in `c0`, with C's layout; viewed, not written).
+template <class T>
+Verdict verify_freivalds(const Context& ctx, const GemmArgs& g, const Setup& s,
+                         const Operands<T>& x, std::vector<T>& c0) {
+  const DistMatrix<T>& C = *x.C;
+  auto fa = dense::gather(ctx, *x.A), fb = dense::gather(ctx, *x.B), fc = dense::gather(ctx, C);
+  auto cview =
+      DistMatrix<T>::view(C.layout(), ctx.rank(), c0.empty() ? nullptr : c0.data(), C.ld());
+  auto fc0 = dense::gather(ctx, cview);
+  Verdict v;
+  if (ctx.rank() == 0) v.residual = freivalds_residual(g, s, x, fa, fb, fc, fc0);
+  v.residual = ctx.comm().allreduce_value(v.residual, MPI_MAX);
+  const double tol = 1e-12 * std::max<double>(1.0, std::sqrt(static_cast<double>(x.k)));
+  v.text = fmt::format("{} (Freivalds, 3 probes: relative residual {:.2e}, tolerance {:.1e})",
+                       v.residual <= tol ? "PASSED" : "FAILED", v.residual, tol);
+  return v;
+}
+
+/// Rank 0: what ran, the times, the bytes per rank against the lower bound, the verdict.
+void print_results(const GemmArgs& g, const Setup& s, const dense::MultiplyReport& rep,
+                   const std::vector<double>& times, const Totals& n, const Verdict& v) {
+  std::cout << "ran: " << rep.executed << "\n"
+            << fmt::format("time: median {:.4f} s over {} runs (min {:.4f} s), {:.2f} GFLOP/s\n",
+                           n.med, g.repeat, *std::min_element(times.begin(), times.end()),
+                           n.flops / n.med * 1e-9)
+            << "bytes moved per rank, per multiply (received):\n"
+            << ledger_table(n.stats)
+            << fmt::format(
+                   "received per rank (max): multiply phases (rounds + reduce, or SUMMA) {}, "
+                   "with the redistribution {}; lower bound on what the busiest rank must receive "
+                   "{} -> ratios {:.3f} and {:.3f}\n",
+                   human_bytes(n.plan_recv_max), human_bytes(n.total_recv_max),
+                   human_bytes(n.bound_bytes),
+                   n.bound_bytes > 0 ? n.plan_recv_max / n.bound_bytes : 0.0,
+                   n.bound_bytes > 0 ? n.total_recv_max / n.bound_bytes : 0.0)
+            << "verify: "
+            << (s.skip ? std::string("not possible (--simulate-compute skip)") : v.text) << "\n"
+            << (s.skip ? kSkipNotice : "");
+}
+
+/// The --json fields that describe the run: shapes, options, the plan and its predictions.
+template <class T>
+nlohmann::json run_json(const Context& ctx, const GemmArgs& g, const Setup& s, const Operands<T>& x,
+                        const dense::GemmPlan& plan, const dense::PredictedWords& pw) {
+  nlohmann::json j = run_header(ctx);
+  j.update({{"command", "gemm"},
+            {"m", x.m},
+            {"n", x.n},
+            {"k", x.k},
+            {"transa", g.transa},
+            {"transb", g.transb},
+            {"dtype", g.dtype}});
+  j["algorithm"] = dense::to_string(s.opt.algorithm);
+  j["predicted_words"] = {
+      {"redistribution", pw.redistribution}, {"optimal", pw.optimal}, {"native_summa", pw.native}};
+  j["plan"] = {{"grid", {plan.pm, plan.pn, plan.pk}},
+               {"used", plan.used()},
+               {"rounds", plan.rounds},
+               {"kind", plan.kind == dense::PlanKind::CallerGrid ? "caller_grid" : "grid"},
+               {"aligned", plan.kind == dense::PlanKind::Grid && plan.aligned()},
+               {"predicted_words", plan.cost.words()},
+               {"recv_words", plan.recv_words()},
+               {"memory_words_needed", plan.memory_words_needed()},
+               {"text", plan.to_string()}};
+  j["bound_words"] = plan.bound_words();  // Theorem 2's words (inputs a rank holds included)
+  j["recv_bound_words"] = plan.recv_bound_words();
+  j["machine"] = nlohmann::json::parse(dense::machine_model_to_json(s.opt.machine));
+  j["machine"]["source"] = s.opt.machine.source;
+  j["predicted_time_s"] = {{"total", plan.cost.total_s()},
+                           {"compute", plan.cost.compute_s},
+                           {"rounds_transfer", plan.cost.rounds_bw_s},
+                           {"rounds_latency", plan.cost.rounds_lat_s},
+                           {"overlap", plan.cost.overlap_s},
+                           {"reduce_transfer", plan.cost.reduce_bw_s},
+                           {"reduce_latency", plan.cost.reduce_lat_s},
+                           {"redistribution_transfer", plan.cost.redist_bw_s},
+                           {"redistribution_latency", plan.cost.redist_lat_s},
+                           {"redistribution_local", plan.cost.redist_local_s}};
+  j["simulate_compute"] = to_string(ctx.compute());
+  return j;
+}
+
+/// The --json fields of the results: times, the ledger against the bound, the verdict.
+void add_results_json(nlohmann::json& j, bool verify, const dense::MultiplyReport& rep,
+                      const std::vector<double>& times, const Totals& n, const Verdict& v) {
+  j["executed"] = rep.executed;
+  j["times_s"] = times;
+  j["median_s"] = n.med;
+  j["gflops"] = n.flops / n.med * 1e-9;
+  j["ledger"] = ledger_json(n.stats);
+  j["ledger"]["plan_recv_bytes"] = {{"max", n.plan_recv_max}};
+  j["ledger"]["redistribution_recv_bytes"] = {{"max", n.stats[6].recv_bytes.max},
+                                              {"mean", n.stats[6].recv_bytes.mean}};
+  j["ledger"]["total_recv_bytes"] = {{"max", n.stats[7].recv_bytes.max},
+                                     {"mean", n.stats[7].recv_bytes.mean}};
+  j["ratio_to_bound"] = n.bound_bytes > 0 ? n.plan_recv_max / n.bound_bytes : 0.0;
+  j["verify"] = {{"done", verify}, {"residual", v.residual}, {"text", v.text}};
+}
+
+/// Collective: check the options -> the inputs, their shapes and the plan (--explain stops
+/// here) -> the timed multiplies -> sums, --verify -> the report, --out, --json.
+template <class T>
+int run_gemm_typed(const GemmArgs& g) {
+  ContextOptions copt = context_options_from_environment();
+  copt.compute = simulate_compute_options(g.simulate_compute, g.verify).compute;
+  Context ctx(MPI_COMM_WORLD, copt);
+  const int p = ctx.size();
+  const bool root = ctx.rank() == 0;
+  const Setup s = check_options<T>(ctx, g);
+  check_writable(ctx, "--out", g.out);
+  check_writable(ctx, "--json", g.json);
+  TraceRun trace(ctx, g.trace);
+  const LayoutOf bc = [&g, &s, p](std::int64_t r, std::int64_t c) {
+    return layout::Layout::block_cyclic(r, c, g.nb, g.nb, s.pr, s.pc, 0, 0, p);
+  };
+
+  Operands<T> x = read_operands<T>(ctx, g, s, bc);
+  check_layout_options(g);
+  const dense::GemmPlan plan = make_plan(g, s, x, bc, p);
+  const auto L = dense::make_plan_layouts(plan, s.opa != Op::N, s.opb != Op::N, p);
+  generate_missing(ctx, g, s, L, bc, x);
+  check_shapes(g, x);
+  const auto pw =
+      dense::predict_words(p, plan, s.opa, s.opb, x.A->layout(), x.B->layout(), x.C->layout());
+  if (root) print_plan(g, s, x.m, x.n, p, plan, pw);
+  if (g.explain && root) print_redistributions(x, L);
+  if (g.explain) return trace.finish(0);
+
+  if (s.in_plan) to_plan_layouts(ctx, L, x);
+  Multiply<T> multiply(ctx, g, s, x);
+  Timed<T> t = time_multiplies(ctx, g, s, *x.C, multiply);
+  const Totals n = sum_over_ranks(ctx, g, plan, x, t);
+  const Verdict v = g.verify ? verify_freivalds(ctx, g, s, x, t.c0) : Verdict{};
+
+  if (root) print_results(g, s, t.rep, t.times, n, v);
+  const bool failed = g.verify && v.text.rfind("PASSED", 0) != 0;
   if (!g.out.empty() && failed && root)
     std::cerr << "tessel: --out " << g.out << " not written: the result failed --verify\n";
-  if (!g.out.empty() && !failed) io::write_npy(ctx, g.out, *C);
+  if (!g.out.empty() && !failed) io::write_npy(ctx, g.out, *x.C);
   if (!g.json.empty()) {
-    nlohmann::json j = run_header(ctx);
-    j["command"] = "gemm";
-    j["m"] = m;
-    j["n"] = n;
-    j["k"] = k;
-    j["transa"] = g.transa;
-    j["transb"] = g.transb;
-    j["dtype"] = g.dtype;
-    j["algorithm"] = dense::to_string(opt.algorithm);
-    j["executed"] = rep.executed;
-    j["predicted_words"] = {{"redistribution", pw.redistribution},
-                            {"optimal", pw.optimal},
-                            {"native_summa", pw.native}};
-    j["plan"] = {{"grid", {plan.pm, plan.pn, plan.pk}},
-                 {"used", plan.used()},
-                 {"rounds", plan.rounds},
-                 {"kind", plan.kind == dense::PlanKind::CallerGrid ? "caller_grid" : "grid"},
-                 {"aligned", plan.kind == dense::PlanKind::Grid && plan.aligned()},
-                 {"predicted_words", plan.cost.words()},
-                 {"recv_words", plan.recv_words()},
-                 {"memory_words_needed", plan.memory_words_needed()},
-                 {"text", plan.to_string()}};
-    j["bound_words"] = plan.bound_words();  // Theorem 2's words (inputs a rank holds included)
-    j["recv_bound_words"] = plan.recv_bound_words();
-    j["machine"] = nlohmann::json::parse(dense::machine_model_to_json(opt.machine));
-    j["machine"]["source"] = opt.machine.source;
-    j["predicted_time_s"] = {{"total", plan.cost.total_s()},
-                             {"compute", plan.cost.compute_s},
-                             {"rounds_transfer", plan.cost.rounds_bw_s},
-                             {"rounds_latency", plan.cost.rounds_lat_s},
-                             {"overlap", plan.cost.overlap_s},
-                             {"reduce_transfer", plan.cost.reduce_bw_s},
-                             {"reduce_latency", plan.cost.reduce_lat_s},
-                             {"redistribution_transfer", plan.cost.redist_bw_s},
-                             {"redistribution_latency", plan.cost.redist_lat_s},
-                             {"redistribution_local", plan.cost.redist_local_s}};
-    j["times_s"] = times;
-    j["median_s"] = med;
-    j["gflops"] = flops / med * 1e-9;
-    j["ledger"] = ledger_json(stats);
-    j["ledger"]["plan_recv_bytes"] = {{"max", plan_recv_max}};
-    j["ledger"]["redistribution_recv_bytes"] = {{"max", stats[6].recv_bytes.max},
-                                                {"mean", stats[6].recv_bytes.mean}};
-    j["ledger"]["total_recv_bytes"] = {{"max", stats[7].recv_bytes.max},
-                                       {"mean", stats[7].recv_bytes.mean}};
-    j["ratio_to_bound"] = bound_bytes > 0 ? plan_recv_max / bound_bytes : 0.0;
-    j["verify"] = {{"done", g.verify}, {"residual", residual}, {"text", verdict}};
-    j["simulate_compute"] = to_string(ctx.compute());
+    nlohmann::json j = run_json(ctx, g, s, x, plan, pw);
+    add_results_json(j, g.verify, t.rep, t.times, n, v);
     write_json(ctx, g.json, j);
   }
-  return trace.finish((g.verify && verdict.rfind("PASSED", 0) != 0) ? 1 : 0);
+  return trace.finish(failed ? 1 : 0);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // `tessel ssc`: SymmSquareCube (D^2 and D^3 of a symmetric D, seed 000) alone, for
 // benchmarks: time per repetition, median, TFLOP/s, the bytes and messages per rank of one
 // call, and an independent check of D^2 and D^3 (Freivalds: distributed matrix-vector products
-// with D only).
+// with D only). run_ssc: check the options -> D -> the mesh -> the timed calls -> --verify ->
+// the report, --json.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -12,6 +13,8 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "cli_util.hpp"
 #include "commands.hpp"
@@ -57,25 +60,33 @@ double rel_diff(const std::vector<double>& a, const std::vector<double>& b) {
   return std::isfinite(r) ? r : std::numeric_limits<double>::infinity();
 }
 
-int run_ssc(const SscCmdArgs& a) {
-  ContextOptions copt = context_options_from_environment();
-  copt.compute = simulate_compute_options(a.simulate_compute, a.verify).compute;
-  Context ctx(MPI_COMM_WORLD, copt);
-  const bool skip = ctx.compute() == ComputeMode::Skip;  // values meaningless, never read
-  TESSEL_CHECK(!skip || a.in.empty(), InputError, "--simulate-compute skip with --in ", a.in,
+// ---- parse and validate (the same on every rank, so the checks throw together) ----
+
+/// The checked options of a run.
+struct Setup {
+  dense::SscOptions opt;
+  bool skip = false;  // --simulate-compute skip: values meaningless, never read
+  bool file = false;  // D from --in
+  RingModel model;    // --matrix ring
+};
+
+/// Not collective (the SymmSquareCube options may read --machine). The options of `a`:
+/// InputError (LayoutMismatch for --nb) naming the option.
+Setup check_options(const Context& ctx, const SscCmdArgs& a) {
+  Setup s;
+  s.skip = ctx.compute() == ComputeMode::Skip;
+  TESSEL_CHECK(!s.skip || a.in.empty(), InputError, "--simulate-compute skip with --in ", a.in,
                ": D is shared simulated memory, expected a generated D");
-  const int p = ctx.size();
-  const bool root = ctx.rank() == 0;
-  dense::SscOptions opt = a.ssc.options(ctx);
+  s.opt = a.ssc.options(ctx);
   TESSEL_CHECK(!(a.comm_only && a.verify), InputError,
                "--comm-only skips the local multiplies: its D^2 and D^3 cannot pass --verify");
-  opt.compute_products = !a.comm_only;
+  s.opt.compute_products = !a.comm_only;
   TESSEL_CHECK(a.repeat >= 1, InputError, "--repeat ", a.repeat, ": expected >= 1");
   TESSEL_CHECK(a.nb >= 1, LayoutMismatch, "--nb ", a.nb, ": block size must be >= 1");
   TESSEL_CHECK(a.matrix == "random" || a.matrix == "ring", InputError, "--matrix '", a.matrix,
                "': expected random or ring");
-  const bool file = !a.in.empty();
-  if (file) {
+  s.file = !a.in.empty();
+  if (s.file) {
     for (const char* o : {"--n", "--matrix", "--gap", "--hopping"})
       TESSEL_CHECK(a.app->count(o) == 0, InputError, o, " ",
                    a.app->get_option(o)->as<std::string>(),
@@ -83,156 +94,233 @@ int run_ssc(const SscCmdArgs& a) {
   } else {
     TESSEL_CHECK(a.n >= 1, InputError, "--n ", a.n, ": expected a matrix size >= 1");
   }
-  RingModel model{a.n, a.gap, a.hopping};
-  if (!file && a.matrix == "ring") model.validate();
-  check_writable(ctx, "--json", a.json);
-  TraceRun trace(ctx, a.trace);
+  s.model = RingModel{a.n, a.gap, a.hopping};
+  if (!s.file && a.matrix == "ring") s.model.validate();
+  return s;
+}
 
+// ---- input: D from --in or generated ----
+
+/// D and its description.
+struct Input {
+  std::optional<DistMatrix<double>> D;
+  std::string description;
+};
+
+/// Collective. D block-cyclic --nb x --nb on the most square grid: --in (square), or
+/// generated (not filled under skip): the ring model, or a hashed random symmetric matrix.
+Input make_input(const Context& ctx, const SscCmdArgs& a, const Setup& s) {
+  const int p = ctx.size();
   const auto [pr, pc] = most_square_grid(p);
   auto bc = [&, pr = pr, pc = pc](std::int64_t r, std::int64_t c) {
     return layout::Layout::block_cyclic(r, c, a.nb, a.nb, pr, pc, 0, 0, p);
   };
-  std::optional<DistMatrix<double>> D;
-  std::string input;
-  if (file) {
-    D = read_npy_option(ctx, "--in", a.in, bc);
-    TESSEL_CHECK(D->rows() == D->cols(), DimensionMismatch, "--in ", a.in, " is ", D->rows(), " x ",
-                 D->cols(), ": expected a square symmetric matrix");
-    input = "--in " + a.in;
-  } else {
-    D.emplace(ctx, bc(a.n, a.n));
-    if (skip) {
-      input = "not generated (--simulate-compute skip)";
-    } else if (a.matrix == "ring") {
-      model.fill(*D);
-      input = model.describe();
-    } else {  // symmetric: element (i, j) from the hash of (min, max); scaled to spectrum O(1)
-      const double scale = 1.0 / std::sqrt(static_cast<double>(a.n));
-      D->for_each_local([&](std::int64_t i, std::int64_t j, double& v) {
-        v = scale * hashed(a.seed, 1, std::min(i, j), std::max(i, j));
-      });
-      input = fmt::format("hashed random symmetric (seed {}, entries in [-1, 1)/sqrt(n))", a.seed);
-    }
+  Input in;
+  if (s.file) {
+    in.D = read_npy_option(ctx, "--in", a.in, bc);
+    TESSEL_CHECK(in.D->rows() == in.D->cols(), DimensionMismatch, "--in ", a.in, " is ",
+                 in.D->rows(), " x ", in.D->cols(), ": expected a square symmetric matrix");
+    in.description = "--in " + a.in;
+    return in;
   }
-  const std::int64_t n = D->rows();
+  DistMatrix<double>& D = in.D.emplace(ctx, bc(a.n, a.n));
+  if (s.skip) {
+    in.description = "not generated (--simulate-compute skip)";
+  } else if (a.matrix == "ring") {
+    s.model.fill(D);
+    in.description = s.model.describe();
+  } else {  // symmetric: element (i, j) from the hash of (min, max); scaled to spectrum O(1)
+    const double scale = 1.0 / std::sqrt(static_cast<double>(a.n));
+    D.for_each_local([&](std::int64_t i, std::int64_t j, double& v) {
+      v = scale * hashed(a.seed, 1, std::min(i, j), std::max(i, j));
+    });
+    in.description =
+        fmt::format("hashed random symmetric (seed {}, entries in [-1, 1)/sqrt(n))", a.seed);
+  }
+  return in;
+}
 
-  // Untimed: the mesh and communicators, the move to plane 0, the input check.
-  dense::SymmSquareCube ssc(ctx, n, opt);
-  DistMatrix<double> d = dense::redistribute(ctx, *D, ssc.plane0());
-  if (!skip)
-    ssc.check_input(d.data(), opt.symmetry_tol, "ssc", file ? "--in " + a.in : std::string("D"));
-  DistMatrix<double> d2(ctx, ssc.plane0()), d3(ctx, ssc.plane0());
+/// Rank 0: the run's header: the size, the input, SymmSquareCube's mesh and options.
+void print_header(const SscCmdArgs& a, const Setup& s, const std::string& input, std::int64_t n,
+                  int p, const dense::SymmSquareCube& ssc) {
+  const dense::SscOptions& opt = s.opt;
+  std::cout
+      << fmt::format("tessel ssc: D^2 and D^3 of a symmetric {} x {} D, {} ranks\n", n, n, p)
+      << (s.skip ? kSkipNotice : "") << "input: " << input << "\n"
+      << fmt::format(
+             "SymmSquareCube: algorithm {}, mesh {} (p = {}), N_DUP = {} (requested {}), active ranks {}, "
+             "collectives {}{}\n",
+             dense::to_string(opt.algorithm), ssc.mesh().describe(), ssc.p(), ssc.n_dup(),
+             a.ssc.n_dup,
+             opt.active_ranks == 0 ? std::string("all") : std::to_string(opt.active_ranks),
+             comm::to_string(opt.collectives),
+             a.comm_only ? ", COMMUNICATION ONLY (--comm-only)" : "")
+      << std::flush;
+}
 
-  if (root)
-    std::cout
-        << fmt::format("tessel ssc: D^2 and D^3 of a symmetric {} x {} D, {} ranks\n", n, n, p)
-        << (skip ? kSkipNotice : "") << "input: " << input << "\n"
-        << fmt::format(
-               "SymmSquareCube: algorithm {}, mesh {} (p = {}), N_DUP = {} (requested {}), active ranks {}, "
-               "collectives {}{}\n",
-               dense::to_string(opt.algorithm), ssc.mesh().describe(), ssc.p(), ssc.n_dup(),
-               a.ssc.n_dup,
-               opt.active_ranks == 0 ? std::string("all") : std::to_string(opt.active_ranks),
-               comm::to_string(opt.collectives),
-               a.comm_only ? ", COMMUNICATION ONLY (--comm-only)" : "")
-        << std::flush;
+// ---- run: the timed calls ----
 
-  // Repetitions; the ledger and a preloaded traffic counter see exactly the first call.
+struct Timed {
+  std::vector<double> times;            // per call, the largest over the ranks
+  std::vector<comm::PhaseStats> stats;  // the ledger of the first call
+};
+
+/// Collective. --repeat calls D -> D^2, D^3; the ledger and a preloaded traffic counter see
+/// exactly the first. An error of the active ranks is held until every rank has passed
+/// release() (the inactive ranks wait there and would otherwise never learn of it), then
+/// thrown on every rank.
+Timed time_calls(Context& ctx, int repeat, dense::SymmSquareCube& ssc, DistMatrix<double>& d,
+                 DistMatrix<double>& d2, DistMatrix<double>& d3) {
   const std::vector<std::string> phases = {"ssc/compute", "ssc/release", ""};
-  std::vector<comm::PhaseStats> stats;
-  std::vector<double> times;
-  for (int r = 0; r < a.repeat; ++r) {
+  Timed t;
+  for (int r = 0; r < repeat; ++r) {
     ctx.comm().barrier();
     if (r == 0) {
       ctx.ledger().reset();
       comm::pcontrol(2);
     }
     const Stopwatch t0;
-    // ssc.run(), with an error of the active ranks held until every rank has passed
-    // release(): the inactive ranks wait there and would otherwise never learn of it.
     std::exception_ptr failure;
     try {
       ssc.run_active(d.data(), d2.data(), d3.data());
     } catch (const Error&) { failure = std::current_exception(); }
     ssc.release();
-    const double t = t0.seconds();
+    const double seconds = t0.seconds();
     if (r == 0) {
       comm::pcontrol(0);
-      stats = comm::ledger_stats(ctx.comm(), ctx.ledger(), phases);  // every rank gets here
+      t.stats = comm::ledger_stats(ctx.comm(), ctx.ledger(), phases);  // every rank gets here
     }
     ctx.agree([&] {
       if (failure) std::rethrow_exception(failure);
     });
-    times.push_back(ctx.comm().allreduce_value(t, MPI_MAX));
+    t.times.push_back(ctx.comm().allreduce_value(seconds, MPI_MAX));
   }
-  const double med = median(times);
-  const double nn = static_cast<double>(n);
-  const double flops = 4 * nn * nn * nn;
-  const double tflops = med > 0 ? flops / med * 1e-12 : 0.0;
+  return t;
+}
 
-  // Verification (Freivalds): D (D x) against D^2 x and D (D (D x)) against D^3 x.
-  std::string verdict = "not verified (use --verify)";
+// ---- report: --verify, the text and the JSON ----
+
+struct Verdict {
+  std::string text = "not verified (use --verify)";
   double res2 = -1, res3 = -1;
-  if (a.verify) {
-    res2 = res3 = 0;
-    for (int probe = 0; probe < 3; ++probe) {
-      std::vector<double> x(static_cast<std::size_t>(n));
-      for (std::int64_t i = 0; i < n; ++i)
-        x[static_cast<std::size_t>(i)] = hashed(a.seed + 7, probe, i, 0);
-      const auto dx = matvec(ctx, d, x), ddx = matvec(ctx, d, dx), dddx = matvec(ctx, d, ddx);
-      res2 = std::max(res2, rel_diff(matvec(ctx, d2, x), ddx));
-      res3 = std::max(res3, rel_diff(matvec(ctx, d3, x), dddx));
-    }
-    const double tol = 1e-13 * std::max(1.0, std::sqrt(nn));
-    const bool ok = res2 <= tol && res3 <= tol;
-    verdict = fmt::format(
-        "{} (Freivalds, 3 probes, distributed D x products: relative residual D^2 {:.2e}, "
-        "D^3 {:.2e}, tolerance {:.1e})",
-        ok ? "PASSED" : "FAILED", res2, res3, tol);
-  }
+};
 
-  if (root) {
-    std::string reps;
-    for (std::size_t i = 0; i < times.size(); ++i)
-      reps += fmt::format("{}{:.4f}", i ? ", " : "", times[i]);
-    std::cout
-        << "times (s): " << reps << "\n"
-        << fmt::format(
-               "time: median {:.4f} s over {} runs (min {:.4f} s), {:.4f} TFLOP/s (4 n^3 / t)\n",
-               med, a.repeat, *std::min_element(times.begin(), times.end()), tflops)
-        << "bytes moved per rank for ONE call (point-to-point received, collective payload):\n"
-        << ledger_table(stats, true)
-        << "verify: " << (skip ? std::string("not possible (--simulate-compute skip)") : verdict)
-        << "\n"
-        << (skip ? kSkipNotice : "") << std::flush;
+/// Collective. --verify (Freivalds): D (D x) against D^2 x and D (D (D x)) against D^3 x for
+/// 3 probes x, with distributed products by D only.
+Verdict verify_freivalds(const Context& ctx, std::uint64_t seed, const DistMatrix<double>& d,
+                         const DistMatrix<double>& d2, const DistMatrix<double>& d3) {
+  const std::int64_t n = d.rows();
+  Verdict v;
+  v.res2 = v.res3 = 0;
+  for (int probe = 0; probe < 3; ++probe) {
+    std::vector<double> x(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i)
+      x[static_cast<std::size_t>(i)] = hashed(seed + 7, probe, i, 0);
+    const auto dx = matvec(ctx, d, x), ddx = matvec(ctx, d, dx), dddx = matvec(ctx, d, ddx);
+    v.res2 = std::max(v.res2, rel_diff(matvec(ctx, d2, x), ddx));
+    v.res3 = std::max(v.res3, rel_diff(matvec(ctx, d3, x), dddx));
   }
-  if (!a.json.empty()) {
-    nlohmann::json j = run_header(ctx);
-    j["command"] = "ssc";
-    j["n"] = n;
-    j["input"] = input;
-    j["algorithm"] = dense::to_string(opt.algorithm);
-    j["n_dup_requested"] = a.ssc.n_dup;
-    j["n_dup"] = ssc.n_dup();
-    j["n_t"] = opt.n_t;
-    j["active_ranks"] = opt.active_ranks;
-    j["replication"] = opt.replication;
-    j["mesh"] = ssc.mesh().describe();
-    j["p"] = ssc.p();
-    j["times_s"] = times;
-    j["median_s"] = med;
-    j["flops"] = flops;
-    j["tflops"] = tflops;
-    j["tflops_formula"] = "4 n^3 / median time";
-    j["ledger_one_call"] = ledger_json(stats);
-    j["comm_only"] = a.comm_only;
-    j["simulate_compute"] = to_string(ctx.compute());
-    j["collectives"] = comm::to_string(opt.collectives);
-    j["verify"] = {
-        {"done", a.verify}, {"residual_d2", res2}, {"residual_d3", res3}, {"text", verdict}};
-    write_json(ctx, a.json, j);
-  }
-  return trace.finish((a.verify && verdict.rfind("PASSED", 0) != 0) ? 1 : 0);
+  const double tol = 1e-13 * std::max(1.0, std::sqrt(static_cast<double>(n)));
+  const bool ok = v.res2 <= tol && v.res3 <= tol;
+  v.text = fmt::format(
+      "{} (Freivalds, 3 probes, distributed D x products: relative residual D^2 {:.2e}, "
+      "D^3 {:.2e}, tolerance {:.1e})",
+      ok ? "PASSED" : "FAILED", v.res2, v.res3, tol);
+  return v;
+}
+
+/// The rate: 4 n^3 flops per call over the median time.
+struct Rate {
+  double med = 0, flops = 0, tflops = 0;
+};
+
+Rate rate_of(std::int64_t n, const std::vector<double>& times) {
+  Rate x;
+  x.med = median(times);
+  const double nn = static_cast<double>(n);
+  x.flops = 4 * nn * nn * nn;
+  x.tflops = x.med > 0 ? x.flops / x.med * 1e-12 : 0.0;
+  return x;
+}
+
+/// Rank 0: the times, the rate, the ledger of one call and the verdict.
+void print_results(const SscCmdArgs& a, bool skip, const std::vector<double>& times,
+                   const std::vector<comm::PhaseStats>& stats, const Rate& x, const Verdict& v) {
+  std::string reps;
+  for (std::size_t i = 0; i < times.size(); ++i)
+    reps += fmt::format("{}{:.4f}", i ? ", " : "", times[i]);
+  std::cout
+      << "times (s): " << reps << "\n"
+      << fmt::format(
+             "time: median {:.4f} s over {} runs (min {:.4f} s), {:.4f} TFLOP/s (4 n^3 / t)\n",
+             x.med, a.repeat, *std::min_element(times.begin(), times.end()), x.tflops)
+      << "bytes moved per rank for ONE call (point-to-point received, collective payload):\n"
+      << ledger_table(stats, true)
+      << "verify: " << (skip ? std::string("not possible (--simulate-compute skip)") : v.text)
+      << "\n"
+      << (skip ? kSkipNotice : "") << std::flush;
+}
+
+/// The --json document of a run.
+nlohmann::json run_json(const Context& ctx, const SscCmdArgs& a, const Setup& s,
+                        const std::string& input, const dense::SymmSquareCube& ssc, std::int64_t n,
+                        const Timed& t, const Rate& x, const Verdict& v) {
+  const dense::SscOptions& opt = s.opt;
+  nlohmann::json j = run_header(ctx);
+  j["command"] = "ssc";
+  j["n"] = n;
+  j["input"] = input;
+  j["algorithm"] = dense::to_string(opt.algorithm);
+  j["n_dup_requested"] = a.ssc.n_dup;
+  j["n_dup"] = ssc.n_dup();
+  j["n_t"] = opt.n_t;
+  j["active_ranks"] = opt.active_ranks;
+  j["replication"] = opt.replication;
+  j["mesh"] = ssc.mesh().describe();
+  j["p"] = ssc.p();
+  j["times_s"] = t.times;
+  j["median_s"] = x.med;
+  j["flops"] = x.flops;
+  j["tflops"] = x.tflops;
+  j["tflops_formula"] = "4 n^3 / median time";
+  j["ledger_one_call"] = ledger_json(t.stats);
+  j["comm_only"] = a.comm_only;
+  j["simulate_compute"] = to_string(ctx.compute());
+  j["collectives"] = comm::to_string(opt.collectives);
+  j["verify"] = {
+      {"done", a.verify}, {"residual_d2", v.res2}, {"residual_d3", v.res3}, {"text", v.text}};
+  return j;
+}
+
+/// Collective: check the options -> D -> SymmSquareCube's mesh, D on its plane 0 (untimed)
+/// -> the timed calls -> --verify -> the report, --json.
+int run_ssc(const SscCmdArgs& a) {
+  ContextOptions copt = context_options_from_environment();
+  copt.compute = simulate_compute_options(a.simulate_compute, a.verify).compute;
+  Context ctx(MPI_COMM_WORLD, copt);
+  const bool root = ctx.rank() == 0;
+  const Setup s = check_options(ctx, a);
+  check_writable(ctx, "--json", a.json);
+  TraceRun trace(ctx, a.trace);
+
+  const Input in = make_input(ctx, a, s);
+  const std::int64_t n = in.D->rows();
+  // Untimed: the mesh and communicators, the move to plane 0, the input check.
+  dense::SymmSquareCube ssc(ctx, n, s.opt);
+  DistMatrix<double> d = dense::redistribute(ctx, *in.D, ssc.plane0());
+  if (!s.skip)
+    ssc.check_input(d.data(), s.opt.symmetry_tol, "ssc",
+                    s.file ? "--in " + a.in : std::string("D"));
+  DistMatrix<double> d2(ctx, ssc.plane0()), d3(ctx, ssc.plane0());
+  if (root) print_header(a, s, in.description, n, ctx.size(), ssc);
+
+  const Timed t = time_calls(ctx, a.repeat, ssc, d, d2, d3);
+  const Rate x = rate_of(n, t.times);
+  const Verdict v = a.verify ? verify_freivalds(ctx, a.seed, d, d2, d3) : Verdict{};
+  if (root) print_results(a, s.skip, t.times, t.stats, x, v);
+  if (!a.json.empty())
+    write_json(ctx, a.json, run_json(ctx, a, s, in.description, ssc, n, t, x, v));
+  return trace.finish((a.verify && v.text.rfind("PASSED", 0) != 0) ? 1 : 0);
 }
 
 }  // namespace

@@ -330,37 +330,48 @@ void validate(Algebra<M>& alg, const M& H, const M& S, std::int64_t electrons,
   });
 }
 
-// Sign and the purifications (validated input).
+/// DensityOptions::inputs_needed, when set: H and S needed (or not) from here on.
+void inputs_needed(const DensityOptions& opt, bool h, bool s) {
+  if (opt.inputs_needed) opt.inputs_needed(h, s);
+}
+
+/// Pure. The filter threshold of each stage (unset options: eps times the stage's factor)
+/// and the number of final McWeeny steps, into `out`.
 template <class M>
-DensityResult<M> iterate(Algebra<M>& alg, const M& H, const M& S, std::int64_t electrons,
-                         const DensityOptions& opt) {
-  Context& ctx = alg.ctx();
-  const std::int64_t n = Algebra<M>::n(H), nocc = electrons / 2;
-  const auto m0 = alg.stats().multiplications;
-  DensityResult<M> out;
-  const double eps = alg.filter_eps();
+void set_stage_eps(double eps, const DensityOptions& opt, DensityResult<M>& out) {
   auto stage = [eps](double v, double factor) { return v >= 0 ? v : eps * factor; };
   out.eps_iteration = eps;
   out.eps_inverse = stage(opt.eps_inverse, kEpsInverseFactor);
   out.eps_transform = stage(opt.eps_transform, kEpsTransformFactor);
   out.eps_final = stage(opt.eps_final, kEpsFinalFactor);
   out.final_steps = opt.final_steps >= 0 ? opt.final_steps : kFinalSteps;
+}
+
+/// Collective. Z = S^-1/2 (Newton-Schulz, filtered at eps_inverse).
+template <class M>
+InverseResult<M> inverse_sqrt_stage(Algebra<M>& alg, const M& S, const DensityOptions& opt,
+                                    DensityResult<M>& out) {
   InverseOptions io = opt.inverse;
   if (!io.on_step) io.on_step = opt.on_step;
-  auto need = [&opt](bool h, bool s) {  // DensityOptions::inputs_needed
-    if (opt.inputs_needed) opt.inputs_needed(h, s);
-  };
   InverseResult<M> z;
-  need(false, true);
+  inputs_needed(opt, false, true);
   {
     FilterScope<M> fs(alg, out.eps_inverse);
     z = inverse_sqrt(alg, S, io);
   }
   out.inverse_iterations = z.iterations;
   out.inverse_scale = z.scale;
-  const M& Z = z.X;
+  return z;
+}
+
+/// Collective. Ht = Z H Z (filtered at eps_transform) and its Lanczos bounds: InputError on
+/// every rank when they have no spread, or a given mu lies outside them.
+template <class M>
+M orthogonal_hamiltonian(Algebra<M>& alg, const M& H, const M& Z, const DensityOptions& opt,
+                         DensityResult<M>& out) {
+  Context& ctx = alg.ctx();
   M ht;
-  need(true, false);
+  inputs_needed(opt, true, false);
   {
     FilterScope<M> fs(alg, out.eps_transform);
     ht = alg.product(alg.product(Z, H), Z);
@@ -385,110 +396,128 @@ DensityResult<M> iterate(Algebra<M>& alg, const M& H, const M& S, std::int64_t e
                    mu <= out.bounds.lo ? "empty" : "occupied");
     });
   }
-  M pt;
-  if (opt.method == DensityMethod::Sign) {
-    M sinv;
-    M a;
-    if (opt.nonsymmetric) {
-      FilterScope<M> fs(alg, out.eps_transform);
-      sinv = alg.product(Z, Z);
-      a = alg.product(sinv, H);
-    }
-    need(false, false);
-    SignSearch<M> s{alg, opt.nonsymmetric ? a : ht, out.bounds, opt, n, nocc, out, M{}};
-    if (opt.mu) {
-      out.mu = *opt.mu;
-      s.count(out.mu);
-      out.homo_lumo_lo = out.homo_lumo_hi = out.mu;
-    } else {
-      out.mu = s.search();
-    }
-    if (opt.nonsymmetric) {  // P = (S^-1 - X S^-1) / 2
-      FilterScope<M> fs(alg, out.eps_transform);
-      M xs = alg.product(s.x, sinv);
-      alg.add(sinv, 0.5, xs, -0.5);
-      alg.symmetrize(sinv);
-      out.P = std::move(sinv);
-    } else {
-      pt = std::move(s.x);  // Pt = (I - X) / 2
-      alg.scale(pt, -0.5);
-      alg.shift(pt, 0.5);
-    }
-  } else {
-    PurifyMethod pm = opt.method == DensityMethod::Trs4      ? PurifyMethod::Trs4
-                      : opt.method == DensityMethod::Trs2    ? PurifyMethod::Trs2
-                      : opt.method == DensityMethod::McWeeny ? PurifyMethod::McWeeny
-                                                             : PurifyMethod::Canonical;
-    // X is built in Ht's storage (Ht is not needed after the start): the peak of memory is in
-    // these steps' products, so each matrix fewer alive here lowers it.
-    need(false, false);
-    auto r =
-        purify_generic(alg, std::move(ht), nocc, pm, opt.mu, opt.tol, opt.max_iter, opt.on_step);
-    pt = std::move(r.X);
-    out.mu = r.mu;
-    out.iterations = r.iterations;
-    out.residual = r.idempotency_error;
-  }
-  if (!(opt.method == DensityMethod::Sign && opt.nonsymmetric)) {
-    ht = M{};  // each matrix is freed as soon as nothing after needs it: the peak of memory
+  return ht;
+}
+
+/// Collective. The sign iteration with its mu search (or the given mu): Pt = (I - X) / 2,
+/// returned; the nonsymmetric form sets out.P = (S^-1 - X S^-1) / 2 itself and returns an
+/// empty matrix.
+template <class M>
+M sign_stage(Algebra<M>& alg, const M& H, const M& Z, const M& ht, const DensityOptions& opt,
+             std::int64_t n, std::int64_t nocc, DensityResult<M>& out) {
+  M sinv;
+  M a;
+  if (opt.nonsymmetric) {
     FilterScope<M> fs(alg, out.eps_transform);
-    M zp = alg.product(Z, pt);
-    pt = M{};
-    out.P = alg.product(zp, Z);
-    alg.symmetrize(out.P);
+    sinv = alg.product(Z, Z);
+    a = alg.product(sinv, H);
   }
+  inputs_needed(opt, false, false);
+  SignSearch<M> s{alg, opt.nonsymmetric ? a : ht, out.bounds, opt, n, nocc, out, M{}};
+  if (opt.mu) {
+    out.mu = *opt.mu;
+    s.count(out.mu);
+    out.homo_lumo_lo = out.homo_lumo_hi = out.mu;
+  } else {
+    out.mu = s.search();
+  }
+  M pt;
+  if (opt.nonsymmetric) {  // P = (S^-1 - X S^-1) / 2
+    FilterScope<M> fs(alg, out.eps_transform);
+    M xs = alg.product(s.x, sinv);
+    alg.add(sinv, 0.5, xs, -0.5);
+    alg.symmetrize(sinv);
+    out.P = std::move(sinv);
+  } else {
+    pt = std::move(s.x);  // Pt = (I - X) / 2
+    alg.scale(pt, -0.5);
+    alg.shift(pt, 0.5);
+  }
+  return pt;
+}
+
+/// Collective. TRS4, canonical, TRS2 or McWeeny purification of Ht (purify_generic): Pt,
+/// with mu from the step polynomials. X is built in Ht's storage (Ht is not needed after the
+/// start): the peak of memory is in these steps' products, so each matrix fewer alive here
+/// lowers it. `ht` is empty afterwards.
+template <class M>
+M purify_stage(Algebra<M>& alg, M& ht, const DensityOptions& opt, std::int64_t nocc,
+               DensityResult<M>& out) {
+  PurifyMethod pm = opt.method == DensityMethod::Trs4      ? PurifyMethod::Trs4
+                    : opt.method == DensityMethod::Trs2    ? PurifyMethod::Trs2
+                    : opt.method == DensityMethod::McWeeny ? PurifyMethod::McWeeny
+                                                           : PurifyMethod::Canonical;
+  inputs_needed(opt, false, false);
+  auto r = purify_generic(alg, std::move(ht), nocc, pm, opt.mu, opt.tol, opt.max_iter, opt.on_step);
+  out.mu = r.mu;
+  out.iterations = r.iterations;
+  out.residual = r.idempotency_error;
+  return std::move(r.X);
+}
+
+/// Collective. P = Z Pt Z (filtered at eps_transform); Ht and Pt are freed on the way.
+template <class M>
+void back_transform(Algebra<M>& alg, const M& Z, M& ht, M& pt, DensityResult<M>& out) {
+  ht = M{};  // each matrix is freed as soon as nothing after needs it: the peak of memory
+  FilterScope<M> fs(alg, out.eps_transform);
+  M zp = alg.product(Z, pt);
   pt = M{};
-  ht = M{};
-  z.X = M{};
-  need(true, false);
-  out.band_energy_before_final = 2 * alg.dot(out.P, H);
-  need(false, true);
+  out.P = alg.product(zp, Z);
+  alg.symmetrize(out.P);
+}
+
+/// Collective. ||PSP - P||_F / ||P||_F, then the final McWeeny steps in the non-orthogonal
+/// basis with the true S, P <- 3 PSP - 2 PSPSP (reusing PS and PSP: one more product per
+/// step). They make P an S-projector onto its own subspace: the errors of first order in the
+/// band energy (the normalization errors of an inexact S^-1/2, Z S Z - I, and the
+/// occupied-occupied / virtual-virtual parts of the truncation errors) vanish; what remains
+/// is second order (the subspace rotation) plus the truncation of these products.
+template <class M>
+void final_mcweeny(Algebra<M>& alg, const M& S, const DensityOptions& opt, DensityResult<M>& out) {
+  FilterScope<M> fs(alg, out.final_steps > 0 ? out.eps_final : -1.0);
+  M ps = alg.product(out.P, S);
+  M psp = alg.product(ps, out.P);
   {
-    // ||PSP - P||_F / ||P||_F, then the final McWeeny steps in the non-orthogonal basis with
-    // the true S, P <- 3 PSP - 2 PSPSP (reusing PS and PSP: one more product per step). They
-    // make P an S-projector onto its own subspace: the errors of first order in the band
-    // energy (the normalization errors of an inexact S^-1/2, Z S Z - I, and the
-    // occupied-occupied / virtual-virtual parts of the truncation errors) vanish; what remains
-    // is second order (the subspace rotation) plus the truncation of these products.
-    FilterScope<M> fs(alg, out.final_steps > 0 ? out.eps_final : -1.0);
-    M ps = alg.product(out.P, S);
-    M psp = alg.product(ps, out.P);
-    {
-      M d = alg.copy(psp);
-      alg.add(d, 1.0, out.P, -1.0);
-      const double np = alg.norm(out.P);
-      out.idempotency = alg.norm(d) / (np > 0 ? np : 1.0);
+    M d = alg.copy(psp);
+    alg.add(d, 1.0, out.P, -1.0);
+    const double np = alg.norm(out.P);
+    out.idempotency = alg.norm(d) / (np > 0 ? np : 1.0);
+  }
+  for (int k = 0; k < out.final_steps; ++k) {
+    const Stopwatch t;
+    if (k > 0) {
+      ps = alg.product(out.P, S);
+      psp = alg.product(ps, out.P);
     }
-    for (int k = 0; k < out.final_steps; ++k) {
-      const Stopwatch t;
-      if (k > 0) {
-        ps = alg.product(out.P, S);
-        psp = alg.product(ps, out.P);
-      }
-      out.P = M{};  // P <- 3 PSP - 2 PS PSP: the old P is not needed by the product
-      M pspsp = alg.product(ps, psp);
-      ps = M{};
-      alg.add(psp, 3.0, pspsp, -2.0);
-      alg.symmetrize(psp);
-      out.P = std::move(psp);
-      if (opt.on_step) {
-        IterationInfo s;
-        s.stage = "final mcweeny";
-        s.iteration = k;
-        s.residual = out.idempotency;
-        s.occupation = 2 * alg.dot(out.P, S);
-        s.blocks = alg.blocks(out.P);
-        s.seconds = t.seconds();
-        opt.on_step(s);
-      }
+    out.P = M{};  // P <- 3 PSP - 2 PS PSP: the old P is not needed by the product
+    M pspsp = alg.product(ps, psp);
+    ps = M{};
+    alg.add(psp, 3.0, pspsp, -2.0);
+    alg.symmetrize(psp);
+    out.P = std::move(psp);
+    if (opt.on_step) {
+      IterationInfo s;
+      s.stage = "final mcweeny";
+      s.iteration = k;
+      s.residual = out.idempotency;
+      s.occupation = 2 * alg.dot(out.P, S);
+      s.blocks = alg.blocks(out.P);
+      s.seconds = t.seconds();
+      opt.on_step(s);
     }
   }
-  need(true, true);
+}
+
+/// Collective. tr(PS) and 2 tr(PH), then the occupation (unless the sign's mu was given) and
+/// the idempotency against their tolerances: InputError on every rank naming eps.
+template <class M>
+void check_result(Algebra<M>& alg, const M& H, const M& S, std::int64_t electrons,
+                  const DensityOptions& opt, DensityResult<M>& out) {
   out.trace_ps = alg.dot(out.P, S);
   out.band_energy = 2 * alg.dot(out.P, H);
   const double occ = 2 * out.trace_ps;
   const bool given_mu = opt.mu && opt.method == DensityMethod::Sign;
-  ctx.agree([&] {
+  alg.ctx().agree([&] {
     TESSEL_CHECK(std::isfinite(occ), Error, "density: the occupation is not finite");
     TESSEL_CHECK(
         given_mu || std::abs(occ - static_cast<double>(electrons)) <= opt.occupation_tol,
@@ -501,6 +530,35 @@ DensityResult<M> iterate(Algebra<M>& alg, const M& H, const M& S, std::int64_t e
                  "): the filter threshold eps = ", alg.filter_eps(),
                  " is too large for this system");
   });
+}
+
+// Sign and the purifications (validated input): Z = S^-1/2 -> Ht = Z H Z -> Pt (sign or a
+// purification) -> P = Z Pt Z -> the final McWeeny steps -> the checks -> W = P H P (option).
+// Each matrix is freed as soon as nothing after needs it (the peak of memory), and H and S
+// are announced as needed or not (DensityOptions::inputs_needed) between the stages.
+template <class M>
+DensityResult<M> iterate(Algebra<M>& alg, const M& H, const M& S, std::int64_t electrons,
+                         const DensityOptions& opt) {
+  const std::int64_t n = Algebra<M>::n(H), nocc = electrons / 2;
+  const auto m0 = alg.stats().multiplications;
+  DensityResult<M> out;
+  set_stage_eps(alg.filter_eps(), opt, out);
+  InverseResult<M> z = inverse_sqrt_stage(alg, S, opt, out);
+  const M& Z = z.X;
+  M ht = orthogonal_hamiltonian(alg, H, Z, opt, out);
+  const bool sign = opt.method == DensityMethod::Sign;
+  M pt =
+      sign ? sign_stage(alg, H, Z, ht, opt, n, nocc, out) : purify_stage(alg, ht, opt, nocc, out);
+  if (!(sign && opt.nonsymmetric)) back_transform(alg, Z, ht, pt, out);
+  pt = M{};
+  ht = M{};
+  z.X = M{};
+  inputs_needed(opt, true, false);
+  out.band_energy_before_final = 2 * alg.dot(out.P, H);
+  inputs_needed(opt, false, true);
+  final_mcweeny(alg, S, opt, out);
+  inputs_needed(opt, true, true);
+  check_result(alg, H, S, electrons, opt, out);
   if (opt.energy_weighted) out.W = alg.product(alg.product(out.P, H), out.P);
   out.multiplications = alg.stats().multiplications - m0;
   return out;

@@ -44,251 +44,362 @@ constexpr bool kFusedPowers<M, std::void_t<decltype(std::declval<Algebra<M>&>().
 static_assert(kFusedPowers<SscMatrix> && !kFusedPowers<dense::DistMatrix<double>> &&
               !kFusedPowers<sparse::BlockSparseMatrix<double>>);
 
-/// purify_generic's body. consumed: Ht's own storage, moved into X at the start (then Ht is
-/// empty from there on and no energy is taken against it), or null (X is a copy of Ht).
+/// One purification (purify_generic's body) as its named steps: check the arguments -> step 0
+/// (X from Ht, or from a resumed state) -> per step: the powers and their traces, the residual
+/// and the progress report, the best iterate, the stopping rules, the coefficients, the update,
+/// the checkpoint -> the result and mu. The object holds the iteration's state; every method
+/// is collective over the algebra's ranks unless it says otherwise.
 template <class M>
-PurifyGenericResult<M> purify_impl(Algebra<M>& alg, const M& Ht, M* consumed, std::int64_t nocc,
-                                   PurifyMethod method, std::optional<double> mu, double tol,
-                                   int max_iter, const ProgressFn& on_step, int stall_window,
-                                   const PurifyCheckpointing<M>& ck) {
-  const std::int64_t n = alg.n(Ht);
-  PurifyOptions popt;
-  popt.method = method;
-  popt.mu = mu;
-  popt.tol = tol;
-  popt.max_iter = max_iter;
-  popt.stall_window = stall_window;
-  alg.agree([&] {
-    steps::check_options(popt, n, nocc);
-    TESSEL_CHECK(ck.every >= 0 && ck.stop_after >= 0, InputError, "purify: checkpoint every ",
-                 ck.every, " steps, stop after ", ck.stop_after, " (expected >= 0; 0 = never)");
-    if (ck.resume)
-      steps::check_resume(*ck.resume, ck.resume_x != nullptr, ck.resume_best != nullptr);
-  });
-  const double eps = alg.filter_eps();
+class Purification {
+ public:
+  /// Not collective. consumed: Ht's own storage, moved into X at the start (then Ht is empty
+  /// from there on and no energy is taken against it), or null (X is a copy of Ht).
+  Purification(Algebra<M>& alg, const M& Ht, M* consumed, std::int64_t nocc, PurifyMethod method,
+               std::optional<double> mu, double tol, int max_iter, const ProgressFn& on_step,
+               int stall_window, const PurifyCheckpointing<M>& ck)
+      : alg_(alg),
+        ht_(Ht),
+        consumed_(consumed),
+        method_(method),
+        mu_(mu),
+        tol_(tol),
+        max_iter_(max_iter),
+        on_step_(on_step),
+        stall_(stall_window),
+        ck_(ck),
+        noise_floor_{noise_level(alg.filter_eps(), 1e-6, 1e-6), 0.5, kFloorSteps},
+        power_(steps::highest_power(method)) {
+    b_.n = alg.n(Ht);
+    b_.nocc = nocc;
+  }
+
+  PurifyGenericResult<M> run() {
+    check();
+    if (ck_.resume)
+      resume(*ck_.resume);
+    else
+      start();
+    t_.restart();
+    const auto m0 = alg_.stats().multiplications;
+    while (!step()) ++it_;
+    return result(m0);
+  }
+
+ private:
   // The filtering / rounding floor (NoiseFloor): kFloorSteps steps in a row below the level
   // that do not halve the best residual. Below the floor a step that does not halve it is
   // filtering noise, even when it improves on it a little (1000 generated waters, TRS4, eps
   // 1e-6: 1.6e-5, 2.4e-5, 4.7e-5, 1.1e-5, 1.8e-5, 3.5e-5, 6.9e-5 — counting the dip at the
   // fourth step as progress cost three more products of ~20 s each).
-  constexpr int kFloorSteps = 3;
-  NoiseFloor noise_floor{noise_level(eps, 1e-6, 1e-6), 0.5, kFloorSteps};
-  const double floor_level = noise_floor.level;
-  const int kStall = stall_window;
-  const int power = steps::highest_power(method);
-  steps::Bounds b;
-  b.n = n;
-  b.nocc = nocc;
-  steps::Start x0;
-  M x, best;
-  std::vector<steps::Coefficients> cs;
-  std::vector<double> hist;
-  double best_err = INFINITY, best_t1 = 0, best_en = 0;
-  int best_it = 0, behind = 0;
-  int it = 0;
-  if (ck.resume) {  // everything step 0 computed comes from the state: nothing recomputed
-    const PurifyState& st = *ck.resume;
-    b.hmin = st.hmin;
-    b.hmax = st.hmax;
-    b.trace = st.trace_f;
-    x0 = {st.start_a, st.start_b};
+  static constexpr int kFloorSteps = 3;
+
+  /// The options and the checkpointing, agreed on every rank.
+  void check() {
+    PurifyOptions popt;
+    popt.method = method_;
+    popt.mu = mu_;
+    popt.tol = tol_;
+    popt.max_iter = max_iter_;
+    popt.stall_window = stall_;
+    alg_.agree([&] {
+      steps::check_options(popt, b_.n, b_.nocc);
+      TESSEL_CHECK(ck_.every >= 0 && ck_.stop_after >= 0, InputError, "purify: checkpoint every ",
+                   ck_.every, " steps, stop after ", ck_.stop_after, " (expected >= 0; 0 = never)");
+      if (ck_.resume)
+        steps::check_resume(*ck_.resume, ck_.resume_x != nullptr, ck_.resume_best != nullptr);
+    });
+  }
+
+  /// Not collective but for the copies. Step 0 from a checkpoint: everything step 0 computed
+  /// comes from the state, nothing is recomputed.
+  void resume(const PurifyState& st) {
+    b_.hmin = st.hmin;
+    b_.hmax = st.hmax;
+    b_.trace = st.trace_f;
+    x0_ = {st.start_a, st.start_b};
     for (std::size_t k = 0; k + 3 < st.coefficients.size(); k += 4)
-      cs.push_back({st.coefficients[k], st.coefficients[k + 1], st.coefficients[k + 2],
-                    st.coefficients[k + 3]});
-    hist = st.history;
-    best_err = st.best_err;
-    best_t1 = st.best_trace;
-    best_en = st.best_energy;
-    best_it = st.best_iteration;
-    behind = st.behind;
-    noise_floor.best = best_err;
-    noise_floor.behind = behind;
-    it = st.iteration;
-    x = alg.copy(*ck.resume_x);
-    if (st.has_best) best = alg.copy(*ck.resume_best);
-  } else {
-    std::tie(b.hmin, b.hmax) = alg.gershgorin(Ht);
-    b.trace = alg.trace(Ht);
+      cs_.push_back({st.coefficients[k], st.coefficients[k + 1], st.coefficients[k + 2],
+                     st.coefficients[k + 3]});
+    hist_ = st.history;
+    best_err_ = st.best_err;
+    best_t1_ = st.best_trace;
+    best_en_ = st.best_energy;
+    best_it_ = st.best_iteration;
+    behind_ = st.behind;
+    noise_floor_.best = best_err_;
+    noise_floor_.behind = behind_;
+    it_ = st.iteration;
+    x_ = alg_.copy(*ck_.resume_x);
+    if (st.has_best) best_ = alg_.copy(*ck_.resume_best);
+  }
+
+  /// Step 0 from Ht: its spectral bounds and trace, the starting guess X = a Ht + b.
+  void start() {
+    std::tie(b_.hmin, b_.hmax) = alg_.gershgorin(ht_);
+    b_.trace = alg_.trace(ht_);
     std::string start_error;
-    switch (method) {
-      case PurifyMethod::Canonical: x0 = steps::start_canonical(b); break;
-      case PurifyMethod::McWeeny: x0 = steps::start_mcweeny(b, *mu, &start_error); break;
-      default: x0 = steps::start_trs(b); break;
+    switch (method_) {
+      case PurifyMethod::Canonical: x0_ = steps::start_canonical(b_); break;
+      case PurifyMethod::McWeeny: x0_ = steps::start_mcweeny(b_, *mu_, &start_error); break;
+      default: x0_ = steps::start_trs(b_); break;
     }
-    alg.agree([&] {
+    alg_.agree([&] {
       if (!start_error.empty()) throw InputError(start_error);
     });
-    if (consumed) {  // X in Ht's storage: one matrix fewer alive through every step
-      x = std::move(*consumed);
-      *consumed = M{};
+    if (consumed_) {  // X in Ht's storage: one matrix fewer alive through every step
+      x_ = std::move(*consumed_);
+      *consumed_ = M{};
     } else {
-      x = alg.copy(Ht);
+      x_ = alg_.copy(ht_);
     }
-    alg.scale(x, x0.a);
-    alg.shift(x, x0.b);
-    alg.filter(x);
-    alg.resymmetrize(x);
+    alg_.scale(x_, x0_.a);
+    alg_.shift(x_, x0_.b);
+    alg_.filter(x_);
+    alg_.resymmetrize(x_);
   }
-  // The state after `steps` steps (X enters step `steps`), for on_checkpoint.
-  auto state_after = [&](int steps_taken) {
-    PurifyState st;
-    st.iteration = steps_taken;
-    st.hmin = b.hmin;
-    st.hmax = b.hmax;
-    st.trace_f = b.trace;
-    st.start_a = x0.a;
-    st.start_b = x0.b;
-    for (const auto& c : cs) st.coefficients.insert(st.coefficients.end(), c.begin(), c.end());
-    st.history = hist;
-    st.best_err = best_err;
-    st.best_trace = best_t1;
-    st.best_energy = best_en;
-    st.best_iteration = best_it;
-    st.behind = behind;
-    st.has_best = best_err < floor_level;
-    return st;
-  };
-  bool stopped = false;
-  double err = 0, t1 = 0, en = 0;
-  Stopwatch t;
-  const auto m0 = alg.stats().multiplications;
-  for (;; ++it) {
+
+  /// Step it_: true when the iteration ends here (converged, at the floor, or stopped).
+  bool step() {
     M x2, x3, x4;  // x3, x4: from powers() of a fused algebra only
+    const steps::Traces tr = powers(x2, x3, x4);
+    measure(x2);
+    if (!std::isfinite(err_))
+      throw Error(detail::concat("purify: ", to_string(method_),
+                                 ": ||D - D^2||_F is not finite at step ", it_));
+    keep_best();
+    if (err_ < tol_) return true;
+    if (at_floor()) return true;
+    check_progress(tr);
+    const steps::Coefficients c = coefficients(tr);
+    cs_.push_back(c);
+    update(c, x2, x3, x4);
+    alg_.filter(x_);
+    alg_.resymmetrize(x_);  // X^2, X^3 from different blocks round differently: keep X = X^T
+    return checkpoint_or_stop();
+  }
+
+  /// X^2 (and X^3, X^4 from a fused algebra) and the traces of the powers of X.
+  steps::Traces powers(M& x2, M& x3, M& x4) {
     steps::Traces tr;
-    tr.t1 = t1 = alg.trace(x);
+    tr.t1 = t1_ = alg_.trace(x_);
     if constexpr (kFusedPowers<M>) {
-      alg.powers(x, power, x2, x3, x4);
-      tr.t2 = alg.trace(x2);
-      if (power >= 3) tr.t3 = alg.trace(x3);
-      if (power >= 4) tr.t4 = alg.trace(x4);
+      alg_.powers(x_, power_, x2, x3, x4);
+      tr.t2 = alg_.trace(x2);
+      if (power_ >= 3) tr.t3 = alg_.trace(x3);
+      if (power_ >= 4) tr.t4 = alg_.trace(x4);
     } else {
       // tr X^2 = ||X||_F^2 exactly (X symmetric), not the trace of the filtered product: then
       // t2 - 2 t3 + t4 = ||X - X^2||_F^2 (TRS4's tr G) is a square, tiny near convergence, and
       // TRS4 takes McWeeny's step there instead of chasing the filter's drift of the trace.
-      x2 = alg.product(x, x);
-      tr.t2 = alg.dot(x, x);
-      if (power >= 3) tr.t3 = alg.dot(x, x2);
-      if (power >= 4) tr.t4 = alg.dot(x2, x2);
+      x2 = alg_.product(x_, x_);
+      tr.t2 = alg_.dot(x_, x_);
+      if (power_ >= 3) tr.t3 = alg_.dot(x_, x2);
+      if (power_ >= 4) tr.t4 = alg_.dot(x2, x2);
     }
+    return tr;
+  }
+
+  /// ||X - X^2||_F and the band energy 2 tr(X Ht) (NaN when Ht was consumed), then on_step.
+  void measure(const M& x2) {
     {
-      M d = alg.copy(x);
-      alg.add(d, 1.0, x2, -1.0);
-      err = alg.norm(d);
+      M d = alg_.copy(x_);
+      alg_.add(d, 1.0, x2, -1.0);
+      err_ = alg_.norm(d);
     }
-    en = consumed ? std::numeric_limits<double>::quiet_NaN() : 2 * alg.dot(x, Ht);
-    hist.push_back(err);
-    if (on_step) {
-      IterationInfo s;
-      s.stage = to_string(method);
-      s.iteration = it;
-      s.residual = err;
-      s.occupation = 2 * t1;
-      s.band_energy = en;
-      s.blocks = alg.blocks(x);
-      s.seconds = t.seconds();
-      on_step(s);
-      t.restart();
-    }
-    if (!std::isfinite(err))
-      throw Error(detail::concat("purify: ", to_string(method),
-                                 ": ||D - D^2||_F is not finite at step ", it));
-    if (err < best_err) {
-      best_err = err;
-      best_t1 = t1;
-      best_en = en;
-      best_it = it;
-      // Only a best below the floor is ever returned (or checkpointed): no copy above it.
-      best = err < floor_level ? alg.copy(x) : M{};
-    }
-    if (err < tol) break;
-    const bool at_floor = noise_floor.reached(err);
-    behind = noise_floor.behind;
-    if (at_floor) {  // the filtering / rounding floor: the best iterate is the answer
-      x = std::move(best);
-      err = best_err;
-      t1 = best_t1;
-      en = best_en;
-      cs.resize(static_cast<std::size_t>(best_it));
-      it = best_it;
-      break;
-    }
-    if (it >= max_iter)
-      throw Error(detail::concat("purify: ", to_string(method), ": no convergence in max_iter = ",
-                                 max_iter, " steps: ||X - X^2||_F = ", err, " (tol ", tol, ")"));
-    if (it >= kStall && err > 0.5 * hist[static_cast<std::size_t>(it - kStall)])
+    en_ = consumed_ ? std::numeric_limits<double>::quiet_NaN() : 2 * alg_.dot(x_, ht_);
+    hist_.push_back(err_);
+    if (!on_step_) return;
+    IterationInfo s;
+    s.stage = to_string(method_);
+    s.iteration = it_;
+    s.residual = err_;
+    s.occupation = 2 * t1_;
+    s.band_energy = en_;
+    s.blocks = alg_.blocks(x_);
+    s.seconds = t_.seconds();
+    on_step_(s);
+    t_.restart();
+  }
+
+  /// The best iterate so far: only a best below the floor is ever returned (or
+  /// checkpointed), so no copy is kept above it.
+  void keep_best() {
+    if (err_ >= best_err_) return;
+    best_err_ = err_;
+    best_t1_ = t1_;
+    best_en_ = en_;
+    best_it_ = it_;
+    best_ = err_ < noise_floor_.level ? alg_.copy(x_) : M{};
+  }
+
+  /// Not collective. True at the filtering / rounding floor: the best iterate is the answer.
+  bool at_floor() {
+    const bool at = noise_floor_.reached(err_);
+    behind_ = noise_floor_.behind;
+    if (!at) return false;
+    x_ = std::move(best_);
+    err_ = best_err_;
+    t1_ = best_t1_;
+    en_ = best_en_;
+    cs_.resize(static_cast<std::size_t>(best_it_));
+    it_ = best_it_;
+    return true;
+  }
+
+  /// Not collective (the same on every rank). Error after max_iter steps; InputError when the
+  /// residual has not halved in the stall window (no clear occupation).
+  void check_progress(const steps::Traces& tr) const {
+    if (it_ >= max_iter_)
+      throw Error(detail::concat("purify: ", to_string(method_), ": no convergence in max_iter = ",
+                                 max_iter_, " steps: ||X - X^2||_F = ", err_, " (tol ", tol_, ")"));
+    if (it_ >= stall_ && err_ > 0.5 * hist_[static_cast<std::size_t>(it_ - stall_)])
       throw InputError(detail::concat(
-          "purify: ", to_string(method), ": no clear occupation: ||X - X^2||_F = ", err,
-          " has not halved in ", kStall, " steps (step ", it, "); about ", (tr.t1 - tr.t2) / 0.25,
-          " states sit at occupation ~1/2: the HOMO-LUMO gap is zero (degenerate at nocc = ", nocc,
-          ") or too small to resolve (or the filter threshold is too large)"));
-    steps::Coefficients c{};
-    switch (method) {
-      case PurifyMethod::Canonical: c = steps::step_canonical(tr, b); break;
-      case PurifyMethod::McWeeny: c = steps::step_mcweeny(); break;
-      case PurifyMethod::Trs2: c = steps::step_trs2(tr, b); break;
-      case PurifyMethod::Trs4: c = steps::step_trs4(tr, b); break;
+          "purify: ", to_string(method_), ": no clear occupation: ||X - X^2||_F = ", err_,
+          " has not halved in ", stall_, " steps (step ", it_, "); about ", (tr.t1 - tr.t2) / 0.25,
+          " states sit at occupation ~1/2: the HOMO-LUMO gap is zero (degenerate at nocc = ",
+          b_.nocc, ") or too small to resolve (or the filter threshold is too large)"));
+  }
+
+  /// Pure. This step's polynomial c0 X + c1 X^2 + c2 X^3 + c3 X^4.
+  steps::Coefficients coefficients(const steps::Traces& tr) const {
+    switch (method_) {
+      case PurifyMethod::Canonical: return steps::step_canonical(tr, b_);
+      case PurifyMethod::McWeeny: return steps::step_mcweeny();
+      case PurifyMethod::Trs2: return steps::step_trs2(tr, b_);
+      case PurifyMethod::Trs4: return steps::step_trs4(tr, b_);
     }
-    cs.push_back(c);
+    return steps::Coefficients{};
+  }
+
+  /// X <- c0 X + c1 X^2 + c2 X^3 + c3 X^4: a sum of the powers (fused algebra), else
+  /// c0 X + c1 X^2 + X^2 (c2 X + c3 X^2) with at most one more product; frees X^2 as soon as
+  /// it is not needed.
+  void update(const steps::Coefficients& c, M& x2, const M& x3, const M& x4) {
     if constexpr (kFusedPowers<M>) {
-      alg.add(x, c[0], x2, c[1]);
-      if (c[2] != 0) alg.add(x, 1.0, x3, c[2]);
-      if (c[3] != 0) alg.add(x, 1.0, x4, c[3]);
+      alg_.add(x_, c[0], x2, c[1]);
+      if (c[2] != 0) alg_.add(x_, 1.0, x3, c[2]);
+      if (c[3] != 0) alg_.add(x_, 1.0, x4, c[3]);
     } else if (c[0] == 0 && (c[2] != 0 || c[3] != 0)) {
       // c1 X^2 + X^2 (c2 X + c3 X^2) (TRS4): X is not needed once Y = c2 X + c3 X^2 is formed,
       // so Y takes X's storage (one matrix fewer alive during the product; the same values).
-      alg.add(x, c[2], x2, c[3]);
-      M p = alg.product(x2, x);
-      x = M{};
-      alg.add(p, 1.0, x2, c[1]);
+      alg_.add(x_, c[2], x2, c[3]);
+      M p = alg_.product(x2, x_);
+      x_ = M{};
+      alg_.add(p, 1.0, x2, c[1]);
       x2 = M{};
-      x = std::move(p);
+      x_ = std::move(p);
     } else if (c[2] != 0 || c[3] != 0) {  // c0 X + c1 X^2 + X^2 (c2 X + c3 X^2)
-      M y = alg.copy(x);
-      alg.add(y, c[2], x2, c[3]);
-      M p = alg.product(x2, y);
+      M y = alg_.copy(x_);
+      alg_.add(y, c[2], x2, c[3]);
+      M p = alg_.product(x2, y);
       y = M{};
-      alg.add(x, c[0], x2, c[1]);
+      alg_.add(x_, c[0], x2, c[1]);
       x2 = M{};
-      alg.add(x, 1.0, p, 1.0);
+      alg_.add(x_, 1.0, p, 1.0);
     } else {
-      alg.add(x, c[0], x2, c[1]);
-    }
-    alg.filter(x);
-    alg.resymmetrize(x);  // X^2, X^3 from different blocks round differently: keep X = X^T
-    const bool stop = ck.stop_after > 0 && it + 1 >= ck.stop_after;
-    if (ck.on_checkpoint && ((ck.every > 0 && (it + 1) % ck.every == 0) || stop)) {
-      const PurifyState st = state_after(it + 1);
-      alg.agree([&] { ck.on_checkpoint(st, x, st.has_best ? &best : nullptr); });
-    }
-    if (stop) {
-      stopped = true;
-      ++it;
-      break;
+      alg_.add(x_, c[0], x2, c[1]);
     }
   }
-  PurifyGenericResult<M> out;
-  out.X = std::move(x);
-  out.iterations = it;
-  out.idempotency_error = err;
-  out.trace = t1;
-  out.band_energy = en;
-  out.stopped = stopped;
-  // Products computed by this call (a resumed run counts from its first step on).
-  out.products = alg.stats().multiplications - m0;
-  // mu: the steps map x0 = a e + b (a < 0) monotonically to the occupation of energy e.
-  double lo = b.hmin, hi = b.hmax;
-  if (x0.a != 0) {
-    for (int k = 0; k < 200 && hi - lo > 1e-15 * std::max(1.0, std::abs(hi)); ++k) {
-      const double e = 0.5 * (lo + hi);
-      const double occ = apply_steps(x0.a * e + x0.b, cs);
-      if ((occ > 0.5) == (x0.a < 0))
-        lo = e;
-      else
-        hi = e;
+
+  /// The checkpoint after this step (every ck.every steps, and at ck.stop_after); true when
+  /// ck.stop_after stops the run here.
+  bool checkpoint_or_stop() {
+    const bool stop = ck_.stop_after > 0 && it_ + 1 >= ck_.stop_after;
+    if (ck_.on_checkpoint && ((ck_.every > 0 && (it_ + 1) % ck_.every == 0) || stop)) {
+      const PurifyState st = state_after(it_ + 1);
+      alg_.agree([&] { ck_.on_checkpoint(st, x_, st.has_best ? &best_ : nullptr); });
     }
+    if (!stop) return false;
+    stopped_ = true;
+    ++it_;
+    return true;
   }
-  out.mu = 0.5 * (lo + hi);
-  return out;
+
+  /// Pure. The state after `steps_taken` steps (X enters step `steps_taken`), for on_checkpoint.
+  PurifyState state_after(int steps_taken) const {
+    PurifyState st;
+    st.iteration = steps_taken;
+    st.hmin = b_.hmin;
+    st.hmax = b_.hmax;
+    st.trace_f = b_.trace;
+    st.start_a = x0_.a;
+    st.start_b = x0_.b;
+    for (const auto& c : cs_) st.coefficients.insert(st.coefficients.end(), c.begin(), c.end());
+    st.history = hist_;
+    st.best_err = best_err_;
+    st.best_trace = best_t1_;
+    st.best_energy = best_en_;
+    st.best_iteration = best_it_;
+    st.behind = behind_;
+    st.has_best = best_err_ < noise_floor_.level;
+    return st;
+  }
+
+  /// Not collective but for the product count. The result; `m0`: the products before step 0.
+  PurifyGenericResult<M> result(std::int64_t m0) {
+    PurifyGenericResult<M> out;
+    out.X = std::move(x_);
+    out.iterations = it_;
+    out.idempotency_error = err_;
+    out.trace = t1_;
+    out.band_energy = en_;
+    out.stopped = stopped_;
+    // Products computed by this call (a resumed run counts from its first step on).
+    out.products = alg_.stats().multiplications - m0;
+    out.mu = recover_mu();
+    return out;
+  }
+
+  /// Pure. mu: the steps map x0 = a e + b (a < 0) monotonically to the occupation of energy e.
+  double recover_mu() const {
+    double lo = b_.hmin, hi = b_.hmax;
+    if (x0_.a != 0) {
+      for (int k = 0; k < 200 && hi - lo > 1e-15 * std::max(1.0, std::abs(hi)); ++k) {
+        const double e = 0.5 * (lo + hi);
+        const double occ = apply_steps(x0_.a * e + x0_.b, cs_);
+        if ((occ > 0.5) == (x0_.a < 0))
+          lo = e;
+        else
+          hi = e;
+      }
+    }
+    return 0.5 * (lo + hi);
+  }
+
+  Algebra<M>& alg_;
+  const M& ht_;
+  M* consumed_;
+  const PurifyMethod method_;
+  const std::optional<double> mu_;
+  const double tol_;
+  const int max_iter_;
+  const ProgressFn& on_step_;
+  const int stall_;
+  const PurifyCheckpointing<M>& ck_;
+  NoiseFloor noise_floor_;
+  const int power_;
+  steps::Bounds b_;
+  steps::Start x0_;
+  M x_, best_;
+  std::vector<steps::Coefficients> cs_;
+  std::vector<double> hist_;
+  double best_err_ = INFINITY, best_t1_ = 0, best_en_ = 0;
+  int best_it_ = 0, behind_ = 0;
+  int it_ = 0;
+  bool stopped_ = false;
+  double err_ = 0, t1_ = 0, en_ = 0;
+  Stopwatch t_;
+};
+
+/// purify_generic's body: see Purification.
+template <class M>
+PurifyGenericResult<M> purify_impl(Algebra<M>& alg, const M& Ht, M* consumed, std::int64_t nocc,
+                                   PurifyMethod method, std::optional<double> mu, double tol,
+                                   int max_iter, const ProgressFn& on_step, int stall_window,
+                                   const PurifyCheckpointing<M>& ck) {
+  return Purification<M>(alg, Ht, consumed, nocc, method, mu, tol, max_iter, on_step, stall_window,
+                         ck)
+      .run();
 }
 
 }  // namespace

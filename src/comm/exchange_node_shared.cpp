@@ -38,7 +38,8 @@ std::unique_ptr<NodeWindow> NodeWindow::open(const Comm& c, const ExchangePlan& 
   std::vector<std::int64_t> need(static_cast<std::size_t>(nn), 0);  // bytes of each part
   for (int u = 0; u < nn; ++u)
     for (int t = 0; t < nn; ++t)
-      need[static_cast<std::size_t>(t)] += w->counts_[static_cast<std::size_t>(u * nn + t)] * item_bytes;
+      need[static_cast<std::size_t>(t)] +=
+          w->counts_[static_cast<std::size_t>(u * nn + t)] * item_bytes;
   w->win_ = w->ns_->window(need);  // null on every node rank alike: this node falls back to p2p
   if (!w->win_) return nullptr;
   w->win_->lock_all();

@@ -1,201 +1,153 @@
-// The exchange plan (pure), the Exchanger base and the factory; one file per strategy:
-// exchange_alltoallv.cpp, exchange_neighbor.cpp (neighbor + persistent), exchange_p2p.cpp.
+// The one executor of counted exchanges (exchange.hpp): ExchangeCore holds what every strategy
+// shares — the buffers it owns, the index of each peer's piece, the failure guard, the request
+// set and the ledger's record of the collective strategies — and a mover per strategy posts
+// the MPI calls (exchange_mover.hpp, one file each). An exchange reads as: post receives ->
+// start (the window's stores recorded, the collective recorded, the mover's calls, the self
+// piece copied) -> test / wait (the window published) -> finish (the window unlocked).
 #include "tessel/comm/exchange.hpp"
-#include "tessel/core/build.hpp"
 
 #include <algorithm>
 #include <climits>
+#include <cstring>
 
-#include "exchange_impl.hpp"
-#include "trace_hooks.hpp"
+#include "exchange_mover.hpp"
 #include "tessel/comm/agree.hpp"
 
 namespace tessel::comm {
+namespace detail {
+namespace {
 
-static std::int64_t sum(const std::vector<std::int64_t>& v) {
+std::int64_t sum(const std::vector<std::int64_t>& v) {
   std::int64_t s = 0;
   for (auto x : v) s += x;
   return s;
 }
-std::int64_t ExchangePlan::send_items() const { return sum(send_counts) + self_count; }
-std::int64_t ExchangePlan::recv_items() const { return sum(recv_counts) + self_count; }
 
-ExchangePlan ExchangePlan::from_counts(const std::vector<std::int64_t>& send,
-                                       const std::vector<std::int64_t>& recv, int rank) {
+// Per rank of a communicator of `p`: the byte offset of its piece (offsets in items of
+// `item_bytes`), -1 for a rank that is no peer.
+std::vector<std::int64_t> piece_index(const std::vector<int>& peers,
+                                      const std::vector<std::int64_t>& offsets, int p,
+                                      std::int64_t item_bytes) {
+  std::vector<std::int64_t> at(static_cast<std::size_t>(p), -1);
+  for (std::size_t i = 0; i < peers.size(); ++i)
+    at[static_cast<std::size_t>(peers[i])] = offsets[i] * item_bytes;
+  return at;
+}
+
+// An uninitialised buffer of at least `bytes` bytes (one unit more: data() is valid when empty).
+void allocate(UninitVector<std::max_align_t>& buf, std::int64_t bytes) {
+  const std::int64_t unit = static_cast<std::int64_t>(sizeof(std::max_align_t));
+  buf.resize(static_cast<std::size_t>((bytes + unit - 1) / unit + 1));
+}
+
+std::unique_ptr<ExchangeMover> make_mover(const Comm& c, const ExchangePlan& msgs,
+                                          const ExchangeOptions& opt, const ExchangeItem& item,
+                                          std::int64_t bytes, const char* send, char* recv) {
+  switch (opt.strategy) {
+    case ExchangeStrategy::Alltoallv:
+    case ExchangeStrategy::Ialltoallv:
+      return make_alltoallv_mover(c, msgs, item, opt.strategy == ExchangeStrategy::Alltoallv,
+                                  bytes);
+    case ExchangeStrategy::Neighbor:
+    case ExchangeStrategy::Persistent:
+      return make_neighbor_mover(c, msgs, item, opt.strategy == ExchangeStrategy::Persistent, bytes,
+                                 send, recv);
+    case ExchangeStrategy::P2P:
+    case ExchangeStrategy::NodeShared: return make_p2p_mover(c, msgs, item, opt.tag);
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+ExchangeCore::ExchangeCore(const Comm& c, ExchangePlan plan, const ExchangeOptions& opt,
+                           ExchangeItem item, bool own_buffers)
+    : comm_(c), plan_(std::move(plan)), opt_(opt), item_(item), own_(own_buffers) {
+  const ExchangeStrategy s = opt_.strategy;
   TESSEL_CHECK(
-      send.size() == recv.size() && rank >= 0 && static_cast<std::size_t>(rank) < send.size(),
-      Error, "exchange plan: ", send.size(), " send counts, ", recv.size(),
-      " receive counts and rank ", rank, " (expected equal sizes and a rank below them)");
-  const std::size_t me = static_cast<std::size_t>(rank);
-  TESSEL_CHECK(send[me] == recv[me], Error, "exchange: own piece sends ", send[me],
-               " items but receives ", recv[me]);
-  ExchangePlan p;
-  std::int64_t so = 0, ro = 0;
-  for (std::size_t q = 0; q < send.size(); ++q) {
-    if (q == me) {
-      p.self_count = send[q], p.self_send = so, p.self_recv = ro;
-    } else {
-      if (send[q] > 0) {
-        p.send_peers.push_back(static_cast<int>(q));
-        p.send_counts.push_back(send[q]);
-        p.send_offsets.push_back(so);
-      }
-      if (recv[q] > 0) {
-        p.recv_peers.push_back(static_cast<int>(q));
-        p.recv_counts.push_back(recv[q]);
-        p.recv_offsets.push_back(ro);
-      }
-    }
-    so += send[q];
-    ro += recv[q];
-  }
-  return p;
-}
-
-static void validate_side(const char* side, const std::vector<int>& peers,
-                          const std::vector<std::int64_t>& counts,
-                          const std::vector<std::int64_t>& offsets, std::int64_t self_count,
-                          std::int64_t self_offset, int comm_size, int rank) {
-  TESSEL_CHECK(peers.size() == counts.size() && peers.size() == offsets.size(), Error,
-               "exchange plan: ", side, " has ", peers.size(), " peers, ", counts.size(),
-               " counts and ", offsets.size(), " offsets (expected equal)");
-  const std::int64_t total = sum(counts) + self_count;
-  std::vector<std::pair<std::int64_t, std::int64_t>> pieces;
-  TESSEL_CHECK(self_count >= 0 && self_offset >= 0 && self_offset + self_count <= total, Error,
-               "exchange plan: ", side, " self piece (offset ", self_offset, ", count ", self_count,
-               ") leaves the buffer of ", total, " items");
-  if (self_count > 0) pieces.push_back({self_offset, self_count});
-  for (std::size_t i = 0; i < peers.size(); ++i) {
-    TESSEL_CHECK(peers[i] >= 0 && peers[i] < comm_size && peers[i] != rank, Error,
-                 "exchange plan: ", side, " peer ", peers[i], " of rank ", rank,
-                 " (expected another rank of 0 .. ", comm_size - 1, ")");
-    TESSEL_CHECK(i == 0 || peers[i] > peers[i - 1], Error, "exchange plan: ", side,
-                 " peers must be ascending and distinct (", peers[i - 1], " then ", peers[i], ")");
-    TESSEL_CHECK(counts[i] >= 0 && offsets[i] >= 0 && offsets[i] + counts[i] <= total, Error,
-                 "exchange plan: ", side, " piece for peer ", peers[i], " (offset ", offsets[i],
-                 ", count ", counts[i], ") leaves the buffer of ", total, " items");
-    if (counts[i] > 0) pieces.push_back({offsets[i], counts[i]});
-  }
-  std::sort(pieces.begin(), pieces.end());
-  for (std::size_t i = 1; i < pieces.size(); ++i)
-    TESSEL_CHECK(pieces[i - 1].first + pieces[i - 1].second <= pieces[i].first, Error,
-                 "exchange plan: ", side, " pieces at offsets ", pieces[i - 1].first, " and ",
-                 pieces[i].first, " overlap");
-}
-
-void ExchangePlan::validate(int comm_size, int rank) const {
-  validate_side("send", send_peers, send_counts, send_offsets, self_count, self_send, comm_size,
-                rank);
-  validate_side("recv", recv_peers, recv_counts, recv_offsets, self_count, self_recv, comm_size,
-                rank);
-}
-
-AlltoallvCounts AlltoallvCounts::of(const ExchangePlan& plan, int comm_size, std::int64_t width) {
-  const std::size_t p = static_cast<std::size_t>(comm_size);
-  AlltoallvCounts k;
-  k.send_counts.assign(p, 0), k.send_displs.assign(p, 0), k.recv_counts.assign(p, 0),
-      k.recv_displs.assign(p, 0);
-  auto put = [&](const std::vector<int>& peers, const std::vector<std::int64_t>& counts,
-                 const std::vector<std::int64_t>& offsets, std::vector<int>& c,
-                 std::vector<int>& d) {
-    for (std::size_t i = 0; i < peers.size(); ++i) {
-      const std::size_t q = static_cast<std::size_t>(peers[i]);
-      c[q] = detail::checked_int(counts[i] * width, "alltoallv count");
-      d[q] = detail::checked_int((offsets[i] + counts[i]) * width, "alltoallv displacement") - c[q];
-    }
-  };
-  put(plan.send_peers, plan.send_counts, plan.send_offsets, k.send_counts, k.send_displs);
-  put(plan.recv_peers, plan.recv_counts, plan.recv_offsets, k.recv_counts, k.recv_displs);
-  return k;
-}
-
-void post_alltoallv_bytes(const Comm& c, const AlltoallvCounts& k, const void* send, void* recv,
-                          MPI_Datatype t, std::size_t size, RequestSet& rs) {
-  std::int64_t items = 0;
-  for (int x : k.send_counts) items += x;
-  for (int x : k.recv_counts) items += x;
-  const std::int64_t bytes = items * static_cast<std::int64_t>(size);
-  rs.watch(c.raw());
-  if (auto* l = c.ledger()) {
-    auto& kk = l->now();
-    kk.coll_bytes += bytes;
-    kk.coll_calls += 1;
-  }
-  check_mpi(MPI_Ialltoallv(send, k.send_counts.data(), k.send_displs.data(), t, recv,
-                           k.recv_counts.data(), k.recv_displs.data(), t, c.raw(),
-                           trace::add(rs, tracer_of(c.ledger()), "coll", -1, bytes)),
-            "MPI_Ialltoallv");
-}
-
-ExchangeStrategy parse_exchange_strategy(const std::string& s) {
-  if (s == "alltoallv") return ExchangeStrategy::Alltoallv;
-  if (s == "ialltoallv") return ExchangeStrategy::Ialltoallv;
-  if (s == "neighbor") return ExchangeStrategy::Neighbor;
-  if (s == "persistent") return ExchangeStrategy::Persistent;
-  if (s == "p2p") return ExchangeStrategy::P2P;
-  throw InputError(detail::concat(
-      "exchange strategy '", s, "': expected alltoallv, ialltoallv, neighbor, persistent or p2p"));
-}
-
-const char* to_string(ExchangeStrategy s) {
-  switch (s) {
-    case ExchangeStrategy::Alltoallv: return "alltoallv";
-    case ExchangeStrategy::Ialltoallv: return "ialltoallv";
-    case ExchangeStrategy::Neighbor: return "neighbor";
-    case ExchangeStrategy::Persistent: return "persistent";
-    case ExchangeStrategy::P2P: return "p2p";
-  }
-  return "?";
-}
-
-bool have_persistent_neighbor() {
-#ifdef TESSEL_HAVE_NEIGHBOR_ALLTOALLV_INIT
-  return true;
-#else
-  return false;
-#endif
-}
-
-bool have_neighbor_collectives() { return !kSimulatedMpi; }
-
-Exchanger::Exchanger(const Comm& c, ExchangePlan plan, int width, ExchangeStrategy s)
-    : comm_(c), plan_(std::move(plan)), width_(width), strategy_(s) {
+      own_buffers || (s != ExchangeStrategy::Persistent && s != ExchangeStrategy::NodeShared),
+      Error, "exchange strategy ", to_string(s), " needs the executor's own buffers");
+  const std::int64_t item_bytes = bytes(1);
   rs_.watch(c.raw());
-  // One element more than needed, so that data() is a valid pointer for an empty side.
-  send_.assign(static_cast<std::size_t>(plan_.send_items() * width_ + 1), 0.0);
-  recv_.assign(static_cast<std::size_t>(plan_.recv_items() * width_ + 1), 0.0);
+  if (s == ExchangeStrategy::NodeShared) {
+    TESSEL_CHECK(plan_.self_count == 0, Error, "exchange strategy node-shared: a self piece of ",
+                 plan_.self_count, " items (expected none)");
+    window_ = NodeWindow::open(c, plan_, item_bytes, opt_.node_size);
+  }
+  msgs_ = window_ ? window_->messages(plan_) : plan_;
+  if (window_) rs_.watch(window_->node_comm());
+  if (own_buffers) {
+    send_at_ = piece_index(msgs_.send_peers, msgs_.send_offsets, c.size(), item_bytes);
+    recv_at_ = piece_index(msgs_.recv_peers, msgs_.recv_offsets, c.size(), item_bytes);
+    allocate(send_, bytes(msgs_.send_items()));
+    allocate(recv_, bytes(msgs_.recv_items()));
+  }
+  coll_bytes_ = bytes(sum(msgs_.send_counts) + sum(msgs_.recv_counts));
+  mover_ =
+      make_mover(c, msgs_, opt_, item_, coll_bytes_, reinterpret_cast<const char*>(send_.data()),
+                 reinterpret_cast<char*>(recv_.data()));
 }
 
-Exchanger::~Exchanger() { drain(); }
+ExchangeCore::~ExchangeCore() = default;
 
-void Exchanger::drain() noexcept {
-  RequestSet done(std::move(rs_));  // its destructor waits, or abandons when unwinding
+void* ExchangeCore::send_piece(int q) {
+  if (window_ && window_->holds(q)) return window_->send_piece(q);
+  return reinterpret_cast<char*>(send_.data()) + send_at_[static_cast<std::size_t>(q)];
 }
 
-std::int64_t Exchanger::payload_bytes() const {
-  return (plan_.send_items() + plan_.recv_items() - 2 * plan_.self_count) * width_ *
-         static_cast<std::int64_t>(sizeof(double));
+const void* ExchangeCore::recv_piece(int q) const {
+  if (window_ && window_->holds(q)) return window_->recv_piece(q);
+  return reinterpret_cast<const char*>(recv_.data()) + recv_at_[static_cast<std::size_t>(q)];
 }
 
-void Exchanger::begin_collective() {
-  const std::size_t w = static_cast<std::size_t>(width_);
-  std::copy(
-      send_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(plan_.self_send) * w),
-      send_.begin() + static_cast<std::ptrdiff_t>(
-                          static_cast<std::size_t>(plan_.self_send + plan_.self_count) * w),
-      recv_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(plan_.self_recv) * w));
-  if (auto* l = comm_.ledger()) {
-    auto& k = l->now();
-    k.coll_bytes += payload_bytes();
+void ExchangeCore::open() {
+  if (guard_) return;
+  guard_.emplace(comm_.raw());
+  if (window_) guard_->add(window_->node_comm());
+}
+
+void ExchangeCore::post_receives(void* recv) {
+  if (receives_posted_) return;
+  open();
+  if (own_) recv = recv_.data();
+  mover_->post_receives(static_cast<char*>(recv), rs_);
+  receives_posted_ = true;
+}
+
+void ExchangeCore::start(const void* send, void* recv) {
+  if (own_) send = send_.data(), recv = recv_.data();
+  post_receives(recv);
+  receives_posted_ = false;  // the next exchange posts its own
+  if (window_) window_->record_stores();
+  if (CommLedger* l = comm_.ledger(); l && mover_->collective()) {
+    PhaseCounts& k = l->now();  // commcount's rule: one call, sum(send) + sum(recv) bytes
+    k.coll_bytes += coll_bytes_;
     k.coll_calls += 1;
   }
+  mover_->start(static_cast<const char*>(send), static_cast<char*>(recv), rs_);
+  if (msgs_.self_count > 0)
+    std::memcpy(static_cast<char*>(recv) + bytes(msgs_.self_recv),
+                static_cast<const char*>(send) + bytes(msgs_.self_send),
+                static_cast<std::size_t>(bytes(msgs_.self_count)));
 }
 
-std::vector<int> Exchanger::scaled(const std::vector<std::int64_t>& v) const {
-  std::vector<int> out(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) out[i] = static_cast<int>(v[i] * width_);
-  return out;
+bool ExchangeCore::test() {
+  const bool done = rs_.test_all();
+  if (done) guard_.reset();
+  return done;
 }
+
+void ExchangeCore::wait() {
+  if (window_) window_->publish();
+  rs_.wait_all();
+  guard_.reset();
+}
+
+void ExchangeCore::finish() {
+  if (window_) window_->unlock();
+}
+
+}  // namespace detail
 
 std::unique_ptr<Exchanger> make_exchanger(const Comm& c, const ExchangePlan& plan, int width,
                                           ExchangeStrategy s) {
@@ -206,6 +158,9 @@ std::unique_ptr<Exchanger> make_exchanger(const Comm& c, const ExchangePlan& pla
     TESSEL_CHECK(plan.send_items() <= lim && plan.recv_items() <= lim, Error,
                  "exchange: ", plan.send_items(), " items sent and ", plan.recv_items(),
                  " received of width ", width, " exceed the MPI int count limit");
+    TESSEL_CHECK(s != ExchangeStrategy::NodeShared, InputError,
+                 "exchange strategy node-shared: the halo's exchange has contiguous buffers; "
+                 "use alltoallv, ialltoallv, neighbor, persistent or p2p");
     TESSEL_CHECK((s != ExchangeStrategy::Neighbor && s != ExchangeStrategy::Persistent) ||
                      have_neighbor_collectives(),
                  InputError, "exchange strategy ", to_string(s),
@@ -217,14 +172,10 @@ std::unique_ptr<Exchanger> make_exchanger(const Comm& c, const ExchangePlan& pla
         "exchange strategy persistent: this MPI has no MPI_Neighbor_alltoallv_init (MPI-4; "
         "Open MPI 4.1 is MPI-3): use neighbor, or build tessel against MPICH 4");
   });
-  switch (s) {
-    case ExchangeStrategy::Alltoallv:
-    case ExchangeStrategy::Ialltoallv: return make_alltoallv_exchanger(c, plan, width, s);
-    case ExchangeStrategy::Neighbor:
-    case ExchangeStrategy::Persistent: return make_neighbor_exchanger(c, plan, width, s);
-    case ExchangeStrategy::P2P: return make_p2p_exchanger(c, plan, width);
-  }
-  return nullptr;
+  ExchangeOptions opt;
+  opt.strategy = s;
+  opt.tag = tag::kHalo;
+  return std::make_unique<Exchanger>(c, plan, opt, width);
 }
 
 }  // namespace tessel::comm

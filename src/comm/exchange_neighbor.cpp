@@ -1,14 +1,17 @@
-// Exchanger strategies neighbor and persistent (seed 002's proposal in MPI-3 and MPI-4
+// Exchange strategies neighbor and persistent (seed 002's proposal in MPI-3 and MPI-4
 // form): the plan's peers become a distributed graph (MPI_Dist_graph_create_adjacent, sources =
 // the peers we receive from, destinations = the peers we send to, in the plan's order, no
 // reordering), then MPI_Ineighbor_alltoallv per exchange, or one persistent
 // MPI_Neighbor_alltoallv_init request started per exchange. Every rank takes part, including a
 // rank with no peer (degree 0), so the collectives match.
-#include "exchange_impl.hpp"
+#include <algorithm>
+
+#include "exchange_mover.hpp"
 #include "poll.hpp"
+#include "tessel/core/error.hpp"
 #include "trace_hooks.hpp"
 
-namespace tessel::comm {
+namespace tessel::comm::detail {
 namespace {
 
 bool finalized() {
@@ -62,63 +65,73 @@ class PersistentRequest {
   MPI_Request req_ = MPI_REQUEST_NULL;
 };
 
-class NeighborExchanger final : public Exchanger {
+class NeighborMover final : public ExchangeMover {
  public:
-  NeighborExchanger(const Comm& c, const ExchangePlan& plan, int width, ExchangeStrategy s)
-      : Exchanger(c, plan, width, s),
-        graph_(c, plan_.recv_peers, plan_.send_peers),
-        sc_(nonempty(scaled(plan_.send_counts))),
-        sd_(nonempty(scaled(plan_.send_offsets))),
-        rc_(nonempty(scaled(plan_.recv_counts))),
-        rd_(nonempty(scaled(plan_.recv_offsets))) {
+  NeighborMover(const Comm& c, const ExchangePlan& plan, const ExchangeItem& item, bool persistent,
+                std::int64_t bytes, const char* send, char* recv)
+      : graph_(c, plan.recv_peers, plan.send_peers),
+        sc_(scaled(plan.send_counts, item.width, "neighbor send count")),
+        sd_(scaled(plan.send_offsets, item.width, "neighbor send displacement")),
+        rc_(scaled(plan.recv_counts, item.width, "neighbor receive count")),
+        rd_(scaled(plan.recv_offsets, item.width, "neighbor receive displacement")),
+        type_(item.type),
+        persistent_(persistent),
+        bytes_(bytes),
+        ledger_(c.ledger()) {
 #ifdef TESSEL_HAVE_NEIGHBOR_ALLTOALLV_INIT
-    if (s == ExchangeStrategy::Persistent)
-      check_mpi(MPI_Neighbor_alltoallv_init(send_.data(), sc_.data(), sd_.data(), MPI_DOUBLE,
-                                            recv_.data(), rc_.data(), rd_.data(), MPI_DOUBLE,
-                                            graph_.raw(), MPI_INFO_NULL, persistent_.slot()),
+    if (persistent)
+      check_mpi(MPI_Neighbor_alltoallv_init(send, sc_.data(), sd_.data(), type_, recv, rc_.data(),
+                                            rd_.data(), type_, graph_.raw(), MPI_INFO_NULL,
+                                            request_.slot()),
                 "MPI_Neighbor_alltoallv_init");
 #else
+    (void)send, (void)recv;
     TESSEL_CHECK(
-        s != ExchangeStrategy::Persistent, InputError,
+        !persistent, InputError,
         "exchange strategy persistent: this MPI has no MPI_Neighbor_alltoallv_init (MPI-4; Open MPI "
         "4.1 is MPI-3): use neighbor, or build tessel against MPICH 4");
 #endif
   }
-  // The outstanding exchange completes (or is abandoned) before the persistent request and the
-  // graph communicator it uses are freed (members are destroyed after this body).
-  ~NeighborExchanger() override { drain(); }
-  void start() override {
-    begin_collective();
-    Tracer* t = tracer_of(comm_.ledger());
-    if (strategy_ == ExchangeStrategy::Persistent) {
-      check_mpi(MPI_Start(persistent_.slot()), "MPI_Start");
-      trace::add_started(rs_, persistent_.get(), t, "coll", -1, payload_bytes());
+  // The persistent request is bound to the buffers of its construction: start() gets them.
+  void start(const char* send, char* recv, RequestSet& rs) override {
+    Tracer* t = tracer_of(ledger_);
+    if (persistent_) {
+      check_mpi(MPI_Start(request_.slot()), "MPI_Start");
+      trace::add_started(rs, request_.get(), t, "coll", -1, bytes_);
       return;
     }
     check_mpi(
-        MPI_Ineighbor_alltoallv(send_.data(), sc_.data(), sd_.data(), MPI_DOUBLE, recv_.data(),
-                                rc_.data(), rd_.data(), MPI_DOUBLE, graph_.raw(),
-                                trace::add(rs_, t, "coll", -1, payload_bytes())),
+        MPI_Ineighbor_alltoallv(send, sc_.data(), sd_.data(), type_, recv, rc_.data(), rd_.data(),
+                                type_, graph_.raw(), trace::add(rs, t, "coll", -1, bytes_)),
         "MPI_Ineighbor_alltoallv");
   }
 
  private:
-  // A valid pointer for the count arrays of a degree-0 rank.
-  static std::vector<int> nonempty(std::vector<int> v) {
-    if (v.empty()) v.push_back(0);
-    return v;
+  // MPI int counts or displacements scaled by the width; one element for a degree-0 rank (a
+  // valid pointer).
+  static std::vector<int> scaled(const std::vector<std::int64_t>& v, int width, const char* what) {
+    std::vector<int> out(std::max<std::size_t>(v.size(), 1), 0);
+    for (std::size_t i = 0; i < v.size(); ++i)
+      out[i] = tessel::detail::checked_int(v[i] * width, what);
+    return out;
   }
 
   GraphComm graph_;
   std::vector<int> sc_, sd_, rc_, rd_;
-  PersistentRequest persistent_;
+  MPI_Datatype type_;
+  bool persistent_;
+  std::int64_t bytes_;
+  CommLedger* ledger_;
+  PersistentRequest request_;
 };
 
 }  // namespace
 
-std::unique_ptr<Exchanger> make_neighbor_exchanger(const Comm& c, const ExchangePlan& plan,
-                                                   int width, ExchangeStrategy s) {
-  return std::make_unique<NeighborExchanger>(c, plan, width, s);
+std::unique_ptr<ExchangeMover> make_neighbor_mover(const Comm& c, const ExchangePlan& plan,
+                                                   const ExchangeItem& item, bool persistent,
+                                                   std::int64_t bytes, const char* send,
+                                                   char* recv) {
+  return std::make_unique<NeighborMover>(c, plan, item, persistent, bytes, send, recv);
 }
 
-}  // namespace tessel::comm
+}  // namespace tessel::comm::detail

@@ -1,36 +1,43 @@
-// Exchanger strategy p2p: MPI_Irecv from and MPI_Isend to the peers only (what Octopus does
-// today). One message per peer and direction; recorded as point-to-point traffic.
-#include "exchange_impl.hpp"
+// Exchange strategy p2p: MPI_Irecv from and MPI_Isend to the peers only (what Octopus does
+// today). One message per peer and direction (more above the MPI int count limit:
+// Comm::isend/irecv cut it into pieces); recorded as point-to-point traffic by Comm.
+#include "exchange_mover.hpp"
 
-namespace tessel::comm {
+namespace tessel::comm::detail {
 namespace {
 
-constexpr int kHaloTag = tag::kHalo;
-
-class P2PExchanger final : public Exchanger {
+class P2PMover final : public ExchangeMover {
  public:
-  P2PExchanger(const Comm& c, const ExchangePlan& plan, int width)
-      : Exchanger(c, plan, width, ExchangeStrategy::P2P) {}
-  // Receives first (before the caller packs), then sends in start().
-  void post_receives() override {
-    if (receives_posted_) return;
-    post_plan_receives(comm_, plan_, recv_.data(), width_, kHaloTag, rs_);
-    receives_posted_ = true;
+  P2PMover(const Comm& c, const ExchangePlan& plan, const ExchangeItem& item, int tag)
+      : c_(c), plan_(plan), item_(item), tag_(tag) {}
+  bool collective() const override { return false; }
+  void post_receives(char* recv, RequestSet& rs) override {
+    for (std::size_t i = 0; i < plan_.recv_peers.size(); ++i)
+      c_.irecv_bytes(recv + bytes(plan_.recv_offsets[i]), plan_.recv_counts[i] * item_.width,
+                     item_.type, item_.size, plan_.recv_peers[i], tag_, rs);
   }
-  void start() override {
-    post_receives();
-    receives_posted_ = false;  // the next exchange posts its own
-    post_plan_sends(comm_, plan_, send_.data(), recv_.data(), width_, kHaloTag, rs_);
+  void start(const char* send, char*, RequestSet& rs) override {
+    for (std::size_t i = 0; i < plan_.send_peers.size(); ++i)
+      c_.isend_bytes(send + bytes(plan_.send_offsets[i]), plan_.send_counts[i] * item_.width,
+                     item_.type, item_.size, plan_.send_peers[i], tag_, rs);
   }
 
  private:
-  bool receives_posted_ = false;
+  std::int64_t bytes(std::int64_t items) const {
+    return items * item_.width * static_cast<std::int64_t>(item_.size);
+  }
+
+  const Comm& c_;
+  const ExchangePlan& plan_;  // the executor's (outlives the mover)
+  const ExchangeItem item_;
+  const int tag_;
 };
 
 }  // namespace
 
-std::unique_ptr<Exchanger> make_p2p_exchanger(const Comm& c, const ExchangePlan& plan, int width) {
-  return std::make_unique<P2PExchanger>(c, plan, width);
+std::unique_ptr<ExchangeMover> make_p2p_mover(const Comm& c, const ExchangePlan& plan,
+                                              const ExchangeItem& item, int tag) {
+  return std::make_unique<P2PMover>(c, plan, item, tag);
 }
 
-}  // namespace tessel::comm
+}  // namespace tessel::comm::detail

@@ -1,6 +1,7 @@
 // The one dense redistribution. Reads as: check -> plan (make_redist_plan, pure) -> executor
-// (point-to-point, MPI_Alltoallv or node-shared window: redist_exec.hpp) -> post receives ->
-// pack (the kept blocks straight into b) -> start -> wait -> unpack -> finish.
+// (comm::Exchange with its own buffers: point-to-point, MPI_Ialltoallv or node-shared window)
+// -> post receives -> pack (the kept blocks straight into b) -> start -> wait -> unpack ->
+// finish.
 #include "tessel/layout/redistribute.hpp"
 
 #include <algorithm>
@@ -8,7 +9,7 @@
 #include <memory>
 #include <vector>
 
-#include "redist_exec.hpp"
+#include "tessel/comm/exchange.hpp"
 #include "tessel/comm/agree.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/layout/redist_plan.hpp"
@@ -32,15 +33,22 @@ int redist_node_size(const comm::Comm& c, const RedistOptions& opt) {
 
 namespace {
 
-template <class T>
-std::unique_ptr<detail::RedistExecutor<T>> make_executor(const comm::Comm& c,
-                                                         const RedistPlan& plan,
-                                                         const RedistOptions& opt) {
-  if (opt.alltoallv) return detail::make_alltoallv_redist<T>(c, plan.exchange);
-  if (opt.node_shared) return detail::make_node_shared_redist<T>(c, plan.exchange, opt);
-  comm::ExchangePlan msgs = plan.exchange;  // the kept elements are no message
+// The executor's plan is the exchange less the kept elements (no message; copied straight into
+// b), its strategy the options' choice.
+comm::ExchangePlan message_plan(const RedistPlan& plan) {
+  comm::ExchangePlan msgs = plan.exchange;
   msgs.self_count = msgs.self_send = msgs.self_recv = 0;
-  return detail::make_p2p_redist<T>(c, std::move(msgs));
+  return msgs;
+}
+
+comm::ExchangeOptions exchange_options(const comm::Comm& c, const RedistOptions& opt) {
+  comm::ExchangeOptions x;
+  x.strategy = opt.alltoallv     ? comm::ExchangeStrategy::Ialltoallv
+               : opt.node_shared ? comm::ExchangeStrategy::NodeShared
+                                 : comm::ExchangeStrategy::P2P;
+  x.tag = comm::tag::kRedistribute;
+  x.node_size = redist_node_size(c, opt);
+  return x;
 }
 
 }  // namespace
@@ -78,15 +86,15 @@ void redistribute(const comm::Comm& c, const Layout& src, const T* a, std::int64
   // Everything that can fail on one rank only happened above (agreed, or sizes every rank
   // computes alike). Should this rank still leave from here on, the executor's failure guard
   // notifies its peers, which throw PeerFailure instead of waiting for it.
-  auto ex = make_executor<T>(c, plan, opt);
-  ex->post_receives();
+  comm::Exchange<T> ex(c, message_plan(plan), exchange_options(c, opt));
+  ex.post_receives();
   c.test_point("redistribute: posted");
 
   // Pack (each block's columns in turn: the receiver unpacks in this order): into b for this
   // rank, into the executor's piece for the destination otherwise.
   std::vector<std::int64_t> cur(static_cast<std::size_t>(c.size()), 0);
   std::vector<T*> to_peer(static_cast<std::size_t>(c.size()), nullptr);
-  for (int q : plan.exchange.send_peers) to_peer[static_cast<std::size_t>(q)] = ex->send_piece(q);
+  for (int q : plan.exchange.send_peers) to_peer[static_cast<std::size_t>(q)] = ex.send_piece(q);
   for (const RedistBlock& k : plan.send_blocks) {
     const std::size_t d = static_cast<std::size_t>(k.peer);
     for (std::int64_t j = 0; j < k.cols; ++j) {
@@ -96,12 +104,12 @@ void redistribute(const comm::Comm& c, const Layout& src, const T* a, std::int64
       if (k.peer != me) cur[d] += k.rows;
     }
   }
-  ex->start();
-  ex->wait();
+  ex.start();
+  ex.wait();
 
   std::fill(cur.begin(), cur.end(), 0);
   std::vector<const T*> from_peer(static_cast<std::size_t>(c.size()), nullptr);
-  for (int q : plan.exchange.recv_peers) from_peer[static_cast<std::size_t>(q)] = ex->recv_piece(q);
+  for (int q : plan.exchange.recv_peers) from_peer[static_cast<std::size_t>(q)] = ex.recv_piece(q);
   for (const RedistBlock& k : plan.recv_blocks) {
     const std::size_t o = static_cast<std::size_t>(k.peer);
     for (std::int64_t j = 0; j < k.cols; ++j) {
@@ -110,7 +118,7 @@ void redistribute(const comm::Comm& c, const Layout& src, const T* a, std::int64
       cur[o] += k.rows;
     }
   }
-  ex->finish();
+  ex.finish();
 }
 
 template void redistribute<double>(const comm::Comm&, const Layout&, const double*, std::int64_t,

@@ -271,6 +271,11 @@ class Comm {
   void irecv(T* buf, std::int64_t count, int src, int tag, RequestSet& rs) const {
     irecv_bytes(buf, count, mpi_type<T>(), sizeof(T), src, tag, rs);
   }
+  /// The untyped forms of isend and irecv: `count` items of type `t`, `sz` bytes each.
+  void isend_bytes(const void* buf, std::int64_t count, MPI_Datatype t, std::size_t sz, int dest,
+                   int tag, RequestSet& rs) const;
+  void irecv_bytes(void* buf, std::int64_t count, MPI_Datatype t, std::size_t sz, int src, int tag,
+                   RequestSet& rs) const;
 
   // ---- collectives (recorded with the payload rule of shared/tools/commcount) ----
   // Blocking for the caller, but posted nonblocking and waited for by RequestSet's polling
@@ -302,10 +307,6 @@ class Comm {
 
  private:
   void init();
-  void isend_bytes(const void* buf, std::int64_t count, MPI_Datatype t, std::size_t sz, int dest,
-                   int tag, RequestSet& rs) const;
-  void irecv_bytes(void* buf, std::int64_t count, MPI_Datatype t, std::size_t sz, int src, int tag,
-                   RequestSet& rs) const;
   void allreduce_raw(void* buf, int count, MPI_Datatype t, std::size_t sz, MPI_Op op) const;
   void bcast_raw(void* buf, int count, MPI_Datatype t, std::size_t sz, int root) const;
   void allgather_raw(const void* send, int count, void* recv, MPI_Datatype t, std::size_t sz) const;

@@ -7,7 +7,6 @@
 /// one point-to-point message per pair and direction with a nonzero count (recorded as p2p);
 /// the own piece is copied without a message. Used by the block-sparse finalize, transpose
 /// and redistribution.
-#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -34,18 +33,19 @@ struct ExchangeCounts {
 /// Collective over `c` (point-to-point between the pairs that have data). Sends piece q of
 /// `send` to rank q and receives piece q of `recv` (sized by counts.recv) from rank q; the own
 /// piece is copied. Blocking. All ranks' counts must be consistent (as alltoall_counts gives).
-/// The pieces are an ExchangePlan (ExchangePlan::from_counts, the stencil halo's plan type),
-/// posted receives first, then sends (post_plan_receives / post_plan_sends).
+/// The pieces are an ExchangePlan (ExchangePlan::from_counts), run by the one executor
+/// (exchange.hpp) on the caller's buffers, strategy p2p: receives first, then sends; should
+/// this rank leave while messages are posted, its peers get a failure notice and throw instead
+/// of waiting for it.
 template <class T>
 void exchange(const Comm& c, const ExchangeCounts& counts, const T* send, T* recv, int tag) {
-  const ExchangePlan plan = ExchangePlan::from_counts(counts.send, counts.recv, c.rank());
-  // Should this rank leave while messages are posted, its peers get a failure notice and throw
-  // instead of waiting for it (comm::ExchangeGuard, as in layout::redistribute).
-  ExchangeGuard guard(c.raw());
-  RequestSet rs;
-  post_plan_receives(c, plan, recv, 1, tag, rs);
-  post_plan_sends(c, plan, send, recv, 1, tag, rs);
-  rs.wait_all();
+  ExchangeOptions opt;
+  opt.strategy = ExchangeStrategy::P2P;
+  opt.tag = tag;
+  Exchange<T, BufferOwner::Caller> ex(
+      c, ExchangePlan::from_counts(counts.send, counts.recv, c.rank()), opt);
+  ex.start(send, recv);
+  ex.wait();
 }
 
 /// Collective over `c`: alltoall_counts of `send_count`, then exchange(). Returns the

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "tessel/comm/exchange.hpp"
+#include "tessel/comm/exchange_plan.hpp"
 #include "tessel/layout/layout.hpp"
 
 namespace tessel::layout {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "tessel/comm/exchange.hpp"
+#include "tessel/comm/exchange_plan.hpp"
 #include "tessel/stencil/mesh.hpp"
 
 namespace tessel::stencil {

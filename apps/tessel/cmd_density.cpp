@@ -248,6 +248,7 @@ struct Prepared {
   sparse::Tiling tl;
   double read_seconds = 0, tile_seconds = 0;
   int block_rows = 0;  // atomic block rows of H
+  std::int64_t n = 0;  // basis functions (H's rows; kept: the sparse solve frees H)
   bool tiled() const { return !tl.is_identity(); }
 };
 
@@ -259,6 +260,7 @@ Prepared prepare_input(Context& ctx, const DensityArgs& a, const Setup& s) {
   p.in = read_input(ctx, a);
   p.read_seconds = t_in.seconds();
   p.block_rows = p.in.H.distribution().row_blocks().count();
+  p.n = p.in.H.rows();
   TESSEL_CHECK(a.tiling == "cluster" || a.tiling == "contiguous", InputError, "--tiling '",
                a.tiling, "': expected cluster or contiguous");
   ctx.comm().barrier();
@@ -516,7 +518,7 @@ nlohmann::json run_json(const Context& ctx, const DensityArgs& a, const Setup& s
   j["algorithm"] = a.dense ? "dense" : a.algorithm;
   j["eps"] = a.eps;
   j["electrons"] = p.in.electrons;
-  j["n"] = p.in.H.rows();
+  j["n"] = p.n;
   j["block_rows"] = p.block_rows;
   j["tile"] = s.tile;
   j["tiling"] = p.tiled() ? a.tiling : "none";

@@ -68,6 +68,9 @@ def main():
                 r = json.load(open(js))
                 if abs(2 * r["trace_ps"] - meta["n_electrons"]) > 1e-5:
                     problems.append(f"{name}: 2 tr(PS) = {2 * r['trace_ps']}")
+                n_basis = sum(int(x) for x in open(os.path.join(CP2K, "blocksizes.txt")).read().split())
+                if r["n"] != n_basis:  # the sparse route frees H before the JSON: it once said 0
+                    problems.append(f"{name}: JSON n = {r['n']} (expected {n_basis} from blocksizes.txt)")
                 if not (meta["homo"] < r["mu"] < meta["lumo"]):
                     problems.append(f"{name}: mu {r['mu']} not in (HOMO, LUMO)")
                 if not os.path.exists(out_csr) or os.path.getsize(out_csr) == 0:

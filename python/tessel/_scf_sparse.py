@@ -74,18 +74,18 @@ class SparseDensityStep:
 
     def _owned(self, a, name):
         """Collective (the finalize). The block-sparse copy of the replicated matrix `a`: each
-        rank puts the nonzero blocks it owns, so nothing moves."""
-        d, comm = self.dist, self.ctx.comm
+        rank puts the nonzero blocks of its process row's block rows and process column's
+        block columns (rank = prow * pc + pcol, the Distribution's rule), so nothing moves."""
+        d = self.dist
         out = BlockSparseMatrix(self.ctx, d, name)
         off = np.r_[0, np.cumsum(d.row_sizes)]
-        pc = d.grid[1]
-        me = comm.rank
-        for i, pi in enumerate(d.row_dist):
-            for j, pj in enumerate(d.col_dist):
-                if pi * pc + pj != me:
-                    continue
+        prow, pcol = divmod(self.ctx.comm.rank, d.grid[1])
+        rows = np.flatnonzero(np.asarray(d.row_dist) == prow)
+        cols = np.flatnonzero(np.asarray(d.col_dist) == pcol)
+        for i in rows:
+            for j in cols:
                 block = a[off[i]:off[i + 1], off[j]:off[j + 1]]
                 if np.any(block):
-                    out.put_block(i, j, np.asfortranarray(block))
+                    out.put_block(int(i), int(j), np.asfortranarray(block))
         out.finalize()
         return out

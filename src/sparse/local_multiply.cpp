@@ -107,11 +107,23 @@ void pack_images(const LocalBlocks<double>& m, const BlockSizes& rows, const Blo
   }
 }
 
-CAccumulator::CAccumulator(const BlockSizes* rows, const BlockSizes* cols)
+namespace {
+int largest(const BlockSizes& s) {
+  int m = 0;
+  for (int b = 0; b < s.count(); ++b) m = std::max(m, s.size(b));
+  return m;
+}
+}  // namespace
+
+CAccumulator::CAccumulator(const BlockSizes* rows, const BlockSizes* cols, AccValues values)
     : rows_(rows),
       cols_(cols),
       row_slot_(static_cast<std::size_t>(rows->count()), -1),
-      spa_(static_cast<std::size_t>(cols->count()), -1) {}
+      spa_(static_cast<std::size_t>(cols->count()), -1) {
+  mode_ = values;
+  if (mode_ == AccValues::Virtual)  // never grows: the kernel keeps pointers into it
+    scratch_.assign(static_cast<std::size_t>(largest(*rows)) * largest(*cols), 0.0);
+}
 
 void CAccumulator::select(int r) const {
   if (r == cur_) return;
@@ -132,6 +144,10 @@ std::int64_t CAccumulator::find_id(int r, int c) const {
 bool CAccumulator::contains(int r, int c) const { return find_id(r, c) >= 0; }
 
 double* CAccumulator::take(std::int64_t n) {
+  if (mode_ == AccValues::Virtual) {  // counted as held, stored nowhere
+    page_values_ += n;
+    return scratch_.data();
+  }
   constexpr std::int64_t kPage = std::int64_t{1} << 16;  // values (512 KiB)
   if (n > page_left_) {  // the rest of the page stays unused; a large block gets its own page
     const std::int64_t size = std::max(kPage, n);
@@ -166,13 +182,25 @@ std::vector<std::size_t> CAccumulator::row_order() const {
   return order;
 }
 
+Storage<double> CAccumulator::wire_values(std::int64_t n) const {
+  return Storage<double>(mode_ == AccValues::Virtual ? ComputeMode::Skip : ComputeMode::Run,
+                         static_cast<std::size_t>(n));
+}
+
+void CAccumulator::put_values(std::int64_t id, std::int64_t n, double* dst) const {
+  if (mode_ == AccValues::Virtual)
+    std::fill_n(dst, n, 0.0);
+  else
+    std::copy_n(values_[static_cast<std::size_t>(id)], n, dst);
+}
+
 CWire CAccumulator::pack_masked(const CWire& pattern, double drop_below,
                                 std::int64_t* dropped) const {
   const std::int64_t np = static_cast<std::int64_t>(pattern.idx.size() / 2);
   CWire w;
   w.idx.assign(static_cast<std::size_t>((np + 31) / 32), 0);
-  w.data.reserve(static_cast<std::size_t>(nvalues_));
-  std::int64_t found = 0;
+  std::vector<std::pair<std::int64_t, std::int64_t>> sent;  // (block id, values)
+  std::int64_t found = 0, nsent = 0;
   for (std::int64_t b = 0; b < np; ++b) {
     const int r = pattern.idx[static_cast<std::size_t>(2 * b)],
               c = pattern.idx[static_cast<std::size_t>(2 * b + 1)];
@@ -184,11 +212,16 @@ CWire CAccumulator::pack_masked(const CWire& pattern, double drop_below,
       continue;
     }
     w.idx[static_cast<std::size_t>(b / 32)] |= static_cast<std::int32_t>(1u << (b % 32));
-    const double* v = values_[static_cast<std::size_t>(id)];
-    const std::int64_t n = block_size(r, c);
-    w.data.insert(w.data.end(), v, v + n);
+    sent.emplace_back(id, block_size(r, c));
+    nsent += sent.back().second;
   }
   TESSEL_ASSERT(found == nblocks_);  // every block is inside the owner's pattern
+  w.data = wire_values(nsent);
+  double* at = w.data.data();
+  for (auto [id, n] : sent) {
+    put_values(id, n, at);
+    at += n;
+  }
   return w;
 }
 
@@ -331,16 +364,23 @@ void CAccumulator::sorted_row(int r, std::vector<std::pair<int, const double*>>&
 CWire CAccumulator::pack_wire(double drop_below, std::int64_t* dropped) const {
   CWire w;
   w.idx.reserve(static_cast<std::size_t>(nblocks_) * 2);
-  w.data.reserve(static_cast<std::size_t>(nvalues_));
-  for_each_block([&](int r, int c, const double* v, double bound) {
+  std::int64_t nsent = 0;
+  for_each_block([&](int r, int c, const double*, double bound) {
     if (bound < drop_below) {  // ||block|| <= bound < drop_below
       if (dropped) ++*dropped;
       return;
     }
-    const std::int64_t n = block_size(r, c);
     w.idx.insert(w.idx.end(), {r, c});
-    w.data.insert(w.data.end(), v, v + n);
+    nsent += block_size(r, c);
   });
+  w.data = wire_values(nsent);
+  double* at = w.data.data();
+  for (std::size_t b = 0; b < w.idx.size(); b += 2) {
+    const int r = w.idx[b], c = w.idx[b + 1];
+    const std::int64_t n = block_size(r, c);
+    put_values(find_id(r, c), n, at);
+    at += n;
+  }
   return w;
 }
 

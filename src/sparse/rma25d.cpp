@@ -132,10 +132,11 @@ void check_count(const comm::Comm& c, std::int64_t n, std::int64_t max, int src,
 /// fibre (`srcs`, whose counts `heads` have arrived), checks each (CAccumulator::add, or
 /// add_masked against `pattern` when not null) and adds it into `own`. Returns the first
 /// malformed partial's message ("" when none) instead of throwing, so the exchange completes;
-/// a count that cannot be right throws before anything is received.
+/// a count that cannot be right throws before anything is received. `values`: where the
+/// received values live (ComputeMode::Skip: shared simulated memory, AccValues::Virtual).
 std::string receive_partials(const comm::Comm& c, const std::vector<int>& srcs,
                              std::vector<std::int64_t>& heads, const CLimits& lim,
-                             const CWire* pattern, CAccumulator& own) {
+                             const CWire* pattern, ComputeMode values, CAccumulator& own) {
   c.test_received("rma25d: C partial heads", heads.data(), heads.size() * sizeof(std::int64_t));
   for (std::size_t q = 0; q < srcs.size(); ++q) {  // every count, before any receive
     check_count(c, heads[2 * q], lim.idx, srcs[q], "C partial index");
@@ -145,7 +146,7 @@ std::string receive_partials(const comm::Comm& c, const std::vector<int>& srcs,
   comm::RequestSet rs;  // after `in`: abandoned before it is freed
   for (std::size_t q = 0; q < srcs.size(); ++q) {
     in[q].idx.resize(static_cast<std::size_t>(heads[2 * q]));
-    in[q].data.resize(static_cast<std::size_t>(heads[2 * q + 1]));
+    in[q].data = Storage<double>(values, static_cast<std::size_t>(heads[2 * q + 1]));
     c.irecv(in[q].idx.data(), heads[2 * q], srcs[q], kTagIdx, rs);
     c.irecv(in[q].data.data(), heads[2 * q + 1], srcs[q], kTagData, rs);
   }
@@ -224,6 +225,11 @@ class Rma25d {
   void post_reads(int s);
   const CAccumulator* allowed(std::size_t p) const {
     return p == own_ ? opt_.allowed : foreign_allowed_[p] ? &*foreign_allowed_[p] : nullptr;
+  }
+  /// Where the partial panels of the other layers keep their values: nowhere under
+  /// KernelMode::Sampled (AccValues::Virtual: they did not fit the one simulator process).
+  AccValues partial_values() const {
+    return opt_.kernel == KernelMode::Sampled ? AccValues::Virtual : AccValues::Held;
   }
   bool same_key() const;
   int window_flags(const std::int64_t need[4], bool same) const;
@@ -393,8 +399,10 @@ void Rma25d::expose_home_images() {
 /// accumulators, the other layers of my fibre (L > 1), the limits of the counts they send.
 void Rma25d::prepare_panels() {
   panels_ = plan_.rma_panels(i_, j_);
+  for (std::size_t p = 0; p < panels_.size(); ++p)
+    if (panels_[p] == std::make_pair(i_, j_)) own_ = p;
   for (std::size_t p = 0; p < panels_.size(); ++p) {
-    acc_.emplace_back(ops_.rows, ops_.cols);
+    acc_.emplace_back(ops_.rows, ops_.cols, p == own_ ? AccValues::Held : partial_values());
     acc_.back().charge_to(ledger_.charge(MemKind::Buffers));
   }
   outgoing_.resize(panels_.size());
@@ -406,8 +414,6 @@ void Rma25d::prepare_panels() {
         if (src != me_) srcs_.push_back(src);
       }
   out_heads_.resize(2 * panels_.size());
-  for (std::size_t p = 0; p < panels_.size(); ++p)
-    if (panels_[p] == std::make_pair(i_, j_)) own_ = p;
   // Counts received from another rank size buffers: check_count ends the exchange on one that
   // cannot be right (the guard sends failure notices; the peers throw PeerFailure).
   limits_ = {2 * static_cast<std::int64_t>(ops_.rows->count()) * ops_.cols->count(),
@@ -512,8 +518,9 @@ ExecResult Rma25d::finish() {
   if (L_ > 1) {
     PhaseScope ph(ledger_, kPhaseC);
     rs_head_.wait_all();
-    note(receive_partials(ctx_.comm(), srcs_, heads_, limits_, masked_ ? &my_pattern_ : nullptr,
-                          acc_[own_]));
+    note(receive_partials(
+        ctx_.comm(), srcs_, heads_, limits_, masked_ ? &my_pattern_ : nullptr,
+        partial_values() == AccValues::Virtual ? ComputeMode::Skip : ComputeMode::Run, acc_[own_]));
     rs_send_.wait_all();
   }
   if (!rs_pat_send_.empty()) {

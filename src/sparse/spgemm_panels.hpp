@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tessel/core/memory.hpp"
+#include "tessel/core/simulate.hpp"
 #include "tessel/sparse/block_sparse.hpp"
 
 namespace tessel::sparse::detail {
@@ -89,14 +90,20 @@ struct PanelBuf {
 /// A partial C panel on the wire (rma25d's C phase): (block row, block column) as two int32 per
 /// block, sorted by (row, column), and the values back to back. No offsets (they follow from the
 /// block sizes) and no norms (the owner only adds): 8 bytes per block of metadata, not 32.
+/// The values are heap memory, or (KernelMode::Sampled, AccValues::Virtual) shared simulated
+/// memory holding zeros (Storage in ComputeMode::Skip): the sizes on the wire are a computing
+/// run's, the values meaningless.
 struct CWire {
   std::vector<std::int32_t> idx;
-  std::vector<double> data;
+  Storage<double> data;
   std::int64_t bytes() const {
     return static_cast<std::int64_t>(idx.size()) * 4 + static_cast<std::int64_t>(data.size()) * 8;
   }
-  /// Bytes held (the vectors' capacities), for the MemoryLedger.
-  std::int64_t held_bytes() const { return capacity_bytes(idx) + capacity_bytes(data); }
+  /// Bytes held (the index's capacity and the values), for the MemoryLedger: what a computing
+  /// run holds, also when the values are shared simulated memory.
+  std::int64_t held_bytes() const {
+    return capacity_bytes(idx) + static_cast<std::int64_t>(data.size()) * 8;
+  }
 };
 
 /// Size of one image: blocks and values.
@@ -156,6 +163,19 @@ enum class KernelMode {
 /// kernel twofold (docs/simulation.md has the validation against real runs).
 constexpr std::size_t kSampleWarmup = 1024, kSampledProducts = 3072;
 
+/// Where a CAccumulator keeps its blocks' values.
+enum class AccValues {
+  Held,  ///< in its own pages (every accumulator of a computing run)
+  /// KernelMode::Sampled only (the simulated build's ComputeMode::Skip), for a partial panel
+  /// that is only packed and sent (rma25d, L > 1): every block's values alias one scratch
+  /// block, so the sampled products write garbage there and L - 1 of a rank's L partial panels
+  /// take no memory in the one simulator process (they did not fit at DZVP block sizes); the
+  /// blocks, their norm bounds (which decide what is sent), bytes() and the packed wire's sizes
+  /// are a computing run's. pack_wire / pack_masked then write zeros into shared simulated
+  /// memory, so the owner adds zeros.
+  Virtual,
+};
+
 /// A C panel being accumulated: blocks by row, values in pages that never move (a block's
 /// values stay where slot() put them, so the kernel keeps pointers, and growing never copies).
 /// Lookups go through a dense column index of the current row (a sparse accumulator, as
@@ -163,7 +183,7 @@ constexpr std::size_t kSampleWarmup = 1024, kSampledProducts = 3072;
 /// row's blocks.
 class CAccumulator {
  public:
-  CAccumulator(const BlockSizes* rows, const BlockSizes* cols);
+  CAccumulator(const BlockSizes* rows, const BlockSizes* cols, AccValues values = AccValues::Held);
   /// Values of block (r, c), created (zero) when absent.
   double* slot(int r, int c);
   /// slot(), and adds x to the block's norm bound (the kernel adds ||A_rk|| ||B_kc|| per
@@ -230,8 +250,14 @@ class CAccumulator {
   std::vector<std::vector<std::pair<int, std::int64_t>>> entries_;  // (column, block id)
   std::vector<double*> values_;  // block id -> its values (null for mark()ed blocks)
   std::vector<double> bounds_;   // block id -> norm bound (sum of norm products)
+  /// The values of n more blocks' worth in a new wire (zeros under AccValues::Virtual).
+  Storage<double> wire_values(std::int64_t n) const;
+  /// Copies block id's n values to dst (zeros under AccValues::Virtual).
+  void put_values(std::int64_t id, std::int64_t n, double* dst) const;
+  AccValues mode_ = AccValues::Held;
+  std::vector<double> scratch_;  // AccValues::Virtual: the one block every block aliases
   std::vector<std::unique_ptr<double[]>> pages_;
-  std::int64_t page_values_ = 0;  // values in all pages
+  std::int64_t page_values_ = 0;  // values in all pages (Virtual: that a computing run holds)
   MemoryCharge charge_;
   double* page_at_ = nullptr;  // the unused part of the last page
   std::int64_t page_left_ = 0;

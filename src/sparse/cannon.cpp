@@ -4,6 +4,7 @@
 // holds two whole images of an operand -> this rank's C panel. The schedule is SpgemmPlan's
 // (spgemm_plan.hpp).
 #include "spgemm_exec.hpp"
+#include "tessel/core/trace.hpp"
 #include "tessel/layout/grid2d.hpp"
 
 namespace tessel::sparse::detail {
@@ -211,9 +212,12 @@ ExecResult run_cannon(Context& ctx, const SpgemmPlan& plan, const SpOperands& op
       TickProgress progress(&rs, MPI_COMM_NULL, opt.progress_poll, &ctx.comm());  // p2p only
       cur_a.index(*ops.rows, *ops.inner);  // offsets of the received (or home) images: meta
       cur_b.index(*ops.inner, *ops.cols);  // only, so the sends may still be reading them
-      multiply_images(cur_a.view(), cur_b.view(), *ops.rows, *ops.inner, *ops.cols, opt.row_thr,
-                      opt.allowed, acc, res.stats, opt.kernel, [&] { progress(); });
-      charge_skipped_products(res.stats);
+      {
+        KernelSpan span(&ledger, "block products");  // --trace: the tick's local kernel
+        multiply_images(cur_a.view(), cur_b.view(), *ops.rows, *ops.inner, *ops.cols, opt.row_thr,
+                        opt.allowed, acc, res.stats, opt.kernel, [&] { progress(); });
+        charge_skipped_products(res.stats);
+      }
       account();  // the next images' piece is allocated
       rs.wait_all();
       cur_a = PanelBuf{};  // multiplied and sent: its memory goes before the next piece comes

@@ -26,6 +26,7 @@
 #include <string>
 
 #include "spgemm_exec.hpp"
+#include "tessel/core/trace.hpp"
 #include "tessel/comm/nonblocking.hpp"
 #include "tessel/comm/window.hpp"
 
@@ -475,10 +476,13 @@ void Rma25d::tick(int s) {
   TickProgress progress(&rs_ab_[1 - buf], ctx_.comm().raw(), opt_.progress_poll, &ctx_.comm());
   for (std::size_t p = 0; p < panels_.size(); ++p) {
     auto x = p / static_cast<std::size_t>(plan_.lc), y = p % static_cast<std::size_t>(plan_.lc);
-    multiply_images(fa_[buf][x].view, fb_[buf][y].view, *ops_.rows, *ops_.inner, *ops_.cols,
-                    opt_.row_thr, allowed(p), acc_[p], res_.stats, opt_.kernel,
-                    [&] { progress(); });
-    charge_skipped_products(res_.stats);
+    {
+      KernelSpan span(&ledger_, "block products");  // --trace: one panel product
+      multiply_images(fa_[buf][x].view, fb_[buf][y].view, *ops_.rows, *ops_.inner, *ops_.cols,
+                      opt_.row_thr, allowed(p), acc_[p], res_.stats, opt_.kernel,
+                      [&] { progress(); });
+      charge_skipped_products(res_.stats);
+    }
     if (last && p != own_) send_partial(p);
     acc_[p].recharge();
   }

@@ -146,15 +146,41 @@ IterationEnd iterate_to_identity(Algebra<M>& alg, const InverseOptions& opt, Mon
   }
 }
 
+struct Start {
+  std::int64_t m0;  // the algebra's multiplications before the call
+  double lo, hi;    // the interval of S's spectrum the starting scale uses
+};
+
+// The start both iterations share: the option checks, the spectral bounds of S into
+// out.bounds, and [lo, hi] with lo no lower than half the smallest Ritz value.
+template <class M>
+Start start(Algebra<M>& alg, const M& S, const InverseOptions& opt, const char* who,
+            InverseResult<M>& out) {
+  check_inverse_options(alg.ctx(), opt);
+  const std::int64_t m0 = alg.stats().multiplications;
+  out.bounds = bounds_of_s(alg, S, opt, who);
+  return {m0, std::max(out.bounds.lo, 0.5 * out.bounds.ritz_min), out.bounds.hi};
+}
+
+// The end both share: the iterate symmetrized into out.X, with the iterations, the last
+// residual and the products since m0.
+template <class M>
+void finish(Algebra<M>& alg, M&& x, const IterationEnd& end, std::int64_t m0,
+            InverseResult<M>& out) {
+  alg.symmetrize(x);
+  out.X = std::move(x);
+  out.iterations = end.iterations;
+  out.residual = end.residual;
+  out.multiplications = alg.stats().multiplications - m0;
+}
+
 }  // namespace
 
 template <class M>
 InverseResult<M> inverse_sqrt(Algebra<M>& alg, const M& S, const InverseOptions& opt) {
-  check_inverse_options(alg.ctx(), opt);
-  const auto m0 = alg.stats().multiplications;
   InverseResult<M> out;
-  out.bounds = bounds_of_s(alg, S, opt, "inverse sqrt");
-  const double lo = std::max(out.bounds.lo, 0.5 * out.bounds.ritz_min), hi = out.bounds.hi;
+  const Start st = start(alg, S, opt, "inverse sqrt", out);
+  const double lo = st.lo, hi = st.hi;
   // Y0 = S/s maps the spectrum into [2 lo/(lo+hi), 2 hi/(lo+hi)] (times 1/kBoundsMargin):
   // inside the convergence region (0, 3) of order 2 and (0, ~2.3) of order 3 with a margin.
   const double s = kBoundsMargin * (lo + hi) / 2;
@@ -177,12 +203,8 @@ InverseResult<M> inverse_sqrt(Algebra<M>& alg, const M& S, const InverseOptions&
         z = alg.product(tm, z);
       });
   alg.scale(z, 1 / std::sqrt(s));
-  alg.symmetrize(z);
-  out.X = std::move(z);
-  out.iterations = end.iterations;
-  out.residual = end.residual;
   out.scale = s;
-  out.multiplications = alg.stats().multiplications - m0;
+  finish(alg, std::move(z), end, st.m0, out);
   return out;
 }
 
@@ -196,11 +218,9 @@ InverseResult<M> inverse(Algebra<M>& alg, const M& S, const InverseOptions& opt)
 
 template <class M>
 InverseResult<M> inverse_hotelling(Algebra<M>& alg, const M& S, const InverseOptions& opt) {
-  check_inverse_options(alg.ctx(), opt);
-  const auto m0 = alg.stats().multiplications;
   InverseResult<M> out;
-  out.bounds = bounds_of_s(alg, S, opt, "hotelling");
-  const double lo = std::max(out.bounds.lo, 0.5 * out.bounds.ritz_min), hi = out.bounds.hi;
+  const Start st = start(alg, S, opt, "hotelling", out);
+  const double lo = st.lo, hi = st.hi;
   const double a = 2 / (kBoundsMargin * (lo + hi));  // eigenvalues of S X0 in (0, 2)
   M x = alg.identity(S, a);
   Monitor mon{"hotelling", opt.tol, alg.filter_eps(), opt.max_iter, lo, hi, 1 / a, {}};
@@ -210,11 +230,7 @@ InverseResult<M> inverse_hotelling(Algebra<M>& alg, const M& S, const InverseOpt
         M xsx = alg.product(x, sx);
         alg.add(x, 2.0, xsx, -1.0);  // X <- 2X - X S X
       });
-  alg.symmetrize(x);
-  out.X = std::move(x);
-  out.iterations = end.iterations;
-  out.residual = end.residual;
-  out.multiplications = alg.stats().multiplications - m0;
+  finish(alg, std::move(x), end, st.m0, out);
   return out;
 }
 

@@ -171,6 +171,17 @@ class CannonRun {
   int piece_of(int v, int c) const { return v * Q_ + c; }
   PanelBuf& slot_a(int s, int c) { return sa_[static_cast<std::size_t>((s % (a_ + 1)) * Q_ + c)]; }
   PanelBuf& slot_b(int s, int c) { return sb_[static_cast<std::size_t>((s % (b_ + 1)) * Q_ + c)]; }
+  // Index in the directories of piece c of the image this rank multiplies at tick s.
+  std::size_t tick_piece_index(int s, int c) const {
+    return static_cast<std::size_t>(piece_of(plan_.cannon_image(i_, j_, s), c));
+  }
+  // One operand's shift of a piece along `ring`: the next image's piece (`size`) in from
+  // `from`, the current one out to `to`.
+  static void post_shift(const comm::Comm& ring, PanelBuf& next, const ImageSize& size, int from,
+                         const PanelBuf& cur, int to, comm::RequestSet& rs) {
+    post_recv(ring, next, size, from, rs);
+    post_send(ring, cur, to, rs);
+  }
   void account() { panels_.set(panel_bytes({&home_a_, &home_b_, &sa_, &sb_})); }
 
   // Set-up and pre-shift of A: my home pieces, the size of every piece of my process row (by
@@ -221,17 +232,13 @@ class CannonRun {
     PanelBuf& cur_b = slot_b(t, c);
     if (t < V_ - a_) {
       PhaseScope ph(ledger_, kPhaseA);
-      post_recv(grid_.row(), slot_a(t + a_, c),
-                dir_a_[static_cast<std::size_t>(piece_of(plan_.cannon_image(i_, j_, t + a_), c))],
-                (j_ + 1) % plan_.pc, rs);
-      post_send(grid_.row(), cur_a, (j_ + plan_.pc - 1) % plan_.pc, rs);
+      post_shift(grid_.row(), slot_a(t + a_, c), dir_a_[tick_piece_index(t + a_, c)],
+                 (j_ + 1) % plan_.pc, cur_a, (j_ + plan_.pc - 1) % plan_.pc, rs);
     }
     if (t < V_ - b_) {
       PhaseScope ph(ledger_, kPhaseB);
-      post_recv(grid_.col(), slot_b(t + b_, c),
-                dir_b_[static_cast<std::size_t>(piece_of(plan_.cannon_image(i_, j_, t + b_), c))],
-                (i_ + 1) % plan_.pr, rs);
-      post_send(grid_.col(), cur_b, (i_ + plan_.pr - 1) % plan_.pr, rs);
+      post_shift(grid_.col(), slot_b(t + b_, c), dir_b_[tick_piece_index(t + b_, c)],
+                 (i_ + 1) % plan_.pr, cur_b, (i_ + plan_.pr - 1) % plan_.pr, rs);
     }
     TickProgress progress(&rs, MPI_COMM_NULL, opt_.progress_poll, &ctx_.comm());  // p2p only
     cur_a.index(*ops_.rows, *ops_.inner);  // offsets of the received (or home) images: meta

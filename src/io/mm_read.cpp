@@ -87,11 +87,18 @@ struct Item {
   double v;
 };
 
-/// Collective (via Context::agree). The header, checked against dist, and the open file and
-/// its size.
-MmHeader open_checked(const Context& ctx, const std::string& path, const Distribution& dist, Fd& fd,
-                      std::int64_t& size) {
+/// The file being read: its checked header, its descriptor and its size.
+struct MmFile {
   MmHeader h;
+  Fd fd;
+  std::int64_t size = 0;
+};
+
+/// Collective (via Context::agree). Reads the header, checks it against dist, opens the file.
+void open_checked(const Context& ctx, const std::string& path, const Distribution& dist,
+                  MmFile& f) {
+  MmHeader& h = f.h;
+  Fd& fd = f.fd;
   ctx.agree([&] {
     h = read_header(path);
     TESSEL_CHECK(h.rows == dist.row_blocks().extent() && h.cols == dist.col_blocks().extent(),
@@ -104,9 +111,8 @@ MmHeader open_checked(const Context& ctx, const std::string& path, const Distrib
     TESSEL_CHECK(fd.fd >= 0, InputError, "cannot read ", path, ": ", std::strerror(errno));
     struct stat st;
     TESSEL_CHECK(::fstat(fd.fd, &st) == 0, InputError, "cannot read ", path);
-    size = static_cast<std::int64_t>(st.st_size);
+    f.size = static_cast<std::int64_t>(st.st_size);
   });
-  return h;
 }
 
 /// The entries of this rank's lines, their line numbers local to the rank until numbered.
@@ -227,12 +233,12 @@ void sort_refusing_duplicates(const Context& ctx, const std::string& path, const
 BlockSparseMatrix<double> read_matrix_market(const Context& ctx, const std::string& path,
                                              const Distribution& dist, const ReadOptions& opt) {
   const std::vector<std::int64_t> keys = check_read_args(ctx, path, dist, opt);
-  Fd fd;
-  std::int64_t size = 0;
-  const MmHeader h = open_checked(ctx, path, dist, fd, size);
+  MmFile file;
+  open_checked(ctx, path, dist, file);
+  const MmHeader& h = file.h;
 
   std::size_t first = 0;
-  const std::string text = read_my_lines(ctx, fd.fd, path, size, h.data_begin, first);
+  const std::string text = read_my_lines(ctx, file.fd.fd, path, file.size, h.data_begin, first);
   MyEntries e = parse_my_entries(text, first, h, dist, keys, opt);
   number_lines(ctx, h, e);
   throw_first_error(ctx, path, e.err);

@@ -19,6 +19,7 @@
 #include "commands.hpp"
 #include "report.hpp"
 #include "tessel/comm/comm.hpp"
+#include "tessel/comm/tags.hpp"
 #include "tessel/dense/machine_model.hpp"
 #include "tessel/core/timer.hpp"
 
@@ -132,8 +133,8 @@ std::vector<double> overlap_samples(const comm::Comm& c, int n, std::int64_t byt
     const Stopwatch t0;
     comm::RequestSet rs;
     if (transfer && peer >= 0) {
-      c.irecv(rcv.data(), bytes, peer, 8, rs);
-      c.isend(snd.data(), bytes, peer, 8, rs);
+      c.irecv(rcv.data(), bytes, peer, comm::tag::kCalibrateOverlap, rs);
+      c.isend(snd.data(), bytes, peer, comm::tag::kCalibrateOverlap, rs);
     }
     if (gemm) dgemm_("N", "N", &n, &n, &n, &one, a.data(), &n, b.data(), &n, &zero, out.data(), &n);
     rs.wait_all();
@@ -169,14 +170,14 @@ std::vector<double> pingpong(const comm::Comm& c, int a, int b, std::int64_t byt
       for (int i = 0; i < iters; ++i) {
         comm::RequestSet rs;
         if (me == a) {
-          c.isend(buf.data(), bytes, peer, 7, rs);
+          c.isend(buf.data(), bytes, peer, comm::tag::kCalibratePingPong, rs);
           while (!rs.test_all()) {}
-          c.irecv(buf.data(), bytes, peer, 7, rs);
+          c.irecv(buf.data(), bytes, peer, comm::tag::kCalibratePingPong, rs);
           while (!rs.test_all()) {}
         } else {
-          c.irecv(buf.data(), bytes, peer, 7, rs);
+          c.irecv(buf.data(), bytes, peer, comm::tag::kCalibratePingPong, rs);
           while (!rs.test_all()) {}
-          c.isend(buf.data(), bytes, peer, 7, rs);
+          c.isend(buf.data(), bytes, peer, comm::tag::kCalibratePingPong, rs);
           while (!rs.test_all()) {}
         }
       }

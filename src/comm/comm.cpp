@@ -547,46 +547,47 @@ class Staged {
 // its blocking ones are its tuned algorithms. The payload, and so the ledger, is the same.
 constexpr bool kBlockingCollectives = kSimulatedMpi;
 
-void Comm::allreduce_raw(void* buf, int count, MPI_Datatype t, std::size_t sz, MPI_Op op) const {
-  const double t0 = trace::begin(tracer_of(ledger_));
-  const Staged st(buf, static_cast<std::size_t>(count) * sz, true);  // outlives rs
+namespace {
+// One in-place collective of `count` items of `sz` bytes on a staged copy of `buf` (copied in
+// when copy_in), cut into pieces of at most max_items: post(piece, n, rs) calls MPI for each
+// (blocking under kBlockingCollectives, else one request into rs); then waited for, recorded
+// (complete_collective) and copied back.
+template <class Post>
+void staged_collective(MPI_Comm comm, void* buf, int count, std::size_t sz, bool copy_in,
+                       std::int64_t max_items, PhaseCounts* k, Tracer* tr, Post&& post) {
+  const double t0 = trace::begin(tr);
+  const Staged st(buf, static_cast<std::size_t>(count) * sz, copy_in);  // outlives rs
   RequestSet rs;
-  rs.watch(comm_);
+  rs.watch(comm);
   char* p = st.data();
-  const std::int64_t pieces =
-      for_each_piece(count, max_message_items(), [&](std::int64_t at, int n) {
-        if (kBlockingCollectives)
-          check_mpi(
-              MPI_Allreduce(MPI_IN_PLACE, p + at * static_cast<std::int64_t>(sz), n, t, op, comm_),
-              "MPI_Allreduce");
-        else
-          check_mpi(MPI_Iallreduce(MPI_IN_PLACE, p + at * static_cast<std::int64_t>(sz), n, t, op,
-                                   comm_, rs.add()),
-                    "MPI_Iallreduce");
-      });
-  complete_collective(rs, counts(), tracer_of(ledger_), static_cast<std::int64_t>(count) * sz,
-                      pieces, t0);
+  const std::int64_t pieces = for_each_piece(count, max_items, [&](std::int64_t at, int n) {
+    post(p + at * static_cast<std::int64_t>(sz), n, rs);
+  });
+  complete_collective(rs, k, tr, static_cast<std::int64_t>(count) * sz, pieces, t0);
   st.copy_out();
+}
+}  // namespace
+
+void Comm::allreduce_raw(void* buf, int count, MPI_Datatype t, std::size_t sz, MPI_Op op) const {
+  staged_collective(comm_, buf, count, sz, true, max_message_items(), counts(), tracer_of(ledger_),
+                    [&](char* piece, int n, RequestSet& rs) {
+                      if (kBlockingCollectives)
+                        check_mpi(MPI_Allreduce(MPI_IN_PLACE, piece, n, t, op, comm_),
+                                  "MPI_Allreduce");
+                      else
+                        check_mpi(MPI_Iallreduce(MPI_IN_PLACE, piece, n, t, op, comm_, rs.add()),
+                                  "MPI_Iallreduce");
+                    });
 }
 
 void Comm::bcast_raw(void* buf, int count, MPI_Datatype t, std::size_t sz, int root) const {
-  const double t0 = trace::begin(tracer_of(ledger_));
-  const Staged st(buf, static_cast<std::size_t>(count) * sz, rank_ == root);  // outlives rs
-  RequestSet rs;
-  rs.watch(comm_);
-  char* p = st.data();
-  const std::int64_t pieces =
-      for_each_piece(count, max_message_items(), [&](std::int64_t at, int n) {
-        if (kBlockingCollectives)
-          check_mpi(MPI_Bcast(p + at * static_cast<std::int64_t>(sz), n, t, root, comm_),
-                    "MPI_Bcast");
-        else
-          check_mpi(MPI_Ibcast(p + at * static_cast<std::int64_t>(sz), n, t, root, comm_, rs.add()),
-                    "MPI_Ibcast");
-      });
-  complete_collective(rs, counts(), tracer_of(ledger_), static_cast<std::int64_t>(count) * sz,
-                      pieces, t0);
-  st.copy_out();
+  staged_collective(comm_, buf, count, sz, rank_ == root, max_message_items(), counts(),
+                    tracer_of(ledger_), [&](char* piece, int n, RequestSet& rs) {
+                      if (kBlockingCollectives)
+                        check_mpi(MPI_Bcast(piece, n, t, root, comm_), "MPI_Bcast");
+                      else
+                        check_mpi(MPI_Ibcast(piece, n, t, root, comm_, rs.add()), "MPI_Ibcast");
+                    });
 }
 
 void Comm::allgather_raw(const void* send, int count, void* recv, MPI_Datatype t,

@@ -46,18 +46,15 @@ ComputeMode checked_compute(const ContextOptions& opt) {
 }  // namespace
 
 Context::Context(MPI_Comm user_comm, const ContextOptions& opt)
-    : own_(std::make_unique<CommLedger>()),
-      ledger_(own_.get()),
-      comm_(comm::Comm(user_comm, ledger_).dup()),
-      cache_(std::make_unique<comm::CommCache>()),
-      machine_file_(opt.machine_file) {
-  comm_.set_node_size(checked_node_size(opt));
-  comm_.set_cache(cache_.get());
-  compute_ = checked_compute(opt);
-}
+    : Context(user_comm, std::make_unique<CommLedger>(), nullptr, opt) {}
 
 Context::Context(MPI_Comm user_comm, CommLedger& ledger, const ContextOptions& opt)
-    : ledger_(&ledger),
+    : Context(user_comm, nullptr, &ledger, opt) {}
+
+Context::Context(MPI_Comm user_comm, std::unique_ptr<CommLedger> own, CommLedger* ledger,
+                 const ContextOptions& opt)
+    : own_(std::move(own)),
+      ledger_(own_ ? own_.get() : ledger),
       comm_(comm::Comm(user_comm, ledger_).dup()),
       cache_(std::make_unique<comm::CommCache>()),
       machine_file_(opt.machine_file) {

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <complex>
+#include <utility>
+#include <vector>
 
 #include "local_gemm.hpp"
 #include "tessel/core/trace.hpp"
@@ -74,6 +76,10 @@ void place_own_piece(const GatherSpec& s, const RoundPieces& rp, const DistMatri
 // One operand's double-buffered round gathers.
 template <class T>
 struct Gatherer {
+  Gatherer(const comm::Comm& c, GatherSpec spec, const DistMatrix<T>& X, int rounds, int tag_base,
+           ComputeMode mode)
+      : c(c), spec(std::move(spec)), X(X), rounds(rounds), tag_base(tag_base), mode(mode) {}
+
   const comm::Comm& c;
   GatherSpec spec;
   const DistMatrix<T>& X;
@@ -113,127 +119,98 @@ struct Gatherer {
   }
 };
 
-}  // namespace
-
+// X in the plan layout `to`: a view of X when it already is in it (e.g. on one rank), else
+// redistributed.
 template <class T>
-void execute_plan(Context& ctx, const GemmPlan& plan, T alpha, Op opa, const DistMatrix<T>& A,
-                  Op opb, const DistMatrix<T>& B, T beta, DistMatrix<T>& C) {
-  const bool at = opa != Op::N, bt = opb != Op::N;
-  const PlanLayouts L = make_plan_layouts(plan, at, bt, ctx.size());
-  PhaseScope gemm_phase(ctx.ledger(), "gemm");
+DistMatrix<T> into_plan(Context& ctx, const DistMatrix<T>& X, const layout::Layout& to,
+                        const char* phase) {
+  if (layout::same_storage(X.layout(), to))
+    return DistMatrix<T>::view(to, ctx.rank(), const_cast<T*>(X.data()), X.ld());
+  PhaseScope ph(ctx.ledger(), phase);
+  return redistribute(ctx, X, to);
+}
 
-  // Inputs already in the plan layout (e.g. on one rank) are used in place.
-  auto into_plan = [&](const DistMatrix<T>& X, const layout::Layout& to, const char* phase) {
-    if (layout::same_storage(X.layout(), to))
-      return DistMatrix<T>::view(to, ctx.rank(), const_cast<T*>(X.data()), X.ld());
-    PhaseScope ph(ctx.ledger(), phase);
-    return redistribute(ctx, X, to);
-  };
-  DistMatrix<T> Ap = into_plan(A, L.a, "redistribute A");
-  DistMatrix<T> Bp = into_plan(B, L.b, "redistribute B");
-
-  // With pk == 1 and C already in the plan's layout, the rounds accumulate straight into C
-  // (beta applied by the first round's GEMM): no reduction, no copy.
-  const bool c_in_place = plan.pk == 1 && layout::same_storage(L.c, C.layout());
-  const PlanCoords pc = plan_coords(plan, ctx.rank());
-  // Cp: the product in the plan's C layout. An active rank writes all of its part (the rounds
-  // with pk == 1, else the reduce-scatter), so it is not zeroed first.
-  DistMatrix<T> Cp = c_in_place  ? DistMatrix<T>()
-                     : pc.active ? DistMatrix<T>::uninitialized(ctx, L.c)
-                                 : DistMatrix<T>(ctx, L.c);
-  if (pc.active) {
-    Gatherer<T> ga{ctx.comm(),
-                   gather_spec_a(plan, at, ctx.rank()),
-                   Ap,
-                   plan.rounds,
-                   comm::tag::kGemmRoundsA,
-                   ctx.compute(),
-                   {},
-                   {},
-                   {}};
-    Gatherer<T> gb{ctx.comm(),
-                   gather_spec_b(plan, bt, ctx.rank()),
-                   Bp,
-                   plan.rounds,
-                   comm::tag::kGemmRoundsB,
-                   ctx.compute(),
-                   {},
-                   {},
-                   {}};
-    const std::int64_t mi = ga.spec.free_len, nj = gb.spec.free_len;
-    // Where the rounds accumulate: C itself (in place), Cp when there is nothing to reduce
-    // (pk == 1: Cp's part is the mi x nj panel), else a partial sum for the reduce-scatter.
-    // The first round's GEMM writes every element (beta 0, or C's beta), so nothing is zeroed.
-    const bool into_cp = !c_in_place && plan.pk == 1 && Cp.ld() == std::max<std::int64_t>(1, mi);
-    Storage<T> partial;
-    if (!c_in_place && !into_cp)
-      partial = Storage<T>(ctx.compute(), static_cast<std::size_t>(mi * nj));
-    T* out = c_in_place ? C.data() : (into_cp ? Cp.data() : partial.data());
-    const std::int64_t ldo = c_in_place ? C.ld() : std::max<std::int64_t>(1, mi);
-
-    ga.post(ctx.ledger(), "rounds A", 0);
-    gb.post(ctx.ledger(), "rounds B", 0);
-    for (int r = 0; r < plan.rounds; ++r) {
-      const T* a = ga.wait(r);
-      const T* b = gb.wait(r);
-      const std::int64_t kr = ga.klen(r);
-      if (r + 1 < plan.rounds) {  // the next round's transfer overlaps this round's GEMM
-        ga.post(ctx.ledger(), "rounds A", r + 1);
-        gb.post(ctx.ledger(), "rounds B", r + 1);
-      }
-      auto& na = ga.pending[(r + 1) % 2];
-      auto& nb = gb.pending[(r + 1) % 2];
-      const std::int64_t lda = ga.ld(r), ldb = gb.ld(r);
-      const T beta_r = r > 0 ? T(1) : (c_in_place ? beta : T(0));
-      const KernelSpan kspan(&ctx.ledger(), "local gemm", 2.0 * mi * nj * kr);
-      // In column chunks that test the next round's requests in between (MPI progress); one
-      // call when nothing is in flight (a chunked GEMM is slower than one large call).
-      const bool in_flight = !na.empty() || !nb.empty();
-      kernels::gemm<T>(
-          ctx.compute(), op_char(opa), op_char(opb), mi, nj, kr, alpha, a, lda, b, ldb, beta_r, out,
-          ldo,
-          [&] {
-            na.test_all();
-            nb.test_all();
-          },
-          in_flight ? 256 : 0);
+// The rounds: round r + 1's panels are gathered while round r's local GEMM runs; the first
+// round's GEMM applies beta0 to out (0: out is only written).
+template <class T>
+void run_rounds(Context& ctx, int rounds, T alpha, Op opa, Gatherer<T>& ga, Op opb, Gatherer<T>& gb,
+                T beta0, T* out, std::int64_t ldo) {
+  const std::int64_t mi = ga.spec.free_len, nj = gb.spec.free_len;
+  ga.post(ctx.ledger(), "rounds A", 0);
+  gb.post(ctx.ledger(), "rounds B", 0);
+  for (int r = 0; r < rounds; ++r) {
+    const T* a = ga.wait(r);
+    const T* b = gb.wait(r);
+    const std::int64_t kr = ga.klen(r);
+    if (r + 1 < rounds) {  // the next round's transfer overlaps this round's GEMM
+      ga.post(ctx.ledger(), "rounds A", r + 1);
+      gb.post(ctx.ledger(), "rounds B", r + 1);
     }
-    if (c_in_place) return;
-
-    if (!into_cp) {  // (into_cp: pk == 1, nothing to reduce)
-      PhaseScope ph(ctx.ledger(), "reduce C");
-      comm::Pieces cp;
-      std::vector<int> members;
-      for (int l = 0; l < plan.pk; ++l) {
-        std::int64_t b = layout::split_begin(nj, plan.pk, l),
-                     e = layout::split_begin(nj, plan.pk, l + 1);
-        cp.offset.push_back(mi * b);
-        cp.count.push_back(mi * (e - b));
-        members.push_back(plan_rank(plan, pc.i, pc.j, l));
-      }
-      comm::reduce_scatter(ctx.comm(), members, pc.l, cp, partial.data(), Cp.data(),
-                           comm::tag::kGemmReduceC);
-    }
+    auto& na = ga.pending[(r + 1) % 2];
+    auto& nb = gb.pending[(r + 1) % 2];
+    const std::int64_t lda = ga.ld(r), ldb = gb.ld(r);
+    const T beta_r = r > 0 ? T(1) : beta0;
+    const KernelSpan kspan(&ctx.ledger(), "local gemm", 2.0 * mi * nj * kr);
+    // In column chunks that test the next round's requests in between (MPI progress); one
+    // call when nothing is in flight (a chunked GEMM is slower than one large call).
+    const bool in_flight = !na.empty() || !nb.empty();
+    kernels::gemm<T>(
+        ctx.compute(), op_char(opa), op_char(opb), mi, nj, kr, alpha, a, lda, b, ldb, beta_r, out,
+        ldo,
+        [&] {
+          na.test_all();
+          nb.test_all();
+        },
+        in_flight ? kernels::kProgressChunk : 0);
   }
+}
 
-  if (c_in_place) return;
-  // R: the product in C's layout. When the plan's C layout already places every element at
-  // C's local offsets, Cp is used as it is (with its own leading dimension: C may be a corner
-  // of a larger caller matrix whose local extents exceed Cp's).
-  DistMatrix<T> R;
-  if (layout::same_storage(L.c, C.layout())) {
-    R = std::move(Cp);
-  } else if (beta == T(0)) {  // C is not read: the product goes straight into C's storage
-    PhaseScope ph(ctx.ledger(), "redistribute C");
-    layout::redistribute(ctx.comm(), Cp.layout(), Cp.data(), Cp.ld(), C.layout(), C.data(), C.ld());
-    return;
-  } else {
-    PhaseScope ph(ctx.ledger(), "redistribute C");
-    R = redistribute(ctx, Cp, C.layout());
+// Sums the pk layers' mi x nj partial products; layer l keeps its slice of nj's columns in Cp.
+template <class T>
+void reduce_c(Context& ctx, const GemmPlan& plan, const PlanCoords& pc, std::int64_t mi,
+              std::int64_t nj, T* partial, DistMatrix<T>& Cp) {
+  PhaseScope ph(ctx.ledger(), "reduce C");
+  comm::Pieces cp;
+  std::vector<int> members;
+  for (int l = 0; l < plan.pk; ++l) {
+    std::int64_t b = layout::split_begin(nj, plan.pk, l),
+                 e = layout::split_begin(nj, plan.pk, l + 1);
+    cp.offset.push_back(mi * b);
+    cp.count.push_back(mi * (e - b));
+    members.push_back(plan_rank(plan, pc.i, pc.j, l));
   }
-  // C = R + beta C over this rank's part of C (beta == 0: C is not read).
+  comm::reduce_scatter(ctx.comm(), members, pc.l, cp, partial, Cp.data(), comm::tag::kGemmReduceC);
+}
+
+// An active rank's part of the product: the rounds, then the reduction over pk. Into C itself
+// when c_in_place (beta applied by the first round), else into Cp.
+template <class T>
+void multiply_active(Context& ctx, const GemmPlan& plan, const PlanCoords& pc, T alpha, Op opa,
+                     const DistMatrix<T>& Ap, Op opb, const DistMatrix<T>& Bp, T beta,
+                     bool c_in_place, DistMatrix<T>& C, DistMatrix<T>& Cp) {
+  Gatherer<T> ga(ctx.comm(), gather_spec_a(plan, opa != Op::N, ctx.rank()), Ap, plan.rounds,
+                 comm::tag::kGemmRoundsA, ctx.compute());
+  Gatherer<T> gb(ctx.comm(), gather_spec_b(plan, opb != Op::N, ctx.rank()), Bp, plan.rounds,
+                 comm::tag::kGemmRoundsB, ctx.compute());
+  const std::int64_t mi = ga.spec.free_len, nj = gb.spec.free_len;
+  // Where the rounds accumulate: C itself (in place), Cp when there is nothing to reduce
+  // (pk == 1: Cp's part is the mi x nj panel), else a partial sum for the reduce-scatter.
+  // The first round's GEMM writes every element (beta 0, or C's beta), so nothing is zeroed.
+  const bool into_cp = !c_in_place && plan.pk == 1 && Cp.ld() == std::max<std::int64_t>(1, mi);
+  Storage<T> partial;
+  if (!c_in_place && !into_cp)
+    partial = Storage<T>(ctx.compute(), static_cast<std::size_t>(mi * nj));
+  T* out = c_in_place ? C.data() : (into_cp ? Cp.data() : partial.data());
+  const std::int64_t ldo = c_in_place ? C.ld() : std::max<std::int64_t>(1, mi);
+  run_rounds(ctx, plan.rounds, alpha, opa, ga, opb, gb, c_in_place ? beta : T(0), out, ldo);
+  if (!c_in_place && !into_cp) reduce_c(ctx, plan, pc, mi, nj, partial.data(), Cp);
+}
+
+// C = R + beta C over this rank's part of C (beta == 0: C is not read).
+template <class T>
+void add_into(int rank, const DistMatrix<T>& R, T beta, DistMatrix<T>& C) {
   const bool keep = beta != T(0);
-  auto g = C.layout().groups_of(ctx.rank());
+  auto g = C.layout().groups_of(rank);
   if (!g) return;
   for (const auto& cj : C.layout().col_partition().intervals()) {
     if (cj.group != g->second) continue;
@@ -246,6 +223,51 @@ void execute_plan(Context& ctx, const GemmPlan& plan, T alpha, Op opa, const Dis
       }
     }
   }
+}
+
+// The product Cp (in the plan's C layout lc) into C: as it is when lc already places every
+// element at C's local offsets (Cp keeps its own leading dimension: C may be a corner of a
+// larger caller matrix whose local extents exceed Cp's), straight into C's storage when C is
+// not read (beta == 0), else redistributed and added.
+template <class T>
+void deliver_c(Context& ctx, const layout::Layout& lc, DistMatrix<T>& Cp, T beta,
+               DistMatrix<T>& C) {
+  DistMatrix<T> R;
+  if (layout::same_storage(lc, C.layout())) {
+    R = std::move(Cp);
+  } else if (beta == T(0)) {
+    PhaseScope ph(ctx.ledger(), "redistribute C");
+    layout::redistribute(ctx.comm(), Cp.layout(), Cp.data(), Cp.ld(), C.layout(), C.data(), C.ld());
+    return;
+  } else {
+    PhaseScope ph(ctx.ledger(), "redistribute C");
+    R = redistribute(ctx, Cp, C.layout());
+  }
+  add_into(ctx.rank(), R, beta, C);
+}
+
+}  // namespace
+
+template <class T>
+void execute_plan(Context& ctx, const GemmPlan& plan, T alpha, Op opa, const DistMatrix<T>& A,
+                  Op opb, const DistMatrix<T>& B, T beta, DistMatrix<T>& C) {
+  const PlanLayouts L = make_plan_layouts(plan, opa != Op::N, opb != Op::N, ctx.size());
+  PhaseScope gemm_phase(ctx.ledger(), "gemm");
+  DistMatrix<T> Ap = into_plan(ctx, A, L.a, "redistribute A");
+  DistMatrix<T> Bp = into_plan(ctx, B, L.b, "redistribute B");
+
+  // With pk == 1 and C already in the plan's layout, the rounds accumulate straight into C
+  // (beta applied by the first round's GEMM): no reduction, no copy.
+  const bool c_in_place = plan.pk == 1 && layout::same_storage(L.c, C.layout());
+  const PlanCoords pc = plan_coords(plan, ctx.rank());
+  // Cp: the product in the plan's C layout. An active rank writes all of its part (the rounds
+  // with pk == 1, else the reduce-scatter), so it is not zeroed first.
+  DistMatrix<T> Cp = c_in_place  ? DistMatrix<T>()
+                     : pc.active ? DistMatrix<T>::uninitialized(ctx, L.c)
+                                 : DistMatrix<T>(ctx, L.c);
+  if (pc.active) multiply_active(ctx, plan, pc, alpha, opa, Ap, opb, Bp, beta, c_in_place, C, Cp);
+  if (c_in_place) return;
+  deliver_c(ctx, L.c, Cp, beta, C);
 }
 
 template void execute_plan<double>(Context&, const GemmPlan&, double, Op, const DistMatrix<double>&,

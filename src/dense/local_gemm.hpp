@@ -8,6 +8,11 @@
 
 namespace tessel::dense::kernels {
 
+/// Columns of C per chunk when a GEMM overlaps communication: small enough that the requests
+/// in flight are tested often (MPI progress), large enough that the chunked GEMM stays near the
+/// speed of one call.
+inline constexpr std::int64_t kProgressChunk = 256;
+
 /// C(m x n) = alpha op(A) op(B) + beta C, column-major, opa/opb in {'N','T','C'}. Runs in column
 /// chunks of C and calls `between` (may be empty) after each chunk, so a caller can drive
 /// outstanding communication while the kernel runs. Under ComputeMode::Skip (SMPI build) it

@@ -32,6 +32,19 @@ Fn<T> scalapack_routine(const char* sym) {
   return reinterpret_cast<Fn<T>>(f);
 }
 
+// The one process-boundary exception to "the library reads no environment"
+// (docs/architecture.md, layer 1): these drop-in entry points are called from Fortran programs
+// with ScaLAPACK's arguments only, so the environment is their one channel for options. The
+// planner's machine model: the file named by TESSEL_MACHINE, else the defaults (as the `tessel`
+// command reads it in apps/ and passes it on). Throws tessel::Error for a bad file.
+dense::MultiplyOptions options_from_environment() {
+  dense::MultiplyOptions opt;
+  const char* file = std::getenv("TESSEL_MACHINE");
+  opt.machine = dense::resolve_machine_model({}, file ? file : "");
+  if (file && *file) opt.machine.source = std::string("TESSEL_MACHINE=") + file;
+  return opt;
+}
+
 template <class T>
 int entry(const char* rout, const char* sym, ErrorMode mode, const char* transa, const char* transb,
           const int* m, const int* n, const int* k, const T* alpha, const T* a, const int* ia,
@@ -44,15 +57,9 @@ int entry(const char* rout, const char* sym, ErrorMode mode, const char* transa,
       return 0;
     }
   }
-  // The planner's machine model: the file named by TESSEL_MACHINE, else the defaults. These
-  // drop-in entry points take ScaLAPACK's arguments only, so the environment is their one
-  // channel for options: it is read here, at the C boundary, as the `tessel` command reads
-  // it in apps/ (the library below reads no environment).
   dense::MultiplyOptions opt;
   try {
-    const char* file = std::getenv("TESSEL_MACHINE");
-    opt.machine = dense::resolve_machine_model({}, file ? file : "");
-    if (file && *file) opt.machine.source = std::string("TESSEL_MACHINE=") + file;
+    opt = options_from_environment();
   } catch (const tessel::Error& e) {
     std::fprintf(stderr, "%s (tessel): %s\n", rout, e.what());
     if (mode == ErrorMode::Pblas) Cblacs_abort(desca[1], 1);

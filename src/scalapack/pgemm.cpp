@@ -6,6 +6,7 @@
 #include <cctype>
 #include <climits>
 #include <cstdio>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -106,92 +107,134 @@ bool replicated(const Call& x) {
   return false;
 }
 
+namespace {
+
+// This process's place on the BLACS grid of a call.
+struct GridPos {
+  int nprow = 0, npcol = 0, myrow = 0, mycol = 0;
+};
+
+// 1. ScaLAPACK's checks, on this process (LLD is checked against this process's rows). 2. The
+// grid's own communicator `grid`: rank r * npcol + q is grid position (r, q). Every grid
+// process learns whether any of them found an error, so none waits on a peer that returned.
+// Returns the INFO to return at once, or nothing to go on.
+std::optional<int> check_on_grid(const char* rout, const Call& x, ErrorMode mode, GridPos& g,
+                                 comm::Comm& grid) {
+  const int info = check_arguments(rout, x);
+  const int ctxt = x.ad[CTXT];
+  if (info && mode == ErrorMode::Pblas) PB_Cabort(ctxt, rout, info);  // aborts unless replaced
+  Cblacs_gridinfo(ctxt, &g.nprow, &g.npcol, &g.myrow, &g.mycol);
+  if (g.nprow == -1) return info;  // no grid to agree on (info is -1002)
+  int sysctxt = 0;
+  Cblacs_get(ctxt, 10, &sysctxt);
+  std::vector<int> ranks(static_cast<std::size_t>(g.nprow) * g.npcol);
+  for (int r = 0; r < g.nprow; ++r)
+    for (int q = 0; q < g.npcol; ++q)
+      ranks[static_cast<std::size_t>(r) * g.npcol + q] = Cblacs_pnum(ctxt, r, q);
+  grid = comm::Comm::create_group(Cblacs2sys_handle(sysctxt), ranks, nullptr);
+  const int first = grid.allreduce_value(info ? -info : INT_MAX, MPI_MIN);
+  if (first != INT_MAX) return info ? info : -first;
+  return std::nullopt;
+}
+
+// sub(C) = beta sub(C) on this process's part, without reading A and B (beta == 0: C is not
+// read).
+template <class T>
+void scale_c(const layout::Layout& lc, int me, const Call& x, T beta, T* c) {
+  const bool zero = is_zero(beta);
+  for_each_local_run(lc, me, [&](std::int64_t i, std::int64_t j, std::int64_t len) {
+    T* col = c + j * x.cd[LLD] + i;
+    for (std::int64_t r = 0; r < len; ++r) col[r] = zero ? T(0) : beta * col[r];
+  });
+}
+
+// Single precision: this process's storage of a matrix of full layout f widened to double.
+template <class T, class W = typename Wide<T>::type>
+std::vector<W> widen(const layout::Layout& f, int me, const T* src, int lld) {
+  const std::int64_t lr = f.local_rows(me), lcn = f.local_cols(me);
+  std::vector<W> w(lr > 0 && lcn > 0 ? static_cast<std::size_t>((lcn - 1) * lld + lr) : 0);
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<W>(src[i]);
+  return w;
+}
+
+// The layouts of one call: the full matrices' (fa, fb, fc) and sub(A), sub(B), sub(C)'s.
+struct CallLayouts {
+  layout::Layout fa, fb, fc, la, lb, lc;
+};
+
+// 4. sub(C) = alpha op(sub(A)) op(sub(B)) + beta sub(C) on views of the caller's storage, in
+// double precision (single precision widened, multiplied in double, sub(C) rounded back).
+template <class T>
+dense::MultiplyReport multiply_views(Context& ctx, int me, const Call& x, const CallLayouts& L,
+                                     const T* alpha, const T* a, const T* b, const T* beta, T* c,
+                                     const dense::MultiplyOptions& opt) {
+  using W = typename Wide<T>::type;
+  const dense::Op opa = dense::parse_op(std::string(1, *x.transa));
+  const dense::Op opb = dense::parse_op(std::string(1, *x.transb));
+  if constexpr (std::is_same_v<T, W>) {
+    auto A = dense::DistMatrix<W>::view(L.la, me, const_cast<T*>(a), x.ad[LLD]);
+    auto B = dense::DistMatrix<W>::view(L.lb, me, const_cast<T*>(b), x.bd[LLD]);
+    auto C = dense::DistMatrix<W>::view(L.lc, me, c, x.cd[LLD]);
+    return dense::multiply(ctx, *alpha, opa, A, opb, B, *beta, C, opt);
+  } else {
+    std::vector<W> wa = widen(L.fa, me, a, x.ad[LLD]), wb = widen(L.fb, me, b, x.bd[LLD]);
+    std::vector<W> wc = widen(L.fc, me, c, x.cd[LLD]);  // beta == 0: C is not read by multiply
+    auto A = dense::DistMatrix<W>::view(L.la, me, wa.data(), x.ad[LLD]);
+    auto B = dense::DistMatrix<W>::view(L.lb, me, wb.data(), x.bd[LLD]);
+    auto C = dense::DistMatrix<W>::view(L.lc, me, wc.data(), x.cd[LLD]);
+    auto rep =
+        dense::multiply(ctx, static_cast<W>(*alpha), opa, A, opb, B, static_cast<W>(*beta), C, opt);
+    for_each_local_run(L.lc, me, [&](std::int64_t i, std::int64_t j, std::int64_t len) {
+      const std::size_t at0 = static_cast<std::size_t>(j * x.cd[LLD] + i);
+      for (std::int64_t r = 0; r < len; ++r) c[at0 + r] = static_cast<T>(wc[at0 + r]);
+    });
+    return rep;
+  }
+}
+
+}  // namespace
+
 template <class T>
 int pgemm(const char* rout, const Call& x, const T* alpha, const T* a, const T* b, const T* beta,
           T* c, ErrorMode mode, const dense::MultiplyOptions& opt, CommLedger* ledger,
           dense::MultiplyReport* report) {
-  // 1. ScaLAPACK's checks, on this process (LLD is checked against this process's rows).
-  const int info = check_arguments(rout, x);
-  const int ctxt = x.ad[CTXT];
-  if (info && mode == ErrorMode::Pblas) PB_Cabort(ctxt, rout, info);  // aborts unless replaced
-  int nprow, npcol, myrow, mycol;
-  Cblacs_gridinfo(ctxt, &nprow, &npcol, &myrow, &mycol);
-  if (nprow == -1) return info;  // no grid to agree on (info is -1002)
-
-  // 2. The grid's own communicator: rank r * npcol + q is grid position (r, q). Every grid
-  // process learns whether any of them found an error, so none waits on a peer that returned.
-  int sysctxt = 0;
-  Cblacs_get(ctxt, 10, &sysctxt);
-  std::vector<int> ranks(static_cast<std::size_t>(nprow) * npcol);
-  for (int r = 0; r < nprow; ++r)
-    for (int q = 0; q < npcol; ++q)
-      ranks[static_cast<std::size_t>(r) * npcol + q] = Cblacs_pnum(ctxt, r, q);
-  comm::Comm grid = comm::Comm::create_group(Cblacs2sys_handle(sysctxt), ranks, nullptr);
-  const int first = grid.allreduce_value(info ? -info : INT_MAX, MPI_MIN);
-  if (first != INT_MAX) return info ? info : -first;
+  GridPos g;
+  comm::Comm grid(MPI_COMM_NULL, nullptr);
+  if (const std::optional<int> now = check_on_grid(rout, x, mode, g, grid)) return *now;
 
   // 3. ScaLAPACK's quick returns: nothing to do, or C = beta C without reading A and B.
   const bool at = *x.transa != 'N' && *x.transa != 'n', bt = *x.transb != 'N' && *x.transb != 'n';
   if (x.m == 0 || x.n == 0 || ((is_zero(*alpha) || x.k == 0) && is_one(*beta))) return 0;
-  const int me = myrow * npcol + mycol;
-  const int p = nprow * npcol;
-  using W = typename Wide<T>::type;
+  const int me = g.myrow * g.npcol + g.mycol;
+  const int p = g.nprow * g.npcol;
   CommLedger scratch;
   Context ctx(grid.raw(), ledger ? *ledger : scratch);
   try {
     auto full = [&](const int* d) {
-      return layout::Layout::block_cyclic_inb(d[M], d[N], d[IMB], d[INB], d[MB], d[NB], nprow,
-                                              npcol, d[RSRC], d[CSRC], p);
+      return layout::Layout::block_cyclic_inb(d[M], d[N], d[IMB], d[INB], d[MB], d[NB], g.nprow,
+                                              g.npcol, d[RSRC], d[CSRC], p);
     };
     const layout::Layout fc = full(x.cd);
     const layout::Layout lc = fc.sub(x.ci, x.cj, x.m, x.n);
     if (is_zero(*alpha) || x.k == 0) {
-      const bool zero = is_zero(*beta);
-      for_each_local_run(lc, me, [&](std::int64_t i, std::int64_t j, std::int64_t len) {
-        T* col = c + j * x.cd[LLD] + i;
-        for (std::int64_t r = 0; r < len; ++r) col[r] = zero ? T(0) : *beta * col[r];
-      });
+      scale_c(lc, me, x, *beta, c);
       return 0;
     }
-
-    // 4. Descriptors to layouts of sub(A), sub(B), sub(C); views of the caller's storage.
+    // 4. Descriptors to layouts of sub(A), sub(B), sub(C); the multiply on views.
     const layout::Layout fa = full(x.ad), fb = full(x.bd);
-    const layout::Layout la = fa.sub(x.ai, x.aj, at ? x.k : x.m, at ? x.m : x.k);
-    const layout::Layout lb = fb.sub(x.bi, x.bj, bt ? x.n : x.k, bt ? x.k : x.n);
-    const dense::Op opa = dense::parse_op(std::string(1, *x.transa));
-    const dense::Op opb = dense::parse_op(std::string(1, *x.transb));
-    if constexpr (std::is_same_v<T, W>) {
-      auto A = dense::DistMatrix<W>::view(la, me, const_cast<T*>(a), x.ad[LLD]);
-      auto B = dense::DistMatrix<W>::view(lb, me, const_cast<T*>(b), x.bd[LLD]);
-      auto C = dense::DistMatrix<W>::view(lc, me, c, x.cd[LLD]);
-      auto rep = dense::multiply(ctx, *alpha, opa, A, opb, B, *beta, C, opt);
-      if (report) *report = rep;
-    } else {
-      // Single precision: widen this process's storage, multiply in double, round sub(C).
-      auto widen = [&](const layout::Layout& f, const T* src, int lld) {
-        const std::int64_t lr = f.local_rows(me), lcn = f.local_cols(me);
-        std::vector<W> w(lr > 0 && lcn > 0 ? static_cast<std::size_t>((lcn - 1) * lld + lr) : 0);
-        for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<W>(src[i]);
-        return w;
-      };
-      std::vector<W> wa = widen(fa, a, x.ad[LLD]), wb = widen(fb, b, x.bd[LLD]);
-      std::vector<W> wc = widen(fc, c, x.cd[LLD]);  // beta == 0: C is not read by multiply
-      auto A = dense::DistMatrix<W>::view(la, me, wa.data(), x.ad[LLD]);
-      auto B = dense::DistMatrix<W>::view(lb, me, wb.data(), x.bd[LLD]);
-      auto C = dense::DistMatrix<W>::view(lc, me, wc.data(), x.cd[LLD]);
-      auto rep = dense::multiply(ctx, static_cast<W>(*alpha), opa, A, opb, B, static_cast<W>(*beta),
-                                 C, opt);
-      if (report) *report = rep;
-      for_each_local_run(lc, me, [&](std::int64_t i, std::int64_t j, std::int64_t len) {
-        const std::size_t at0 = static_cast<std::size_t>(j * x.cd[LLD] + i);
-        for (std::int64_t r = 0; r < len; ++r) c[at0 + r] = static_cast<T>(wc[at0 + r]);
-      });
-    }
+    const CallLayouts L{fa,
+                        fb,
+                        fc,
+                        fa.sub(x.ai, x.aj, at ? x.k : x.m, at ? x.m : x.k),
+                        fb.sub(x.bi, x.bj, bt ? x.n : x.k, bt ? x.k : x.n),
+                        lc};
+    const dense::MultiplyReport rep = multiply_views(ctx, me, x, L, alpha, a, b, beta, c, opt);
+    if (report) *report = rep;
     return 0;
   } catch (const tessel::Error& e) {
     // Arguments ScaLAPACK accepts but tessel could not run: never a quiet return.
-    std::fprintf(stderr, "%s (tessel) on process {%d,%d}: %s\n", rout, myrow, mycol, e.what());
-    if (mode == ErrorMode::Pblas) Cblacs_abort(ctxt, 1);
+    std::fprintf(stderr, "%s (tessel) on process {%d,%d}: %s\n", rout, g.myrow, g.mycol, e.what());
+    if (mode == ErrorMode::Pblas) Cblacs_abort(x.ad[CTXT], 1);
     return 1;
   }
 }

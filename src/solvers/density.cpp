@@ -189,79 +189,86 @@ struct SignSearch {
     }
     return c;
   }
+  // One point of the search: u (mu in the warped coordinate), mu, f = count(mu) - nocc.
+  struct Probe {
+    double u, mu, f;
+  };
+  // f is a non-decreasing step function of mu: any mu with |f| < 1/2 lies in the HOMO-LUMO gap.
+  static bool in_gap(double f) { return std::abs(f) < 0.5; }
+  // The search stops (no gap) when its bracket is narrower than this, relative to the spectrum
+  // width (at least 1): HOMO and LUMO are then degenerate.
+  static constexpr double kDegenerateWidth = 1e-12;
+
+  Probe probe(double u, double mu) { return {u, mu, count(mu) - static_cast<double>(nocc)}; }
+
   // First guess mid-gap (mu_first_guess: the sign iteration needs fewer steps and less fill
-  // the farther mu is from the nearest eigenvalue), then bracket, then Illinois: f(mu) =
-  // count(mu) - nocc is a non-decreasing step function; any mu with |f| < 1/2 lies in the
-  // HOMO-LUMO gap.
+  // the farther mu is from the nearest eigenvalue), then bracket, then Illinois.
   double search() {
-    const double width = b.hi - b.lo, nd = static_cast<double>(n),
-                 target = static_cast<double>(nocc);
     const Warp w(b, n);
-    double mu = mu_first_guess(b, n, nocc), u = w.u(mu);
-    double f = count(mu) - target;
-    if (std::abs(f) < 0.5) return finish(mu, mu, mu);
-    // Bracket: secant steps of slope 1 in u, doubled while the sign of f does not change.
-    double ua = u, fa = f, ma = mu, ub = u, fb = f, mb = mu;  // fa < 0 < fb once bracketed
-    double step = std::abs(f) + 0.5;
-    while ((fa < 0) == (fb < 0)) {
+    const double mu = mu_first_guess(b, n, nocc);
+    const Probe first = probe(w.u(mu), mu);
+    if (in_gap(first.f)) return finish(mu, mu, mu);
+    Probe lo = first, hi = first;
+    if (bracket(w, first, lo, hi)) return finish(lo.mu, lo.mu, lo.mu);
+    return illinois(w, lo, hi);
+  }
+
+  // Bracket from `first`: secant steps of slope 1 in u, doubled while the sign of f does not
+  // change. True when a probe fell in the gap (it is then lo); else lo.f < 0 < hi.f.
+  bool bracket(const Warp& w, const Probe& first, Probe& lo, Probe& hi) {
+    const double target = static_cast<double>(nocc);
+    Probe cur = first;
+    double step = std::abs(first.f) + 0.5;
+    for (;;) {
       check_budget();
-      const double next_u = std::clamp(u + (f < 0 ? step : -step), 0.0, nd);
+      const double next_u =
+          std::clamp(cur.u + (cur.f < 0 ? step : -step), 0.0, static_cast<double>(n));
       const double next = w.mu(next_u);
-      TESSEL_CHECK(next != mu, InputError, "density: the electron count ", 2 * nocc,
+      TESSEL_CHECK(next != cur.mu, InputError, "density: the electron count ", 2 * nocc,
                    " cannot be reached inside the spectrum bounds [", b.lo, ", ", b.hi,
-                   "] (occupation at mu = ", mu, " is ", 2 * (f + target), ")",
+                   "] (occupation at mu = ", cur.mu, " is ", 2 * (cur.f + target), ")",
                    alg.filter_eps() > 0
                        ? detail::concat(": the filter threshold eps = ", alg.filter_eps(),
                                         " may be too large (occupation lost)")
                        : std::string());
-      u = next_u;
-      mu = next;
-      f = count(mu) - target;
-      if (std::abs(f) < 0.5) return finish(mu, mu, mu);
-      if (f < 0) {
-        ua = u;
-        fa = f;
-        ma = mu;
-      } else {
-        ub = u;
-        fb = f;
-        mb = mu;
+      cur = probe(next_u, next);
+      if (in_gap(cur.f)) {
+        lo = cur;
+        return true;
       }
-      if ((fa < 0) != (fb < 0)) break;
+      (cur.f < 0 ? lo : hi) = cur;
+      if ((lo.f < 0) != (hi.f < 0)) break;
       step *= 2;
     }
-    if (fa > 0) {
-      std::swap(ua, ub);
-      std::swap(fa, fb);
-      std::swap(ma, mb);
-    }
-    // Illinois regula falsi on f(u); the count is a step function, any |f| < 1/2 is in the gap.
+    if (lo.f > 0) std::swap(lo, hi);
+    return false;
+  }
+
+  // Illinois regula falsi on f(u) between lo (f < 0) and hi (f > 0).
+  double illinois(const Warp& w, Probe lo, Probe hi) {
+    const double target = static_cast<double>(nocc);
     int side = 0;
     for (;;) {
       check_budget();
-      TESSEL_CHECK(mb - ma > 1e-12 * std::max(1.0, width), InputError,
+      TESSEL_CHECK(hi.mu - lo.mu > kDegenerateWidth * std::max(1.0, b.hi - b.lo), InputError,
                    "density: no gap at the electron count ", 2 * nocc,
-                   ": the occupation jumps from ", 2 * (fa + target), " to ", 2 * (fb + target),
-                   " between mu = ", ma, " and ", mb, " (HOMO and LUMO degenerate)");
-      double um = ub - fb * (ub - ua) / (fb - fa);
+                   ": the occupation jumps from ", 2 * (lo.f + target), " to ", 2 * (hi.f + target),
+                   " between mu = ", lo.mu, " and ", hi.mu, " (HOMO and LUMO degenerate)");
+      double um = hi.u - hi.f * (hi.u - lo.u) / (hi.f - lo.f);
       double m = w.mu(um);
-      if (!(m > ma && m < mb)) {
-        m = 0.5 * (ma + mb);
+      if (!(m > lo.mu && m < hi.mu)) {
+        m = 0.5 * (lo.mu + hi.mu);
         um = w.u(m);
       }
-      const double fm = count(m) - target;
-      if (std::abs(fm) < 0.5) return finish(m, ma, mb);
-      if (fm < 0) {
-        ua = um;
-        fa = fm;
-        ma = m;
-        if (side == -1) fb *= 0.5;  // Illinois: the same end kept twice
+      const Probe mid = probe(um, m);
+      if (in_gap(mid.f)) return finish(m, lo.mu, hi.mu);
+      if (mid.f < 0) {
+        lo = mid;
+        if (side == -1) hi.f *= 0.5;  // Illinois: the same end kept twice
         side = -1;
       } else {
-        ub = um;
-        fb = fm;
-        mb = m;
-        if (side == 1) fa *= 0.5;
+        hi = mid;
+        if (side == 1) lo.f *= 0.5;
         side = 1;
       }
     }

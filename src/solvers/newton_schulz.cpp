@@ -55,6 +55,14 @@ SpectralBounds bounds_of_s(Algebra<M>& alg, const M& S, const InverseOptions& op
 // The shared stopping rule: converged (r < tol), the filtering or rounding floor (NoiseFloor:
 // one step below the noise level that keeps more than 0.8 of the residual), divergence (r
 // grows while large, or is not finite), a stall.
+// The floor rule's values for Newton-Schulz and Hotelling (noise_floor.hpp): the residual may
+// be held up by filtering below max(1e-3, kNoisePerEps eps), by rounding below 1e-7; one step
+// (patience 1) that keeps more than 0.8 of the best residual reaches the floor.
+constexpr double kFilteredFloorMin = 1e-3, kRoundingFloor = 1e-7, kFloorKeep = 0.8;
+// A stall: the residual fell by less than this fraction over kStallWindow steps.
+constexpr double kStallProgress = 1e-3;
+constexpr int kStallWindow = 25;
+
 struct Monitor {
   const char* who;
   double tol, eps;
@@ -62,7 +70,7 @@ struct Monitor {
   double lo, hi, scale;  // bounds of S and the scale used
   std::vector<double> hist;
   bool stagnated = false;
-  NoiseFloor noise_floor{noise_level(eps, 1e-3, 1e-7), 0.8, 1};
+  NoiseFloor noise_floor{noise_level(eps, kFilteredFloorMin, kRoundingFloor), kFloorKeep, 1};
   // true: stop now. Throws (on every rank: r is replicated) on failure.
   bool done(double r, int k) {
     hist.push_back(r);
@@ -83,10 +91,10 @@ struct Monitor {
       stagnated = true;
       return true;
     }
-    constexpr int kWindow = 25;
-    if (k >= kWindow && r > (1 - 1e-3) * hist[static_cast<std::size_t>(k - kWindow)])
+    if (k >= kStallWindow &&
+        r > (1 - kStallProgress) * hist[static_cast<std::size_t>(k - kStallWindow)])
       throw InputError(detail::concat(who, ": S is not positive definite: the residual stalled at ",
-                                      r, " over ", kWindow,
+                                      r, " over ", kStallWindow,
                                       " steps: S is singular or nearly so (lower bound ", lo, ")"));
     if (k >= max_iter)
       throw Error(detail::concat(who, ": no convergence in max_iter = ", max_iter,
@@ -116,15 +124,63 @@ void report(Algebra<M>& alg, const InverseOptions& opt, const char* stage, int k
   t.restart();
 }
 
+struct IterationEnd {
+  int iterations = 0;
+  double residual = 0;
+};
+
+// The loop both iterations share: at step k, T = product() (the iterate's product that tends to
+// I), its residual ||I - T||_F / sqrt(n), the report of x (stage mon.who), the monitor's stopping
+// rule; else step(T) updates the iterates.
+template <class M, class Product, class Step>
+IterationEnd iterate_to_identity(Algebra<M>& alg, const InverseOptions& opt, Monitor& mon,
+                                 const M& x, Product&& product, Step&& step) {
+  Stopwatch t;
+  IterationEnd end;
+  for (;; ++end.iterations) {
+    M tm = product();
+    end.residual = identity_residual(alg, tm);
+    report(alg, opt, mon.who, end.iterations, end.residual, x, t);
+    if (mon.done(end.residual, end.iterations)) return end;
+    step(tm);
+  }
+}
+
+struct Start {
+  std::int64_t m0;  // the algebra's multiplications before the call
+  double lo, hi;    // the interval of S's spectrum the starting scale uses
+};
+
+// The start both iterations share: the option checks, the spectral bounds of S into
+// out.bounds, and [lo, hi] with lo no lower than half the smallest Ritz value.
+template <class M>
+Start start(Algebra<M>& alg, const M& S, const InverseOptions& opt, const char* who,
+            InverseResult<M>& out) {
+  check_inverse_options(alg.ctx(), opt);
+  const std::int64_t m0 = alg.stats().multiplications;
+  out.bounds = bounds_of_s(alg, S, opt, who);
+  return {m0, std::max(out.bounds.lo, 0.5 * out.bounds.ritz_min), out.bounds.hi};
+}
+
+// The end both share: the iterate symmetrized into out.X, with the iterations, the last
+// residual and the products since m0.
+template <class M>
+void finish(Algebra<M>& alg, M&& x, const IterationEnd& end, std::int64_t m0,
+            InverseResult<M>& out) {
+  alg.symmetrize(x);
+  out.X = std::move(x);
+  out.iterations = end.iterations;
+  out.residual = end.residual;
+  out.multiplications = alg.stats().multiplications - m0;
+}
+
 }  // namespace
 
 template <class M>
 InverseResult<M> inverse_sqrt(Algebra<M>& alg, const M& S, const InverseOptions& opt) {
-  check_inverse_options(alg.ctx(), opt);
-  const auto m0 = alg.stats().multiplications;
   InverseResult<M> out;
-  out.bounds = bounds_of_s(alg, S, opt, "inverse sqrt");
-  const double lo = std::max(out.bounds.lo, 0.5 * out.bounds.ritz_min), hi = out.bounds.hi;
+  const Start st = start(alg, S, opt, "inverse sqrt", out);
+  const double lo = st.lo, hi = st.hi;
   // Y0 = S/s maps the spectrum into [2 lo/(lo+hi), 2 hi/(lo+hi)] (times 1/kBoundsMargin):
   // inside the convergence region (0, 3) of order 2 and (0, ~2.3) of order 3 with a margin.
   const double s = kBoundsMargin * (lo + hi) / 2;
@@ -132,32 +188,23 @@ InverseResult<M> inverse_sqrt(Algebra<M>& alg, const M& S, const InverseOptions&
   alg.scale(y, 1 / s);
   M z = alg.identity(S);
   Monitor mon{"inverse sqrt", opt.tol, alg.filter_eps(), opt.max_iter, lo, hi, s, {}};
-  Stopwatch t;
-  int k = 0;
-  double r = 0;
-  for (;; ++k) {
-    M tm = alg.product(z, y);
-    r = identity_residual(alg, tm);
-    report(alg, opt, "inverse sqrt", k, r, z, t);
-    if (mon.done(r, k)) break;
-    if (opt.order == 2) {  // T = (3I - ZY)/2
-      alg.scale(tm, -0.5);
-      alg.shift(tm, 1.5);
-    } else {  // T = (15I - 10ZY + 3(ZY)^2)/8
-      M t2 = alg.product(tm, tm);
-      alg.add(tm, -10.0 / 8, t2, 3.0 / 8);
-      alg.shift(tm, 15.0 / 8);
-    }
-    y = alg.product(y, tm);
-    z = alg.product(tm, z);
-  }
+  const IterationEnd end = iterate_to_identity(
+      alg, opt, mon, z, [&] { return alg.product(z, y); },
+      [&](M& tm) {
+        if (opt.order == 2) {  // T = (3I - ZY)/2
+          alg.scale(tm, -0.5);
+          alg.shift(tm, 1.5);
+        } else {  // T = (15I - 10ZY + 3(ZY)^2)/8
+          M t2 = alg.product(tm, tm);
+          alg.add(tm, -10.0 / 8, t2, 3.0 / 8);
+          alg.shift(tm, 15.0 / 8);
+        }
+        y = alg.product(y, tm);
+        z = alg.product(tm, z);
+      });
   alg.scale(z, 1 / std::sqrt(s));
-  alg.symmetrize(z);
-  out.X = std::move(z);
-  out.iterations = k;
-  out.residual = r;
   out.scale = s;
-  out.multiplications = alg.stats().multiplications - m0;
+  finish(alg, std::move(z), end, st.m0, out);
   return out;
 }
 
@@ -171,30 +218,19 @@ InverseResult<M> inverse(Algebra<M>& alg, const M& S, const InverseOptions& opt)
 
 template <class M>
 InverseResult<M> inverse_hotelling(Algebra<M>& alg, const M& S, const InverseOptions& opt) {
-  check_inverse_options(alg.ctx(), opt);
-  const auto m0 = alg.stats().multiplications;
   InverseResult<M> out;
-  out.bounds = bounds_of_s(alg, S, opt, "hotelling");
-  const double lo = std::max(out.bounds.lo, 0.5 * out.bounds.ritz_min), hi = out.bounds.hi;
+  const Start st = start(alg, S, opt, "hotelling", out);
+  const double lo = st.lo, hi = st.hi;
   const double a = 2 / (kBoundsMargin * (lo + hi));  // eigenvalues of S X0 in (0, 2)
   M x = alg.identity(S, a);
   Monitor mon{"hotelling", opt.tol, alg.filter_eps(), opt.max_iter, lo, hi, 1 / a, {}};
-  Stopwatch t;
-  int k = 0;
-  double r = 0;
-  for (;; ++k) {
-    M sx = alg.product(S, x);
-    r = identity_residual(alg, sx);
-    report(alg, opt, "hotelling", k, r, x, t);
-    if (mon.done(r, k)) break;
-    M xsx = alg.product(x, sx);
-    alg.add(x, 2.0, xsx, -1.0);  // X <- 2X - X S X
-  }
-  alg.symmetrize(x);
-  out.X = std::move(x);
-  out.iterations = k;
-  out.residual = r;
-  out.multiplications = alg.stats().multiplications - m0;
+  const IterationEnd end = iterate_to_identity(
+      alg, opt, mon, x, [&] { return alg.product(S, x); },
+      [&](M& sx) {
+        M xsx = alg.product(x, sx);
+        alg.add(x, 2.0, xsx, -1.0);  // X <- 2X - X S X
+      });
+  finish(alg, std::move(x), end, st.m0, out);
   return out;
 }
 

@@ -155,8 +155,11 @@ void check_resume(const PurifyState& st, bool have_x, bool have_best) {
 
 }  // namespace steps
 
-PurifyResult purify(Context& ctx, const dense::DistMatrix<double>& F, std::int64_t nocc,
-                    const PurifyOptions& opt) {
+namespace {
+
+// Collective. The input checks of purify (the same error on every rank).
+void validate(Context& ctx, const dense::DistMatrix<double>& F, std::int64_t nocc,
+              const PurifyOptions& opt) {
   const std::int64_t n = F.rows();
   ctx.agree([&] {
     TESSEL_CHECK(F.rows() == F.cols(), DimensionMismatch, "purify: F is ", F.rows(), " x ",
@@ -178,6 +181,82 @@ PurifyResult purify(Context& ctx, const dense::DistMatrix<double>& F, std::int64
                    " ranks, as F)");
     }
   });
+}
+
+// Collective. A resumed iterate (and best iterate) moved bit for bit onto plane 0.
+ResumeOnPlane0 resume_on_plane0(Context& ctx, const dense::SymmSquareCube& ssc,
+                                const PurifyOptions& opt, const layout::RedistOptions& moves) {
+  ResumeOnPlane0 resume;
+  if (!opt.resume) return resume;
+  PhaseScope ph(ctx.ledger(), "purify/redistribute in");
+  resume.state = &opt.resume->state;
+  resume.x.m = dense::redistribute(ctx, opt.resume->X, ssc.plane0(), moves);
+  if (opt.resume->state.has_best)
+    resume.best.m = dense::redistribute(ctx, opt.resume->best, ssc.plane0(), moves);
+  return resume;
+}
+
+// The iteration on the active ranks (none elsewhere). An error thrown on the active ranks
+// alone is held, returned, until every rank has passed release() (the inactive ranks wait
+// there) and then agreed (agree_outcome).
+std::optional<Failure> iterate_held(Context& ctx, dense::SymmSquareCube& ssc,
+                                    const dense::DistMatrix<double>& f,
+                                    dense::DistMatrix<double>& d, std::int64_t nocc,
+                                    const PurifyOptions& opt, const ResumeOnPlane0& resume,
+                                    Stats& st) {
+  if (!ssc.mesh().active()) return std::nullopt;
+  PhaseScope ph(ctx.ledger(), "purify/iterate");
+  try {
+    return iterate(ctx, ssc, f, d, nocc, opt, resume, st);
+  } catch (const InputError& e) { return Failure{true, e.what()}; } catch (const Error& e) {
+    return Failure{false, e.what()};
+  } catch (const std::exception& e) { return Failure{false, detail::concat("purify: ", e.what())}; }
+}
+
+// Collective, after release(): the failure, if any, thrown on every rank; else the statistics
+// of rank 0 (an active rank) to every rank, the slowest SymmSquareCube time.
+void agree_outcome(Context& ctx, const layout::Mesh3D& m, const std::optional<Failure>& fail,
+                   Stats& st) {
+  double stats[6] = {st.iterations,  st.idempotency, st.trace_error,
+                     st.band_energy, st.products,    st.stopped};
+  PhaseScope ph(ctx.ledger(), "purify/result");
+  ctx.agree([&] {
+    if (fail && fail->input) throw InputError(fail->msg);
+    if (fail) throw Error(fail->msg);
+  });
+  if (m.inactive_ranks() > 0) ctx.comm().bcast(stats, 6, 0);
+  st.ssc_seconds = ctx.comm().allreduce_value(st.ssc_seconds, MPI_MAX);
+  st.iterations = stats[0];
+  st.idempotency = stats[1];
+  st.trace_error = stats[2];
+  st.band_energy = stats[3];
+  st.products = stats[4];
+  st.stopped = stats[5];
+}
+
+// The result's numbers from the agreed statistics.
+void fill_result(const Stats& st, std::int64_t n, const PurifyOptions& opt,
+                 const dense::SymmSquareCube& ssc, PurifyResult& out) {
+  const double nd = static_cast<double>(n);
+  out.iterations = static_cast<int>(st.iterations);
+  out.idempotency_error = st.idempotency;
+  out.trace_error = st.trace_error;
+  out.band_energy = st.band_energy;
+  out.flops = st.products * 2 * nd * nd * nd;
+  out.stopped = st.stopped != 0;
+  out.ssc_seconds = st.ssc_seconds;
+  out.method = opt.method;
+  out.p = ssc.p();
+  out.n_dup = ssc.n_dup();
+  out.mesh = ssc.mesh().describe();
+}
+
+}  // namespace
+
+PurifyResult purify(Context& ctx, const dense::DistMatrix<double>& F, std::int64_t nocc,
+                    const PurifyOptions& opt) {
+  validate(ctx, F, nocc, opt);
+  const std::int64_t n = F.rows();
   const Stopwatch t0;
   dense::SymmSquareCube ssc(ctx, n, opt.ssc);
   layout::RedistOptions moves;  // node-shared moves to/from the active ranks (SscOptions)
@@ -191,60 +270,19 @@ PurifyResult purify(Context& ctx, const dense::DistMatrix<double>& F, std::int64
     PhaseScope ph(ctx.ledger(), "purify/validate");
     ssc.check_input(f.data(), opt.symmetry_tol, "purify", "F");
   }
-  ResumeOnPlane0 resume;
-  if (opt.resume) {  // bit-for-bit moves onto plane 0, on every rank
-    PhaseScope ph(ctx.ledger(), "purify/redistribute in");
-    resume.state = &opt.resume->state;
-    resume.x.m = dense::redistribute(ctx, opt.resume->X, ssc.plane0(), moves);
-    if (opt.resume->state.has_best)
-      resume.best.m = dense::redistribute(ctx, opt.resume->best, ssc.plane0(), moves);
-  }
-  const auto& m = ssc.mesh();
+  const ResumeOnPlane0 resume = resume_on_plane0(ctx, ssc, opt, moves);
   dense::DistMatrix<double> d(ctx, ssc.plane0());
   Stats st;
-  std::optional<Failure> fail;
-  if (m.active()) {
-    PhaseScope ph(ctx.ledger(), "purify/iterate");
-    // An error thrown on the active ranks alone is held until every rank has passed
-    // release() (the inactive ranks wait there) and then agreed below.
-    try {
-      fail = iterate(ctx, ssc, f, d, nocc, opt, resume, st);
-    } catch (const InputError& e) { fail = Failure{true, e.what()}; } catch (const Error& e) {
-      fail = Failure{false, e.what()};
-    } catch (const std::exception& e) {
-      fail = Failure{false, detail::concat("purify: ", e.what())};
-    }
-  }
+  const std::optional<Failure> fail = iterate_held(ctx, ssc, f, d, nocc, opt, resume, st);
   ssc.release();
-  double stats[6] = {st.iterations,  st.idempotency, st.trace_error,
-                     st.band_energy, st.products,    st.stopped};
-  {
-    PhaseScope ph(ctx.ledger(), "purify/result");
-    ctx.agree([&] {
-      if (fail && fail->input) throw InputError(fail->msg);
-      if (fail) throw Error(fail->msg);
-    });
-    if (m.inactive_ranks() > 0) ctx.comm().bcast(stats, 6, 0);
-    st.ssc_seconds = ctx.comm().allreduce_value(st.ssc_seconds, MPI_MAX);
-  }
+  agree_outcome(ctx, ssc.mesh(), fail, st);
   PurifyResult out;
   out.seconds = t0.seconds();
   {
     PhaseScope ph(ctx.ledger(), "purify/redistribute out");
     out.D = dense::redistribute(ctx, d, F.layout(), moves);
   }
-  const double nd = static_cast<double>(n);
-  out.iterations = static_cast<int>(stats[0]);
-  out.idempotency_error = stats[1];
-  out.trace_error = stats[2];
-  out.band_energy = stats[3];
-  out.flops = stats[4] * 2 * nd * nd * nd;
-  out.stopped = stats[5] != 0;
-  out.ssc_seconds = st.ssc_seconds;
-  out.method = opt.method;
-  out.p = ssc.p();
-  out.n_dup = ssc.n_dup();
-  out.mesh = m.describe();
+  fill_result(st, n, opt, ssc, out);
   return out;
 }
 

@@ -132,100 +132,156 @@ const layout::ProcessGrid2D& cannon_grid(Context& ctx, const SpgemmPlan& plan,
 }
 }  // namespace
 
-// Images are cut into Q = opt.cannon_pieces pieces (image_pieces): piece c of image v is image
-// v Q + c of the refined map, slot s of an operand is buffers s Q .. s Q + Q - 1, and a tick
-// moves and multiplies its images piece by piece, freeing each piece once it is multiplied and
-// sent: a rank holds its current images plus one piece of the next per operand.
+namespace {
+
+// One Cannon multiply at this rank's grid position (i, j). Images are cut into
+// Q = opt.cannon_pieces pieces (image_pieces): piece c of image v is image v Q + c of the
+// refined map, slot s of an operand is buffers s Q .. s Q + Q - 1, and a tick moves and
+// multiplies its images piece by piece, freeing each piece once it is multiplied and sent: a
+// rank holds its current images plus one piece of the next per operand.
+class CannonRun {
+ public:
+  CannonRun(Context& ctx, const SpgemmPlan& plan, const SpOperands& ops, const ExecOptions& opt,
+            const layout::ProcessGrid2D& grid, ExecResult& res)
+      : ctx_(ctx),
+        ledger_(ctx.ledger()),
+        plan_(plan),
+        ops_(ops),
+        opt_(opt),
+        grid_(grid),
+        i_(grid.prow()),
+        j_(grid.pcol()),
+        V_(plan.v),
+        Q_(opt.cannon_pieces),
+        a_(plan.a_per_col()),
+        b_(plan.b_per_row()),
+        kq_(image_pieces(ops.kv, V_, Q_)),
+        res_(res) {}
+
+  // Fills res_ (the caller's: the accumulator's memory charge is not moved).
+  void run() {
+    shift_in_a();
+    shift_in_b();
+    CAccumulator& acc = res_.product.emplace(ops_.rows, ops_.cols);
+    acc.charge_to(ledger_.charge(MemKind::Buffers));
+    for (int t = 0; t < V_; ++t)
+      for (int c = 0; c < Q_; ++c) tick_piece(t, c, acc);
+  }
+
+ private:
+  int piece_of(int v, int c) const { return v * Q_ + c; }
+  PanelBuf& slot_a(int s, int c) { return sa_[static_cast<std::size_t>((s % (a_ + 1)) * Q_ + c)]; }
+  PanelBuf& slot_b(int s, int c) { return sb_[static_cast<std::size_t>((s % (b_ + 1)) * Q_ + c)]; }
+  // Index in the directories of piece c of the image this rank multiplies at tick s.
+  std::size_t tick_piece_index(int s, int c) const {
+    return static_cast<std::size_t>(piece_of(plan_.cannon_image(i_, j_, s), c));
+  }
+  // One operand's shift of a piece along `ring`: the next image's piece (`size`) in from
+  // `from`, the current one out to `to`.
+  static void post_shift(const comm::Comm& ring, PanelBuf& next, const ImageSize& size, int from,
+                         const PanelBuf& cur, int to, comm::RequestSet& rs) {
+    post_recv(ring, next, size, from, rs);
+    post_send(ring, cur, to, rs);
+  }
+  void account() { panels_.set(panel_bytes({&home_a_, &home_b_, &sa_, &sb_})); }
+
+  // Set-up and pre-shift of A: my home pieces, the size of every piece of my process row (by
+  // piece v Q + c), then A slots 0..a-1 hold images v(i, j, 0..a-1). A's pre-shift ends (and
+  // its home copies go) before B's home images are packed.
+  void shift_in_a() {
+    home_a_ =
+        pack_home(*ops_.a, *ops_.rows, *ops_.inner, kq_, true, j_ * a_ * Q_, a_ * Q_, opt_.a_rows);
+    account();
+    {
+      PhaseScope ph(ledger_, kPhaseSetup);
+      dir_a_ = gather_image_sizes(grid_.row(), sizes_of(home_a_));
+    }
+    {
+      PhaseScope ph(ledger_, kPhaseA);
+      preshift(
+          grid_.row(), plan_.pc, j_, a_ * Q_,
+          [&](int pos, int q) { return piece_of(plan_.cannon_image(i_, pos, q / Q_), q % Q_); },
+          home_a_, dir_a_, sa_);
+    }
+    home_a_ = {};  // sent (or moved into a slot): the pre-shift's copies are not needed any more
+  }
+
+  // Set-up and pre-shift of B, along my process column: B slots 0..b-1 hold v(i, j, 0..b-1).
+  void shift_in_b() {
+    home_b_ = pack_home(*ops_.b, *ops_.inner, *ops_.cols, kq_, false, i_ * b_ * Q_, b_ * Q_);
+    account();
+    {
+      PhaseScope ph(ledger_, kPhaseSetup);
+      dir_b_ = gather_image_sizes(grid_.col(), sizes_of(home_b_));  // the directory of B images
+    }
+    {
+      PhaseScope ph(ledger_, kPhaseB);
+      preshift(
+          grid_.col(), plan_.pr, i_, b_ * Q_,
+          [&](int pos, int q) { return piece_of(plan_.cannon_image(pos, j_, q / Q_), q % Q_); },
+          home_b_, dir_b_, sb_);
+    }
+    home_b_ = {};
+    account();
+  }
+
+  // Piece c of tick t: shift the next images' piece c (A to the left, B up) while the current
+  // one is multiplied, then free the current one.
+  void tick_piece(int t, int c, CAccumulator& acc) {
+    comm::RequestSet rs;
+    PanelBuf& cur_a = slot_a(t, c);
+    PanelBuf& cur_b = slot_b(t, c);
+    if (t < V_ - a_) {
+      PhaseScope ph(ledger_, kPhaseA);
+      post_shift(grid_.row(), slot_a(t + a_, c), dir_a_[tick_piece_index(t + a_, c)],
+                 (j_ + 1) % plan_.pc, cur_a, (j_ + plan_.pc - 1) % plan_.pc, rs);
+    }
+    if (t < V_ - b_) {
+      PhaseScope ph(ledger_, kPhaseB);
+      post_shift(grid_.col(), slot_b(t + b_, c), dir_b_[tick_piece_index(t + b_, c)],
+                 (i_ + 1) % plan_.pr, cur_b, (i_ + plan_.pr - 1) % plan_.pr, rs);
+    }
+    TickProgress progress(&rs, MPI_COMM_NULL, opt_.progress_poll, &ctx_.comm());  // p2p only
+    cur_a.index(*ops_.rows, *ops_.inner);  // offsets of the received (or home) images: meta
+    cur_b.index(*ops_.inner, *ops_.cols);  // only, so the sends may still be reading them
+    {
+      KernelSpan span(&ctx_.ledger(), "block products");  // --trace: the tick's local kernel
+      multiply_images(cur_a.view(), cur_b.view(), *ops_.rows, *ops_.inner, *ops_.cols, opt_.row_thr,
+                      opt_.allowed, acc, res_.stats, opt_.kernel, [&] { progress(); });
+      charge_skipped_products(res_.stats);
+    }
+    account();  // the next images' piece is allocated
+    rs.wait_all();
+    cur_a = PanelBuf{};  // multiplied and sent: its memory goes before the next piece comes
+    cur_b = PanelBuf{};
+    acc.recharge();
+    account();
+  }
+
+  Context& ctx_;
+  CommLedger& ledger_;
+  const SpgemmPlan& plan_;
+  const SpOperands& ops_;
+  const ExecOptions& opt_;
+  const layout::ProcessGrid2D& grid_;
+  const int i_, j_, V_, Q_, a_, b_;
+  const std::vector<int> kq_;
+  ExecResult& res_;
+  std::vector<PanelBuf> home_a_, home_b_;
+  std::vector<PanelBuf> sa_{static_cast<std::size_t>((a_ + 1) * Q_)};
+  std::vector<PanelBuf> sb_{static_cast<std::size_t>((b_ + 1) * Q_)};
+  MemoryCharge panels_{ledger_.charge(MemKind::Buffers)};
+  std::vector<ImageSize> dir_a_, dir_b_;
+};
+
+}  // namespace
+
 ExecResult run_cannon(Context& ctx, const SpgemmPlan& plan, const SpOperands& ops,
                       const ExecOptions& opt, SpMultiplyCache::State* cache) {
-  CommLedger& ledger = ctx.ledger();
-  ExecResult res;
   std::optional<layout::ProcessGrid2D> own;
   const layout::ProcessGrid2D& grid = cannon_grid(ctx, plan, cache, own);
-  const int i = grid.prow(), j = grid.pcol(), V = plan.v, Q = opt.cannon_pieces;
-  const int a = plan.a_per_col(), b = plan.b_per_row();
-  const std::vector<int> kq = image_pieces(ops.kv, V, Q);
-  auto piece_of = [Q](int v, int c) { return v * Q + c; };
-
-  // Set-up: my home pieces and the size of every piece of my row (A) and column (B).
-  std::vector<PanelBuf> home_a =
-      pack_home(*ops.a, *ops.rows, *ops.inner, kq, true, j * a * Q, a * Q, opt.a_rows);
-  std::vector<PanelBuf> sa(static_cast<std::size_t>((a + 1) * Q)),
-      sb(static_cast<std::size_t>((b + 1) * Q));
-  std::vector<PanelBuf> home_b;
-  MemoryCharge panels = ledger.charge(MemKind::Buffers);
-  auto account = [&] { panels.set(panel_bytes({&home_a, &home_b, &sa, &sb})); };
-  account();
-  std::vector<ImageSize> dir_a, dir_b;
-  {
-    PhaseScope ph(ledger, kPhaseSetup);
-    dir_a = gather_image_sizes(grid.row(), sizes_of(home_a));  // by piece v Q + c
-  }
-  // Pre-shift: A slots 0..a-1 hold images v(i, j, 0..a-1), B slots 0..b-1 v(i, j, 0..b-1).
-  // A's pre-shift ends (and its home copies go) before B's home images are packed.
-  {
-    PhaseScope ph(ledger, kPhaseA);
-    preshift(
-        grid.row(), plan.pc, j, a * Q,
-        [&](int pos, int q) { return piece_of(plan.cannon_image(i, pos, q / Q), q % Q); }, home_a,
-        dir_a, sa);
-  }
-  home_a = {};  // sent (or moved into a slot): the pre-shift's copies are not needed any more
-  home_b = pack_home(*ops.b, *ops.inner, *ops.cols, kq, false, i * b * Q, b * Q);
-  account();
-  {
-    PhaseScope ph(ledger, kPhaseSetup);
-    dir_b = gather_image_sizes(grid.col(), sizes_of(home_b));  // the directory of B images
-  }
-  {
-    PhaseScope ph(ledger, kPhaseB);
-    preshift(
-        grid.col(), plan.pr, i, b * Q,
-        [&](int pos, int q) { return piece_of(plan.cannon_image(pos, j, q / Q), q % Q); }, home_b,
-        dir_b, sb);
-  }
-  home_b = {};
-  account();
-
-  // Ticks: piece by piece, shift the next images' piece while the current one is multiplied.
-  CAccumulator& acc = res.product.emplace(ops.rows, ops.cols);
-  acc.charge_to(ledger.charge(MemKind::Buffers));
-  for (int t = 0; t < V; ++t) {
-    for (int c = 0; c < Q; ++c) {
-      comm::RequestSet rs;
-      auto& cur_a = sa[static_cast<std::size_t>((t % (a + 1)) * Q + c)];
-      auto& cur_b = sb[static_cast<std::size_t>((t % (b + 1)) * Q + c)];
-      if (t < V - a) {
-        PhaseScope ph(ledger, kPhaseA);
-        post_recv(grid.row(), sa[static_cast<std::size_t>(((t + a) % (a + 1)) * Q + c)],
-                  dir_a[static_cast<std::size_t>(piece_of(plan.cannon_image(i, j, t + a), c))],
-                  (j + 1) % plan.pc, rs);
-        post_send(grid.row(), cur_a, (j + plan.pc - 1) % plan.pc, rs);
-      }
-      if (t < V - b) {
-        PhaseScope ph(ledger, kPhaseB);
-        post_recv(grid.col(), sb[static_cast<std::size_t>(((t + b) % (b + 1)) * Q + c)],
-                  dir_b[static_cast<std::size_t>(piece_of(plan.cannon_image(i, j, t + b), c))],
-                  (i + 1) % plan.pr, rs);
-        post_send(grid.col(), cur_b, (i + plan.pr - 1) % plan.pr, rs);
-      }
-      TickProgress progress(&rs, MPI_COMM_NULL, opt.progress_poll, &ctx.comm());  // p2p only
-      cur_a.index(*ops.rows, *ops.inner);  // offsets of the received (or home) images: meta
-      cur_b.index(*ops.inner, *ops.cols);  // only, so the sends may still be reading them
-      {
-        KernelSpan span(&ledger, "block products");  // --trace: the tick's local kernel
-        multiply_images(cur_a.view(), cur_b.view(), *ops.rows, *ops.inner, *ops.cols, opt.row_thr,
-                        opt.allowed, acc, res.stats, opt.kernel, [&] { progress(); });
-        charge_skipped_products(res.stats);
-      }
-      account();  // the next images' piece is allocated
-      rs.wait_all();
-      cur_a = PanelBuf{};  // multiplied and sent: its memory goes before the next piece comes
-      cur_b = PanelBuf{};
-      acc.recharge();
-      account();
-    }
-  }
+  ExecResult res;
+  CannonRun(ctx, plan, ops, opt, grid, res).run();
   return res;
 }
 

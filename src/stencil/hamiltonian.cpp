@@ -91,101 +91,152 @@ int Hamiltonian::points_per_test(int width) const {
   return static_cast<int>(std::max<std::int64_t>(kMinPointsPerTest, kTestWork / per_point));
 }
 
+namespace {
+
+// One apply of H to a batch of `width` vectors: the stencil's data, the halo exchange in
+// flight, and this apply's times on one clock (added to the Hamiltonian's ApplyTimes at the
+// end).
+class ApplyRun {
+ public:
+  ApplyRun(const HaloPlan& plan, const std::vector<double>& v, const std::vector<double>& c,
+           double scale, comm::Exchanger& ex, Tracer* tr, const double* x, double* y, int width)
+      : plan_(plan),
+        v_(v),
+        c_(c),
+        scale_(scale),
+        ex_(ex),
+        tr_(tr),
+        x_(x),
+        y_(y),
+        width_(width),
+        nloc_(plan.local_size()),
+        r_(plan.radius) {}
+
+  // 1. Start the exchange: receives first (p2p posts them before packing), pack, post.
+  void start_exchange() {
+    ex_.post_receives();
+    const double tk = now();
+    kernels::pack(x_, plan_.send_items.data(), static_cast<std::int64_t>(plan_.send_items.size()),
+                  width_, ex_.send_buffer());
+    if (tr_) tr_->span("compute", "stencil pack", tk);
+    ex_.start();
+    tpack_ = clock_.seconds() - t0_;
+    tex_ += tpack_;
+    ghost_ = ex_.recv_buffer();
+  }
+
+  // The plain order: wait for the exchange; 2. y = V x; 3. the Laplacian on every point: inner
+  // then boundary, as in the overlapped order.
+  void plain() {
+    wait();
+    tex_ += twait_;
+    kernels::apply_potential(v_.data(), x_, nloc_, width_, y_);
+    laplacian(plan_.inner.data(), static_cast<std::int64_t>(plan_.inner.size()));
+    laplacian(plan_.boundary.data(), static_cast<std::int64_t>(plan_.boundary.size()));
+  }
+
+  // The overlapped order, testing the exchange every `block` points of stencil work.
+  void overlapped(std::int64_t block) {
+    progress();
+    // 2. y = V x, in blocks of the same work as the stencil blocks (1 / (6 r + 1) per point).
+    const double tc = clock_.seconds(), ttest0 = ttest_, tsv = now();
+    const std::int64_t vblock = block * (6 * r_ + 1);
+    for (std::int64_t b = 0; b < nloc_; b += vblock) {
+      kernels::apply_potential(v_.data() + b, x_ + b * width_, std::min(vblock, nloc_ - b), width_,
+                               y_ + b * width_);
+      progress();
+    }
+    if (tr_) tr_->span("compute", "stencil potential", tsv);
+    // 3. The Laplacian on the inner points, testing the exchange every `block` points.
+    const double tsi = now();
+    const std::int64_t n_inner = static_cast<std::int64_t>(plan_.inner.size());
+    for (std::int64_t b = 0; b < n_inner; b += block) {
+      laplacian(plan_.inner.data() + b, std::min(block, n_inner - b));
+      progress();
+    }
+    if (tr_) tr_->span("compute", "stencil inner", tsi);
+    tover_ = clock_.seconds() - tc - (ttest_ - ttest0);  // V + inner, without the tests between
+    // 4. Wait for the exchange.
+    wait();
+    tex_ += ttest_ + twait_;
+    // 5. The Laplacian on the boundary points.
+    const double tsb = now();
+    laplacian(plan_.boundary.data(), static_cast<std::int64_t>(plan_.boundary.size()));
+    if (tr_) tr_->span("compute", "stencil boundary", tsb);
+  }
+
+  void add_to(ApplyTimes& t) const {
+    const double total = clock_.seconds() - t0_;
+    t.exchange += tex_;
+    t.pack += tpack_;
+    t.wait += twait_;
+    t.tests_seconds += ttest_;
+    t.overlapped += tover_;
+    t.tests += tests_;
+    t.compute += total - tex_;
+    t.total += total;
+    t.applies += 1;
+  }
+
+ private:
+  double now() const { return tr_ ? tr_->now() : 0; }
+
+  void wait() {
+    const double tw = clock_.seconds();
+    ex_.wait();
+    twait_ = clock_.seconds() - tw;
+  }
+
+  void laplacian(const std::int32_t* list, std::int64_t count) {
+    kernels::apply_laplacian(list, count, plan_.neighbors.data(), r_, c_.data(), scale_, x_, ghost_,
+                             nloc_, width_, y_);
+  }
+
+  // Progress: one MPI_Testsome pass per call until the exchange has completed. Open MPI has no
+  // asynchronous progress thread: a rendezvous message (above the eager limit) moves only while
+  // both its sender and its receiver are inside MPI calls, so the calls come early (right after
+  // posting) and often (every `block` points), through V x and the inner points.
+  void progress() {
+    if (done_) return;
+    const double tt = clock_.seconds(), ts = now();
+    done_ = ex_.test();
+    ttest_ += clock_.seconds() - tt;
+    ++tests_;
+    if (tr_) tr_->span("progress", "halo test", ts);
+  }
+
+  const HaloPlan& plan_;
+  const std::vector<double>& v_;
+  const std::vector<double>& c_;
+  const double scale_;
+  comm::Exchanger& ex_;
+  Tracer* const tr_;
+  const double* const x_;
+  double* const y_;
+  const int width_;
+  const std::int64_t nloc_;
+  const int r_;
+  const Stopwatch clock_;  // the times below are seconds on it
+  const double t0_ = clock_.seconds();
+  const double* ghost_ = nullptr;
+  double tex_ = 0, tpack_ = 0, twait_ = 0, ttest_ = 0, tover_ = 0;
+  long tests_ = 0;
+  bool done_ = false;
+};
+
+}  // namespace
+
 void Hamiltonian::apply(const double* x, double* y, int width) {
   TESSEL_CHECK(width >= 1, InputError, "Hamiltonian::apply: width ", width, " (expected >= 1)");
   comm::Exchanger& ex = exchanger(width);
   PhaseScope phase(ctx_.ledger(), "stencil/halo");
-  Tracer* tr = tracer_of(&ctx_.ledger());
-  const std::int64_t nloc = plan_.local_size();
-  const int r = plan_.radius;
-  const Stopwatch clock;  // the times below are seconds on it
-  const double t0 = clock.seconds();
-  double tex = 0, twait = 0, ttest = 0, tover = 0;
-  long tests = 0;
-
-  // 1. Start the exchange: receives first (p2p posts them before packing), pack, post.
-  ex.post_receives();
-  const double tk = tr ? tr->now() : 0;
-  kernels::pack(x, plan_.send_items.data(), static_cast<std::int64_t>(plan_.send_items.size()),
-                width, ex.send_buffer());
-  if (tr) tr->span("compute", "stencil pack", tk);
-  ex.start();
-  const double tpack = clock.seconds() - t0;
-  tex += tpack;
-  const double* ghost = ex.recv_buffer();
-
-  if (!opt_.overlap) {
-    const double tw = clock.seconds();
-    ex.wait();
-    twait = clock.seconds() - tw;
-    tex += twait;
-    // 2. y = V x; 3. (plain) the Laplacian on every point: inner then boundary, as in the
-    // overlapped order.
-    kernels::apply_potential(v_.data(), x, nloc, width, y);
-    kernels::apply_laplacian(plan_.inner.data(), static_cast<std::int64_t>(plan_.inner.size()),
-                             plan_.neighbors.data(), r, c_.data(), scale_, x, ghost, nloc, width,
-                             y);
-    kernels::apply_laplacian(
-        plan_.boundary.data(), static_cast<std::int64_t>(plan_.boundary.size()),
-        plan_.neighbors.data(), r, c_.data(), scale_, x, ghost, nloc, width, y);
-  } else {
-    // Progress: one MPI_Testsome pass per call until the exchange has completed. Open MPI has
-    // no asynchronous progress thread: a rendezvous message (above the eager limit) moves only
-    // while both its sender and its receiver are inside MPI calls, so the calls come early
-    // (right after posting) and often (every `block` points), through V x and the inner points.
-    bool done = false;
-    auto progress = [&] {
-      if (done) return;
-      const double tt = clock.seconds(), ts = tr ? tr->now() : 0;
-      done = ex.test();
-      ttest += clock.seconds() - tt;
-      ++tests;
-      if (tr) tr->span("progress", "halo test", ts);
-    };
-    progress();
-    const std::int64_t block = points_per_test(width);
-    // 2. y = V x, in blocks of the same work as the stencil blocks (1 / (6 r + 1) per point).
-    const double tc = clock.seconds(), ttest0 = ttest, tsv = tr ? tr->now() : 0;
-    const std::int64_t vblock = block * (6 * r + 1);
-    for (std::int64_t b = 0; b < nloc; b += vblock) {
-      kernels::apply_potential(v_.data() + b, x + b * width, std::min(vblock, nloc - b), width,
-                               y + b * width);
-      progress();
-    }
-    if (tr) tr->span("compute", "stencil potential", tsv);
-    // 3. The Laplacian on the inner points, testing the exchange every `block` points.
-    const double tsi = tr ? tr->now() : 0;
-    const std::int64_t n_inner = static_cast<std::int64_t>(plan_.inner.size());
-    for (std::int64_t b = 0; b < n_inner; b += block) {
-      kernels::apply_laplacian(plan_.inner.data() + b, std::min(block, n_inner - b),
-                               plan_.neighbors.data(), r, c_.data(), scale_, x, ghost, nloc, width,
-                               y);
-      progress();
-    }
-    if (tr) tr->span("compute", "stencil inner", tsi);
-    tover = clock.seconds() - tc - (ttest - ttest0);  // V + inner, without the tests in between
-    // 4. Wait for the exchange.
-    const double tw = clock.seconds();
-    ex.wait();
-    twait = clock.seconds() - tw;
-    tex += ttest + twait;
-    // 5. The Laplacian on the boundary points.
-    const double tsb = tr ? tr->now() : 0;
-    kernels::apply_laplacian(
-        plan_.boundary.data(), static_cast<std::int64_t>(plan_.boundary.size()),
-        plan_.neighbors.data(), r, c_.data(), scale_, x, ghost, nloc, width, y);
-    if (tr) tr->span("compute", "stencil boundary", tsb);
-  }
-  const double total = clock.seconds() - t0;
-  times_.exchange += tex;
-  times_.pack += tpack;
-  times_.wait += twait;
-  times_.tests_seconds += ttest;
-  times_.overlapped += tover;
-  times_.tests += tests;
-  times_.compute += total - tex;
-  times_.total += total;
-  times_.applies += 1;
+  ApplyRun run(plan_, v_, c_, scale_, ex, tracer_of(&ctx_.ledger()), x, y, width);
+  run.start_exchange();
+  if (opt_.overlap)
+    run.overlapped(points_per_test(width));
+  else
+    run.plain();
+  run.add_to(times_);
 }
 
 }  // namespace tessel::stencil

@@ -79,6 +79,12 @@ inline constexpr int kTraceGather = 7401;
 /// Comm::create_group (the tag argument of MPI_Comm_create_group on the parent).
 inline constexpr int kCreateGroup = 7501;
 
+// ---- apps: tessel calibrate (cmd_calibrate.cpp)
+/// The ping-pong between two ranks (latency and bandwidth samples).
+inline constexpr int kCalibratePingPong = 7601;
+/// The pairwise exchange of the overlap measurement.
+inline constexpr int kCalibrateOverlap = 7602;
+
 // ---- reserved ranges
 /// Failure notices (notify_failure); no other message uses it.
 inline constexpr int kFailure = 16383;
@@ -118,7 +124,9 @@ inline constexpr int kAll[] = {kSscD2,
                                kRedistribute,
                                kHalo,
                                kTraceGather,
-                               kCreateGroup};
+                               kCreateGroup,
+                               kCalibratePingPong,
+                               kCalibrateOverlap};
 constexpr bool all_distinct_and_below_failure() {
   constexpr int n = static_cast<int>(sizeof kAll / sizeof kAll[0]);
   for (int a = 0; a < n; ++a) {

@@ -106,6 +106,11 @@ class Context {
   Tracer* tracer() const { return tracer_.get(); }
 
  private:
+  // Collective, as the public constructors: records into `own` when given (the Context's own
+  // ledger), else into `ledger`.
+  Context(MPI_Comm user_comm, std::unique_ptr<CommLedger> own, CommLedger* ledger,
+          const ContextOptions& opt);
+
   std::unique_ptr<Tracer> tracer_;
   std::unique_ptr<CommLedger> own_;
   CommLedger* ledger_;

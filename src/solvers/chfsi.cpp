@@ -75,8 +75,9 @@ std::vector<double> column_norms2(const Context& ctx, const std::vector<double>&
   return s;
 }
 
-EigenResult chfsi(Context& ctx, stencil::Hamiltonian& h, std::int64_t mesh_points, double spacing,
-                  const EigenOptions& opt) {
+namespace {
+/// Pure. The block width (states + guard vectors), after checking the options (InputError).
+int block_width(const EigenOptions& opt, std::int64_t mesh_points) {
   const int extra = opt.extra >= 0 ? opt.extra : std::max(4, opt.states / 4);
   const std::int64_t kk = static_cast<std::int64_t>(opt.states) + extra;
   TESSEL_CHECK(opt.states >= 1, InputError, "states ", opt.states, ": expected >= 1");
@@ -90,10 +91,79 @@ EigenResult chfsi(Context& ctx, stencil::Hamiltonian& h, std::int64_t mesh_point
   TESSEL_CHECK(opt.degree >= 0 && opt.degree <= 1000, InputError, "degree ", opt.degree,
                ": expected 0 (automatic) .. 1000");
   check_block_width("chfsi", kk);
-  const int k = static_cast<int>(kk);
+  return static_cast<int>(kk);
+}
+
+/// The iteration's state on this rank's rows: the block x, H x, the filter's work vectors,
+/// the Ritz values.
+struct Block {
+  int n = 0, k = 0;
+  std::vector<double> x, hx, y, ynew, hy, tmp, theta;
+};
+
+/// Collective (an allreduce per Gram matrix, k H applies). Rayleigh-Ritz on v: orthonormalise,
+/// H v, the k x k eigenproblem; x becomes the Ritz vectors, hx their H images, theta the values.
+void rayleigh_ritz(Context& ctx, stencil::Hamiltonian& h, Block& w, std::vector<double>& v,
+                   EigenResult& res) {
+  orthonormalize(ctx, v, w.n, w.k);
+  h.apply(v.data(), w.hx.data(), w.k);
+  res.applies += w.k;
+  std::vector<double> g = gram(ctx, v.data(), w.hx.data(), w.n, w.k);
+  w.theta = syev(g, w.k);
+  right_multiply(v, g, w.n, w.k, w.tmp);
+  right_multiply(w.hx, g, w.n, w.k, w.tmp);
+  w.x.swap(v);
+}
+
+/// Collective (H applies). The Chebyshev filter of degree res.degree into w.y: damps [a, b],
+/// a = the block's largest Ritz value, scaled at a0 = the lowest; b the spectrum's upper bound.
+void chebyshev_filter(stencil::Hamiltonian& h, Block& w, double b, EigenResult& res) {
+  const double a = w.theta.back();
+  const std::size_t N = w.x.size();
+  if (a >= b) {
+    w.y = w.x;
+    return;
+  }
+  const double e = (b - a) / 2, c = (b + a) / 2;
+  const double a0 = std::min(w.theta.front(), a - 1e-3 * (b - a));
+  double sigma = e / (a0 - c);
+  const double tau = 2 / sigma;
+  // y = (H x - c x) sigma / e; H x is hx from the Rayleigh-Ritz step.
+  for (std::size_t i = 0; i < N; ++i) w.y[i] = (w.hx[i] - c * w.x[i]) * (sigma / e);
+  for (int d = 2; d <= res.degree; ++d) {
+    const double sn = 1 / (tau - sigma);
+    h.apply(w.y.data(), w.hy.data(), w.k);
+    res.applies += w.k;
+    for (std::size_t i = 0; i < N; ++i)
+      w.ynew[i] = (w.hy[i] - c * w.y[i]) * (2 * sn / e) - sigma * sn * w.x[i];
+    w.x.swap(w.y);
+    w.y.swap(w.ynew);
+    sigma = sn;
+  }
+}
+
+/// Collective (one allreduce). The residual norms of the wanted states into res.residuals;
+/// returns the largest.
+double wanted_residuals(const Context& ctx, const Block& w, int states, EigenResult& res) {
+  std::vector<double> r2(static_cast<std::size_t>(states), 0.0);
+  for (int i = 0; i < w.n; ++i)
+    for (int j = 0; j < states; ++j) {
+      const std::size_t p = at(i, j, w.k);
+      const double rr = w.hx[p] - w.theta[static_cast<std::size_t>(j)] * w.x[p];
+      r2[static_cast<std::size_t>(j)] += rr * rr;
+    }
+  return block::residual_norms(ctx, r2, res.residuals);
+}
+}  // namespace
+
+EigenResult chfsi(Context& ctx, stencil::Hamiltonian& h, std::int64_t mesh_points, double spacing,
+                  const EigenOptions& opt) {
+  const int k = block_width(opt, mesh_points);
   const auto& pts = h.plan().points;
-  const int n = static_cast<int>(pts.size());
-  const std::size_t N = at(n, 0, k);
+  Block w;
+  w.n = static_cast<int>(pts.size());
+  w.k = k;
+  const std::size_t N = at(w.n, 0, k);
 
   EigenResult res;
   res.block = k;
@@ -107,59 +177,17 @@ EigenResult chfsi(Context& ctx, stencil::Hamiltonian& h, std::int64_t mesh_point
   res.upper = bd.upper;
   res.applies += opt.lanczos_steps;
 
-  std::vector<double> x(N), hx(N), y(N), ynew(N), hy(N), tmp;
-  for (int i = 0; i < n; ++i)
+  for (auto* v : {&w.x, &w.hx, &w.y, &w.ynew, &w.hy}) v->resize(N);
+  for (int i = 0; i < w.n; ++i)
     for (int j = 0; j < k; ++j)
-      x[at(i, j, k)] = hashed_unit(opt.seed, pts[static_cast<std::size_t>(i)], j);
-
-  std::vector<double> theta;
-  auto rayleigh_ritz = [&](std::vector<double>& v) {
-    orthonormalize(ctx, v, n, k);
-    h.apply(v.data(), hx.data(), k);
-    res.applies += k;
-    std::vector<double> g = gram(ctx, v.data(), hx.data(), n, k);
-    theta = syev(g, k);
-    right_multiply(v, g, n, k, tmp);
-    right_multiply(hx, g, n, k, tmp);
-    x.swap(v);
-  };
-  rayleigh_ritz(x);
+      w.x[at(i, j, k)] = hashed_unit(opt.seed, pts[static_cast<std::size_t>(i)], j);
+  rayleigh_ritz(ctx, h, w, w.x, res);
 
   for (int it = 1; it <= opt.max_iter; ++it) {
     const Stopwatch t0;
-    // Filter: damp [a, b], a = the block's largest Ritz value, scaled at a0 = the lowest.
-    const double a = theta.back(), b = bd.upper;
-    if (a < b) {
-      const double e = (b - a) / 2, c = (b + a) / 2;
-      const double a0 = std::min(theta.front(), a - 1e-3 * (b - a));
-      double sigma = e / (a0 - c);
-      const double tau = 2 / sigma;
-      // y = (H x - c x) sigma / e; H x is hx from the Rayleigh-Ritz step.
-      for (std::size_t i = 0; i < N; ++i) y[i] = (hx[i] - c * x[i]) * (sigma / e);
-      for (int d = 2; d <= res.degree; ++d) {
-        const double sn = 1 / (tau - sigma);
-        h.apply(y.data(), hy.data(), k);
-        res.applies += k;
-        for (std::size_t i = 0; i < N; ++i)
-          ynew[i] = (hy[i] - c * y[i]) * (2 * sn / e) - sigma * sn * x[i];
-        x.swap(y);
-        y.swap(ynew);
-        sigma = sn;
-      }
-    } else {
-      y = x;
-    }
-    rayleigh_ritz(y);
-
-    // Residuals of the wanted states.
-    std::vector<double> r2(static_cast<std::size_t>(opt.states), 0.0);
-    for (int i = 0; i < n; ++i)
-      for (int j = 0; j < opt.states; ++j) {
-        const std::size_t p = at(i, j, k);
-        const double rr = hx[p] - theta[static_cast<std::size_t>(j)] * x[p];
-        r2[static_cast<std::size_t>(j)] += rr * rr;
-      }
-    const double worst = block::residual_norms(ctx, r2, res.residuals);
+    chebyshev_filter(h, w, bd.upper, res);
+    rayleigh_ritz(ctx, h, w, w.y, res);
+    const double worst = wanted_residuals(ctx, w, opt.states, res);
     res.iterations = it;
     if (opt.on_step) opt.on_step(EigenStep{it, worst, t0.seconds()});
     if (worst <= opt.tol) {
@@ -167,10 +195,10 @@ EigenResult chfsi(Context& ctx, stencil::Hamiltonian& h, std::int64_t mesh_point
       break;
     }
   }
-  res.values.assign(theta.begin(), theta.begin() + opt.states);
-  res.vectors.resize(at(n, 0, opt.states));
-  for (int i = 0; i < n; ++i)
-    for (int j = 0; j < opt.states; ++j) res.vectors[at(i, j, opt.states)] = x[at(i, j, k)];
+  res.values.assign(w.theta.begin(), w.theta.begin() + opt.states);
+  res.vectors.resize(at(w.n, 0, opt.states));
+  for (int i = 0; i < w.n; ++i)
+    for (int j = 0; j < opt.states; ++j) res.vectors[at(i, j, opt.states)] = w.x[at(i, j, k)];
   return res;
 }
 

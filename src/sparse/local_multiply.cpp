@@ -183,8 +183,7 @@ std::vector<std::size_t> CAccumulator::row_order() const {
 }
 
 Storage<double> CAccumulator::wire_values(std::int64_t n) const {
-  return Storage<double>(mode_ == AccValues::Virtual ? ComputeMode::Skip : ComputeMode::Run,
-                         static_cast<std::size_t>(n));
+  return Storage<double>(wire_mode(mode_), static_cast<std::size_t>(n));
 }
 
 void CAccumulator::put_values(std::int64_t id, std::int64_t n, double* dst) const {

@@ -522,9 +522,8 @@ ExecResult Rma25d::finish() {
   if (L_ > 1) {
     PhaseScope ph(ledger_, kPhaseC);
     rs_head_.wait_all();
-    note(receive_partials(
-        ctx_.comm(), srcs_, heads_, limits_, masked_ ? &my_pattern_ : nullptr,
-        partial_values() == AccValues::Virtual ? ComputeMode::Skip : ComputeMode::Run, acc_[own_]));
+    note(receive_partials(ctx_.comm(), srcs_, heads_, limits_, masked_ ? &my_pattern_ : nullptr,
+                          wire_mode(partial_values()), acc_[own_]));
     rs_send_.wait_all();
   }
   if (!rs_pat_send_.empty()) {

@@ -176,6 +176,11 @@ enum class AccValues {
   Virtual,
 };
 
+/// Where a partial panel's values travel: heap (Held) or shared simulated memory (Virtual).
+inline ComputeMode wire_mode(AccValues v) {
+  return v == AccValues::Virtual ? ComputeMode::Skip : ComputeMode::Run;
+}
+
 /// A C panel being accumulated: blocks by row, values in pages that never move (a block's
 /// values stay where slot() put them, so the kernel keeps pointers, and growing never copies).
 /// Lookups go through a dense column index of the current row (a sparse accumulator, as

@@ -77,6 +77,12 @@ inline constexpr const char* kSkipNoticeSparse =
     "the sample's measured speed, so C is meaningless by design; the times (simulated) and the "
     "bytes moved are the output\n";
 
+/// kSkipNotice of `tessel spgemm --product-times`: no product runs.
+inline constexpr const char* kSkipNoticeTable =
+    "SIMULATED COMPUTE SKIPPED (--simulate-compute skip --product-times): no block product was "
+    "computed, each charged to the simulated clock at its shape's time from the table, so C is "
+    "meaningless by design; the times (simulated) and the bytes moved are the output\n";
+
 /// An option value parsed by the library, with the option's name in the error message:
 /// InputError "<option> '<value>': expected <expected>".
 template <class F>

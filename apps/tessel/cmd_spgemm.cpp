@@ -25,8 +25,10 @@
 #include "tessel/sparse/convert.hpp"
 #include "tessel/io/sparse.hpp"
 #include "tessel/sparse/multiply.hpp"
+#include "tessel/core/atomic_file.hpp"
 #include "tessel/core/memory.hpp"
 #include "tessel/core/timer.hpp"
+#include "tessel/version.hpp"
 
 namespace tessel::app {
 namespace {
@@ -38,7 +40,7 @@ using sparse::Distribution;
 struct SpgemmArgs {
   std::string a, b, blocks, generate = "water:200", algorithm = "cannon", layers = "auto", grid,
                             transa = "N", transb = "N", out, json, retain = "none", trace,
-                            simulate_compute = "run";
+                            simulate_compute = "run", product_times, measure_times;
   double eps = 0;
   double poll_us = 1e6 * sparse::SpMultiplyOptions{}.progress_poll;
   int repeat = 3, pieces = sparse::SpMultiplyOptions{}.cannon_pieces, row_panels = 1;
@@ -251,6 +253,7 @@ struct Timed {
   /// A, B, C and the multiply's buffers and windows), and the kinds at that moment.
   std::int64_t mem_peak = 0;
   MemoryLedger::ByKind mem_kinds{};
+  ShapeTimes product_times;  // --measure-product-times: this rank's, summed over the multiplies
 };
 
 /// Collective. `repeat` multiplies C = op(A) op(B) (C starts as C's pattern or empty), the
@@ -287,6 +290,10 @@ Timed time_multiplies(Context& ctx, int repeat, const Setup& s, const Operands& 
       t.mem_kinds = ctx.ledger().memory().peak_by_kind();
     }
     t.times.push_back(ctx.comm().allreduce_value(seconds, MPI_MAX));
+    for (const auto& [shape, st] : t.rep.product_times) {
+      t.product_times[shape].seconds += st.seconds;
+      t.product_times[shape].products += st.products;
+    }
   }
   return t;
 }
@@ -298,6 +305,7 @@ struct Totals {
   double med = 0, flops = 0, gflops = 0, pattern_last = 0, occ_c = 0;
   double mem_peak_max = 0, mem_peak_mean = 0, mem_buffers_max = 0, maxrss_max = 0;
   double charged_max = 0;  // --simulate-compute skip: seconds of products charged, busiest rank
+  double charged_sum = 0;  // ... summed over the ranks
   std::int64_t mult = 0, skipped = 0, dropped = 0, prod_blocks = 0, prod_values = 0,
                partial_dropped = 0, c_blocks = 0, c_values = 0;
 };
@@ -309,6 +317,7 @@ Totals sum_over_ranks(const Context& ctx, const Timed& t, const BlockSparseMatri
   n.med = median(t.times);
   n.flops = c.allreduce_value(t.rep.flops, MPI_SUM);
   n.charged_max = c.allreduce_value(t.rep.charged_s, MPI_MAX);
+  n.charged_sum = c.allreduce_value(t.rep.charged_s, MPI_SUM);
   n.mult = c.allreduce_value(t.rep.blocks_multiplied, MPI_SUM);
   n.skipped = c.allreduce_value(t.rep.blocks_skipped, MPI_SUM);
   n.dropped = c.allreduce_value(t.rep.blocks_filtered, MPI_SUM);
@@ -451,8 +460,10 @@ void print_results(const SpgemmArgs& a, const Operands& ops, const Timed& t, con
       << "verify: " << v.text << "\n"
       << (a.simulate_compute == "skip"
               ? fmt::format("{}block products charged without running (busiest rank, last "
-                            "multiply): {:.4f} s of this machine's time\n",
-                            kSkipNoticeSparse, n.charged_max)
+                            "multiply): {:.4f} s of this machine's time{}\n",
+                            a.product_times.empty() ? kSkipNoticeSparse : kSkipNoticeTable,
+                            n.charged_max,
+                            a.product_times.empty() ? "" : ", from " + a.product_times)
               : std::string())
       << std::flush;
 }
@@ -475,6 +486,7 @@ nlohmann::json run_json(const Context& ctx, const SpgemmArgs& a, const Setup& s,
   j["transb"] = a.transb;
   j["comm_only"] = a.comm_only;
   j["simulate_compute"] = to_string(ctx.compute());
+  j["product_times"] = a.product_times;  // --simulate-compute skip: the table charged (or "")
   j["poll_us"] = a.poll_us;
   j["cannon_pieces"] = a.pieces;
   j["row_panels"] = a.row_panels;
@@ -493,6 +505,7 @@ void add_results_json(nlohmann::json& j, const SpgemmArgs& a, const Operands& op
   j["flops"] = n.flops;
   j["gflops"] = n.gflops;
   j["charged_s_max"] = n.charged_max;  // --simulate-compute skip, last multiply
+  j["charged_s_sum"] = n.charged_sum;
   j["occupancy"] = {{"a", ops.occ_a}, {"b", ops.occ_b}, {"c", n.occ_c}};
   j["blocks_multiplied"] = n.mult;
   j["blocks_skipped"] = n.skipped;
@@ -521,14 +534,76 @@ void add_results_json(nlohmann::json& j, const SpgemmArgs& a, const Operands& op
       {"done", a.verify}, {"relative_error", v.rel}, {"tolerance", v.tol}, {"text", v.text}};
 }
 
+/// Not collective. --product-times: the table, read on every rank (the same file: the same
+/// error everywhere), before the Context that carries it is made.
+std::shared_ptr<const KernelTimes> read_product_times(const SpgemmArgs& a) {
+  if (a.product_times.empty()) return nullptr;
+  TESSEL_CHECK(a.simulate_compute == "skip", InputError, "--product-times ", a.product_times,
+               ": the table prices the products that --simulate-compute skip does not run: "
+               "expected --simulate-compute skip");
+  TESSEL_CHECK(a.measure_times.empty(), InputError, "--product-times with "
+               "--measure-product-times: expected one of the two");
+  return std::make_shared<const KernelTimes>(KernelTimes::read(a.product_times));
+}
+
+/// Collective. --measure-product-times: the CPU time per block product of this computing run by
+/// shape, summed over the ranks and the timed multiplies (shapes it did not run are timed on
+/// rank 0 alone), written by rank 0 as the table --product-times reads. Returns the sums (every
+/// rank).
+ShapeTimes write_product_times(Context& ctx, const SpgemmArgs& a, const Setup& s,
+                               const Operands& ops, const ShapeTimes& mine) {
+  const auto& da = ops.cs.A.distribution();
+  const BlockSizes& inner = s.opa == sparse::SpOp::N ? da.col_blocks() : da.row_blocks();
+  const BlockSizes& rows = ops.cs.dc.row_blocks();
+  const BlockSizes& cols = ops.cs.dc.col_blocks();
+  const auto shapes = sparse::product_shapes(rows, inner, cols);  // the same list on every rank
+  std::vector<double> sec(shapes.size()), cnt(shapes.size());
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    auto it = mine.find(shapes[i]);
+    if (it == mine.end()) continue;
+    sec[i] = it->second.seconds;
+    cnt[i] = static_cast<double>(it->second.products);
+  }
+  ctx.comm().allreduce(sec.data(), static_cast<int>(sec.size()), MPI_SUM);
+  ctx.comm().allreduce(cnt.data(), static_cast<int>(cnt.size()), MPI_SUM);
+  ShapeTimes all;
+  for (std::size_t i = 0; i < shapes.size(); ++i)
+    if (cnt[i] > 0) all[shapes[i]] = {sec[i], static_cast<std::int64_t>(cnt[i])};
+  ctx.agree([&] {
+    if (ctx.rank() != 0) return;
+    const KernelTimes t = sparse::measure_product_times(rows, inner, cols, all, [](int d, int n) {
+      std::cout << fmt::format("timed block shape {} of {} (not in the run)\n", d, n)
+                << std::flush;
+    });
+    const std::string text = t.format(fmt::format(
+        "tessel {}: CPU seconds per block product C(m x n) += A(m x k) B(k x n), the mean over the "
+        "products of tessel spgemm --generate {} --measure-product-times on {} ranks, {} of the "
+        "{} shapes timed in the run ({} products), the others alone",
+        TESSEL_VERSION, a.generate, ctx.size(), all.size(), shapes.size(),
+        std::accumulate(cnt.begin(), cnt.end(), 0.0)));
+    write_file_atomic(a.measure_times, "--measure-product-times",
+                      [&](std::FILE* f) { return std::fputs(text.c_str(), f) >= 0; });
+    std::cout << "wrote the product times (" << t.size() << " shapes) to " << a.measure_times
+              << "\n";
+  });
+  return all;
+}
+
 /// Collective: check the options -> the plan -> the operands (and eq. 7) -> the timed
 /// multiplies -> sums, --verify -> the report, --out, --json.
 int run_spgemm(const SpgemmArgs& a) {
   ContextOptions copt = context_options_from_environment();
   copt.compute = simulate_compute_options(a.simulate_compute, a.verify).compute;
+  copt.product_times = read_product_times(a);
+  TESSEL_CHECK(a.measure_times.empty() || a.simulate_compute == "run", InputError,
+               "--measure-product-times with --simulate-compute ", a.simulate_compute,
+               ": it times a computing run's products: expected --simulate-compute run");
   Context ctx(MPI_COMM_WORLD, copt);
   const bool root = ctx.rank() == 0;
   Setup s = check_options(a, ctx.size());
+  s.opt.time_products = !a.measure_times.empty();
+  TESSEL_CHECK(!(a.comm_only && s.opt.time_products), InputError,
+               "--comm-only with --measure-product-times: the first runs no block product");
   TESSEL_CHECK(!(a.comm_only && ctx.compute() == ComputeMode::Skip), InputError,
                "--comm-only with --simulate-compute skip: the first makes no block products, the "
                "second charges them (expected one of the two)");
@@ -537,9 +612,15 @@ int run_spgemm(const SpgemmArgs& a) {
   check_writable(ctx, "--json", a.json);
   TraceRun trace(ctx, a.trace);
   check_writable(ctx, "--out", a.out);
+  check_writable(ctx, "--measure-product-times", a.measure_times);
 
   const Operands ops = prepare_operands(ctx, a, s, operand_plan(s, plan));
   const auto pred = predict_volumes(ctx, a.explain || a.predict, s, ops, plan);
+  if (ctx.product_times())  // pure: the same error on every rank, before any panel moves
+    sparse::check_product_times(*ctx.product_times(), ops.cs.dc.row_blocks(),
+                                s.opa == sparse::SpOp::N ? ops.cs.A.distribution().col_blocks()
+                                                         : ops.cs.A.distribution().row_blocks(),
+                                ops.cs.dc.col_blocks(), "--product-times " + a.product_times);
   if (root) print_plan(a, s, ops.cs.description, ctx.size(), plan, pred);
   if (a.explain) return trace.finish(0);
 
@@ -550,9 +631,16 @@ int run_spgemm(const SpgemmArgs& a) {
 
   if (root) print_results(a, ops, t, n, v);
   if (!a.out.empty()) io::write_cp2k_csr(ctx, C, a.out);
+  const ShapeTimes timed =
+      s.opt.time_products ? write_product_times(ctx, a, s, ops, t.product_times) : ShapeTimes{};
   if (!a.json.empty()) {
     nlohmann::json j = run_json(ctx, a, s, ops, plan);
     add_results_json(j, a, ops, pred, t, n, v);
+    nlohmann::json pt = nlohmann::json::array();  // --measure-product-times: sums over ranks
+    for (const auto& [shape, x] : timed)
+      pt.push_back({{"m", shape[0]}, {"n", shape[1]}, {"k", shape[2]}, {"products", x.products},
+                    {"seconds", x.seconds}});
+    j["products_timed"] = pt;
     write_json(ctx, a.json, j);
   }
   return trace.finish((a.verify && v.text.rfind("PASSED", 0) != 0) ? 1 : 0);
@@ -635,6 +723,15 @@ std::function<int()> add_spgemm(CLI::App& app) {
   s->add_option("--out", a->out, "Write C as CP2K CSR text");
   s->add_option("--json", a->json, "Write the results as JSON (default: not written)");
   add_trace_option(s, a->trace);
+  s->add_option("--product-times", a->product_times,
+                "With --simulate-compute skip: the table of seconds per block product by shape "
+                "(from --measure-product-times); no product runs, each is charged its shape's "
+                "time, so the simulated time does not depend on this machine's load");
+  s->add_option("--measure-product-times", a->measure_times,
+                "Time this run's block products by shape (CPU time of each batch, summed over "
+                "ranks and --repeat; shapes it does not run are timed alone on rank 0) and write "
+                "the table --product-times reads to this file. Run it on an idle machine; a small "
+                "case with the same block sizes will do");
   add_simulate_compute_option(
       s, a->simulate_compute,
       "of each batch of block products of one shape (up to 30,000) only the first 3,072 are "

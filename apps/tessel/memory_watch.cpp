@@ -33,7 +33,7 @@ void MemoryWatch::over(const std::string& where, double need, const std::string&
 }
 
 double peak_per_largest_input(int row_panels, bool spilled) {
-  constexpr double kMatrices = 5, kSpilled = 2, kBImages = 1.25, kAImages = 1.25, kAccumulator = 3;
+  constexpr double kMatrices = 7, kSpilled = 2, kBImages = 1.25, kAImages = 1.25, kAccumulator = 3;
   const double r = row_panels;
   return kMatrices - (spilled ? kSpilled : 0.0) + kBImages + (r - 1) / r +
          (kAImages + kAccumulator) / r;

@@ -25,14 +25,18 @@ struct StagePeak {
 
 /// The solve's peak per rank predicted from its largest input matrix X (local bytes of H or S as
 /// the solver holds them, max over ranks), in units of X, for Cannon in `row_panels` panels.
-/// The iterations hold five matrices the size of the iterate (H, S, Z = S^-1/2, X^2 and Y in
-/// TRS4, whose X takes H~'s storage), the iterate at least as large as the inputs; a multiply
-/// holds B's images (1.25 with Cannon's pieces), the panels of C done so far ((R - 1) / R) and,
-/// per panel, A's images (1.25 / R) and the accumulator (the product before the final filter,
-/// about 3 / R). One pass (R = 1): 10.5. Measured 2026-11-28 with --generate water:N, TRS4,
-/// eps 1e-6, 4 ranks, before H~ shared X's storage: 11.4 at N = 4,000 (X and H the same size
-/// in tiles), 417 MB against 408 MB predicted at N = 1,000. `spilled` (--spill): H and S are
-/// on disk whenever the solver does not read them: the two of the five fewer.
+/// The iterations hold seven matrices the size of the iterate at their peak (TRS4: H, S, Z =
+/// S^-1/2, X, X^2, Y and the product being made; the final McWeeny steps: H, S, Z, P, PS, PSP
+/// and the product), the iterate at least as large as the inputs; a multiply holds B's images
+/// (1.25 with Cannon's pieces), the panels of C done so far ((R - 1) / R) and, per panel, A's
+/// images (1.25 / R) and the accumulator (the product before the final filter, about 3 / R).
+/// One pass (R = 1): 12.5. Measured (the run's own accounting, matrices alive at the peak):
+/// seven at --generate water:8000, TRS4, R = 4 (2026-11-28); five with --spill at water:4000,
+/// R = 4 (2026-12-07; the model counted five and three until then, and that run's accounted
+/// peak was 1.65x its prediction, 1.68 against 1.01 GB, the iterate 1.5-1.7x the input: the
+/// prediction is a lower bound where the iterate fills in beyond the inputs, which the
+/// per-step check of MemoryWatch then sees). `spilled` (--spill): H and S are on disk whenever
+/// the solver does not read them: two of the seven fewer.
 double peak_per_largest_input(int row_panels, bool spilled = false);
 
 class MemoryWatch {

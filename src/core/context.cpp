@@ -41,6 +41,10 @@ ComputeMode checked_compute(const ContextOptions& opt) {
                "Context: compute = ", to_string(opt.compute),
                ": skipping the local kernels exists only in the simulated build on SimGrid's "
                "SMPI (docs/simulation.md): expected run");
+  TESSEL_CHECK(!opt.product_times || opt.compute == ComputeMode::Skip, InputError,
+               "Context: product_times with compute = ", to_string(opt.compute),
+               ": the table prices the block products a simulated run skips: expected compute = "
+               "skip, or no product_times");
   return opt.compute;
 }
 }  // namespace
@@ -61,6 +65,7 @@ Context::Context(MPI_Comm user_comm, std::unique_ptr<CommLedger> own, CommLedger
   comm_.set_node_size(checked_node_size(opt));
   comm_.set_cache(cache_.get());
   compute_ = checked_compute(opt);
+  product_times_ = opt.product_times;
 }
 
 void Context::set_testing(comm::TestSettings s) {

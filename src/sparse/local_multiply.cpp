@@ -1,20 +1,14 @@
 // The local kernel of the block-sparse multiply (no MPI): images packed from block-CSR,
 // C += A * B over images with on-the-fly filtering, block products batched by shape and run
 // through LIBXSMM (BLAS dgemm for large blocks), and the final merge into C.
-#include <libxsmm.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <ctime>
 
 #include "block_norm.hpp"
+#include "block_products.hpp"
 #include "spgemm_panels.hpp"
 #include "tessel/core/error.hpp"
-
-extern "C" void dgemm_(const char*, const char*, const int*, const int*, const int*, const double*,
-                       const double*, const int*, const double*, const int*, const double*, double*,
-                       const int*);
 
 namespace tessel::sparse::detail {
 
@@ -24,8 +18,6 @@ std::int64_t norm_bits(double x) {
   std::memcpy(&b, &x, sizeof b);
   return b;
 }
-/// Blocks with m * n * k above this go to BLAS (LIBXSMM's JIT covers small shapes best).
-constexpr long long kXsmmMaxMnk = 80LL * 80 * 80;
 }  // namespace
 
 void block_offsets(const std::int64_t* meta, std::int64_t nblocks, const BlockSizes& rows,
@@ -384,46 +376,26 @@ CWire CAccumulator::pack_wire(double drop_below, std::int64_t* dropped) const {
 }
 
 namespace {
-/// The products of one block shape, run together through one LIBXSMM kernel (or dgemm).
-struct Stack {
-  int m = 0, n = 0, k = 0;
-  libxsmm_dmmfunction f = nullptr;
-  struct Item {
-    const double* a;
-    const double* b;
-    double* c;  // the block of C (its values never move)
-  };
-  std::vector<Item> p;
-};
-constexpr std::size_t kStackSize = 30000;
-
-/// CPU seconds of the calling thread: what SMPI charges for measured computation (its thread
-/// timer), and unlike a wall clock blind to the time the thread waits for a busy core. The
-/// parentheses keep SMPI's clock_gettime macro (the simulated clock) out.
-double thread_cpu_seconds() {
-  timespec ts{};
-  (clock_gettime)(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-/// Runs products [from, to) of the batch.
-void run_products(const Stack& s, std::size_t from, std::size_t to) {
-  const double one = 1.0;
-  if (s.f) {
-    for (std::size_t i = from; i < to; ++i) s.f(s.p[i].a, s.p[i].b, s.p[i].c);
-  } else {
-    for (std::size_t i = from; i < to; ++i)
-      dgemm_("N", "N", &s.m, &s.n, &s.k, &one, s.p[i].a, &s.m, s.p[i].b, &s.k, &one, s.p[i].c,
-             &s.m);
-  }
-}
-
-/// Runs the batch (KernelMode::Compute) or its first kSampledProducts (Sampled: the CPU time of
-/// the others, estimated from the rate of the sample after its first kSampleWarmup, goes to
-/// stats.pending_s; the first products of a batch run at about half the rate of the rest).
-void flush(Stack& s, KernelStats& stats, KernelMode mode) {
+/// Runs the batch (KernelMode::Compute) or, in Sampled, charges it to stats.pending_s: with a
+/// table of product times each product its shape's entry, none run; without one, the batch's
+/// first kSampledProducts run and the CPU time of the others is estimated from the rate of the
+/// sample after its first kSampleWarmup (the first products of a batch run at about half the
+/// rate of the rest).
+void flush(Stack& s, KernelStats& stats, const KernelRun& run) {
   const std::size_t np = s.p.size();
-  if (mode != KernelMode::Sampled || np <= kSampledProducts) {
+  if (run.mode == KernelMode::Sampled && run.times) {
+    const double* t = run.times->find(s.m, s.n, s.k);
+    if (!t)
+      throw Error(tessel::detail::concat("internal error: no product time for block shape ", s.m, " x ",
+                                 s.n, " x ", s.k, " (check_product_times was not called)"));
+    stats.pending_s += *t * static_cast<double>(np);
+  } else if (run.time && run.mode == KernelMode::Compute) {
+    const double t0 = thread_cpu_seconds();
+    run_products(s, 0, np);
+    ShapeTime& st = stats.timed[{s.m, s.n, s.k}];
+    st.seconds += thread_cpu_seconds() - t0;
+    st.products += static_cast<std::int64_t>(np);
+  } else if (run.mode != KernelMode::Sampled || np <= kSampledProducts) {
     run_products(s, 0, np);
   } else {
     run_products(s, 0, kSampleWarmup);
@@ -441,7 +413,7 @@ void flush(Stack& s, KernelStats& stats, KernelMode mode) {
 void multiply_images(const PanelView& a, const PanelView& b, const BlockSizes& rows,
                      const BlockSizes& inner, const BlockSizes& cols, const double* row_thr,
                      const CAccumulator* allowed, CAccumulator& c, KernelStats& stats,
-                     KernelMode mode, const std::function<void()>& progress) {
+                     const KernelRun& run, const std::function<void()>& progress) {
   if (a.nblocks == 0 || b.nblocks == 0) return;
   // B's block rows: [begin, end) of each row present (B is sorted by row); B's block columns
   // and their sizes, read once.
@@ -475,7 +447,6 @@ void multiply_images(const PanelView& a, const PanelView& b, const BlockSizes& r
   // others by search.
   constexpr int kTableMax = 32, kT = kTableMax + 1;
   std::vector<int> table(static_cast<std::size_t>(kT) * kT * kT, -1);
-  const double one = 1.0;
   auto stack_of = [&](int m, int n, int k) -> Stack& {
     const bool small = m < kT && n < kT && k < kT;
     int* t = small ? &table[(static_cast<std::size_t>(m) * kT + n) * kT + k] : nullptr;
@@ -483,13 +454,7 @@ void multiply_images(const PanelView& a, const PanelView& b, const BlockSizes& r
     if (!t)
       for (auto& s : stacks)
         if (s.m == m && s.n == n && s.k == k) return s;
-    Stack s;
-    s.m = m;
-    s.n = n;
-    s.k = k;
-    if (static_cast<long long>(m) * n * k <= kXsmmMaxMnk)
-      s.f = libxsmm_dmmdispatch(m, n, k, nullptr, nullptr, nullptr, &one, &one, nullptr, nullptr);
-    stacks.push_back(std::move(s));
+    stacks.push_back(Stack::of(m, n, k));
     if (t) *t = static_cast<int>(stacks.size() - 1);
     return stacks.back();
   };
@@ -513,16 +478,16 @@ void multiply_images(const PanelView& a, const PanelView& b, const BlockSizes& r
         }
         if (allowed && !allowed->contains(r, cc)) continue;
         double* const cv = c.slot_bound(r, cc, na * b.norm(z));
-        if (mode == KernelMode::Symbolic) continue;  // C's block as the product makes it
+        if (run.mode == KernelMode::Symbolic) continue;  // C's block as the product makes it
         Stack& s = stack_of(m, bn[static_cast<std::size_t>(z)], kk);
         s.p.push_back({ab, b.block(z), cv});
-        if (s.p.size() >= kStackSize) flush(s, stats, mode);
+        if (s.p.size() >= kStackSize) flush(s, stats, run);
       }
     }
     x = y;
     if (progress) progress();
   }
-  for (auto& s : stacks) flush(s, stats, mode);
+  for (auto& s : stacks) flush(s, stats, run);
 }
 
 void add_row_counts(const LocalBlocks<double>& m, std::vector<std::int64_t>& n) {

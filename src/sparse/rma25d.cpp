@@ -230,7 +230,7 @@ class Rma25d {
   /// Where the partial panels of the other layers keep their values: nowhere under
   /// KernelMode::Sampled (AccValues::Virtual: they did not fit the one simulator process).
   AccValues partial_values() const {
-    return opt_.kernel == KernelMode::Sampled ? AccValues::Virtual : AccValues::Held;
+    return opt_.kernel.mode == KernelMode::Sampled ? AccValues::Virtual : AccValues::Held;
   }
   bool same_key() const;
   int window_flags(const std::int64_t need[4], bool same) const;

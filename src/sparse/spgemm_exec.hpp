@@ -78,7 +78,7 @@ struct ExecOptions {
   /// The local kernel's mode: Symbolic for SpMultiplyOptions::comm_only, Sampled under the
   /// simulated build's ComputeMode::Skip (the executor charges the products not run after
   /// every kernel call: charge_skipped_products).
-  KernelMode kernel = KernelMode::Compute;
+  KernelRun kernel;
   const CAccumulator* allowed = nullptr;  // retain_sparsity: C's own pattern
   /// retain_sparsity: C (rma25d with L > 1 sends its local pattern to the other layers first,
   /// so they neither compute nor send partial blocks outside it).

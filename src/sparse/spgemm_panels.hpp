@@ -14,6 +14,7 @@
 #include <memory>
 #include <vector>
 
+#include "tessel/core/kernel_times.hpp"
 #include "tessel/core/memory.hpp"
 #include "tessel/core/simulate.hpp"
 #include "tessel/sparse/block_sparse.hpp"
@@ -143,6 +144,8 @@ struct KernelStats {
   /// KernelMode::Sampled: seconds of the products not run, estimated from the sampled ones and
   /// not yet charged to the simulated clock (charge_skipped_products), and all charged so far.
   double pending_s = 0, charged_s = 0;
+  /// KernelRun::time: CPU seconds and count of the products run, by shape.
+  ShapeTimes timed;
 };
 
 /// How multiply_images treats the block products it decides to make.
@@ -162,6 +165,20 @@ enum class KernelMode {
 /// 6.9 over the next 768, 5.6 over the rest; so a sample of the first 256 overestimated the
 /// kernel twofold (docs/simulation.md has the validation against real runs).
 constexpr std::size_t kSampleWarmup = 1024, kSampledProducts = 3072;
+
+/// How multiply_images runs its products: the mode and, in KernelMode::Sampled, the table of
+/// seconds per product by shape (ContextOptions::product_times, may be null). With a table no
+/// product runs: each is charged its shape's entry (pending_s), so the charge does not depend on
+/// the load of the machine; a shape missing from it is an internal error (the multiply checks
+/// the table against its operands' block sizes first: check_product_times).
+struct KernelRun {
+  KernelMode mode = KernelMode::Compute;
+  const KernelTimes* times = nullptr;
+  bool time = false;  ///< Compute: time every batch by shape (KernelStats::timed)
+  KernelRun() = default;
+  KernelRun(KernelMode m, const KernelTimes* t = nullptr, bool timed = false)  // NOLINT
+      : mode(m), times(t), time(timed) {}
+};
 
 /// Where a CAccumulator keeps its blocks' values.
 enum class AccValues {
@@ -277,15 +294,14 @@ class CAccumulator {
 /// the products skipped do not depend on how the multiply is split into calls, ticks or ranks.
 /// `allowed` (may be null): a block (r, c) of C outside it is
 /// never created (retain_sparsity). Products are batched by (m, n, k) and run through LIBXSMM
-/// (one kernel per shape), BLAS dgemm for large blocks. `mode` (KernelMode): in Symbolic and
+/// (one kernel per shape), BLAS dgemm for large blocks. `run` (KernelRun): in Symbolic and
 /// Sampled the same filter decisions (they need only the norms) create the same blocks of C. `progress` (may be empty) is called after every block row
 /// of A: the executor's hook that lets the tick's transfers move (TickProgress); the kernel
 /// itself never calls MPI.
 void multiply_images(const PanelView& a, const PanelView& b, const BlockSizes& rows,
                      const BlockSizes& inner, const BlockSizes& cols, const double* row_thr,
                      const CAccumulator* allowed, CAccumulator& c, KernelStats& stats,
-                     KernelMode mode = KernelMode::Compute,
-                     const std::function<void()>& progress = {});
+                     const KernelRun& run = {}, const std::function<void()>& progress = {});
 
 /// Not collective. n[k] += the number of local blocks of m in block row k (n sized to m's
 /// block rows).

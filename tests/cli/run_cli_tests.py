@@ -1171,6 +1171,12 @@ def spgemm_error_cases(runner, tally, nranks, work):
         (["--retain", "b"], ["--retain 'b'", "none, a or c"]),
         (["--a", "A.csr"], ["--a/--b/--blocks", "all three"]),
         (["--a", "nothere.csr", "--b", "nothere.csr", "--blocks", "nothere.txt"], ["nothere.txt"]),
+        # the table of product times prices skipped products only (docs/simulation.md)
+        (["--product-times", "t.txt"], ["--product-times t.txt", "--simulate-compute skip"]),
+        (["--comm-only", "--measure-product-times", "t.txt"],
+         ["--comm-only", "--measure-product-times"]),
+        (["--measure-product-times", "/nonexistent/dir/t.txt"],
+         ["--measure-product-times", "/nonexistent/dir/t.txt"]),
     ]
     for args, must in simple:
         d = case()

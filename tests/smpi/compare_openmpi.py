@@ -5,14 +5,19 @@
     tests/smpi/compare_openmpi.py --smpi-tessel build-smpi/apps/tessel/tessel \\
         --openmpi-tessel build/apps/tessel/tessel --platform PLATFORM.xml --np 4 \\
         [--cases spgemm-cannon,spgemm-rma25d,gemm,stencil-alltoallv,gemm-skip,spgemm-skip,
-         spgemm-skip-l4]
+         spgemm-skip-l4,spgemm-table]
         [--water N]
 
 A simulated run executes the program's own messages and local kernels; only time is
 modelled. So every count of the ledger (bytes and messages per phase, max/mean/total over
 ranks) must be the same number, and the results must agree: the block-sparse product's
 blocks and values and its error against the dense multiply, the dense product's Freivalds
-check, the stencil's eigenvalues and halo traffic. The case spgemm-skip runs the SMPI side
+check, the stencil's eigenvalues and halo traffic. The case spgemm-table times the Open MPI
+run's block products by shape (--measure-product-times) and runs the SMPI side under
+--simulate-compute skip with that table (--product-times): no product runs there, so beside
+the equal ledger and counts the charge summed over the ranks must be, to rounding, the sum over
+shapes of the Open MPI run's products of that shape times the table's entry (read here from
+the file). The case spgemm-skip runs the SMPI side
 with --simulate-compute skip (block products sampled, the rest charged): the ledger, the
 filter's decisions and the counts must be equal, and some products must have been charged
 without running. The case gemm-skip runs the SMPI side with
@@ -58,13 +63,47 @@ def cases(water):
         # values stored nowhere (AccValues::Virtual), their wire sizes a computing run's
         "spgemm-skip-l4": ["spgemm", "--generate", "water-ss:1000", "--eps", "1e-6", "--repeat",
                            "1", "--algorithm", "rma25d", "--layers", "4"],
+        "spgemm-table": ["spgemm", "--generate", f"water-ss:{water}", "--eps", "1e-6",
+                         "--repeat", "1", "--algorithm", "rma25d"],
     }
 
 
 # Arguments of the SMPI side only (the Open MPI side computes for real).
-SMPI_ONLY = {"gemm-skip": ["--simulate-compute", "skip"],
+SMPI_ONLY = {"spgemm-table": ["--simulate-compute", "skip", "--product-times", "{table}"],
+             "gemm-skip": ["--simulate-compute", "skip"],
              "spgemm-skip": ["--simulate-compute", "skip"],
              "spgemm-skip-l4": ["--simulate-compute", "skip"]}
+# Arguments of the Open MPI side only ({table}: a file in the run's temporary folder).
+OMPI_ONLY = {"spgemm-table": ["--measure-product-times", "{table}"]}
+
+
+def read_table(path):
+    """The product-times file, parsed here (not by tessel): {(m, n, k): seconds}."""
+    t = {}
+    with open(path) as f:
+        for line in f:
+            if line.strip() and not line.lstrip().startswith("#"):
+                m, n, k, s = line.split()
+                t[(int(m), int(n), int(k))] = float(s)
+    return t
+
+
+def compare_table(o, s, table):
+    """spgemm-table: the SMPI side's charge, summed over ranks, is the Open MPI run's product
+    count of every shape times the table's seconds for it (no product sampled or run)."""
+    bad = []
+    t = read_table(table)
+    timed = o.get("products_timed") or []
+    if not timed:
+        bad.append("Open MPI: --measure-product-times reported no timed products")
+    expect = sum(x["products"] * t[(x["m"], x["n"], x["k"])] for x in timed)
+    n = sum(x["products"] for x in timed)
+    if n != o["blocks_multiplied"]:
+        bad.append(f"Open MPI: {n} products timed by shape, {o['blocks_multiplied']} multiplied")
+    if not close(s.get("charged_s_sum", 0), expect, rel=1e-9):
+        bad.append(f"SMPI charged_s_sum {s.get('charged_s_sum')!r}, expected {expect!r} "
+                   f"(the table's seconds times the products of each shape)")
+    return bad
 
 
 def ompi_env():
@@ -223,9 +262,10 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for name in a.cases.split(","):
             args = table[name]
+            tab = os.path.join(tmp, f"{name}.times.txt")
             oj, sj = os.path.join(tmp, f"{name}.openmpi.json"), os.path.join(tmp, f"{name}.smpi.json")
             cmd = [a.mpirun, "-np", str(a.np), "--oversubscribe", a.openmpi_tessel] + args + \
-                  ["--json", oj]
+                  [x.format(table=tab) for x in OMPI_ONLY.get(name, [])] + ["--json", oj]
             p = subprocess.run(cmd, env=ompi_env(), stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True, timeout=a.timeout,
                                stdin=subprocess.DEVNULL)
@@ -235,8 +275,9 @@ def main():
                 failed += 1
                 continue
             status, out, sim, wall = smpi_run.run(
-                a.platform, a.np, [a.smpi_tessel] + args + SMPI_ONLY.get(name, []) +
-                ["--json", sj], timeout=a.timeout)
+                a.platform, a.np, [a.smpi_tessel] + args +
+                [x.format(table=tab) for x in SMPI_ONLY.get(name, [])] + ["--json", sj],
+                timeout=a.timeout)
             if status != 0:
                 print(f"compare_openmpi: {name}: SMPI run failed ({status}):\n{out[-3000:]}")
                 failed += 1
@@ -245,7 +286,10 @@ def main():
                 o = json.load(f)
             with open(sj) as f:
                 s = json.load(f)
-            bad = compare_sampled(o, s) if name.startswith("spgemm-skip") else compare(name, o, s)
+            sampled = name.startswith(("spgemm-skip", "spgemm-table"))
+            bad = compare_sampled(o, s) if sampled else compare(name, o, s)
+            if name == "spgemm-table":
+                bad += compare_table(o, s, tab)
             if name == "gemm-skip":
                 bad += compare_skip(o, s, a.platform)
             if name in SMPI_ONLY:

@@ -12,6 +12,8 @@
 #include <tuple>
 
 #include "../../src/sparse/spgemm_panels.hpp"
+#include "tessel/core/error.hpp"
+#include "tessel/sparse/multiply.hpp"
 
 using namespace tessel::sparse;
 using namespace tessel::sparse::detail;
@@ -486,4 +488,107 @@ TEST(RowPanels, ConsecutiveRangesSplittingTheRowsEvenly) {
       EXPECT_LT(static_cast<double>(rows.offset(x.lo)), ideal_lo + 5) << panels << " " << p;
     }
   }
+}
+
+// KernelMode::Sampled with a table of product times (the simulated build's --product-times):
+// the same blocks of C as a computing run, no product run (C's values stay zero), and the
+// charge is the sum over the products made of their shape's entry; with the entry m n k ns
+// that sum is half the kernel's flops in ns, counted independently of the charge.
+TEST(SpgemmKernel, ProductTimesChargeEachProductItsShape) {
+  std::mt19937 rng(10);
+  std::vector<int> s{4, 1, 1, 4, 1, 1, 4, 1, 1, 5};
+  BlockSizes bs(s);
+  Dense a(bs, bs), b(bs, bs);
+  PanelBuf pa = make_image(a, rng, 0.8, decay), pb = make_image(b, rng, 0.8, decay);
+  tessel::KernelTimes t;
+  for (int m : {1, 4, 5})
+    for (int n : {1, 4, 5})
+      for (int k : {1, 4, 5}) t.set(m, n, k, 1e-9 * m * n * k);
+  CAccumulator held(&bs, &bs), charged(&bs, &bs);
+  KernelStats sh, sc;
+  const auto rt = thresholds(a, b, 1e-12);
+  multiply_images(pa.view(), pb.view(), bs, bs, bs, rt.data(), nullptr, held, sh);
+  multiply_images(pa.view(), pb.view(), bs, bs, bs, rt.data(), nullptr, charged, sc,
+                  KernelRun{KernelMode::Sampled, &t});
+  ASSERT_GT(sh.multiplied, 100);
+  EXPECT_EQ(sc.multiplied, sh.multiplied);
+  EXPECT_EQ(sc.flops, sh.flops);
+  EXPECT_NEAR(sc.pending_s, 0.5e-9 * sh.flops, 1e-12 * sh.flops);
+  EXPECT_EQ(sh.pending_s, 0.0);
+  ASSERT_EQ(charged.nblocks(), held.nblocks());
+  double sum = 0;
+  charged.for_each_block([&](int r, int c, const double* v, double) {
+    for (int i = 0; i < bs.size(r) * bs.size(c); ++i) sum += std::abs(v[i]);
+  });
+  EXPECT_EQ(sum, 0.0);  // nothing ran
+  // KernelRun::time (a computing run timed by shape): every product counted once, under its
+  // shape, with the flops of its shape; the same C as untimed
+  CAccumulator timed(&bs, &bs);
+  KernelStats st;
+  multiply_images(pa.view(), pb.view(), bs, bs, bs, rt.data(), nullptr, timed, st,
+                  KernelRun{KernelMode::Compute, nullptr, true});
+  std::int64_t n = 0;
+  double flops = 0;
+  for (const auto& [shape, x] : st.timed) {
+    n += x.products;
+    flops += 2.0 * shape[0] * shape[1] * shape[2] * static_cast<double>(x.products);
+    EXPECT_GE(x.seconds, 0.0);
+  }
+  EXPECT_EQ(n, sh.multiplied);
+  EXPECT_EQ(flops, sh.flops);
+  EXPECT_TRUE(sh.timed.empty());
+  EXPECT_EQ(dense_of(timed, bs, bs), dense_of(held, bs, bs));
+}
+
+// The table's text: a round trip through format and parse; malformed lines, repeated shapes
+// and an empty table are InputErrors naming the file and the line; check_product_times names
+// the first missing shape; measure_product_times gives every shape of the sizes, positive.
+TEST(SpgemmKernel, ProductTimesFileAndMeasurement) {
+  tessel::KernelTimes t;
+  t.set(13, 5, 5, 7.2e-8);
+  t.set(5, 5, 5, 3.5e-8);
+  const tessel::KernelTimes back = tessel::KernelTimes::parse(t.format("a\nb"), "f");
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_DOUBLE_EQ(*back.find(13, 5, 5), 7.2e-8);
+  EXPECT_EQ(back.find(5, 13, 5), nullptr);
+  auto error_of = [](const std::string& text) -> std::string {
+    try {
+      tessel::KernelTimes::parse(text, "times.txt");
+    } catch (const tessel::InputError& e) { return e.what(); }
+    return "";
+  };
+  EXPECT_NE(error_of("# c\n5 5 5 1e-8\n5 5 x 1e-8\n").find("times.txt line 3: '5 5 x 1e-8'"),
+            std::string::npos);
+  EXPECT_NE(error_of("5 5 5 -1\n").find("line 1"), std::string::npos);
+  EXPECT_NE(error_of("5 5 5 1e-8 7\n").find("expected 'm n k seconds'"), std::string::npos);
+  EXPECT_NE(error_of("5 5 5 1e-8\n5 5 5 2e-8\n").find("given twice"), std::string::npos);
+  EXPECT_NE(error_of("# nothing\n\n").find("no shape"), std::string::npos);
+  BlockSizes r({5, 13, 5}), k({5, 13}), c({13});
+  std::string missing;
+  try {
+    check_product_times(back, r, k, c, "--product-times t");
+  } catch (const tessel::InputError& e) { missing = e.what(); }
+  EXPECT_NE(missing.find("--product-times t: no entry for the block product shape 5 x 13 x 5"),
+            std::string::npos)
+      << missing;
+  // a run's own timing of one shape is taken as it is (its mean); the other three are timed
+  tessel::ShapeTimes run;
+  run[{5, 13, 5}] = {2e-6, 4};
+  run[{7, 7, 7}] = {1.0, 1};  // not a shape of these sizes: ignored
+  int calls = 0;
+  const tessel::KernelTimes m = measure_product_times(r, k, c, run, [&](int d, int n) {
+    ++calls;
+    EXPECT_EQ(n, 3);
+    EXPECT_EQ(d, calls);
+  });
+  EXPECT_EQ(calls, 3);
+  ASSERT_EQ(m.size(), 4u);
+  EXPECT_EQ(product_shapes(r, k, c).size(), 4u);
+  EXPECT_DOUBLE_EQ(*m.find(5, 13, 5), 5e-7);
+  EXPECT_EQ(m.find(7, 7, 7), nullptr);
+  for (const auto& [shape, sec] : m.entries()) {
+    EXPECT_GT(sec, 0.0);
+    EXPECT_LT(sec, 1e-3);  // a 13^3 block product takes microseconds at most
+  }
+  EXPECT_NO_THROW(check_product_times(m, r, k, c, "measured"));
 }

@@ -10,6 +10,7 @@
 #include "tessel/comm/comm.hpp"
 #include "tessel/comm/comm_cache.hpp"
 #include "tessel/core/ledger.hpp"
+#include "tessel/core/kernel_times.hpp"
 #include "tessel/core/simulate.hpp"
 #include "tessel/core/trace.hpp"
 
@@ -35,6 +36,13 @@ struct ContextOptions {
   /// not run but charged to the simulated clock, and DistMatrix storage and the multiply's
   /// buffers are shared by all simulated ranks: every result is meaningless by design.
   ComputeMode compute = ComputeMode::Run;
+  /// Under ComputeMode::Skip only: the seconds per block product by shape, measured once
+  /// (core/kernel_times.hpp). The block-sparse multiply then runs no block product and charges
+  /// each its entry, so the simulated time does not depend on the load of the machine running
+  /// the simulation; the multiply throws InputError, on every rank, for a shape of its operands
+  /// that the table lacks. Null (default): the products are sampled and timed (docs/
+  /// simulation.md). Given with ComputeMode::Run, the constructor throws InputError.
+  std::shared_ptr<const KernelTimes> product_times;
   /// The machine file (JSON written by `tessel calibrate`; docs/gemm.md) of the cost model
   /// that prices plans made with this Context (dense::resolve_machine_model(ctx, ...)).
   /// Default empty = the built-in defaults. Only the path is kept: the file is read, and a
@@ -83,6 +91,8 @@ class Context {
   int node_size() const { return comm_.node_size(); }
   /// ContextOptions::compute: how the local kernels run.
   ComputeMode compute() const { return compute_; }
+  /// ContextOptions::product_times (null: none).
+  const KernelTimes* product_times() const { return product_times_.get(); }
   /// ContextOptions::machine_file (empty = the built-in machine model).
   const std::string& machine_file() const { return machine_file_; }
 
@@ -117,6 +127,7 @@ class Context {
   comm::Comm comm_;
   std::unique_ptr<comm::CommCache> cache_;  // after comm_: destroyed (freed) before it
   ComputeMode compute_ = ComputeMode::Run;
+  std::shared_ptr<const KernelTimes> product_times_;
   std::string machine_file_;
 };
 

@@ -4,9 +4,12 @@
 /// point-to-point shifts (Algorithm 1) or the 2.5D one-sided algorithm with L layers
 /// (Algorithm 2), on-the-fly norm filtering, LIBXSMM block products. docs/sparse.md.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "tessel/core/kernel_times.hpp"
 #include "tessel/sparse/block_sparse.hpp"
 #include "tessel/sparse/spgemm_plan.hpp"
 
@@ -47,6 +50,11 @@ struct SpMultiplyOptions {
   /// rendezvous messages and one-sided reads served by this rank move only inside MPI calls).
   /// 0 = no polling (an MPI with a progress thread; or to measure what polling buys).
   double progress_poll = 2e-4;
+  /// Time every batch of block products this call runs (the thread's CPU time, two clock reads
+  /// per batch of up to 30,000 products of one shape) into SpMultiplyReport::product_times: the
+  /// measurement behind the simulated build's table of product times
+  /// (`tessel spgemm --measure-product-times`). Off: nothing is timed.
+  bool time_products = false;
   /// Cannon: every image of A and B is sent and multiplied in this many pieces (its k blocks
   /// cut into consecutive runs), so a rank holds the images it multiplies plus one piece in
   /// flight per operand, not a second whole image. 1 = whole images (fewer, larger messages);
@@ -95,6 +103,9 @@ struct SpMultiplyReport {
   /// This rank's bytes of each phase of this call. c_pattern: rma25d with retain_sparsity and
   /// L > 1, C's pattern sent by its owner to the L - 1 other layers (phase "spgemm/C pattern").
   SpPanelBytes a_panels, b_panels, c_panels, setup, conform, c_pattern;
+  /// SpMultiplyOptions::time_products: this rank's CPU seconds and count of the block products
+  /// run, by shape (m, n, k); empty otherwise.
+  ShapeTimes product_times;
   /// rma25d: true when the windows were (re)created by this call.
   bool windows_created = false;
 };
@@ -155,6 +166,26 @@ SpVolumeModel volume_model(Context& ctx, const BlockSparseMatrix<double>& a,
 void add_image_bytes(Context& ctx, SpOp opa, const BlockSparseMatrix<double>& a, SpOp opb,
                      const BlockSparseMatrix<double>& b, const Distribution& dc, int max_layers,
                      SpVolumeModel& m);
+
+/// Not collective. The table of seconds per block product C(m x n) += A(m x k) B(k x n) for
+/// every shape with m a block size of `rows`, n of `cols` and k of `inner`: the mean of
+/// `measured` (a computing run's own products, SpMultiplyReport::product_times summed over
+/// ranks and calls) where it has products of the shape; for the others, products run here in
+/// batches through the multiply's own kernel on blocks spread over tens of MB (the thread's
+/// CPU time after a warm-up, median of three batches). Run it on an idle core. `progress` (may
+/// be empty) is called with (shapes timed here so far, shapes to time here).
+KernelTimes measure_product_times(const BlockSizes& rows, const BlockSizes& inner,
+                                  const BlockSizes& cols, const ShapeTimes& measured = {},
+                                  const std::function<void(int, int)>& progress = {});
+
+/// Pure. Every block shape (m, n, k) of a multiply with these block sizes, in order.
+std::vector<KernelTimes::Shape> product_shapes(const BlockSizes& rows, const BlockSizes& inner,
+                                               const BlockSizes& cols);
+
+/// Pure. InputError naming `what` and the first block shape m x n x k (m of `rows`, n of
+/// `cols`, k of `inner`) that `t` has no entry for; nothing when it has them all.
+void check_product_times(const KernelTimes& t, const BlockSizes& rows, const BlockSizes& inner,
+                         const BlockSizes& cols, const std::string& what);
 
 /// Pure. "cannon" / "rma25d" (InputError otherwise, naming the value).
 SpAlgorithm parse_sp_algorithm(const std::string& s);

@@ -689,7 +689,8 @@ std::function<int()> add_spgemm(CLI::App& app) {
        "--generate", a->generate,
        "Generated A and B: water:N (H S of N water molecules, sparse/generate.hpp), water-ss:N (S S), "
        "water-ss-dzvp:N (S S on S's pattern with DZVP block sizes 13, 5, 5 per molecule, the "
-       "values tiled: the multiply's block structure in that basis), "
+       "values tiled: the multiply's block structure in that basis), water-hs-dzvp:N (H S "
+       "likewise, H's longer-ranged pattern as A), "
        "or band:N (N molecules of blocks 4,1,1 on a ring, neighbours within 6)")
       ->capture_default_str();
   add_algorithm_options(s, *a);

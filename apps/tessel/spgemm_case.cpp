@@ -101,8 +101,8 @@ int parse_count(const std::string& spec) {
     return n;
   } catch (const std::exception&) {
     throw InputError("--generate '" + spec +
-                     "': expected water:N, water-ss:N, water-ss-dzvp:N or band:N (N >= 1 "
-                     "molecules)");
+                     "': expected water:N, water-ss:N, water-ss-dzvp:N, water-hs-dzvp:N or "
+                     "band:N (N >= 1 molecules)");
   }
 }
 }  // namespace
@@ -116,9 +116,10 @@ void check_spgemm_inputs(const SpgemmInputs& in) {
   }
   std::string kind = in.generate.substr(0, in.generate.find(':'));
   parse_count(in.generate);
-  TESSEL_CHECK(kind == "band" || kind == "water" || kind == "water-ss" || kind == "water-ss-dzvp",
+  TESSEL_CHECK(kind == "band" || kind == "water" || kind == "water-ss" ||
+                   kind == "water-ss-dzvp" || kind == "water-hs-dzvp",
                InputError, "--generate '", in.generate,
-               "': expected water:N, water-ss:N, water-ss-dzvp:N or band:N");
+               "': expected water:N, water-ss:N, water-ss-dzvp:N, water-hs-dzvp:N or band:N");
 }
 
 SpgemmCase make_spgemm_case(Context& ctx, const SpgemmInputs& in, sparse::SpOp opa,
@@ -128,7 +129,7 @@ SpgemmCase make_spgemm_case(Context& ctx, const SpgemmInputs& in, sparse::SpOp o
   const std::string kind = files ? "csr" : in.generate.substr(0, in.generate.find(':'));
   const int n = files ? 0 : parse_count(in.generate);
   Band band{n};
-  const bool dzvp = kind == "water-ss-dzvp";
+  const bool dzvp = kind == "water-ss-dzvp" || kind == "water-hs-dzvp";
   BlockSizes bs = files            ? io::read_block_sizes(in.blocks)
                   : kind == "band" ? band.sizes()
                   : dzvp           ? dzvp_water_block_sizes(n)
@@ -178,17 +179,20 @@ SpgemmCase make_spgemm_case(Context& ctx, const SpgemmInputs& in, sparse::SpOp o
                                     Distribution(szv, szv, pr, pc, d.row_dist(), d.col_dist()));
     };
     sparse::WaterSystem w = on(da);
-    c.A = kind == "water" ? std::move(w.H)
-          : dzvp          ? spread_blocks(ctx, w.S, da, "S")
-                          : std::move(w.S);
+    c.A = kind == "water"           ? std::move(w.H)
+          : kind == "water-hs-dzvp" ? spread_blocks(ctx, w.H, da, "H")
+          : dzvp                    ? spread_blocks(ctx, w.S, da, "S")
+                                    : std::move(w.S);
     sparse::WaterSystem wb = on(db);  // B = S on its own owners
     c.B = dzvp ? spread_blocks(ctx, wb.S, db, "S") : std::move(wb.S);
     c.description =
         fmt::format("{} x {} ({} blocks per side), {}: {} water molecules (box {:.1f} A), {}",
                     bs.extent(), bs.extent(), bs.count(), in.generate, n, w.box_angstrom,
                     kind == "water" ? "A = H, B = S"
-                    : dzvp ? "A = B = S with the SZV pattern spread over DZVP block sizes 13, 5, 5"
-                             " (a model of the block structure, not a DZVP overlap)"
+                    : dzvp ? fmt::format("A = {}, B = S with the SZV patterns spread over DZVP "
+                                         "block sizes 13, 5, 5 (a model of the block structure, "
+                                         "not DZVP matrices)",
+                                         kind == "water-hs-dzvp" ? "H" : "S")
                            : "A = B = S");
   }
   return c;

@@ -1165,6 +1165,7 @@ def spgemm_error_cases(runner, tally, nranks, work):
         (["--simulate-compute", "skip"], ["--simulate-compute skip", "SMPI", "expected run"]),
         (["--simulate-compute", "later"], ["--simulate-compute 'later'", "run or skip"]),
         (["--generate", "water-ss-dzvp:0"], ["--generate 'water-ss-dzvp:0'"]),
+        (["--generate", "water-hs-dzvp:x"], ["--generate 'water-hs-dzvp:x'", "water-hs-dzvp:N"]),
         (["--cannon-pieces", "65"], ["--cannon-pieces 65", "1 .. 64"]),
         (["--row-panels", "0"], ["--row-panels 0", "1 .. 64"]),
         (["--row-panels", "2", "--retain", "c"], ["--row-panels 2", "--retain"]),
@@ -1256,28 +1257,30 @@ def spgemm_positive_cases(runner, tally, nranks, work):
             if len(mine) != 1 or [mine[0]["a_bytes"], mine[0]["b_bytes"]] != got or sent_c > mine[0]["c_bytes"]:
                 problems.append(f"eq. 7 at L={j['layers']}: {mine} against the ledger's A, B {got}, C {sent_c}")
         tally.report(f"np{nranks} spgemm --predict --layers {layers}", problems, run)
-    # water-ss-dzvp: S's SZV pattern and norms on DZVP block sizes (13, 5, 5 per molecule): the
-    # product is right (--verify against the dense one) and the filter makes the same decisions
-    # as on the SZV matrix (the same products done and skipped, the same blocks of C before the
-    # final filter), since it reads only the norms
-    problems, got = [], {}
-    for kind in ("water-ss", "water-ss-dzvp"):
-        js = os.path.join(d, f"{kind}.json")
-        run = run_ok(runner, nranks, ["spgemm", "--generate", f"{kind}:12", "--eps", "1e-4", "--algorithm",
-                                      "cannon", "--repeat", "1", "--verify", "--json", js], d, problems)
-        if "verify: PASSED" not in "\n".join(rank0_stdout(run)):
-            problems.append(f"{kind}: no 'verify: PASSED' in the output")
-        j = load_json(js, problems)
-        if j is not None:
-            got[kind] = j
-    if len(got) == 2:
-        szv, dz = got["water-ss"], got["water-ss-dzvp"]
-        if (szv["n"], dz["n"], dz["blocks"]) != (72, 276, 36):
-            problems.append(f"sizes: SZV n {szv['n']}, DZVP n {dz['n']} ({dz['blocks']} blocks)")
-        for k in ("blocks_multiplied", "blocks_skipped", "product_blocks"):
-            if szv[k] != dz[k] or szv[k] == 0 and k != "blocks_skipped":
-                problems.append(f"{k}: SZV {szv[k]}, DZVP {dz[k]}")
-    tally.report(f"np{nranks} spgemm water-ss-dzvp against water-ss", problems, run)
+    # water-ss-dzvp (water-hs-dzvp): S's (H's) SZV pattern and norms on DZVP block sizes (13, 5,
+    # 5 per molecule): the product is right (--verify against the dense one) and the filter makes
+    # the same decisions as on the SZV matrices (the same products done and skipped, the same
+    # blocks of C before the final filter), since it reads only the norms
+    for szv_kind, dz_kind in (("water-ss", "water-ss-dzvp"), ("water", "water-hs-dzvp")):
+        problems, got = [], {}
+        for kind in (szv_kind, dz_kind):
+            js = os.path.join(d, f"{kind}.json")
+            run = run_ok(runner, nranks, ["spgemm", "--generate", f"{kind}:12", "--eps", "1e-4",
+                                          "--algorithm", "cannon", "--repeat", "1", "--verify",
+                                          "--json", js], d, problems)
+            if "verify: PASSED" not in "\n".join(rank0_stdout(run)):
+                problems.append(f"{kind}: no 'verify: PASSED' in the output")
+            j = load_json(js, problems)
+            if j is not None:
+                got[kind] = j
+        if len(got) == 2:
+            szv, dz = got[szv_kind], got[dz_kind]
+            if (szv["n"], dz["n"], dz["blocks"]) != (72, 276, 36):
+                problems.append(f"sizes: SZV n {szv['n']}, DZVP n {dz['n']} ({dz['blocks']} blocks)")
+            for k in ("blocks_multiplied", "blocks_skipped", "product_blocks"):
+                if szv[k] != dz[k] or szv[k] == 0 and k != "blocks_skipped":
+                    problems.append(f"{k}: SZV {szv[k]}, DZVP {dz[k]}")
+        tally.report(f"np{nranks} spgemm {dz_kind} against {szv_kind}", problems, run)
     problems = []
     js = os.path.join(d, "r.json")
     run = run_ok(runner, nranks, ["spgemm", "--generate", "band:40", "--comm-only", "--repeat", "2", "--json", js], d,

@@ -41,7 +41,7 @@ struct GemmArgs {
   std::string transa = "N", transb = "N", algorithm = "auto", dtype = "double";
   std::string layout = "block-cyclic", entry = "library";
   double alpha = 1.0, beta = 0.0, memory_mib = 0, delta = 0.15;
-  int rounds = 0, repeat = 3, nb = 128;
+  int rounds = 0, repeat = 3, nb = 128, plan_choice = 0;
   std::string grid, a, b, c, out, json, trace, machine, simulate_compute = "run";
   bool verify = false, explain = false;
   std::uint64_t seed = 42;
@@ -142,6 +142,11 @@ Setup check_options(const Context& ctx, const GemmArgs& g) {
   TESSEL_CHECK(std::isfinite(g.beta), InputError, "--beta ", g.beta, ": expected a finite number");
   opt.delta = g.delta;
   opt.rounds = g.rounds;
+  TESSEL_CHECK(g.plan_choice >= 0 && g.plan_choice <= 4, InputError, "--plan-choice ",
+               g.plan_choice, ": expected 0 (the planner's best) .. 4");
+  TESSEL_CHECK(g.plan_choice == 0 || g.algorithm != "summa2d", InputError, "--plan-choice ",
+               g.plan_choice, " with --algorithm summa2d: the baseline has one plan (expected 0)");
+  opt.plan_choice = g.plan_choice;
   opt.machine = machine_model(ctx, g.machine);  // --machine > TESSEL_MACHINE > defaults
   opt.check_finite = g.verify;
   TESSEL_CHECK(g.repeat >= 1, InputError, "--repeat ", g.repeat, ": expected >= 1");
@@ -557,6 +562,7 @@ nlohmann::json run_json(const Context& ctx, const GemmArgs& g, const Setup& s, c
   j["plan"] = {{"grid", {plan.pm, plan.pn, plan.pk}},
                {"used", plan.used()},
                {"rounds", plan.rounds},
+               {"choice", plan.choice},  // --plan-choice: 0 the best, k the k-th runner-up
                {"kind", plan.kind == dense::PlanKind::CallerGrid ? "caller_grid" : "grid"},
                {"aligned", plan.kind == dense::PlanKind::Grid && plan.aligned()},
                {"predicted_words", plan.cost.words()},
@@ -669,6 +675,10 @@ std::function<int()> add_gemm(CLI::App& app) {
   s->add_option("--machine", g->machine,
                 "Machine file (JSON, see `tessel calibrate`) that prices the plans; default: "
                 "$TESSEL_MACHINE, else built-in defaults");
+  s->add_option("--plan-choice", g->plan_choice,
+                "Run the planner's k-th runner-up instead of its best plan (0 = the best, up to "
+                "4): to measure how well the cost model ranks plans (docs/gemm.md)")
+      ->capture_default_str();
   s->add_option("--rounds", g->rounds, "Sequential rounds over k (0 = automatic)")
       ->capture_default_str();
   s->add_option("--nb", g->nb, "Block size of the block-cyclic input/output layout")

@@ -49,6 +49,8 @@ void validate(const GemmPlanRequest& req) {
                " must be in [0, 1)");
   TESSEL_CHECK(req.rounds >= 0, InputError, "multiply: rounds = ", req.rounds,
                " must be >= 0 (0 = automatic)");
+  TESSEL_CHECK(req.choice >= 0 && req.choice <= 4, InputError, "multiply: plan choice ",
+               req.choice, ": expected 0 (the best plan) .. 4 (the fourth runner-up)");
   TESSEL_CHECK(!std::isnan(req.memory_words), InputError,
                "multiply: memory budget is NaN (use <= 0 for unlimited)");
 }
@@ -367,6 +369,10 @@ std::string GemmPlan::to_string() const {
       "  predicted words received by the busiest rank: {} (plan {}, "
       "redistribution {})",
       words_str(cost.words()), words_str(cost.plan_words()), words_str(cost.redist_words)));
+  if (choice > 0)
+    line(fmt::format("  plan choice {}: the candidate the model ranks {} (the ones below exclude "
+                     "it; the first of them is the model's best)",
+                     choice, choice + 1));
   for (const auto& r : runners_up)
     line(
         fmt::format("    runner-up {} x {} x {}{}, {} rounds: {} ({} words) = {}", r.pm, r.pn, r.pk,
@@ -488,9 +494,10 @@ PlanCandidate candidate_of(const GemmPlan& g) {
 
 /// The one search of the planners: orders the candidates by `key` (a cost functor: the
 /// predicted time, or the words for the SUMMA baseline), ties by `tie` (a strict order);
-/// the first is the plan, the next four are its runners-up.
+/// the first is the plan (with `choice` > 0 the choice-th after it), the next four of the
+/// others are its runners-up.
 template <class Key, class Tie>
-GemmPlan pick(const std::vector<GemmPlan>& cands, Key key, Tie tie) {
+GemmPlan pick(const std::vector<GemmPlan>& cands, Key key, Tie tie, int choice = 0) {
   std::vector<double> kv(cands.size());
   std::vector<std::size_t> order(cands.size());
   for (std::size_t x = 0; x < cands.size(); ++x) {
@@ -501,10 +508,15 @@ GemmPlan pick(const std::vector<GemmPlan>& cands, Key key, Tie tie) {
     if (!same_time(kv[a], kv[b])) return kv[a] < kv[b];
     return tie(cands[a], cands[b]);
   });
-  GemmPlan best = cands[order.front()];
+  const auto c = static_cast<std::size_t>(choice);
+  TESSEL_CHECK(c < order.size(), InputError, "multiply: plan choice ", choice,
+               ": the planner priced ", order.size(), " candidate(s) for this multiply (expected "
+               "a choice below that)");
+  GemmPlan best = cands[order[c]];
+  best.choice = choice;
   best.runners_up.clear();
-  for (std::size_t x = 1; x < order.size() && best.runners_up.size() < 4; ++x)
-    best.runners_up.push_back(candidate_of(cands[order[x]]));
+  for (std::size_t x = 0; x < order.size() && best.runners_up.size() < 4; ++x)
+    if (x != c) best.runners_up.push_back(candidate_of(cands[order[x]]));
   return best;
 }
 
@@ -542,7 +554,7 @@ GemmPlan make_gemm_plan(const GemmPlanRequest& req, const CallerLayouts* caller)
   }
   if (cands.empty()) fit.throw_no_plan();
   if (caller == nullptr) {
-    best = pick(cands, time_key, better);
+    best = pick(cands, time_key, better, req.choice);
     best.cost = price_gemm_plan(best, req.machine, req.complex, nullptr);  // exact, every rank
     return best;
   }
@@ -567,10 +579,13 @@ GemmPlan make_gemm_plan(const GemmPlanRequest& req, const CallerLayouts* caller)
   auto rank_of = [](const GemmPlan& g) {
     return g.kind == PlanKind::CallerGrid ? 2 : (g.aligned() ? 1 : 0);
   };
-  return pick(cands, time_key, [&](const GemmPlan& a, const GemmPlan& b) {
-    if (rank_of(a) != rank_of(b)) return rank_of(a) < rank_of(b);
-    return better(a, b);
-  });
+  return pick(
+      cands, time_key,
+      [&](const GemmPlan& a, const GemmPlan& b) {
+        if (rank_of(a) != rank_of(b)) return rank_of(a) < rank_of(b);
+        return better(a, b);
+      },
+      req.choice);
 }
 
 MachineModel words_only_machine() {

@@ -52,6 +52,7 @@ GemmPlan plan_multiply(std::int64_t m, std::int64_t n, std::int64_t k, int p,
   req.memory_words = opt.memory_words;
   req.delta = opt.delta;
   req.rounds = opt.rounds;
+  req.choice = opt.plan_choice;
   req.machine = opt.machine;
   req.complex = complex;
   if (caller != nullptr) {
@@ -60,6 +61,8 @@ GemmPlan plan_multiply(std::int64_t m, std::int64_t n, std::int64_t k, int p,
   }
   const bool live = m > 0 && n > 0 && k > 0;
   if (opt.algorithm == Algorithm::Summa2D) {
+    TESSEL_CHECK(opt.plan_choice == 0, InputError, "multiply: plan choice ", opt.plan_choice,
+                 " with algorithm summa2d: the SUMMA baseline has one plan (expected 0)");
     if (caller != nullptr && live && summa2d_on_caller_applies(*caller))
       return caller_grid_plan(req, *caller);
     return make_summa_plan(req);

@@ -563,7 +563,7 @@ def error_cases(runner, tally, nranks, work):
                      + outs(d), d, must=["--transb", "Q"], option_only=True)
     # Other numeric options out of range.
     for opt_args in (["--delta", "1.5"], ["--rounds", "-2"], ["--repeat", "0"], ["--alpha", "nan"],
-                     ["--beta", "inf"]):
+                     ["--beta", "inf"], ["--plan-choice", "5"]):
         d = case("range")
         check_error_case(runner, tally, nranks, f"{tag} error: {' '.join(opt_args)}",
                          ["gemm", "--m", "20", "--n", "20", "--k", "20", "--nb", "4"] + opt_args
@@ -576,6 +576,12 @@ def error_cases(runner, tally, nranks, work):
         check_error_case(runner, tally, nranks, f"{tag} parse error: {' '.join(opt_args)}",
                          ["gemm", "--n", "20", "--k", "20"] + opt_args + outs(d), d, must=must,
                          parse_error=True, option_only=True)
+    # --plan-choice: a runner-up the planner did not price (one rank: one candidate)
+    if nranks == 1:
+        d = case("choice")
+        check_error_case(runner, tally, nranks, f"{tag} error: --plan-choice 3 on one rank",
+                         ["gemm", "--m", "20", "--n", "20", "--k", "20", "--plan-choice", "3"]
+                         + outs(d), d, must=["plan choice 3", "candidate"])
     d = case("dtype")
     check_error_case(runner, tally, nranks, f"{tag} error: --dtype float32",
                      ["gemm", "--m", "20", "--n", "20", "--k", "20", "--nb", "4", "--dtype",

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "tessel/core/error.hpp"
@@ -460,4 +461,35 @@ TEST(GemmPlan, ExplainTextHasEveryNumber) {
   auto gi = make_gemm_plan(idle);
   EXPECT_EQ(gi.used(), 6);
   EXPECT_NE(gi.to_string().find("1 of 7 ranks idle"), std::string::npos) << gi.to_string();
+}
+
+// GemmPlanRequest::choice: choice k runs the candidate that the best plan lists as its k-th
+// runner-up (same grid, rounds and predicted time), lists the best plan as its first
+// runner-up, and a choice beyond the candidates priced (or above 4) is an InputError.
+TEST(GemmPlan, ChoiceRunsTheRankedRunnerUp) {
+  for (int p : {4, 7, 8}) {
+    const GemmPlan best = make_gemm_plan(req(2048, 512, 512, p));
+    ASSERT_GE(best.runners_up.size(), 2u) << p;
+    for (int c = 1; c <= static_cast<int>(best.runners_up.size()); ++c) {
+      GemmPlanRequest r = req(2048, 512, 512, p);
+      r.choice = c;
+      const GemmPlan g = make_gemm_plan(r);
+      const PlanCandidate& want = best.runners_up[static_cast<std::size_t>(c - 1)];
+      EXPECT_EQ(g.choice, c);
+      EXPECT_EQ(std::make_tuple(g.pm, g.pn, g.pk, g.rounds),
+                std::make_tuple(want.pm, want.pn, want.pk, want.rounds))
+          << p << " choice " << c;
+      EXPECT_DOUBLE_EQ(g.cost.total_s(), want.cost.total_s());
+      ASSERT_FALSE(g.runners_up.empty());
+      EXPECT_EQ(std::make_tuple(g.runners_up[0].pm, g.runners_up[0].pn, g.runners_up[0].pk),
+                std::make_tuple(best.pm, best.pn, best.pk));
+      EXPECT_LE(best.cost.total_s(), g.cost.total_s());
+    }
+  }
+  GemmPlanRequest r = req(64, 64, 64, 1);  // one rank: one candidate
+  r.choice = 1;
+  EXPECT_THROW(make_gemm_plan(r), tessel::InputError);
+  r = req(2048, 512, 512, 8);
+  r.choice = 5;
+  EXPECT_THROW(make_gemm_plan(r), tessel::InputError);
 }

@@ -45,6 +45,11 @@ struct GemmPlanRequest {
   /// the caller's layouts as they are (PlanKind::CallerGrid). multiply() sets it for
   /// Algorithm::Auto only.
   bool allow_caller_grid = false;
+  /// 0: the best candidate (the plan). 1 .. 4: the choice-th runner-up instead, i.e. the
+  /// candidate the model ranks (choice + 1)-th, so that the model's ranking can be measured
+  /// (docs/gemm.md, "How good is the model"); the plan's runners_up are then the others, best
+  /// first. The planner throws InputError when it priced no more than `choice` candidates.
+  int choice = 0;
 };
 
 /// What executes a plan.
@@ -96,6 +101,7 @@ struct GemmPlan {
   GemmCost cost;  ///< predicted cost of the busiest rank (with redistribution
                   ///< when the caller's layouts were given)
   std::vector<PlanCandidate> runners_up;  ///< the next best candidates, best first (<= 4)
+  int choice = 0;  ///< GemmPlanRequest::choice: 0 the best candidate, else its rank - 1
 
   int used() const { return pm * pn * pk; }
   bool aligned() const { return split_m || split_n || split_k; }

@@ -29,6 +29,9 @@ struct MultiplyOptions {
   double delta =
       0.15;  ///< fraction of ranks that may idle to lower the volume (seed 004 §7.1; see GemmPlanRequest)
   int rounds = 0;             ///< 0: automatic; else the number of sequential rounds over k
+  /// GemmPlanRequest::choice: 0 the planner's best plan, 1 .. 4 a runner-up instead (to
+  /// measure the cost model). Not with Algorithm::Summa2D (InputError).
+  int plan_choice = 0;
   bool check_finite = false;  ///< refuse NaN/Inf in A, B (and C when beta != 0)
   /// Prices the candidate plans (gemm_cost.hpp). Default: the documented defaults; the CLI
   /// and the p?gemm_ entry points use resolve_machine_model (--machine, else the Context's

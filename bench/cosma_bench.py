@@ -21,8 +21,10 @@ per multiply. Configs are benchlib's: local:NP, or nc:NODESxPPN (../shared/tools
 brought up per config at --rate/--delay and torn down; root; the wire bytes of each run are
 recorded too, launch and finalize included).
 
-Reported per case and config: median time and max received MB per rank of each program, and
-the ratios the issue asks for: tessel / cosma (own layouts), tessel-pdgemm / cosma-pdgemm and
+Reported per case and config: median time and max received MB per rank of each program, each
+program's bytes against its yardstick (the block-cyclic programs: bench/layout_bound.py's bound
+for that layout, any linear schedule; the own-layout programs: Theorem 2's bound, tessel's
+recv_bound_words), and the ratios the issue asks for: tessel / cosma (own layouts), tessel-pdgemm / cosma-pdgemm and
 tessel-pdgemm / scalapack (from the caller's block-cyclic layout), for time and bytes.
 Results: <out>/cosma-<host>-<date>.json and the raw runs in the folder of the same name.
 
@@ -152,18 +154,62 @@ def summarize(runs, tools):
     return s
 
 
+def grid_of(spec, p):
+    """The BLACS grid (PR, PC) of the block-cyclic programs: --grid, else the most square PR <= PC."""
+    if spec:
+        pr, pc = (int(x) for x in spec.lower().split("x"))
+        return pr, pc
+    pr = max(d for d in range(1, int(p ** 0.5) + 1) if p % d == 0)
+    return pr, p // pr
+
+
+def layout_bound_mb(m, n, k, grid, nb):
+    """bench/layout_bound.py's lower bound (MB) on what the busiest rank must receive when A, B and
+    C start and end block-cyclic on `grid` with nb x nb blocks (any linear schedule); None where
+    it cannot be computed (more than 16 ranks, or no scipy)."""
+    pr, pc = grid
+    if pr * pc > 16:
+        return None
+    try:
+        import layout_bound as lb
+        t, _ = lb.solve(pr * pc, lb.cut_requirements(m, n, k, pr, pc, nb, nb))
+    except (ImportError, SystemExit):
+        return None
+    return max(0, int(t - 1e-6 + 0.999999)) * 8 / 1e6
+
+
+def own_bound_mb(runs):
+    """Theorem 2's bound (MB) on what the busiest rank of tessel's own-layout plan receives, from
+    the tessel run's JSON (recv_bound_words, doubles)."""
+    for r in runs:
+        if r["tool"] == "tessel" and r["ok"] and "recv_bound_words" in r["result"]:
+            return r["result"]["recv_bound_words"] * 8 / 1e6
+    return None
+
+
+# The yardstick of each program's bytes: the layout bound for the programs that start and end in
+# the block-cyclic layout, Theorem 2's for the own-layout ones.
+BOUND_OF = {"tessel": "own", "cosma": "own", "tessel-pdgemm": "layout", "cosma-pdgemm": "layout",
+            "scalapack": "layout"}
+
+
 def table(results, tools):
     def f(v, spec):
         return format(v, spec) if isinstance(v, (int, float)) else "-"
-    head = ["case", "config"] + list(tools)
+    head = ["case", "config"] + list(tools) + ["bound MB (layout, own)"]
     ratios = [k for k in ("tessel/cosma", "tessel-pdgemm/cosma-pdgemm", "tessel-pdgemm/scalapack")
               if all(t in tools for t in k.split("/"))]
     lines = ["| " + " | ".join(head + [f"{r} (time, bytes)" for r in ratios]) + " |",
              "|" + "---|" * (len(head) + len(ratios))]
     for r in results:
-        s = r["summary"]
-        cells = [r["case"], r["config"]] + [f"{f(s[t]['median_s'], '.3f')} s, {f(s[t]['recv_mb_max'], '.1f')} MB"
-                                            for t in tools]
+        s, b = r["summary"], r.get("bound_mb", {})
+        cells = [r["case"], r["config"]]
+        for t in tools:
+            bound = b.get(BOUND_OF[t])
+            x = ratio(s[t]["recv_mb_max"], bound)
+            cells.append(f"{f(s[t]['median_s'], '.3f')} s, {f(s[t]['recv_mb_max'], '.1f')} MB"
+                         + (f" ({x:.2f}x {BOUND_OF[t]} bound)" if x is not None else ""))
+        cells.append(f"{f(b.get('layout'), '.2f')}, {f(b.get('own'), '.2f')}")
         cells += [f"{f(s[k]['time'], '.2f')}, {f(s[k]['bytes'], '.2f')}" for k in ratios]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
@@ -306,7 +352,10 @@ def main():
                                   flush=True)
                 results.append({"case": name, "m": m, "n": n, "k": k, "config": place.cfg,
                                 "machine": machine.get(place.cfg, ""), "runs": runs,
-                                "summary": summarize(runs, tools)})
+                                "summary": summarize(runs, tools),
+                                "bound_mb": {"layout": layout_bound_mb(m, n, k, grid_of(a.grid, place.np),
+                                                                       a.nb),
+                                             "own": own_bound_mb(runs)}})
         finally:
             place.down()
     out = Path(a.out).resolve() / f"{stem}.json"

@@ -737,7 +737,8 @@ std::function<int()> add_spgemm(CLI::App& app) {
       s, a->simulate_compute,
       "of each batch of block products of one shape (up to 30,000) only the first 3,072 are "
       "computed; the others are charged to the simulated clock at the CPU time per product of "
-      "the last 2,048 of those (the filter, C's blocks and every transfer as in a real run)");
+      "the last 2,048 of those (the filter, C's blocks and every transfer as in a real run); "
+      "with --product-times none is computed, each charged its shape's time from the table");
   s->footer(
       "Errors are printed once as 'tessel: error: ...' and the command exits with status 2; "
       "a failed --verify exits with status 1. docs/sparse.md.");

@@ -7,6 +7,10 @@ ScaLAPACK, alternating, on this machine or on the emulated cluster, with commcou
       [--quick] [--out DIR] [--markdown table.md] [--machine nc:8x1=m8.json,nc:4x2=m42.json]
   python3 bench/cosma_bench.py --check [--configs local:4] [--check-size 256]   # functional
 
+--tools may add tessel@K and tessel-pdgemm@K (K = 1 .. 4): tessel with --plan-choice K, the plan
+the cost model ranks K + 1; a second table then gives, for every tessel plan run, the
+predicted and the measured time and whether the model's own choice was the fastest measured.
+
 Five programs per case, in this order within every pair (so each pair saw the same load):
   tessel         tessel gemm --algorithm optimal --layout plan        (its own layout)
   tessel-pdgemm  tessel gemm --entry pdgemm --algorithm auto --nb NB  (from block-cyclic)
@@ -66,9 +70,22 @@ def parse_cases(spec, quick):
     return out
 
 
+def base_tool(tool):
+    """tessel@K / tessel-pdgemm@K (the planner's K-th runner-up: --plan-choice K) -> its program."""
+    return tool.split("@")[0]
+
+
+def check_tool(tool):
+    base, _, k = tool.partition("@")
+    return base in TOOLS and (not k or (base.startswith("tessel") and k in "1234" and len(k) == 1))
+
+
 def program(tool, bins, m, n, k, a, out_json, extra=()):
     dims = ["--m", str(m), "--n", str(n), "--k", str(k), "--repeat", str(a.repeat), "--json", out_json]
     grid = ["--grid", a.grid] if a.grid else []
+    if "@" in tool:
+        extra = list(extra) + ["--plan-choice", tool.partition("@")[2]]
+        tool = base_tool(tool)
     if tool == "tessel":
         return [bins["tessel"], "gemm"] + dims + ["--algorithm", "optimal", "--layout", "plan"] + list(extra)
     if tool == "tessel-pdgemm":
@@ -205,13 +222,44 @@ def table(results, tools):
         s, b = r["summary"], r.get("bound_mb", {})
         cells = [r["case"], r["config"]]
         for t in tools:
-            bound = b.get(BOUND_OF[t])
+            bound = b.get(BOUND_OF[base_tool(t)])
             x = ratio(s[t]["recv_mb_max"], bound)
             cells.append(f"{f(s[t]['median_s'], '.3f')} s, {f(s[t]['recv_mb_max'], '.1f')} MB"
-                         + (f" ({x:.2f}x {BOUND_OF[t]} bound)" if x is not None else ""))
+                         + (f" ({x:.2f}x {BOUND_OF[base_tool(t)]} bound)" if x is not None else ""))
         cells.append(f"{f(b.get('layout'), '.2f')}, {f(b.get('own'), '.2f')}")
         cells += [f"{f(s[k]['time'], '.2f')}, {f(s[k]['bytes'], '.2f')}" for k in ratios]
         lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def model_table(results, tools):
+    """The cost model's honesty: for every tessel program (its plan choice 0 and the runners-up
+    asked for with tessel@K), the plan run, the predicted time (the JSON's predicted_time_s,
+    the busiest rank) and the measured median, their ratio, and whether the model's own choice
+    was the fastest measured of its entry (within 5 %)."""
+    lines = ["| case | config | program | plan (pm x pn x pk, rounds) | predicted s | measured s | "
+             "measured / predicted | model's choice fastest? |", "|" + "---|" * 8]
+    for r in results:
+        for entry in ("tessel", "tessel-pdgemm"):
+            mine = [t for t in tools if base_tool(t) == entry]
+            meas = {t: r["summary"][t]["median_s"] for t in mine}
+            best = min((v for v in meas.values() if v), default=None)
+            for t in mine:
+                ok = [x for x in r["runs"] if x["tool"] == t and x["ok"]]
+                if not ok:
+                    continue
+                res = ok[0]["result"]
+                pred = res.get("predicted_time_s", {}).get("total")
+                plan = res.get("plan", {})
+                grid = "x".join(str(g) for g in plan.get("grid", [])) + f", {plan.get('rounds', '?')}"
+                verdict = ""
+                if t == entry and best and meas[t]:
+                    verdict = "yes" if meas[t] <= 1.05 * best else f"no ({meas[t] / best:.2f}x the fastest)"
+                x = ratio(meas[t], pred)
+                lines.append(f"| {r['case']} | {r['config']} | {t} | {grid} | "
+                             f"{pred if pred is None else format(pred, '.4f')} | "
+                             f"{meas[t] if meas[t] is None else format(meas[t], '.4f')} | "
+                             f"{'-' if x is None else format(x, '.2f')} | {verdict} |")
     return "\n".join(lines) + "\n"
 
 
@@ -285,8 +333,9 @@ def main():
                          "launched on that config. Default: none (the planner's defaults: a fast network)")
     a = ap.parse_args()
     tools = [t.strip() for t in a.tools.split(",") if t.strip()]
-    if not tools or any(t not in TOOLS for t in tools):
-        raise SystemExit(f"cosma_bench: --tools '{a.tools}': expected a comma list of {', '.join(TOOLS)}")
+    if not tools or any(not check_tool(t) for t in tools):
+        raise SystemExit(f"cosma_bench: --tools '{a.tools}': expected a comma list of {', '.join(TOOLS)} "
+                         "(tessel@K, tessel-pdgemm@K: the planner's K-th runner-up, K = 1 .. 4)")
     build = Path(a.build)
     bins = {"tessel": str(build / "apps" / "tessel" / "tessel"), "cosma": str(build / "bench" / "cosma_gemm"),
             "scalapack": str(build / "bench" / "scalapack_gemm")}
@@ -363,6 +412,8 @@ def main():
                                "repeat": a.repeat, "pairs": a.pairs, "rate": a.rate, "delay": a.delay,
                                "results": results}, indent=1) + "\n")
     t = table(results, tools)
+    if any(base_tool(x).startswith("tessel") for x in tools):
+        t += "\nthe cost model: predicted and measured time of each tessel plan run\n\n" + model_table(results, tools)
     print("\nmedian time (slowest rank) and max MB received per rank per multiply (commcount)\n" + t, end="")
     if a.markdown:
         Path(a.markdown).write_text(t)

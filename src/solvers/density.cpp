@@ -483,6 +483,7 @@ template <class M>
 void final_mcweeny(Algebra<M>& alg, const M& S, const DensityOptions& opt, DensityResult<M>& out) {
   FilterScope<M> fs(alg, out.final_steps > 0 ? out.eps_final : -1.0);
   M ps = alg.product(out.P, S);
+  inputs_needed(opt, false, false);  // S is read again only by the next step's PS
   M psp = alg.product(ps, out.P);
   {
     M d = alg.copy(psp);
@@ -493,7 +494,9 @@ void final_mcweeny(Algebra<M>& alg, const M& S, const DensityOptions& opt, Densi
   for (int k = 0; k < out.final_steps; ++k) {
     const Stopwatch t;
     if (k > 0) {
+      inputs_needed(opt, false, true);
       ps = alg.product(out.P, S);
+      inputs_needed(opt, false, false);
       psp = alg.product(ps, out.P);
     }
     out.P = M{};  // P <- 3 PSP - 2 PS PSP: the old P is not needed by the product
@@ -503,6 +506,7 @@ void final_mcweeny(Algebra<M>& alg, const M& S, const DensityOptions& opt, Densi
     alg.symmetrize(psp);
     out.P = std::move(psp);
     if (opt.on_step) {
+      inputs_needed(opt, false, true);
       IterationInfo s;
       s.stage = "final mcweeny";
       s.iteration = k;

@@ -185,8 +185,10 @@ struct DensityOptions {
   /// iteration runs (`tessel density --spill DIR` writes them to disk). Collective: called on
   /// every rank at the same points, in this order: (false, true) before S^-1/2; (true, false)
   /// before S^-1/2 H S^-1/2; (false, false) for the iteration; (true, false) before the band
-  /// energy of P = Z X Z; (false, true) before the final McWeeny steps; (true, true) before the
-  /// last traces. While an input is not needed
+  /// energy of P = Z X Z; (false, true) before the final McWeeny steps, (false, false) in each
+  /// step once PS is formed (PSP and PS PSP do not read S), (false, true) before the next
+  /// step's PS and before on_step (its occupation reads S); (true, true) before the last
+  /// traces. While an input is not needed
   /// the solver keeps only its reference (the caller may free its storage); when it is needed
   /// again the caller must have restored it, same distribution and values.
   std::function<void(bool need_h, bool need_s)> inputs_needed;

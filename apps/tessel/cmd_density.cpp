@@ -397,6 +397,9 @@ std::optional<Outcome<BlockSparseMatrix<double>>> solve_sparse(Context& ctx, con
   if (spilled) {
     spill.emplace(ctx, a.spill, in.H, in.S);
     s.opt.inputs_needed = [&spill](bool h, bool need_s) { spill->need(h, need_s); };
+    s.opt.park_z = [&spill](sparse::BlockSparseMatrix<double>& z, bool needed) {
+      spill->park(z, needed);
+    };
   }
   Outcome<BlockSparseMatrix<double>> o;
   o.mem_predicted = watch.check_start("the solve", input, s.mo.row_panels, spilled);
@@ -687,9 +690,10 @@ std::function<int()> add_density(CLI::App& app) {
                 "auto: 1, or with --memory the fewest of 1, 2, 4 .. 16 whose predicted peak fits")
       ->capture_default_str();
   s->add_option("--spill", a->spill,
-                "Directory for each rank's part of H and S while the solver does not read them "
-                "(written once, read back for H S^-1/2 products and the final steps, removed at "
-                "the end): two matrices fewer in memory during the iteration (docs/density.md)");
+                "Directory for each rank's part of H and S while the solver does not read them, "
+                "and of Z = S^-1/2 while a purification iterates (each written once, read back "
+                "when needed, removed at the end): two or three matrices fewer in memory during "
+                "the iteration, one in the final McWeeny products (docs/density.md)");
   s->add_flag("--explain", a->explain,
               "Read (or generate) and tile the input, print the predicted peak memory per rank, "
               "and stop before the solve (no output files)");

@@ -92,7 +92,8 @@ InputSpill::InputSpill(Context& ctx, const std::string& dir, sparse::BlockSparse
                        sparse::BlockSparseMatrix<double>& S)
     : ctx_(ctx),
       slot_{{&H, spill_path(dir, ctx.rank(), "H"), H.distribution(), H.name()},
-            {&S, spill_path(dir, ctx.rank(), "S"), S.distribution(), S.name()}} {
+            {&S, spill_path(dir, ctx.rank(), "S"), S.distribution(), S.name()},
+            {nullptr, spill_path(dir, ctx.rank(), "Z"), {}, "Z"}} {
   const std::string probe = spill_path(dir, ctx.rank(), "probe");
   ctx_.agree([&] {
     File f(std::fopen(probe.c_str(), "wb"), &std::fclose);
@@ -117,6 +118,17 @@ void InputSpill::need(bool h, bool s) {
     if (want[i] && !slot_[i].in_memory) restore(slot_[i]);
     if (!want[i] && slot_[i].in_memory) release(slot_[i]);
   }
+}
+
+void InputSpill::park(sparse::BlockSparseMatrix<double>& z, bool needed) {
+  Slot& x = slot_[2];
+  if (!needed && !x.m) {  // the first time: the solver's Z, its distribution to rebuild it
+    x.m = &z;
+    x.dist = z.distribution();
+  }
+  TESSEL_ASSERT(x.m == &z);
+  if (needed && !x.in_memory) restore(x);
+  if (!needed && x.in_memory) release(x);
 }
 
 void InputSpill::release(Slot& x) {

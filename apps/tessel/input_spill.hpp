@@ -1,6 +1,7 @@
 #pragma once
 // `tessel density --spill DIR`: H and S (as the solver holds them, in tiles) kept on disk while
-// the solver does not read them (solvers::DensityOptions::inputs_needed). Each rank writes its
+// the solver does not read them (solvers::DensityOptions::inputs_needed), and the solver's
+// Z = S^-1/2 while a purification iterates (DensityOptions::park_z). Each rank writes its
 // local blocks of a matrix once, to its own file in DIR, the first time the matrix is not
 // needed, frees the storage, and reads it back when the solver needs it again; the files are
 // removed when the InputSpill is destroyed (also when the run throws).
@@ -25,6 +26,9 @@ class InputSpill {
   /// only) and freed; one needed and not in memory is read back. A failed write or read throws
   /// InputError on every rank, naming the file.
   void need(bool h, bool s);
+  /// Collective (DensityOptions::park_z): Z not needed is written (first time only) and freed;
+  /// needed, it is read back into the same object. Errors as need().
+  void park(sparse::BlockSparseMatrix<double>& z, bool needed);
   /// Bytes this rank wrote and read so far (all matrices).
   double bytes_written() const { return written_; }
   double bytes_read() const { return read_; }
@@ -40,7 +44,7 @@ class InputSpill {
   void release(Slot& x);
   void restore(Slot& x);
   Context& ctx_;
-  Slot slot_[2];
+  Slot slot_[3];  // H, S, and Z (its matrix known at the first park)
   double written_ = 0, read_ = 0;
 };
 

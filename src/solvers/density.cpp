@@ -342,6 +342,13 @@ void inputs_needed(const DensityOptions& opt, bool h, bool s) {
   if (opt.inputs_needed) opt.inputs_needed(h, s);
 }
 
+/// DensityOptions::park_z, when set and the matrices are block-sparse: Z needed (or not).
+template <class M>
+void z_needed(const DensityOptions& opt, M& z, bool needed) {
+  if constexpr (std::is_same_v<M, sparse::BlockSparseMatrix<double>>)
+    if (opt.park_z) opt.park_z(z, needed);
+}
+
 /// Pure. The filter threshold of each stage (unset options: eps times the stage's factor)
 /// and the number of final McWeeny steps, into `out`.
 template <class M>
@@ -558,8 +565,10 @@ DensityResult<M> iterate(Algebra<M>& alg, const M& H, const M& S, std::int64_t e
   const M& Z = z.X;
   M ht = orthogonal_hamiltonian(alg, H, Z, opt, out);
   const bool sign = opt.method == DensityMethod::Sign;
+  if (!sign) z_needed(opt, z.X, false);  // read again only by P = Z X Z
   M pt =
       sign ? sign_stage(alg, H, Z, ht, opt, n, nocc, out) : purify_stage(alg, ht, opt, nocc, out);
+  if (!sign) z_needed(opt, z.X, true);
   if (!(sign && opt.nonsymmetric)) back_transform(alg, Z, ht, pt, out);
   pt = M{};
   ht = M{};

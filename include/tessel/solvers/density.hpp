@@ -192,6 +192,14 @@ struct DensityOptions {
   /// the solver keeps only its reference (the caller may free its storage); when it is needed
   /// again the caller must have restored it, same distribution and values.
   std::function<void(bool need_h, bool need_s)> inputs_needed;
+  /// Optional, block-sparse purifications (trs4, canonical, trs2, mcweeny; the sign method
+  /// reads Z throughout): keeps Z = S^-1/2, which the solver makes and holds, out of memory
+  /// while the purification iterates, since only Ht = Z H Z before it and P = Z X Z after it
+  /// read Z. Called with (Z, false) once Ht is formed (the callee may write Z and free its
+  /// storage) and (Z, true) before P = Z X Z (the callee must have restored it in the same
+  /// object, same distribution and values). Collective: on every rank at the same points.
+  /// `tessel density --spill DIR` sets it (one matrix fewer at the purification's peak).
+  std::function<void(sparse::BlockSparseMatrix<double>& z, bool needed)> park_z;
 };
 
 /// The default stage thresholds relative to the iteration's eps and the final steps

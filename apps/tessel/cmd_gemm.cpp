@@ -144,8 +144,6 @@ Setup check_options(const Context& ctx, const GemmArgs& g) {
   opt.rounds = g.rounds;
   TESSEL_CHECK(g.plan_choice >= 0 && g.plan_choice <= 4, InputError, "--plan-choice ",
                g.plan_choice, ": expected 0 (the planner's best) .. 4");
-  TESSEL_CHECK(g.plan_choice == 0 || g.algorithm != "summa2d", InputError, "--plan-choice ",
-               g.plan_choice, " with --algorithm summa2d: the baseline has one plan (expected 0)");
   opt.plan_choice = g.plan_choice;
   opt.machine = machine_model(ctx, g.machine);  // --machine > TESSEL_MACHINE > defaults
   opt.check_finite = g.verify;

@@ -290,10 +290,7 @@ Timed time_multiplies(Context& ctx, int repeat, const Setup& s, const Operands& 
       t.mem_kinds = ctx.ledger().memory().peak_by_kind();
     }
     t.times.push_back(ctx.comm().allreduce_value(seconds, MPI_MAX));
-    for (const auto& [shape, st] : t.rep.product_times) {
-      t.product_times[shape].seconds += st.seconds;
-      t.product_times[shape].products += st.products;
-    }
+    add_to(t.product_times, t.rep.product_times);
   }
   return t;
 }
@@ -541,8 +538,6 @@ std::shared_ptr<const KernelTimes> read_product_times(const SpgemmArgs& a) {
   TESSEL_CHECK(a.simulate_compute == "skip", InputError, "--product-times ", a.product_times,
                ": the table prices the products that --simulate-compute skip does not run: "
                "expected --simulate-compute skip");
-  TESSEL_CHECK(a.measure_times.empty(), InputError, "--product-times with "
-               "--measure-product-times: expected one of the two");
   return std::make_shared<const KernelTimes>(KernelTimes::read(a.product_times));
 }
 
@@ -616,11 +611,6 @@ int run_spgemm(const SpgemmArgs& a) {
 
   const Operands ops = prepare_operands(ctx, a, s, operand_plan(s, plan));
   const auto pred = predict_volumes(ctx, a.explain || a.predict, s, ops, plan);
-  if (ctx.product_times())  // pure: the same error on every rank, before any panel moves
-    sparse::check_product_times(*ctx.product_times(), ops.cs.dc.row_blocks(),
-                                s.opa == sparse::SpOp::N ? ops.cs.A.distribution().col_blocks()
-                                                         : ops.cs.A.distribution().row_blocks(),
-                                ops.cs.dc.col_blocks(), "--product-times " + a.product_times);
   if (root) print_plan(a, s, ops.cs.description, ctx.size(), plan, pred);
   if (a.explain) return trace.finish(0);
 

@@ -74,7 +74,9 @@ KernelTimes KernelTimes::read(const std::string& path) {
                std::strerror(errno));
   std::ostringstream s;
   s << in.rdbuf();
-  return parse(s.str(), "product times file " + path);
+  KernelTimes t = parse(s.str(), "product times file " + path);
+  t.source_ = "product times file " + path;
+  return t;
 }
 
 }  // namespace tessel

@@ -203,9 +203,9 @@ void run_multiply(Context& ctx, const SpgemmPlan& plan, double alpha, SpOp opa,
   const auto& da = a.distribution();
   const auto& db = b.distribution();
   const BlockSizes& inner = opa == SpOp::N ? da.col_blocks() : da.row_blocks();
-  if (ctx.compute() == ComputeMode::Skip && ctx.product_times() && !options.comm_only)
-    check_product_times(*ctx.product_times(), dc.row_blocks(), inner, dc.col_blocks(),
-                        "ContextOptions::product_times");  // pure: every rank or none
+  if (const KernelTimes* t = ctx.product_times(); t && !options.comm_only)  // pure: all or none
+    check_product_times(*t, dc.row_blocks(), inner, dc.col_blocks(),
+                        t->source().empty() ? "ContextOptions::product_times" : t->source());
   SpOperands ops;
   ops.kv = images_of_k(plan, opa, da, opb, db);
   std::vector<int> acol(ops.kv.size()), brow(ops.kv.size());
@@ -235,7 +235,6 @@ void run_multiply(Context& ctx, const SpgemmPlan& plan, double alpha, SpOp opa,
                : ctx.compute() == ComputeMode::Skip ? detail::KernelMode::Sampled
                                                     : detail::KernelMode::Compute,
                ctx.product_times(), options.time_products};
-
   eo.progress_poll = options.progress_poll;
   if (plan.algorithm == SpAlgorithm::Cannon)
     eo.cannon_pieces = cannon_pieces(ctx, ops, options.cannon_pieces);
@@ -316,11 +315,7 @@ SpMultiplyReport multiply(Context& ctx, double alpha, SpOp opa, const BlockSpars
     rep.flops += res.stats.flops;
     rep.blocks_multiplied += res.stats.multiplied;
     rep.charged_s += res.stats.charged_s;
-    for (const auto& [shape, st] : res.stats.timed) {
-      ShapeTime& to = rep.product_times[shape];
-      to.seconds += st.seconds;
-      to.products += st.products;
-    }
+    add_to(rep.product_times, res.stats.timed);
     rep.blocks_skipped += res.stats.skipped;
     rep.windows_created = rep.windows_created || res.windows_created;
     res.product.reset();

@@ -24,6 +24,14 @@ struct ShapeTime {
 };
 using ShapeTimes = std::map<std::array<int, 3>, ShapeTime>;  // by (m, n, k)
 
+/// Pure. Adds every shape's seconds and products of `from` into `to`.
+inline void add_to(ShapeTimes& to, const ShapeTimes& from) {
+  for (const auto& [shape, x] : from) {
+    to[shape].seconds += x.seconds;
+    to[shape].products += x.products;
+  }
+}
+
 class KernelTimes {
  public:
   using Shape = std::array<int, 3>;  // m, n, k
@@ -36,6 +44,8 @@ class KernelTimes {
   std::size_t size() const { return t_.size(); }
   bool empty() const { return t_.empty(); }
   const std::map<Shape, double>& entries() const { return t_; }
+  /// Where the table came from, for errors ("product times file PATH" after read(); else "").
+  const std::string& source() const { return source_; }
 
   /// Pure. The file's text: `comment` (each line prefixed with "# ") then one line per shape.
   std::string format(const std::string& comment) const;
@@ -48,6 +58,7 @@ class KernelTimes {
 
  private:
   std::map<Shape, double> t_;
+  std::string source_;
 };
 
 }  // namespace tessel

@@ -567,8 +567,7 @@ ShapeTimes write_product_times(Context& ctx, const SpgemmArgs& a, const Setup& s
   ctx.agree([&] {
     if (ctx.rank() != 0) return;
     const KernelTimes t = sparse::measure_product_times(rows, inner, cols, all, [](int d, int n) {
-      std::cout << fmt::format("timed block shape {} of {} (not in the run)\n", d, n)
-                << std::flush;
+      std::cout << fmt::format("timed block shape {} of {} (not in the run)\n", d, n) << std::flush;
     });
     const std::string text = t.format(fmt::format(
         "tessel {}: CPU seconds per block product C(m x n) += A(m x k) B(k x n), the mean over the "
@@ -628,7 +627,10 @@ int run_spgemm(const SpgemmArgs& a) {
     add_results_json(j, a, ops, pred, t, n, v);
     nlohmann::json pt = nlohmann::json::array();  // --measure-product-times: sums over ranks
     for (const auto& [shape, x] : timed)
-      pt.push_back({{"m", shape[0]}, {"n", shape[1]}, {"k", shape[2]}, {"products", x.products},
+      pt.push_back({{"m", shape[0]},
+                    {"n", shape[1]},
+                    {"k", shape[2]},
+                    {"products", x.products},
                     {"seconds", x.seconds}});
     j["products_timed"] = pt;
     write_json(ctx, a.json, j);

@@ -116,8 +116,8 @@ void check_spgemm_inputs(const SpgemmInputs& in) {
   }
   std::string kind = in.generate.substr(0, in.generate.find(':'));
   parse_count(in.generate);
-  TESSEL_CHECK(kind == "band" || kind == "water" || kind == "water-ss" ||
-                   kind == "water-ss-dzvp" || kind == "water-hs-dzvp",
+  TESSEL_CHECK(kind == "band" || kind == "water" || kind == "water-ss" || kind == "water-ss-dzvp" ||
+                   kind == "water-hs-dzvp",
                InputError, "--generate '", in.generate,
                "': expected water:N, water-ss:N, water-ss-dzvp:N, water-hs-dzvp:N or band:N");
 }

@@ -15,8 +15,8 @@ namespace tessel {
 void KernelTimes::set(int m, int n, int k, double seconds) {
   TESSEL_CHECK(m >= 1 && n >= 1 && k >= 1, InputError, "kernel times: shape ", m, " x ", n, " x ",
                k, ": expected sizes >= 1");
-  TESSEL_CHECK(std::isfinite(seconds) && seconds >= 0, InputError, "kernel times: shape ", m,
-               " x ", n, " x ", k, ": seconds ", seconds, ", expected finite and >= 0");
+  TESSEL_CHECK(std::isfinite(seconds) && seconds >= 0, InputError, "kernel times: shape ", m, " x ",
+               n, " x ", k, ": seconds ", seconds, ", expected finite and >= 0");
   t_[Shape{m, n, k}] = seconds;
 }
 
@@ -58,8 +58,8 @@ KernelTimes KernelTimes::parse(const std::string& text, const std::string& what)
                     std::isfinite(sec) && sec >= 0;
     TESSEL_CHECK(ok, InputError, what, " line ", no, ": '", line,
                  "': expected 'm n k seconds' (sizes >= 1, seconds >= 0)");
-    TESSEL_CHECK(!t.find(s[0], s[1], s[2]), InputError, what, " line ", no, ": shape ", s[0],
-                 " x ", s[1], " x ", s[2], " given twice: expected each shape once");
+    TESSEL_CHECK(!t.find(s[0], s[1], s[2]), InputError, what, " line ", no, ": shape ", s[0], " x ",
+                 s[1], " x ", s[2], " given twice: expected each shape once");
     t.set(s[0], s[1], s[2], sec);
   }
   TESSEL_CHECK(!t.empty(), InputError, what,

@@ -49,8 +49,8 @@ void validate(const GemmPlanRequest& req) {
                " must be in [0, 1)");
   TESSEL_CHECK(req.rounds >= 0, InputError, "multiply: rounds = ", req.rounds,
                " must be >= 0 (0 = automatic)");
-  TESSEL_CHECK(req.choice >= 0 && req.choice <= 4, InputError, "multiply: plan choice ",
-               req.choice, ": expected 0 (the best plan) .. 4 (the fourth runner-up)");
+  TESSEL_CHECK(req.choice >= 0 && req.choice <= 4, InputError, "multiply: plan choice ", req.choice,
+               ": expected 0 (the best plan) .. 4 (the fourth runner-up)");
   TESSEL_CHECK(!std::isnan(req.memory_words), InputError,
                "multiply: memory budget is NaN (use <= 0 for unlimited)");
 }
@@ -370,9 +370,10 @@ std::string GemmPlan::to_string() const {
       "redistribution {})",
       words_str(cost.words()), words_str(cost.plan_words()), words_str(cost.redist_words)));
   if (choice > 0)
-    line(fmt::format("  plan choice {}: the candidate the model ranks {} (the ones below exclude "
-                     "it; the first of them is the model's best)",
-                     choice, choice + 1));
+    line(
+        fmt::format("  plan choice {}: the candidate the model ranks {} (the ones below exclude "
+                    "it; the first of them is the model's best)",
+                    choice, choice + 1));
   for (const auto& r : runners_up)
     line(
         fmt::format("    runner-up {} x {} x {}{}, {} rounds: {} ({} words) = {}", r.pm, r.pn, r.pk,
@@ -510,7 +511,8 @@ GemmPlan pick(const std::vector<GemmPlan>& cands, Key key, Tie tie, int choice =
   });
   const auto c = static_cast<std::size_t>(choice);
   TESSEL_CHECK(c < order.size(), InputError, "multiply: plan choice ", choice,
-               ": the planner priced ", order.size(), " candidate(s) for this multiply (expected "
+               ": the planner priced ", order.size(),
+               " candidate(s) for this multiply (expected "
                "a choice below that)");
   GemmPlan best = cands[order[c]];
   best.choice = choice;

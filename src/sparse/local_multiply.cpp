@@ -386,8 +386,9 @@ void flush(Stack& s, KernelStats& stats, const KernelRun& run) {
   if (run.mode == KernelMode::Sampled && run.times) {
     const double* t = run.times->find(s.m, s.n, s.k);
     if (!t)
-      throw Error(tessel::detail::concat("internal error: no product time for block shape ", s.m, " x ",
-                                 s.n, " x ", s.k, " (check_product_times was not called)"));
+      throw Error(tessel::detail::concat("internal error: no product time for block shape ", s.m,
+                                         " x ", s.n, " x ", s.k,
+                                         " (check_product_times was not called)"));
     stats.pending_s += *t * static_cast<double>(np);
   } else if (run.time && run.mode == KernelMode::Compute) {
     const double t0 = thread_cpu_seconds();

@@ -28,7 +28,7 @@ struct MultiplyOptions {
   double memory_words = 0;  ///< per-rank budget S in elements; <= 0: unlimited
   double delta =
       0.15;  ///< fraction of ranks that may idle to lower the volume (seed 004 §7.1; see GemmPlanRequest)
-  int rounds = 0;             ///< 0: automatic; else the number of sequential rounds over k
+  int rounds = 0;  ///< 0: automatic; else the number of sequential rounds over k
   /// GemmPlanRequest::choice: 0 the planner's best plan, 1 .. 4 a runner-up instead (to
   /// measure the cost model). Not with Algorithm::Summa2D (InputError).
   int plan_choice = 0;

@@ -611,7 +611,7 @@ int run_gemm_typed(const GemmArgs& g) {
   Context ctx(MPI_COMM_WORLD, copt);
   const int p = ctx.size();
   const bool root = ctx.rank() == 0;
-  const Setup s = check_options<T>(ctx, g);
+  Setup s = check_options<T>(ctx, g);
   check_writable(ctx, "--out", g.out);
   check_writable(ctx, "--json", g.json);
   TraceRun trace(ctx, g.trace);
@@ -632,6 +632,7 @@ int run_gemm_typed(const GemmArgs& g) {
   if (g.explain) return trace.finish(0);
 
   if (s.in_plan) to_plan_layouts(ctx, L, x);
+  if (s.in_plan) s.opt.plan = plan;  // the plan printed (and its --plan-choice) is the plan run
   Multiply<T> multiply(ctx, g, s, x);
   Timed<T> t = time_multiplies(ctx, g, s, *x.C, multiply);
   const Totals n = sum_over_ranks(ctx, g, plan, x, t);

@@ -104,6 +104,42 @@ bool finite(const T& v) {
     return std::isfinite(v.real()) && std::isfinite(v.imag());
 }
 
+// Not collective; the same verdict on every rank (metadata only): MultiplyOptions::plan must
+// be a plan of this multiply.
+void check_given_plan(const GemmPlan& g, std::int64_t m, std::int64_t n, std::int64_t k, int p,
+                      const CallerLayouts& caller, bool complex, bool summa_on_caller) {
+  TESSEL_CHECK(g.m == m && g.n == n && g.k == k && g.p == p, InputError,
+               "multiply: options.plan is for ", g.m, " x ", g.n, " x ", g.k, " on ", g.p,
+               " ranks: expected a plan of this multiply, ", m, " x ", n, " x ", k, " on ", p,
+               " ranks (plan_multiply)");
+  TESSEL_CHECK(g.a_transposed == caller.a_transposed && g.b_transposed == caller.b_transposed &&
+                   g.complex == complex,
+               InputError, "multiply: options.plan was made for op(A) ",
+               g.a_transposed ? "transposed" : "N", ", op(B) ", g.b_transposed ? "transposed" : "N",
+               ", ", g.complex ? "complex" : "real", " elements: expected op(A) ",
+               caller.a_transposed ? "transposed" : "N", ", op(B) ",
+               caller.b_transposed ? "transposed" : "N", ", ", complex ? "complex" : "real");
+  TESSEL_CHECK(g.kind != PlanKind::CallerGrid || summa_on_caller, InputError,
+               "multiply: options.plan is 2D SUMMA on the caller's layouts (", g.pm, " x ", g.pn,
+               "), which these layouts of A, B and C do not allow: expected a "
+               "pm x pn x pk plan, or the layouts the plan was made for");
+}
+
+// Not collective (the same on every rank): opt.plan, checked, else the planner's choice by
+// predicted time among its own plans, the plans aligned with the caller's layouts and (auto)
+// 2D SUMMA on the caller's layouts as they are.
+template <class T>
+GemmPlan plan_to_run(const Context& ctx, Op opa, const DistMatrix<T>& A, Op opb,
+                     const DistMatrix<T>& B, const DistMatrix<T>& C, std::int64_t k,
+                     const MultiplyOptions& opt) {
+  const CallerLayouts caller{opa != Op::N, opb != Op::N, A.layout(), B.layout(), C.layout()};
+  const bool complex = !std::is_same_v<T, double>;
+  if (!opt.plan) return plan_multiply(C.rows(), C.cols(), k, ctx.size(), opt, &caller, complex);
+  check_given_plan(*opt.plan, C.rows(), C.cols(), k, ctx.size(), caller, complex,
+                   detail::summa_native_applies(opa, opb, A.layout(), B.layout(), C.layout()));
+  return *opt.plan;
+}
+
 // Rank-local: throws InputError naming the first non-finite element of x.
 template <class T>
 void check_finite(const char* name, const DistMatrix<T>& x) {
@@ -154,10 +190,7 @@ MultiplyReport multiply(Context& ctx, T alpha, Op opa, const DistMatrix<T>& A, O
   for (const auto* x : {&A.layout(), &B.layout(), &C.layout()})
     TESSEL_CHECK(x->comm_size() == ctx.size(), LayoutMismatch, "multiply: a layout is for ",
                  x->comm_size(), " ranks, the context has ", ctx.size());
-  const CallerLayouts caller{opa != Op::N, opb != Op::N, A.layout(), B.layout(), C.layout()};
-  // The planner chooses by predicted time among its own plans, the plans aligned with the
-  // caller's layouts and (auto) 2D SUMMA on the caller's layouts as they are.
-  rep.plan = plan_multiply(m, n, ak, ctx.size(), opt, &caller, !std::is_same_v<T, double>);
+  rep.plan = plan_to_run(ctx, opa, A, opb, B, C, ak, opt);
   const bool on_caller = rep.plan.kind == PlanKind::CallerGrid;
   rep.algorithm = on_caller
                       ? Algorithm::Summa2D

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <string>
+#include <tuple>
 
 #include "tessel/dense/gemm_cost.hpp"
 #include "tessel/dense/multiply.hpp"
@@ -255,6 +257,60 @@ TEST(Multiply, InputsAlreadyInThePlanLayouts) {
                                 std::to_string(cs.k) + " grid " + std::to_string(plan.pm) + "x" +
                                 std::to_string(plan.pn) + "x" + std::to_string(plan.pk));
       }
+}
+
+TEST(Multiply, GivenPlanIsThePlanRun) {
+  // Plan-then-execute: the planner's best plan and its runners-up (plan_choice 1, 2), each
+  // handed to multiply() in MultiplyOptions::plan with A, B, C in that plan's own layouts, run
+  // exactly that grid with nothing redistributed, and C matches serial BLAS. (Replanning from
+  // those layouts would rank the candidates again and could run another plan.)
+  Context ctx(MPI_COMM_WORLD);
+  std::mt19937 rng(17);
+  const int p = ctx.size();
+  int runners_up_run = 0;
+  for (Case cs : {Case{96, 40, 72}, Case{20, 64, 130}})
+    for (int choice = 0; choice <= 2; ++choice) {
+      MultiplyOptions opt;
+      opt.algorithm = Algorithm::Optimal;
+      if (static_cast<std::size_t>(choice) >
+          plan_multiply(cs.m, cs.n, cs.k, p, opt).runners_up.size())
+        continue;  // fewer candidates at this rank count (one at p = 1)
+      opt.plan_choice = choice;
+      const GemmPlan plan = plan_multiply(cs.m, cs.n, cs.k, p, opt);
+      const auto L = make_plan_layouts(plan, false, false, p);
+      auto x = random_operands<double>(ctx, rng, L.a, L.b, L.c, true);
+      MultiplyOptions run = opt;  // plan_choice too: the plan given wins over a new ranking
+      run.plan = plan;
+      ctx.ledger().reset();
+      const MultiplyReport rep = multiply(ctx, 1.0, Op::N, x.A, Op::N, x.B, 0.0, x.C, run);
+      const std::string what = std::to_string(cs.m) + "x" + std::to_string(cs.n) + "x" +
+                               std::to_string(cs.k) + " choice " + std::to_string(choice);
+      EXPECT_EQ(std::make_tuple(rep.plan.pm, rep.plan.pn, rep.plan.pk, rep.plan.rounds),
+                std::make_tuple(plan.pm, plan.pn, plan.pk, plan.rounds))
+          << what;
+      EXPECT_EQ(ctx.ledger().total("gemm/redistribute").p2p_recv_bytes, 0) << what;
+      expect_matches_blas(ctx, x, Op::N, Op::N, 1.0, 0.0, what);
+      runners_up_run += choice > 0;
+    }
+  if (p > 1) EXPECT_GE(runners_up_run, 2);  // the runners-up were exercised, not skipped
+}
+
+TEST(MultiplyErrors, GivenPlanOfAnotherMultiply) {
+  // A plan for another k, another rank count or another op(A) is refused on every rank.
+  Context ctx(MPI_COMM_WORLD);
+  std::mt19937 rng(5);
+  const int p = ctx.size();
+  const auto L = make_plan_layouts(plan_multiply(30, 20, 10, p, {}), false, false, p);
+  auto x = random_operands<double>(ctx, rng, L.a, L.b, L.c, true);
+  MultiplyOptions run;
+  run.plan = plan_multiply(30, 20, 11, p, {});
+  EXPECT_THROW(multiply(ctx, 1.0, Op::N, x.A, Op::N, x.B, 0.0, x.C, run), InputError);
+  run.plan = plan_multiply(30, 20, 10, p + 1, {});
+  EXPECT_THROW(multiply(ctx, 1.0, Op::N, x.A, Op::N, x.B, 0.0, x.C, run), InputError);
+  run.plan = plan_multiply(30, 20, 10, p, {}, nullptr, true);  // made for complex elements
+  EXPECT_THROW(multiply(ctx, 1.0, Op::N, x.A, Op::N, x.B, 0.0, x.C, run), InputError);
+  run.plan = plan_multiply(30, 20, 10, p, {});
+  EXPECT_NO_THROW(multiply(ctx, 1.0, Op::N, x.A, Op::N, x.B, 0.0, x.C, run));
 }
 
 TEST(MultiplyErrors, InnerDimensionMismatch) {

@@ -32,6 +32,14 @@ struct MultiplyOptions {
   /// GemmPlanRequest::choice: 0 the planner's best plan, 1 .. 4 a runner-up instead (to
   /// measure the cost model). Not with Algorithm::Summa2D (InputError).
   int plan_choice = 0;
+  /// Plan-then-execute: run this plan (from plan_multiply, for the same m, n, k, rank count,
+  /// transposes and element type) instead of planning again. The options that made it
+  /// (algorithm, memory, delta, rounds, plan_choice, machine) are then not consulted. A plan
+  /// made without the caller's layouts starts from its own layouts (inputs elsewhere are
+  /// redistributed into them); this is how `tessel gemm --layout plan --plan-choice K` runs the
+  /// K-th plan from that plan's layouts. A plan for another multiply, or a CallerGrid plan on
+  /// layouts that do not allow SUMMA on them, is an InputError (on every rank).
+  std::optional<GemmPlan> plan;
   bool check_finite = false;  ///< refuse NaN/Inf in A, B (and C when beta != 0)
   /// Prices the candidate plans (gemm_cost.hpp). Default: the documented defaults; the CLI
   /// and the p?gemm_ entry points use resolve_machine_model (--machine, else the Context's

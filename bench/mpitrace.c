@@ -15,7 +15,8 @@
  * request completed, seen in a Wait/Test call: t_begin = its post, t_end = the return of the
  * call that completed it), "call" (a blocking call: Send, Recv, Sendrecv, a collective, a
  * one-sided synchronisation; t_begin..t_end its duration, bytes its payload from this rank's
- * side: sent for sends, received for receives, the receive buffer for collectives). peer is a
+ * side: sent for sends, received for receives (what arrived, from the status; a Sendrecv is a
+ * "send" and a "recv" event), the receive buffer for collectives). peer is a
  * rank of the communicator used (-1: none or many). Times are seconds of MPI_Wtime since the
  * last MPI_Pcontrol(2). Everything between two events is the program's own work.
  *
@@ -78,19 +79,53 @@ static void remember(MPI_Request req, const char* what, int peer, long long byte
   }
 }
 
-/* A request that was pending before a Wait/Test call and is now MPI_REQUEST_NULL finished. */
-static void complete(MPI_Request before, double t) {
+/* A request that was pending before a Wait/Test call and is now MPI_REQUEST_NULL finished. A
+ * receive's bytes and peer come from its status (what arrived, also for MPI_ANY_SOURCE). */
+static void complete(MPI_Request before, double t, const MPI_Status* st) {
   for (int i = 0; i < n_pending; ++i) {
     if (pending[i].req != before) continue;
-    record("done", pending[i].what, pending[i].t0, t, pending[i].peer, pending[i].bytes);
+    Pending x = pending[i];
+    if (st && x.what[0] == 'i' && x.what[1] == 'r') {
+      int got = 0;
+      PMPI_Get_count(st, MPI_BYTE, &got);
+      x.bytes = got;
+      x.peer = st->MPI_SOURCE;
+    }
+    record("done", x.what, x.t0, t, x.peer, x.bytes);
     pending[i] = pending[--n_pending];
     return;
   }
 }
 
-static void complete_all(int n, const MPI_Request* before, const MPI_Request* after, double t) {
-  for (int i = 0; i < n; ++i)
-    if (before[i] != MPI_REQUEST_NULL && after[i] == MPI_REQUEST_NULL) complete(before[i], t);
+/* Copies of the requests before a Wait/Test call, and statuses when the caller ignores them. */
+typedef struct {
+  MPI_Request* before;
+  MPI_Status* st;
+} Saved;
+
+static Saved save(int n, const MPI_Request* reqs, MPI_Status* caller_st) {
+  Saved v;
+  v.before = malloc(sizeof(MPI_Request) * (n > 0 ? n : 1));
+  memcpy(v.before, reqs, sizeof(MPI_Request) * (n > 0 ? n : 0));
+  v.st =
+      caller_st != MPI_STATUSES_IGNORE ? caller_st : malloc(sizeof(MPI_Status) * (n > 0 ? n : 1));
+  return v;
+}
+
+/* Completions of an "all" call (status i for request i) or a "some/any" call (status j for
+ * request indices[j]); frees what save() allocated. */
+static void finish(int n, Saved v, const MPI_Request* after, MPI_Status* caller_st, int count,
+                   const int* indices, double t) {
+  if (indices) {
+    for (int j = 0; j < count; ++j)
+      if (v.before[indices[j]] != MPI_REQUEST_NULL) complete(v.before[indices[j]], t, &v.st[j]);
+  } else {
+    for (int i = 0; i < n; ++i)
+      if (v.before[i] != MPI_REQUEST_NULL && after[i] == MPI_REQUEST_NULL)
+        complete(v.before[i], t, &v.st[i]);
+  }
+  if (v.st != caller_st) free(v.st);
+  free(v.before);
 }
 
 int MPI_Init(int* argc, char*** argv) {
@@ -144,8 +179,8 @@ int MPI_Recv(void* buf, int count, MPI_Datatype t, int source, int tag, MPI_Comm
   double t0 = now();
   int rc = PMPI_Recv(buf, count, t, source, tag, comm, &s);
   int got = 0;
-  PMPI_Get_count(&s, t, &got);
-  record("call", "recv", t0, now(), s.MPI_SOURCE, type_bytes(t, got));
+  PMPI_Get_count(&s, MPI_BYTE, &got);
+  record("call", "recv", t0, now(), s.MPI_SOURCE, got);
   if (status != MPI_STATUS_IGNORE) *status = s;
   return rc;
 }
@@ -153,89 +188,103 @@ int MPI_Recv(void* buf, int count, MPI_Datatype t, int source, int tag, MPI_Comm
 int MPI_Sendrecv(const void* sbuf, int scount, MPI_Datatype stype, int dest, int stag, void* rbuf,
                  int rcount, MPI_Datatype rtype, int source, int rtag, MPI_Comm comm,
                  MPI_Status* status) {
+  MPI_Status s;
   double t0 = now();
-  int rc = PMPI_Sendrecv(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, source, rtag, comm,
-                         status);
-  record("call", "sendrecv", t0, now(), source, type_bytes(rtype, rcount));
+  int rc =
+      PMPI_Sendrecv(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, source, rtag, comm, &s);
+  int got = 0;
+  PMPI_Get_count(&s, MPI_BYTE, &got);
+  double t1 = now();
+  record("call", "send", t0, t1, dest, type_bytes(stype, scount));
+  record("call", "recv", t0, t1, s.MPI_SOURCE, got);
+  if (status != MPI_STATUS_IGNORE) *status = s;
   return rc;
 }
 
 int MPI_Wait(MPI_Request* req, MPI_Status* status) {
   MPI_Request before = *req;
+  MPI_Status s;
   double t0 = now();
-  int rc = PMPI_Wait(req, status);
+  int rc = PMPI_Wait(req, &s);
   double t1 = now();
   record("call", "wait", t0, t1, -1, 0);
-  if (before != MPI_REQUEST_NULL) complete(before, t1);
+  if (before != MPI_REQUEST_NULL) complete(before, t1, &s);
+  if (status != MPI_STATUS_IGNORE) *status = s;
   return rc;
 }
 
 int MPI_Waitall(int n, MPI_Request* reqs, MPI_Status* statuses) {
-  MPI_Request* before = malloc(sizeof(MPI_Request) * (n > 0 ? n : 1));
-  memcpy(before, reqs, sizeof(MPI_Request) * n);
+  Saved v = save(n, reqs, statuses);
   double t0 = now();
-  int rc = PMPI_Waitall(n, reqs, statuses);
+  int rc = PMPI_Waitall(n, reqs, v.st);
   double t1 = now();
   record("call", "waitall", t0, t1, -1, 0);
-  complete_all(n, before, reqs, t1);
-  free(before);
+  finish(n, v, reqs, statuses, n, NULL, t1);
   return rc;
 }
 
 int MPI_Waitany(int n, MPI_Request* reqs, int* index, MPI_Status* status) {
+  Saved v = save(1, reqs, status); /* one status */
   MPI_Request* before = malloc(sizeof(MPI_Request) * (n > 0 ? n : 1));
-  memcpy(before, reqs, sizeof(MPI_Request) * n);
+  memcpy(before, reqs, sizeof(MPI_Request) * (n > 0 ? n : 0));
   double t0 = now();
-  int rc = PMPI_Waitany(n, reqs, index, status);
+  int rc = PMPI_Waitany(n, reqs, index, v.st);
   double t1 = now();
   record("call", "waitany", t0, t1, -1, 0);
-  complete_all(n, before, reqs, t1);
+  if (*index != MPI_UNDEFINED && before[*index] != MPI_REQUEST_NULL)
+    complete(before[*index], t1, v.st);
   free(before);
+  if (v.st != status) free(v.st);
+  free(v.before);
   return rc;
 }
 
 int MPI_Waitsome(int n, MPI_Request* reqs, int* outcount, int* indices, MPI_Status* statuses) {
-  MPI_Request* before = malloc(sizeof(MPI_Request) * (n > 0 ? n : 1));
-  memcpy(before, reqs, sizeof(MPI_Request) * n);
+  Saved v = save(n, reqs, statuses);
   double t0 = now();
-  int rc = PMPI_Waitsome(n, reqs, outcount, indices, statuses);
+  int rc = PMPI_Waitsome(n, reqs, outcount, indices, v.st);
   double t1 = now();
   record("call", "waitsome", t0, t1, -1, 0);
-  complete_all(n, before, reqs, t1);
-  free(before);
+  finish(n, v, reqs, statuses, *outcount == MPI_UNDEFINED ? 0 : *outcount, indices, t1);
   return rc;
 }
 
 int MPI_Test(MPI_Request* req, int* flag, MPI_Status* status) {
   MPI_Request before = *req;
-  int rc = PMPI_Test(req, flag, status);
-  if (*flag && before != MPI_REQUEST_NULL) complete(before, now());
+  MPI_Status s;
+  int rc = PMPI_Test(req, flag, &s);
+  if (*flag && before != MPI_REQUEST_NULL) complete(before, now(), &s);
+  if (status != MPI_STATUS_IGNORE) *status = s;
   return rc;
 }
 
 int MPI_Testall(int n, MPI_Request* reqs, int* flag, MPI_Status* statuses) {
-  MPI_Request* before = malloc(sizeof(MPI_Request) * (n > 0 ? n : 1));
-  memcpy(before, reqs, sizeof(MPI_Request) * n);
-  int rc = PMPI_Testall(n, reqs, flag, statuses);
-  complete_all(n, before, reqs, now());
-  free(before);
+  Saved v = save(n, reqs, statuses);
+  int rc = PMPI_Testall(n, reqs, flag, v.st);
+  if (*flag) {
+    finish(n, v, reqs, statuses, n, NULL, now());
+  } else {
+    if (v.st != statuses) free(v.st);
+    free(v.before);
+  }
   return rc;
 }
 
 int MPI_Testsome(int n, MPI_Request* reqs, int* outcount, int* indices, MPI_Status* statuses) {
-  MPI_Request* before = malloc(sizeof(MPI_Request) * (n > 0 ? n : 1));
-  memcpy(before, reqs, sizeof(MPI_Request) * n);
-  int rc = PMPI_Testsome(n, reqs, outcount, indices, statuses);
-  complete_all(n, before, reqs, now());
-  free(before);
+  Saved v = save(n, reqs, statuses);
+  int rc = PMPI_Testsome(n, reqs, outcount, indices, v.st);
+  finish(n, v, reqs, statuses, *outcount == MPI_UNDEFINED ? 0 : *outcount, indices, now());
   return rc;
 }
 
 int MPI_Testany(int n, MPI_Request* reqs, int* index, int* flag, MPI_Status* status) {
+  MPI_Status s;
   MPI_Request* before = malloc(sizeof(MPI_Request) * (n > 0 ? n : 1));
-  memcpy(before, reqs, sizeof(MPI_Request) * n);
-  int rc = PMPI_Testany(n, reqs, index, flag, status);
-  complete_all(n, before, reqs, now());
+  memcpy(before, reqs, sizeof(MPI_Request) * (n > 0 ? n : 0));
+  int rc = PMPI_Testany(n, reqs, index, flag, &s);
+  if (*flag && *index != MPI_UNDEFINED && before[*index] != MPI_REQUEST_NULL)
+    complete(before[*index], now(), &s);
+  if (status != MPI_STATUS_IGNORE) *status = s;
   free(before);
   return rc;
 }

@@ -46,14 +46,14 @@ def phases(events, gap):
             s = {"start": start, "end": start, "out": 0, "in": 0, "msgs": 0, "arrivals": []}
             spans.append(s)
         s["end"] = max(s["end"], t1)
-        if kind == "post" and what == "isend" or kind == "call" and what in ("send", "sendrecv"):
-            s["out"] += nbytes if what != "sendrecv" else 0
+        if kind == "post" and what == "isend" or kind == "call" and what == "send":
+            s["out"] += nbytes
             s["msgs"] += 1
         if kind == "done" and what == "irecv":
             s["in"] += nbytes
             s["arrivals"].append((peer, nbytes, t0, t1))
         if kind == "call" and what not in ("send", "wait", "waitall", "waitany", "waitsome"):
-            s["in"] += nbytes
+            s["in"] += nbytes  # blocking receives and collectives
     return spans
 
 

@@ -1,6 +1,7 @@
 // `tessel calibrate`: measures the machine the planner prices (dense/machine_model.hpp) and
 // writes the machine file: local dgemm/zgemm rate, memory bandwidth, point-to-point latency
-// and bandwidth within a node and between nodes (MPI_Comm_split_type), the p2p segment size
+// and bandwidth within a node and between nodes (MPI_Comm_split_type), alone and with every
+// rank exchanging at once (what the model prices), the p2p segment size
 // from the bandwidth curve, and the overlap of a transfer with a GEMM. Every figure with its
 // spread (min / median / max over the repeats). run_calibrate: check the options -> the nodes
 // -> the measurements -> the machine model -> the summary, the machine file, --json.
@@ -195,6 +196,8 @@ struct LinkResult {
   int a = 0, b = 0;
   Spread latency_us, bandwidth_gbs;
   std::vector<std::pair<std::int64_t, double>> curve;  // bytes -> median GB/s
+  Spread all_at_once_gbs;  // per rank and direction, every rank exchanging on such a link
+  bool all_at_once = false;
 };
 
 LinkResult measure_link(const comm::Comm& c, int a, int b, const CalibrateArgs& g) {
@@ -220,14 +223,43 @@ LinkResult measure_link(const comm::Comm& c, int a, int b, const CalibrateArgs& 
   return L;
 }
 
+// GB/s per rank and direction of every rank exchanging `bytes` with `partner` at once, both
+// ways (-1: this rank only joins the barriers), timed barrier to barrier, i.e. the slowest
+// pair; samples of all ranks. A multiply's phases move data on all ranks at once; where the
+// network is full duplex and the NIC moves the data this is the ping-pong figure shared by
+// the ranks of a node, where moving bytes takes CPU time or the links are not full duplex
+// (TCP without offload; the emulated cluster of bench/README.md, whose links are processes
+// on the machine's cores: 0.05 against 0.12 GB/s ping-pong) it is lower.
+std::vector<double> exchange_all(const comm::Comm& c, int partner, std::int64_t bytes, int repeat) {
+  std::vector<char> snd(static_cast<std::size_t>(bytes), 1), rcv(snd.size());
+  std::vector<double> mine;
+  for (int r = 0; r <= repeat; ++r) {  // the first sample warms up, not recorded
+    c.barrier();
+    const Stopwatch t0;
+    if (partner >= 0) {
+      comm::RequestSet rs;
+      c.irecv(rcv.data(), bytes, partner, comm::tag::kCalibrateOverlap, rs);
+      c.isend(snd.data(), bytes, partner, comm::tag::kCalibrateOverlap, rs);
+      rs.wait_all();
+    }
+    c.barrier();
+    if (r > 0) mine.push_back(static_cast<double>(bytes) / std::max(t0.seconds(), 1e-9) * 1e-9);
+  }
+  std::vector<double> all(mine.size() * static_cast<std::size_t>(c.size()));
+  c.allgather(mine.data(), static_cast<int>(mine.size()), all.data());
+  return all;
+}
+
 nlohmann::json link_json(const LinkResult& L) {
   if (!L.measured) return nullptr;
   nlohmann::json curve = nlohmann::json::array();
   for (auto& [b, v] : L.curve) curve.push_back({{"bytes", b}, {"gbs", v}});
-  return {{"ranks", {L.a, L.b}},
-          {"latency_us", L.latency_us.to_json()},
-          {"bandwidth_gbs", L.bandwidth_gbs.to_json()},
-          {"curve", curve}};
+  return {
+      {"ranks", {L.a, L.b}},
+      {"latency_us", L.latency_us.to_json()},
+      {"bandwidth_gbs", L.bandwidth_gbs.to_json()},
+      {"all_at_once_gbs", L.all_at_once ? L.all_at_once_gbs.to_json() : nlohmann::json(nullptr)},
+      {"curve", curve}};
 }
 
 /// Pure. The options of `g`: InputError naming the option.
@@ -277,6 +309,26 @@ struct Measured {
   std::int64_t overlap_bytes = 0;  // 0: overlap not measured
 };
 
+/// Collective. Both links with every rank exchanging at once (exchange_all): within a node
+/// ranks pair with a neighbour on it, between nodes rank r < p/2 with r + p/2 (another node;
+/// nodes of consecutive ranks only, else not measured).
+void measure_all_at_once(const comm::Comm& c, const CalibrateArgs& g, const Nodes& nodes,
+                         Measured& m) {
+  const int p = c.size(), me = c.rank(), ns = nodes.sizes[0], h = p / 2;
+  if (!nodes.consecutive) return;
+  if (m.intra.measured) {
+    const int base = me - me % ns, pl = (me % ns) ^ 1;
+    m.intra.all_at_once_gbs =
+        spread(exchange_all(c, pl < ns ? base + pl : -1, g.bw_bytes, g.repeat));
+    m.intra.all_at_once = true;
+  }
+  if (m.inter.measured && h % ns == 0) {  // r and r + h then sit on different nodes
+    const int partner = me < h ? me + h : me < 2 * h ? me - h : -1;
+    m.inter.all_at_once_gbs = spread(exchange_all(c, partner, g.bw_bytes, g.repeat));
+    m.inter.all_at_once = true;
+  }
+}
+
 /// Collective. The local rates, the links from rank 0 to its peers, and the overlap of a
 /// message that takes about as long as the GEMM on the link the pairs use.
 Measured measure(const comm::Comm& c, const CalibrateArgs& g, const Nodes& nodes) {
@@ -286,6 +338,7 @@ Measured measure(const comm::Comm& c, const CalibrateArgs& g, const Nodes& nodes
   m.memory = spread(copy_rates(c, g.stream_mib, g.repeat));
   if (nodes.intra_peer > 0) m.intra = measure_link(c, 0, nodes.intra_peer, g);
   if (nodes.inter_peer > 0) m.inter = measure_link(c, 0, nodes.inter_peer, g);
+  measure_all_at_once(c, g, nodes, m);
   const LinkResult& pair_link = m.inter.measured ? m.inter : m.intra;
   if (c.size() > 1 && pair_link.measured) {
     const double t_gemm =
@@ -306,13 +359,18 @@ dense::MachineModel machine_model_of(const Measured& m, const Nodes& nodes) {
   mm.dgemm_flops = m.dgemm.median * 1e9;
   mm.zgemm_flops = m.zgemm.median * 1e9;
   mm.mem_bandwidth_bps = m.memory.median * 1e9;
-  auto set = [](dense::LinkModel& l, const LinkResult& r) {
+  // The bandwidth a multiply sees: with every rank exchanging at once when measured (between
+  // nodes x node size, as the model shares an inter-node link among a node's ranks), never
+  // above the ping-pong's.
+  const double share = nodes.consecutive ? nodes.sizes[0] : 1;
+  auto set = [](dense::LinkModel& l, const LinkResult& r, double ranks_sharing) {
     l.latency_s = r.latency_us.median * 1e-6;
-    l.bandwidth_bps = r.bandwidth_gbs.median * 1e9;
+    const double all = r.all_at_once ? r.all_at_once_gbs.median * ranks_sharing : 1e300;
+    l.bandwidth_bps = std::min(r.bandwidth_gbs.median, all) * 1e9;
   };
-  if (m.intra.measured) set(mm.intra, m.intra);
+  if (m.intra.measured) set(mm.intra, m.intra, 1.0);
   if (m.inter.measured)
-    set(mm.inter, m.inter);
+    set(mm.inter, m.inter, share);
   else if (m.intra.measured)
     mm.inter = mm.intra;  // one node: no other link to price
   mm.node_size = nodes.consecutive ? nodes.sizes[0] : 0;
@@ -378,6 +436,8 @@ void print_summary(const CalibrateArgs& g, int p, const Nodes& nodes, const Meas
                       "us")
               << line(fmt::format("{} bandwidth {} B", name, g.bw_bytes).c_str(), L->bandwidth_gbs,
                       "GB/s");
+    if (L->all_at_once)
+      std::cout << line("  ... all ranks at once", L->all_at_once_gbs, "GB/s per rank");
   }
   if (!nodes.consecutive)
     std::cout

@@ -49,6 +49,17 @@ with tempfile.TemporaryDirectory() as tmp:
         check(meas["nodes"] == 1 and m["node_size"] == args.np, f"one node of {args.np} ranks")
         check(meas["intra_node"] is not None and meas["inter_node"] is None, "intra pair measured, no inter pair")
         check("no inter-node pair" in r.stdout, "report says 'no inter-node pair'")
+        # the link as a multiply sees it: every rank exchanging at once; the written bandwidth
+        # is the smaller of that and the ping-pong (one node: the inter-node link copies it)
+        intra = meas["intra_node"]
+        if args.np >= 2:
+            a = intra["all_at_once_gbs"]
+            check(a is not None and 0 < a["min"] <= a["median"] <= a["max"],
+                  f"intra all_at_once_gbs {a} measured with a spread")
+            want = min(intra["bandwidth_gbs"]["median"], a["median"])
+            check(abs(m["intra_node"]["bandwidth_gbs"] - want) <= 1e-12 * want,
+                  f"written intra bandwidth {m['intra_node']['bandwidth_gbs']} = min(ping-pong, all at once) {want}")
+            check("all ranks at once" in r.stdout, "report prints the all-at-once bandwidth")
         check("median" in r.stdout and "min" in r.stdout and "max" in r.stdout, "report prints the spread")
         check(json.load(open(res))["command"] == "calibrate", "--json result written")
         # overlap: measured with a partner (np > 1), a fraction in [0, 1] with its spread

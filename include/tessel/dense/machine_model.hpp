@@ -70,8 +70,9 @@ struct MachineModel {
 
   /// The link between ranks r and s (r != s). An inter-node link from a node of node_size > 1
   /// ranks carries 1/node_size of `inter`'s bandwidth: in every phase of a multiply all ranks
-  /// of a node move data at once through its one NIC, while `inter` (tessel calibrate) is one
-  /// pair's with the other ranks idle. (Measured on the emulated cluster, 4 nodes x 2 ranks,
+  /// of a node move data at once through its one NIC, so `inter` is the NIC's (tessel
+  /// calibrate: the bandwidth per rank with every rank exchanging at once, times the node size,
+  /// at most one idle pair's ping-pong). (Measured on the emulated cluster, 4 nodes x 2 ranks,
   /// 1 Gbit: priced at the full NIC per rank and with half of every transfer hidden (the
   /// default overlap; measured there: 0), 512 x 512 x 65536 from 2x4 nb 128 took a 2x2x2 plan
   /// predicted at 0.70 s that ran 2.2 s, against 1.6 s for the plan with half the bytes.)

@@ -79,6 +79,32 @@ Traffic round_traffic(const GemmPlan& p, const MachineModel& mm, double bpw, int
   return t;
 }
 
+// Seconds a rank of 2D SUMMA on the caller's layouts waits for forwarding: segment s's panels
+// reach it after d - 1 forwarding hops besides its own receive (d = its ring distance from
+// the segment's owner). The first segment pays them in full (the pipeline fill); later ones
+// (1 - overlap) of them: a rank forwards only when it is in MPI, so where nothing progresses
+// during a GEMM (overlap 0) every segment waits for its hops. (Paid once, 2048^3 from 2 x 4
+// nb 128 on the emulated cluster, 16 segments, ran 1.31x its prediction and lost to 2 x 2 x 2.)
+double forwarding_wait(const MachineModel& mm, const CallerLayouts& cl,
+                       const std::vector<layout::Segment>& segs, int rank, double bpw) {
+  const auto g = cl.c.groups_of(rank);
+  const int myr = g->first, myc = g->second;
+  const int pr = cl.c.row_partition().groups(), pcn = cl.c.col_partition().groups();
+  const std::int64_t mr = cl.c.row_partition().local_extent(myr);
+  const std::int64_t nc = cl.c.col_partition().local_extent(myc);
+  const LinkModel la = mm.link(rank, cl.c.owner(myr, (myc + pcn - 1) % pcn));
+  const LinkModel lb = mm.link(rank, cl.c.owner((myr + pr - 1) % pr, myc));
+  double wait = 0;
+  for (std::size_t s = 0; s < segs.size(); ++s) {
+    const double len = static_cast<double>(segs[s].len);
+    const int da = (myc - segs[s].a_group + pcn) % pcn, db = (myr - segs[s].b_group + pr) % pr;
+    const double fill_a = da > 1 ? (da - 1) * la.time(static_cast<double>(mr) * len * bpw, 1) : 0.0;
+    const double fill_b = db > 1 ? (db - 1) * lb.time(len * static_cast<double>(nc) * bpw, 1) : 0.0;
+    wait += (s == 0 ? 1.0 : 1.0 - mm.overlap) * std::max(fill_a, fill_b);
+  }
+  return wait;
+}
+
 // 2D SUMMA on the caller's layouts (summa_native.cpp): per k segment, the A panel from the
 // left neighbour in the process row unless this rank's process column owns it, the B panel
 // from the neighbour above unless its process row owns it; the next segment's transfer
@@ -116,17 +142,7 @@ GemmCost price_caller_grid_rank(const MachineModel& mm, bool complex, const Call
     if (s > 0) c.overlap_s -= mm.overlap * std::min(tr.bw_s + tr.lat_s, prev_comp);
     prev_comp = comp;
   }
-  // Pipeline fill: the first segment's panels reach this rank after d - 1 forwarding hops
-  // besides its own receive (d = ring distance from the owner); counted as waiting (latency).
-  if (!segs.empty()) {
-    const double len = static_cast<double>(segs[0].len);
-    const int da = (myc - segs[0].a_group + pcn) % pcn, db = (myr - segs[0].b_group + pr) % pr;
-    const LinkModel& la = mm.link(rank, left);
-    const LinkModel& lb = mm.link(rank, up);
-    const double fill_a = da > 1 ? (da - 1) * la.time(mr * len * bpw, 1) : 0.0;
-    const double fill_b = db > 1 ? (db - 1) * lb.time(len * nc * bpw, 1) : 0.0;
-    c.rounds_lat_s += std::max(fill_a, fill_b);
-  }
+  c.rounds_lat_s += forwarding_wait(mm, cl, segs, rank, bpw);
   return c;
 }
 

@@ -453,6 +453,32 @@ TEST(GemmAligned, SlowNetworkChoosesThePlanThatKeepsTheCallersData) {
   EXPECT_EQ(make_gemm_plan(r, &fl).kind, PlanKind::Grid);
 }
 
+TEST(GemmCallerGrid, EverySegmentWaitsForItsForwardingHopsWithoutOverlap) {
+  // 2D SUMMA on a 1 x 4 grid, nb 128, k = 512: four segments, owned by process columns 0..3.
+  // Rank 3 (column 3) is 3, 2, 1, 0 hops from their owners: beyond its own receive it waits
+  // for 2, 1, 0, 0 forwarding hops of an A panel (its 512 rows x 128 columns). The first
+  // segment pays them in full, later ones (1 - overlap): hand count against the model.
+  using tessel::layout::Layout;
+  const i64 m = 512, n = 512, k = 512;
+  const CallerLayouts cl{false, false, Layout::block_cyclic(m, k, 128, 128, 1, 4, 0, 0, 4),
+                         Layout::block_cyclic(k, n, 128, 128, 1, 4, 0, 0, 4),
+                         Layout::block_cyclic(m, n, 128, 128, 1, 4, 0, 0, 4)};
+  MachineModel mm;
+  mm.inter = {1e-4, 1e8};
+  const double hop = mm.inter.time(8.0 * m * 128, 1);  // one A panel on a link
+  double lat[2] = {0, 0};
+  for (int i = 0; i < 2; ++i) {
+    mm.overlap = i == 0 ? 0.0 : 1.0;
+    GemmPlanRequest r = req(m, n, k, 4, mm);
+    const GemmPlan g = caller_grid_plan(r, cl);
+    ASSERT_EQ(g.kind, PlanKind::CallerGrid);
+    lat[i] = price_gemm_rank(g, mm, false, &cl, 3).rounds_lat_s;
+  }
+  // Overlap 1: only the first segment's 2 hops; overlap 0: also the second segment's 1 hop.
+  EXPECT_NEAR(lat[0] - lat[1], 1.0 * hop, 1e-12);
+  EXPECT_GT(lat[1], 2.0 * hop - 1e-12);
+}
+
 TEST(GemmAligned, RedistributionCopiesArePricedAtTheMemoryBandwidth) {
   // Hand count: everything on rank 0 of 2, plan 2 x 1 x 1 (rows of A and C split, B split by
   // its columns over i). Rank 0 keeps A's top half and sends the bottom half (m k elements

@@ -12,6 +12,7 @@
 #include <complex>
 #include <cstdint>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <utility>
 #include <vector>
@@ -57,6 +58,39 @@ Spread spread(std::vector<double> v) {
   return s;
 }
 
+// Collective. Every rank's samples, rank by rank (each rank gives the same count).
+std::vector<double> all_samples(const comm::Comm& c, const std::vector<double>& mine) {
+  std::vector<double> all(mine.size() * static_cast<std::size_t>(c.size()));
+  c.allgather(mine.data(), static_cast<int>(mine.size()), all.data());
+  return all;
+}
+
+// The partner of rank r of p in the pairs (r, r + p/2), r < p/2; -1 for a rank left over.
+// On nodes of consecutive ranks whose size divides p/2, the two sit on different nodes.
+int half_partner(int r, int p) {
+  const int h = p / 2;
+  return r < h ? r + h : r < 2 * h ? r - h : -1;
+}
+
+// Collective. Seconds from a barrier to the barrier after it, during which this rank exchanges
+// snd / rcv with `partner` both ways (none when partner < 0) while running `work` (if any),
+// i.e. the slowest rank's time.
+double timed_exchange(const comm::Comm& c, int partner, const std::vector<char>& snd,
+                      std::vector<char>& rcv, const std::function<void()>& work = {}) {
+  const auto bytes = static_cast<std::int64_t>(snd.size());
+  c.barrier();
+  const Stopwatch t0;
+  comm::RequestSet rs;
+  if (partner >= 0) {
+    c.irecv(rcv.data(), bytes, partner, comm::tag::kCalibrateOverlap, rs);
+    c.isend(snd.data(), bytes, partner, comm::tag::kCalibrateOverlap, rs);
+  }
+  if (work) work();
+  rs.wait_all();
+  c.barrier();
+  return std::max(t0.seconds(), 1e-9);
+}
+
 // The n x n operands A, B of the timed GEMMs (finite, not special values).
 template <class T>
 std::pair<std::vector<T>, std::vector<T>> gemm_operands(int n) {
@@ -90,9 +124,7 @@ std::vector<double> gemm_rates(const comm::Comm& c, int n, int repeat) {
     const double t = std::max(t0.seconds(), 1e-9);
     if (r > 0) mine.push_back(flops / t * 1e-9);
   }
-  std::vector<double> all(mine.size() * static_cast<std::size_t>(c.size()));
-  c.allgather(mine.data(), static_cast<int>(mine.size()), all.data());
-  return all;
+  return all_samples(c, mine);
 }
 
 // GB/s of copying one array of `mib` MiB into another (bytes read + bytes written), every
@@ -111,9 +143,7 @@ std::vector<double> copy_rates(const comm::Comm& c, int mib, int repeat) {
     a[static_cast<std::size_t>(r) % n] = b[n - 1];  // the copy is used: not optimised away
     if (r > 0) mine.push_back(2.0 * static_cast<double>(n * sizeof(double)) / t * 1e-9);
   }
-  std::vector<double> all(mine.size() * static_cast<std::size_t>(c.size()));
-  c.allgather(mine.data(), static_cast<int>(mine.size()), all.data());
-  return all;
+  return all_samples(c, mine);
 }
 
 // The model's `overlap`: the fraction of min(transfer, GEMM) hidden when a transfer is in
@@ -123,33 +153,22 @@ std::vector<double> copy_rates(const comm::Comm& c, int mib, int repeat) {
 // from a barrier to the next; overlap = (t_c + t_g - t_b) / min(t_c, t_g), clamped to [0, 1].
 // Samples of the ranks with a partner (a rank left over when p is odd only joins barriers).
 std::vector<double> overlap_samples(const comm::Comm& c, int n, std::int64_t bytes, int repeat) {
-  const int p = c.size(), me = c.rank(), h = p / 2;
-  const int peer = me < h ? me + h : me < 2 * h ? me - h : -1;
+  const int peer = half_partner(c.rank(), c.size());
   auto [a, b] = gemm_operands<double>(n);
   std::vector<double> out(a.size());
   std::vector<char> snd(static_cast<std::size_t>(bytes), 1), rcv(snd.size());
   const double one = 1, zero = 0;
-  auto timed = [&](bool transfer, bool gemm) {
-    c.barrier();
-    const Stopwatch t0;
-    comm::RequestSet rs;
-    if (transfer && peer >= 0) {
-      c.irecv(rcv.data(), bytes, peer, comm::tag::kCalibrateOverlap, rs);
-      c.isend(snd.data(), bytes, peer, comm::tag::kCalibrateOverlap, rs);
-    }
-    if (gemm) dgemm_("N", "N", &n, &n, &n, &one, a.data(), &n, b.data(), &n, &zero, out.data(), &n);
-    rs.wait_all();
-    c.barrier();
-    return std::max(t0.seconds(), 1e-9);
+  auto gemm = [&] {
+    dgemm_("N", "N", &n, &n, &n, &one, a.data(), &n, b.data(), &n, &zero, out.data(), &n);
   };
   std::vector<double> mine;  // NaN from the rank without a partner, dropped after the gather
   for (int r = 0; r <= repeat; ++r) {  // the first sample warms up, not recorded
-    const double tc = timed(true, false), tg = timed(false, true), tb = timed(true, true);
+    const double tc = timed_exchange(c, peer, snd, rcv), tg = timed_exchange(c, -1, snd, rcv, gemm),
+                 tb = timed_exchange(c, peer, snd, rcv, gemm);
     if (r > 0)
       mine.push_back(peer < 0 ? NAN : std::clamp((tc + tg - tb) / std::min(tc, tg), 0.0, 1.0));
   }
-  std::vector<double> all(mine.size() * static_cast<std::size_t>(p));
-  c.allgather(mine.data(), static_cast<int>(mine.size()), all.data());
+  std::vector<double> all = all_samples(c, mine);
   all.erase(std::remove_if(all.begin(), all.end(), [](double x) { return std::isnan(x); }),
             all.end());
   return all;
@@ -234,20 +253,10 @@ std::vector<double> exchange_all(const comm::Comm& c, int partner, std::int64_t 
   std::vector<char> snd(static_cast<std::size_t>(bytes), 1), rcv(snd.size());
   std::vector<double> mine;
   for (int r = 0; r <= repeat; ++r) {  // the first sample warms up, not recorded
-    c.barrier();
-    const Stopwatch t0;
-    if (partner >= 0) {
-      comm::RequestSet rs;
-      c.irecv(rcv.data(), bytes, partner, comm::tag::kCalibrateOverlap, rs);
-      c.isend(snd.data(), bytes, partner, comm::tag::kCalibrateOverlap, rs);
-      rs.wait_all();
-    }
-    c.barrier();
-    if (r > 0) mine.push_back(static_cast<double>(bytes) / std::max(t0.seconds(), 1e-9) * 1e-9);
+    const double t = timed_exchange(c, partner, snd, rcv);
+    if (r > 0) mine.push_back(static_cast<double>(bytes) / t * 1e-9);
   }
-  std::vector<double> all(mine.size() * static_cast<std::size_t>(c.size()));
-  c.allgather(mine.data(), static_cast<int>(mine.size()), all.data());
-  return all;
+  return all_samples(c, mine);
 }
 
 nlohmann::json link_json(const LinkResult& L) {
@@ -314,7 +323,7 @@ struct Measured {
 /// nodes of consecutive ranks only, else not measured).
 void measure_all_at_once(const comm::Comm& c, const CalibrateArgs& g, const Nodes& nodes,
                          Measured& m) {
-  const int p = c.size(), me = c.rank(), ns = nodes.sizes[0], h = p / 2;
+  const int me = c.rank(), ns = nodes.sizes[0];
   if (!nodes.consecutive) return;
   if (m.intra.measured) {
     const int base = me - me % ns, pl = (me % ns) ^ 1;
@@ -322,9 +331,9 @@ void measure_all_at_once(const comm::Comm& c, const CalibrateArgs& g, const Node
         spread(exchange_all(c, pl < ns ? base + pl : -1, g.bw_bytes, g.repeat));
     m.intra.all_at_once = true;
   }
-  if (m.inter.measured && h % ns == 0) {  // r and r + h then sit on different nodes
-    const int partner = me < h ? me + h : me < 2 * h ? me - h : -1;
-    m.inter.all_at_once_gbs = spread(exchange_all(c, partner, g.bw_bytes, g.repeat));
+  if (m.inter.measured && (c.size() / 2) % ns == 0) {  // then the pairs cross nodes
+    m.inter.all_at_once_gbs =
+        spread(exchange_all(c, half_partner(me, c.size()), g.bw_bytes, g.repeat));
     m.inter.all_at_once = true;
   }
 }

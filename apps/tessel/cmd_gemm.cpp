@@ -631,8 +631,10 @@ int run_gemm_typed(const GemmArgs& g) {
   if (g.explain && root) print_redistributions(x, L);
   if (g.explain) return trace.finish(0);
 
-  if (s.in_plan) to_plan_layouts(ctx, L, x);
-  if (s.in_plan) s.opt.plan = plan;  // the plan printed (and its --plan-choice) is the plan run
+  if (s.in_plan) {
+    to_plan_layouts(ctx, L, x);
+    s.opt.plan = plan;  // the plan printed (and its --plan-choice) is the plan run
+  }
   Multiply<T> multiply(ctx, g, s, x);
   Timed<T> t = time_multiplies(ctx, g, s, *x.C, multiply);
   const Totals n = sum_over_ranks(ctx, g, plan, x, t);

@@ -79,36 +79,22 @@ Traffic round_traffic(const GemmPlan& p, const MachineModel& mm, double bpw, int
   return t;
 }
 
-// Seconds a rank of 2D SUMMA on the caller's layouts waits for forwarding: segment s's panels
-// reach it after d - 1 forwarding hops besides its own receive (d = its ring distance from
-// the segment's owner). The first segment pays them in full (the pipeline fill); later ones
-// (1 - overlap) of them: a rank forwards only when it is in MPI, so where nothing progresses
-// during a GEMM (overlap 0) every segment waits for its hops. (Paid once, 2048^3 from 2 x 4
-// nb 128 on the emulated cluster, 16 segments, ran 1.31x its prediction and lost to 2 x 2 x 2.)
-double forwarding_wait(const MachineModel& mm, const CallerLayouts& cl,
-                       const std::vector<layout::Segment>& segs, int rank, double bpw) {
-  const auto g = cl.c.groups_of(rank);
-  const int myr = g->first, myc = g->second;
-  const int pr = cl.c.row_partition().groups(), pcn = cl.c.col_partition().groups();
-  const std::int64_t mr = cl.c.row_partition().local_extent(myr);
-  const std::int64_t nc = cl.c.col_partition().local_extent(myc);
-  const LinkModel la = mm.link(rank, cl.c.owner(myr, (myc + pcn - 1) % pcn));
-  const LinkModel lb = mm.link(rank, cl.c.owner((myr + pr - 1) % pr, myc));
-  double wait = 0;
-  for (std::size_t s = 0; s < segs.size(); ++s) {
-    const double len = static_cast<double>(segs[s].len);
-    const int da = (myc - segs[s].a_group + pcn) % pcn, db = (myr - segs[s].b_group + pr) % pr;
-    const double fill_a = da > 1 ? (da - 1) * la.time(static_cast<double>(mr) * len * bpw, 1) : 0.0;
-    const double fill_b = db > 1 ? (db - 1) * lb.time(len * static_cast<double>(nc) * bpw, 1) : 0.0;
-    wait += (s == 0 ? 1.0 : 1.0 - mm.overlap) * std::max(fill_a, fill_b);
-  }
-  return wait;
+// Seconds a panel of `bytes` takes to reach a rank d hops along a ring, beyond its own
+// receive: the d - 1 forwarding hops before it.
+double forwarding_hops(int d, const LinkModel& link, double bytes) {
+  return d > 1 ? (d - 1) * link.time(bytes, 1) : 0.0;
 }
 
 // 2D SUMMA on the caller's layouts (summa_native.cpp): per k segment, the A panel from the
 // left neighbour in the process row unless this rank's process column owns it, the B panel
 // from the neighbour above unless its process row owns it; the next segment's transfer
-// overlaps this segment's GEMM.
+// overlaps this segment's GEMM. Forwarding: segment s's panels reach a rank after d - 1
+// forwarding hops besides its own receive (d = its ring distance from the segment's owner),
+// counted as waiting (latency). The first segment pays them in full (the pipeline fill), later
+// ones (1 - overlap) of them: a rank forwards only when it is in MPI, so where nothing
+// progresses during a GEMM (overlap 0) every segment waits for its hops. (Paid once, 2048^3
+// from 2 x 4 nb 128 on the emulated cluster, 16 segments, ran 1.31x its prediction and lost to
+// 2 x 2 x 2.)
 GemmCost price_caller_grid_rank(const MachineModel& mm, bool complex, const CallerLayouts& cl,
                                 const std::vector<layout::Segment>& segs, int rank) {
   GemmCost c;
@@ -120,21 +106,24 @@ GemmCost price_caller_grid_rank(const MachineModel& mm, bool complex, const Call
   const int pr = cl.c.row_partition().groups(), pcn = cl.c.col_partition().groups();
   const std::int64_t mr = cl.c.row_partition().local_extent(myr);
   const std::int64_t nc = cl.c.col_partition().local_extent(myc);
-  const int left = cl.c.owner(myr, (myc + pcn - 1) % pcn),
-            up = cl.c.owner((myr + pr - 1) % pr, myc);
+  const LinkModel left = mm.link(rank, cl.c.owner(myr, (myc + pcn - 1) % pcn)),
+                  up = mm.link(rank, cl.c.owner((myr + pr - 1) % pr, myc));
   const double per_madd = complex ? 8.0 : 2.0;
   double prev_comp = 0;
   for (std::size_t s = 0; s < segs.size(); ++s) {
+    const std::int64_t a_words = mr * segs[s].len, b_words = segs[s].len * nc;
     Traffic tr;
-    if (segs[s].a_group != myc)
-      tr.add(mm.link(rank, left), static_cast<double>(mr * segs[s].len), bpw);
-    if (segs[s].b_group != myr)
-      tr.add(mm.link(rank, up), static_cast<double>(segs[s].len * nc), bpw);
+    if (segs[s].a_group != myc) tr.add(left, static_cast<double>(a_words), bpw);
+    if (segs[s].b_group != myr) tr.add(up, static_cast<double>(b_words), bpw);
     const double fl = per_madd * static_cast<double>(mr) * static_cast<double>(nc) * segs[s].len;
     c.rounds_words += tr.words;
     c.messages += tr.msgs;
     c.rounds_bw_s += tr.bw_s;
     c.rounds_lat_s += tr.lat_s;
+    const double hops =
+        std::max(forwarding_hops((myc - segs[s].a_group + pcn) % pcn, left, bpw * a_words),
+                 forwarding_hops((myr - segs[s].b_group + pr) % pr, up, bpw * b_words));
+    c.rounds_lat_s += (s == 0 ? 1.0 : 1.0 - mm.overlap) * hops;
     const double comp = mm.gemm_seconds(complex, static_cast<double>(mr), static_cast<double>(nc),
                                         static_cast<double>(segs[s].len));
     c.flops += fl;
@@ -142,7 +131,6 @@ GemmCost price_caller_grid_rank(const MachineModel& mm, bool complex, const Call
     if (s > 0) c.overlap_s -= mm.overlap * std::min(tr.bw_s + tr.lat_s, prev_comp);
     prev_comp = comp;
   }
-  c.rounds_lat_s += forwarding_wait(mm, cl, segs, rank, bpw);
   return c;
 }
 

@@ -94,4 +94,4 @@ with tempfile.TemporaryDirectory() as tmp:
                              capture_output=True, text=True, timeout=60)
         check(rep.returncode == 0 and "rank 0:" in rep.stdout,
               f"{name}: mpitrace_report.py reads the files ({rep.stderr.strip()[-200:]})")
-sys.exit(1 if FAILS else 0)
+assert not FAILS, f"{len(FAILS)} check(s) failed: " + "; ".join(FAILS)

@@ -7,7 +7,7 @@ iteration on DBCSR 2.5 (bench/dbcsr_sign.cpp), and NTPoly 3.1.1's own TRS4 and s
       [--eps 1e-6] [--pairs 3] [--tools tessel,dbcsr,ntpoly] [--methods sign,trs4] [--ntpoly-eps 1e-7,1e-8] [--build build] [--ntpoly EXE] \
       [--out results.json] [--markdown table.md]
 
-Per case: one set-up run of tessel (its own mu search) gives mu, the Lanczos bounds of
+Per case with the sign method: one set-up run of tessel (its own mu search) gives mu, the Lanczos bounds of
 Ht = S^-1/2 H S^-1/2, the scale of S^-1/2's Y0 and the stage thresholds; then --pairs rounds of
 tessel `--mu MU` (one sign evaluation) and `dbcsr_sign --mu MU --bounds LO,HI --s-scale S` with
 the same eps, stage thresholds and final McWeeny steps, alternating, so both run the same
@@ -180,13 +180,16 @@ def main():
                     hm, sm, nel = ntpoly_inputs(place, case, inputs, tessel, work, a.timeout)
                     nt_in = [a.ntpoly, "--hamiltonian", hm, "--overlap", sm, "--electrons", str(nel),
                              "--slices", str(a.ntpoly_slices)]
-                js = os.path.join(work, "setup.json")
-                setup, _ = run_json(place, [tessel, "density"] + inputs + ["--method", "sign", "--eps", str(a.eps),
-                                                                          "--json", js] + a.tessel_args.split(),
-                                    js, a.timeout, os.path.join(work, "setup.log"))
-                mu, (lo, hi), s = setup["mu"], setup["bounds"], setup["inverse_scale"]
-                stage = ["--eps-inverse", repr(setup["eps_inverse"]), "--eps-transform", repr(setup["eps_transform"]),
-                         "--eps-final", repr(setup["eps_final"]), "--final-steps", str(setup["final_steps"])]
+                mu = None
+                if "sign" in methods:  # the sign runs share tessel's mu, bounds and stage thresholds
+                    js = os.path.join(work, "setup.json")
+                    setup, _ = run_json(place, [tessel, "density"] + inputs + ["--method", "sign", "--eps", str(a.eps),
+                                                                              "--json", js] + a.tessel_args.split(),
+                                        js, a.timeout, os.path.join(work, "setup.log"))
+                    mu, (lo, hi), s = setup["mu"], setup["bounds"], setup["inverse_scale"]
+                    stage = ["--eps-inverse", repr(setup["eps_inverse"]), "--eps-transform",
+                             repr(setup["eps_transform"]), "--eps-final", repr(setup["eps_final"]),
+                             "--final-steps", str(setup["final_steps"])]
                 # per method, per tool: the runs of the pairs (alternating within a pair)
                 runs = {("sign", t): [] for t in tools + extra} if "sign" in methods else {}
                 if "ntpoly" in tools and "trs4" in methods:

@@ -146,7 +146,7 @@ GemmCost price_rank(const GemmPlan& p, const MachineModel& mm, bool complex,
     const double flops_per_madd = complex ? 8.0 : 2.0;
     // Rounds have one of two lengths (balanced split of kl): price each once.
     const std::int64_t k_lo = kl / t, n_hi = kl % t, n_lo = t - n_hi;
-    double max_comm = 0, max_comp = 0;
+    double hidden = 0;  // each round's transfer behind the GEMM before it: all rounds but the first
     for (int which = 0; which < 2; ++which) {
       const std::int64_t kr = k_lo + which, count = which ? n_hi : n_lo;
       if (count == 0) continue;
@@ -160,10 +160,11 @@ GemmCost price_rank(const GemmPlan& p, const MachineModel& mm, bool complex,
                                           static_cast<double>(kr));
       c.flops += count * fl;
       c.compute_s += count * comp;
-      max_comm = std::max(max_comm, tr.bw_s + tr.lat_s);
-      max_comp = std::max(max_comp, comp);
+      const double one = std::min(tr.bw_s + tr.lat_s, comp);
+      hidden += static_cast<double>(count) * one;
+      if (which == (n_hi > 0 ? 1 : 0)) hidden -= one;  // the first round is a longer one
     }
-    c.overlap_s = -(t - 1) * mm.overlap * std::min(max_comm, max_comp);
+    c.overlap_s = -mm.overlap * hidden;
     // Reduce-scatter of C over pk: pk - 1 copies of this rank's piece of C[I_i, J_j].
     Traffic red;
     const double piece = static_cast<double>(mi) * len(nj, p.pk, pc.l);

@@ -524,6 +524,15 @@ GemmPlan pick(const std::vector<GemmPlan>& cands, Key key, Tie tie, int choice =
 
 double time_key(const GemmPlan& g) { return g.cost.total_s(); }
 
+/// Candidates the planner prices exactly, on every rank, after the search.
+constexpr std::size_t kExactlyPriced = 8;
+
+/// Keeps the n fastest candidates by their search price.
+void keep_fastest(std::vector<GemmPlan>& cands, std::size_t n) {
+  std::stable_sort(cands.begin(), cands.end(), faster);
+  cands.resize(std::min(cands.size(), n));
+}
+
 }  // namespace
 
 GemmPlan make_gemm_plan(const GemmPlanRequest& req, const CallerLayouts* caller) {
@@ -556,14 +565,16 @@ GemmPlan make_gemm_plan(const GemmPlanRequest& req, const CallerLayouts* caller)
   }
   if (cands.empty()) fit.throw_no_plan();
   if (caller == nullptr) {
-    best = pick(cands, time_key, better, req.choice);
-    best.cost = price_gemm_plan(best, req.machine, req.complex, nullptr);  // exact, every rank
-    return best;
+    // Above 256 ranks on nodes of several ranks the search priced representative ranks that
+    // ignore which peers share a node (price_gemm_plan_search): the best few are priced again
+    // on every rank and ranked by that.
+    keep_fastest(cands, kExactlyPriced);  // > the largest choice (4)
+    for (auto& g : cands) g.cost = price_gemm_plan(g, req.machine, req.complex, nullptr);
+    return pick(cands, time_key, better, req.choice);
   }
   // From the caller's layouts: the best few again with the redistribution, their aligned
   // variants, and 2D SUMMA on the caller's layouts.
-  std::stable_sort(cands.begin(), cands.end(), faster);
-  cands.resize(std::min<std::size_t>(cands.size(), 8));
+  keep_fastest(cands, kExactlyPriced);
   for (auto& g : cands) g.cost = price_gemm_plan(g, req.machine, req.complex, caller);
   std::stable_sort(cands.begin(), cands.end(), faster);
   const std::size_t aligned = std::min<std::size_t>(cands.size(), 4);  // pricing is per rank

@@ -34,48 +34,71 @@ struct Traffic {
   }
 };
 
-// Pieces of a balanced split of n into q: how many are not empty (the first min(n, q)).
-std::int64_t nonempty(std::int64_t n, int q) { return std::min<std::int64_t>(n, q); }
 
-// One round of the plan with k chunk kr on rank (i, j, l): A and B panel receives.
-Traffic round_traffic(const GemmPlan& p, const MachineModel& mm, double bpw, int rank, int i, int j,
-                      int l, std::int64_t mi, std::int64_t nj, std::int64_t kr) {
+// Pieces g in [a, b) of a balanced split of n into q, and how many of them are the larger
+// (n / q + 1, the indices below n % q).
+struct PieceCount {
+  double all = 0, large = 0;
+};
+PieceCount pieces_in(std::int64_t n, int q, std::int64_t a, std::int64_t b) {
+  PieceCount c;
+  if (b <= a) return c;
+  c.all = static_cast<double>(b - a);
+  c.large = static_cast<double>(std::max<std::int64_t>(0, std::min(b, n % q) - a));
+  return c;
+}
+
+// One gather (or reduce) group of q ranks base + stride * g, g != me: member g sends
+// `other` x len(split, q, g) words to rank base + stride * me. In closed form: the members on
+// this rank's node are one contiguous range of g (the group's ranks increase with g), the
+// others all cross the node's link (MachineModel::link). O(1) per group.
+void add_group(Traffic& t, const MachineModel& mm, double bpw, int base, int stride, int q, int me,
+               std::int64_t other, std::int64_t split) {
+  const std::int64_t lo = split / q;
+  auto add_range = [&](const LinkModel& link, std::int64_t a, std::int64_t b) {
+    const PieceCount c = pieces_in(split, q, a, b);
+    const double words = static_cast<double>(other) * (c.all * static_cast<double>(lo) + c.large);
+    const double msgs = other > 0 ? (lo > 0 ? c.all : c.large) : 0.0;
+    if (words <= 0) return;
+    t.words += words;
+    t.msgs += msgs;
+    t.bw_s += words * bpw / link.bandwidth_bps;
+    t.lat_s += msgs * link.latency_s;
+  };
+  const int me_rank = base + stride * me, ns = mm.node_size;
+  const LinkModel inter =
+      ns > 1 ? LinkModel{mm.inter.latency_s, mm.inter.bandwidth_bps / ns} : mm.inter;
+  if (ns <= 0) {  // nodes unknown: every peer over the inter-node link
+    add_range(inter, 0, me);
+    add_range(inter, me + 1, q);
+    return;
+  }
+  // This node's members: g with base + stride g in [first, first + ns), i.e. g in [g0, g1).
+  const std::int64_t first = static_cast<std::int64_t>(me_rank / ns) * ns;
+  const std::int64_t g0 = std::max<std::int64_t>(0, (first - base + stride - 1) / stride);
+  const std::int64_t g1 = std::min<std::int64_t>(q, (first + ns - base + stride - 1) / stride);
+  const LinkModel intra = mm.intra;
+  add_range(inter, 0, g0);
+  add_range(intra, g0, me);
+  add_range(intra, me + 1, g1);
+  add_range(inter, g1, q);
+}
+
+// One round of the plan with k chunk kr on rank (i, j, l): A and B panel receives. The A panel
+// (mi x kr, split over j by its columns: k for N, the free range for T/C) comes from the ranks
+// (i, g, l), stride pm; the B panel (kr x nj, split over i) from (g, j, l), stride 1.
+Traffic round_traffic(const GemmPlan& p, const MachineModel& mm, double bpw, int i, int j, int l,
+                      std::int64_t mi, std::int64_t nj, std::int64_t kr) {
   Traffic t;
-  // A panel mi x kr: k in its columns unless A is transposed; split over j by the panel's
-  // columns (k for N, the free range I_i for T/C). Piece g comes from rank (i, g, l).
-  // B panel kr x nj: k in its rows unless transposed; split over i by the panel's columns.
-  if (const LinkModel* u = mm.uniform_link(p.p)) {  // closed form: every peer alike
-    auto group = [&](std::int64_t other, std::int64_t split, int q, int me) {
-      // words: other * (split - own piece); messages: non-empty pieces but one's own
-      const std::int64_t own = len(split, q, me);
-      const double w = static_cast<double>(other) * static_cast<double>(split - own);
-      const double msgs = static_cast<double>(nonempty(split, q) - (own > 0 ? 1 : 0));
-      if (w <= 0) return;
-      t.words += w;
-      t.msgs += msgs;
-      t.bw_s += w * bpw / u->bandwidth_bps;
-      t.lat_s += msgs * u->latency_s;
-    };
-    if (p.a_transposed)
-      group(kr, mi, p.pn, j);
-    else
-      group(mi, kr, p.pn, j);
-    if (p.b_transposed)
-      group(nj, kr, p.pm, i);
-    else
-      group(kr, nj, p.pm, i);
-    return t;
-  }
-  for (int g = 0; g < p.pn; ++g) {
-    if (g == j) continue;
-    const std::int64_t w = p.a_transposed ? kr * len(mi, p.pn, g) : mi * len(kr, p.pn, g);
-    t.add(mm.link(rank, plan_rank(p, i, g, l)), static_cast<double>(w), bpw);
-  }
-  for (int g = 0; g < p.pm; ++g) {
-    if (g == i) continue;
-    const std::int64_t w = p.b_transposed ? nj * len(kr, p.pm, g) : kr * len(nj, p.pm, g);
-    t.add(mm.link(rank, plan_rank(p, g, j, l)), static_cast<double>(w), bpw);
-  }
+  const int a_base = plan_rank(p, i, 0, l), b_base = plan_rank(p, 0, j, l);
+  if (p.a_transposed)
+    add_group(t, mm, bpw, a_base, p.pm, p.pn, j, kr, mi);
+  else
+    add_group(t, mm, bpw, a_base, p.pm, p.pn, j, mi, kr);
+  if (p.b_transposed)
+    add_group(t, mm, bpw, b_base, 1, p.pm, i, nj, kr);
+  else
+    add_group(t, mm, bpw, b_base, 1, p.pm, i, kr, nj);
   return t;
 }
 
@@ -150,7 +173,7 @@ GemmCost price_rank(const GemmPlan& p, const MachineModel& mm, bool complex,
     for (int which = 0; which < 2; ++which) {
       const std::int64_t kr = k_lo + which, count = which ? n_hi : n_lo;
       if (count == 0) continue;
-      Traffic tr = round_traffic(p, mm, bpw, rank, pc.i, pc.j, pc.l, mi, nj, kr);
+      Traffic tr = round_traffic(p, mm, bpw, pc.i, pc.j, pc.l, mi, nj, kr);
       const double fl = flops_per_madd * static_cast<double>(mi) * nj * kr;
       c.rounds_words += count * tr.words;
       c.messages += count * tr.msgs;
@@ -168,15 +191,8 @@ GemmCost price_rank(const GemmPlan& p, const MachineModel& mm, bool complex,
     // Reduce-scatter of C over pk: pk - 1 copies of this rank's piece of C[I_i, J_j].
     Traffic red;
     const double piece = static_cast<double>(mi) * len(nj, p.pk, pc.l);
-    if (const LinkModel* u = mm.uniform_link(p.p); u != nullptr && piece > 0) {
-      red.words = piece * (p.pk - 1);
-      red.msgs = p.pk - 1;
-      red.bw_s = red.words * bpw / u->bandwidth_bps;
-      red.lat_s = red.msgs * u->latency_s;
-    } else {
-      for (int g = 0; g < p.pk; ++g)
-        if (g != pc.l) red.add(mm.link(rank, plan_rank(p, pc.i, pc.j, g)), piece, bpw);
-    }
+    add_group(red, mm, bpw, plan_rank(p, pc.i, pc.j, 0), p.pm * p.pn, p.pk, pc.l,
+              static_cast<std::int64_t>(piece), p.pk);
     c.reduce_words = red.words;
     c.messages += red.msgs;
     c.reduce_bw_s = red.bw_s;

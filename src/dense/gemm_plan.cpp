@@ -524,13 +524,32 @@ GemmPlan pick(const std::vector<GemmPlan>& cands, Key key, Tie tie, int choice =
 
 double time_key(const GemmPlan& g) { return g.cost.total_s(); }
 
-/// Candidates the planner prices exactly, on every rank, after the search.
+/// Candidates the planner keeps, priced exactly (on every rank, with the caller's layouts),
+/// after the search; and the most it prices exactly to find them.
 constexpr std::size_t kExactlyPriced = 8;
+constexpr std::size_t kMostExactlyPriced = 64;
 
-/// Keeps the n fastest candidates by their search price.
-void keep_fastest(std::vector<GemmPlan>& cands, std::size_t n) {
+/// The kExactlyPriced fastest candidates by exact price. The search price is a lower bound of
+/// the exact one (a maximum over fewer ranks, without the redistribution), so candidates are
+/// priced exactly in the order of their search price until the next bound is above the
+/// kExactlyPriced-th exact price found (or kMostExactlyPriced are priced): no later one could
+/// be among the fastest. Each exact price is O(p) (with the caller's layouts O(p) per rank:
+/// there at most `most` = kExactlyPriced, as the redistribution puts most bounds far below).
+void keep_fastest_exactly(std::vector<GemmPlan>& cands, const GemmPlanRequest& req,
+                          const CallerLayouts* caller, std::size_t most) {
   std::stable_sort(cands.begin(), cands.end(), faster);
-  cands.resize(std::min(cands.size(), n));
+  std::vector<double> exact;  // ascending
+  std::size_t x = 0;
+  for (; x < cands.size() && x < most; ++x) {
+    if (exact.size() >= kExactlyPriced && cands[x].cost.total_s() > exact[kExactlyPriced - 1])
+      break;
+    cands[x].cost = price_gemm_plan(cands[x], req.machine, req.complex, caller);
+    exact.insert(std::upper_bound(exact.begin(), exact.end(), cands[x].cost.total_s()),
+                 cands[x].cost.total_s());
+  }
+  cands.resize(x);
+  std::stable_sort(cands.begin(), cands.end(), faster);
+  cands.resize(std::min(cands.size(), kExactlyPriced));
 }
 
 }  // namespace
@@ -568,15 +587,12 @@ GemmPlan make_gemm_plan(const GemmPlanRequest& req, const CallerLayouts* caller)
     // Above 256 ranks on nodes of several ranks the search priced representative ranks that
     // ignore which peers share a node (price_gemm_plan_search): the best few are priced again
     // on every rank and ranked by that.
-    keep_fastest(cands, kExactlyPriced);  // > the largest choice (4)
-    for (auto& g : cands) g.cost = price_gemm_plan(g, req.machine, req.complex, nullptr);
+    keep_fastest_exactly(cands, req, nullptr, kMostExactlyPriced);  // 8 > the largest choice (4)
     return pick(cands, time_key, better, req.choice);
   }
   // From the caller's layouts: the best few again with the redistribution, their aligned
   // variants, and 2D SUMMA on the caller's layouts.
-  keep_fastest(cands, kExactlyPriced);
-  for (auto& g : cands) g.cost = price_gemm_plan(g, req.machine, req.complex, caller);
-  std::stable_sort(cands.begin(), cands.end(), faster);
+  keep_fastest_exactly(cands, req, caller, kExactlyPriced);
   const std::size_t aligned = std::min<std::size_t>(cands.size(), 4);  // pricing is per rank
   for (std::size_t x = 0; x < aligned; ++x) {
     GemmPlan a = align_gemm_plan(cands[x], *caller);

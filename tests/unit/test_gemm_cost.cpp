@@ -419,6 +419,62 @@ TEST(GemmCost, OverlapHidesNoMoreThanTheTransferOrTheGemm) {
   check(g);
 }
 
+TEST(GemmCost, NodeAwareTrafficEqualsAPeerByPeerCount) {
+  // The cost model prices a gather group in closed form (its members on this rank's node are
+  // one range). Here: every peer by itself, through MachineModel::link.
+  auto len = [](i64 n, int q, int x) { return n / q + (x < n % q ? 1 : 0); };
+  MachineModel mm;
+  mm.intra = LinkModel{0.7e-6, 9e9};
+  mm.inter = LinkModel{3e-6, 5e9};
+  int checked = 0;
+  for (int ns : {0, 1, 2, 3, 5, 8, 64})
+    for (int p : {6, 12, 30})
+      brute_grids(1000, 700, 900, p, 0.0, [&](int pm, int pn, int pk) {
+        mm.node_size = ns;
+        for (bool ta : {false, true})
+          for (int rounds : {1, 3}) {
+            GemmPlanRequest r = req(1000, 700, 900, p, mm, 0.0);
+            r.rounds = rounds;
+            r.a_transposed = ta;
+            GemmPlan g = make_gemm_plan(r);
+            std::tie(g.pm, g.pn, g.pk) = std::make_tuple(pm, pn, pk);
+            for (int rank = 0; rank < p; ++rank) {
+              const int i = rank % pm, j = (rank / pm) % pn, l = rank / (pm * pn);
+              const i64 mi = g.piece_m(i), nj = g.piece_n(j), kl = g.piece_k(l);
+              double words = 0, bw = 0, lat = 0, msgs = 0, rwords = 0, rbw = 0;
+              for (int t = 0; t < rounds; ++t) {
+                const i64 kr = len(kl, rounds, t);
+                auto recv = [&](int from, double w) {
+                  if (w <= 0) return;
+                  const LinkModel lk = mm.link(rank, from);
+                  words += w, msgs += 1, bw += w * 8 / lk.bandwidth_bps, lat += lk.latency_s;
+                };
+                for (int x = 0; x < pn; ++x)  // A: (i, x, l)
+                  if (x != j) recv(i + pm * (x + pn * l), double(ta ? kr * len(mi, pn, x) : mi * len(kr, pn, x)));
+                for (int x = 0; x < pm; ++x)  // B: (x, j, l)
+                  if (x != i) recv(x + pm * (j + pn * l), double(kr * len(nj, pm, x)));
+              }
+              for (int x = 0; x < pk; ++x)  // C reduce-scatter: (i, j, x)
+                if (x != l) {
+                  const double w = double(mi) * len(nj, pk, l);
+                  rwords += w;
+                  rbw += w * 8 / mm.link(rank, i + pm * (j + pn * x)).bandwidth_bps;
+                }
+              const GemmCost c = price_gemm_rank(g, mm, false, nullptr, rank);
+              const double e = 1e-12;
+              EXPECT_NEAR(c.rounds_words, words, e * words) << g.to_string() << " rank " << rank;
+              EXPECT_NEAR(c.rounds_bw_s, bw, e * bw + 1e-300) << g.to_string() << " rank " << rank;
+              EXPECT_NEAR(c.rounds_lat_s, lat, e * lat + 1e-300) << g.to_string() << " rank " << rank;
+              EXPECT_NEAR(c.reduce_words, rwords, e * rwords) << g.to_string() << " rank " << rank;
+              EXPECT_NEAR(c.reduce_bw_s, rbw, e * rbw + 1e-300) << g.to_string() << " rank " << rank;
+              EXPECT_NEAR(c.messages, msgs + (pk - 1) * (mi * len(nj, pk, l) > 0 ? 1 : 0), 1e-9);
+              ++checked;
+            }
+          }
+      });
+  EXPECT_GT(checked, 1000);
+}
+
 TEST(GemmCost, PartsAddUpAndMatchHandCount) {
   // 2x2x2 on 2048^3, 1 round, unknown node size: A and B each from one peer (1024 x 512),
   // C one piece (1024 x 512) from one peer; 2 * 1024^3 flops.

@@ -34,7 +34,6 @@ struct Traffic {
   }
 };
 
-
 // Pieces g in [a, b) of a balanced split of n into q, and how many of them are the larger
 // (n / q + 1, the indices below n % q).
 struct PieceCount {

@@ -450,7 +450,9 @@ TEST(GemmCost, NodeAwareTrafficEqualsAPeerByPeerCount) {
                   words += w, msgs += 1, bw += w * 8 / lk.bandwidth_bps, lat += lk.latency_s;
                 };
                 for (int x = 0; x < pn; ++x)  // A: (i, x, l)
-                  if (x != j) recv(i + pm * (x + pn * l), double(ta ? kr * len(mi, pn, x) : mi * len(kr, pn, x)));
+                  if (x != j)
+                    recv(i + pm * (x + pn * l),
+                         double(ta ? kr * len(mi, pn, x) : mi * len(kr, pn, x)));
                 for (int x = 0; x < pm; ++x)  // B: (x, j, l)
                   if (x != i) recv(x + pm * (j + pn * l), double(kr * len(nj, pm, x)));
               }
@@ -464,9 +466,11 @@ TEST(GemmCost, NodeAwareTrafficEqualsAPeerByPeerCount) {
               const double e = 1e-12;
               EXPECT_NEAR(c.rounds_words, words, e * words) << g.to_string() << " rank " << rank;
               EXPECT_NEAR(c.rounds_bw_s, bw, e * bw + 1e-300) << g.to_string() << " rank " << rank;
-              EXPECT_NEAR(c.rounds_lat_s, lat, e * lat + 1e-300) << g.to_string() << " rank " << rank;
+              EXPECT_NEAR(c.rounds_lat_s, lat, e * lat + 1e-300)
+                  << g.to_string() << " rank " << rank;
               EXPECT_NEAR(c.reduce_words, rwords, e * rwords) << g.to_string() << " rank " << rank;
-              EXPECT_NEAR(c.reduce_bw_s, rbw, e * rbw + 1e-300) << g.to_string() << " rank " << rank;
+              EXPECT_NEAR(c.reduce_bw_s, rbw, e * rbw + 1e-300)
+                  << g.to_string() << " rank " << rank;
               EXPECT_NEAR(c.messages, msgs + (pk - 1) * (mi * len(nj, pk, l) > 0 ? 1 : 0), 1e-9);
               ++checked;
             }

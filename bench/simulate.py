@@ -34,6 +34,7 @@ import argparse
 import datetime
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -233,10 +234,18 @@ def main():
                 cmd += ["--node-speed", a.node_speed]
             for c in a.cfg:
                 cmd += ["--cfg", c]
-            p = subprocess.run(cmd + ["--", a.tessel] + case + ["--json", jpath],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               stdin=subprocess.DEVNULL)
-            text = p.stdout
+            # SIGTERM, not subprocess.run's SIGKILL, when this script is interrupted or killed:
+            # smpi_run.py then takes the simulator down with it.
+            p = subprocess.Popen(cmd + ["--", a.tessel] + case + ["--json", jpath],
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                 stdin=subprocess.DEVNULL)
+            signal.signal(signal.SIGTERM, lambda signum, _f: sys.exit(128 + signum))
+            try:
+                text, _ = p.communicate()
+            except BaseException:
+                p.terminate()
+                p.wait()
+                raise
             try:
                 info = json.loads(text.strip().splitlines()[-1])["smpi"]
             except (IndexError, ValueError, KeyError):

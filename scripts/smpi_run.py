@@ -27,6 +27,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import xml.etree.ElementTree as ET
 
@@ -139,6 +140,23 @@ def with_node_speed(platform, speed, tmp):
     return out
 
 
+def kill_group_on_signals(pgid):
+    """While the simulator runs in its own session (pgid): SIGTERM, SIGINT or SIGHUP to this
+    script kill the simulator too, then exit 128 + the signal. (Without it, `timeout 900
+    smpi_run.py ...` or killing a bench that runs it left smpimain computing for half an hour.)
+    Only in the main thread, where Python allows handlers; returns the handlers replaced."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+
+    def handler(signum, _frame):
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        raise SystemExit(128 + signum)
+    return {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
+
+
 def run(platform, np, argv, ppn=1, host_speed=None, cfg=(), timeout=None, privatize=True,
         node_speed=None):
     """Runs argv under smpirun; returns (status, output, simulated_s, wall_s). privatize=False:
@@ -168,6 +186,7 @@ def run(platform, np, argv, ppn=1, host_speed=None, cfg=(), timeout=None, privat
         # script; killing it alone left the simulator, smpimain, running).
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                              stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+        saved = kill_group_on_signals(p.pid)
         try:
             out, _ = p.communicate(timeout=timeout)
             status = p.returncode
@@ -176,6 +195,9 @@ def run(platform, np, argv, ppn=1, host_speed=None, cfg=(), timeout=None, privat
             out, _ = p.communicate()
             out = (out or "") + f"\nsmpi_run: timeout after {timeout} s\n"
             status = 124
+        finally:
+            for sig, handler in saved.items():
+                signal.signal(sig, handler)
         wall = time.monotonic() - t0
     sim = None
     m = re.search(r"Simulated time: ([0-9.eE+-]+) seconds", out)

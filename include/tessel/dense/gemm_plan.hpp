@@ -185,7 +185,11 @@ int gemm_max_idle(int p, double delta);
 /// k column per round (or, if rounds are forced, with the forced rounds) are skipped. Chosen:
 /// least predicted time (price_gemm_plan, relative ties within 1e-9); ties: fewer words
 /// (recv_words()), more ranks used, less compute dm*dn*dk, fewer rounds, then the first in
-/// (pm, pn) ascending order. With `caller`, the 8 best candidates without redistribution are
+/// (pm, pn) ascending order. The search's price is exact up to 256 ranks (or when every link
+/// is alike), else a lower bound (price_gemm_plan_search); without `caller` the candidates are
+/// then priced on every rank in the order of that bound until the next bound exceeds the 8th
+/// exact price (at most 64 priced), and ranked by the exact price. With `caller`, the 8 best
+/// candidates without redistribution are
 /// priced again with the redistribution from and to the caller's layouts, together with the
 /// aligned variants (align_gemm_plan) of the best 4 of those and, with req.allow_caller_grid and layouts that
 /// allow it, 2D SUMMA on the caller's layouts (caller_grid_plan); the cheapest of all is

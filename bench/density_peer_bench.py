@@ -77,8 +77,41 @@ def csr_to_mtx(src, dst):
         f.writelines(lines)
 
 
-def ntpoly_inputs(place, case, inputs, tessel, work, timeout):
-    """(H.mtx, S.mtx, electrons) of a case for the NTPoly driver, converted into `work`."""
+def csr_to_ntpoly_bin(src, dst):
+    """CP2K CSR text (as csr_to_mtx) -> NTPoly's binary matrix file, what its
+    ConstructMatrixFromBinary reads with MPI-IO: int32 rows, columns, complex flag (0), int64
+    number of values, then per value int32 row, int32 column (1-based) and float64 value. (Its
+    Matrix Market reader was killed at 6.3 GB on one of 4 ranks reading the 730 MB H of
+    water:8000; the binary reader takes each rank's share of the triplets directly.)"""
+    import array
+    import gzip
+    import struct
+    opener = gzip.open if str(src).endswith(".gz") else open
+    rows = cols = count = 0
+    with opener(src, "rt") as f, open(dst + ".tmp", "wb") as out:
+        out.write(b"\0" * 20)  # header, written below
+        buf = bytearray()
+        for line in f:
+            t = line.split()
+            if len(t) != 3:
+                continue
+            r, c = int(t[0]), int(t[1])
+            rows, cols = max(rows, r), max(cols, c)
+            buf += struct.pack("<iid", r, c, float(t[2]))
+            count += 1
+            if len(buf) >= 1 << 24:
+                out.write(buf)
+                buf.clear()
+        out.write(buf)
+        out.seek(0)
+        out.write(array.array("i", [rows, cols, 0]).tobytes() + struct.pack("<q", count))
+    os.replace(dst + ".tmp", dst)
+
+
+def ntpoly_inputs(place, case, inputs, tessel, work, timeout, binary=False):
+    """(H, S, electrons) of a case for the NTPoly driver, converted into `work`: Matrix Market
+    files, or with `binary` NTPoly's binary files (*.bin, which the driver reads with
+    ConstructMatrixFromBinary)."""
     kind, _, spec = case.partition(":")
     if kind == "water":
         gen = os.path.join(work, f"water{spec}")
@@ -93,9 +126,10 @@ def ntpoly_inputs(place, case, inputs, tessel, work, timeout):
     else:
         h, s = inputs[inputs.index("--ks") + 1], inputs[inputs.index("--overlap") + 1]
         electrons = int(inputs[inputs.index("--electrons") + 1])
-    hm, sm = os.path.join(work, f"{kind}{spec.replace('/', '_')}-H.mtx"), os.path.join(work, f"{kind}{spec.replace('/', '_')}-S.mtx")
-    csr_to_mtx(h, hm)
-    csr_to_mtx(s, sm)
+    ext, convert = (".bin", csr_to_ntpoly_bin) if binary else (".mtx", csr_to_mtx)
+    hm, sm = (os.path.join(work, f"{kind}{spec.replace('/', '_')}-{m}{ext}") for m in "HS")
+    convert(h, hm)
+    convert(s, sm)
     return hm, sm, electrons
 
 
@@ -135,6 +169,9 @@ def main():
     ap.add_argument("--ntpoly", default="",
                     help="NTPoly driver (default <build>/peers/ntpoly-3.1.1/bin/ntpoly_density, from "
                          "bench/peers/build_ntpoly.sh)")
+    ap.add_argument("--ntpoly-binary", action="store_true",
+                    help="hand NTPoly its binary matrix files instead of Matrix Market (large cases: "
+                         "its Matrix Market reader needs several times the file per rank)")
     ap.add_argument("--methods", default="sign,trs4",
                     help="sign (tessel, DBCSR's driver, NTPoly) and/or trs4 (tessel and NTPoly only)")
     ap.add_argument("--ntpoly-eps", default="",
@@ -177,7 +214,8 @@ def main():
             for case in a.cases.split(","):
                 inputs, name = case_args(case)
                 if "ntpoly" in tools:
-                    hm, sm, nel = ntpoly_inputs(place, case, inputs, tessel, work, a.timeout)
+                    hm, sm, nel = ntpoly_inputs(place, case, inputs, tessel, work, a.timeout,
+                                                a.ntpoly_binary)
                     nt_in = [a.ntpoly, "--hamiltonian", hm, "--overlap", sm, "--electrons", str(nel),
                              "--slices", str(a.ntpoly_slices)]
                 mu = None

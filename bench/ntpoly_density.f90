@@ -27,6 +27,7 @@ PROGRAM NTPolyDensity
   USE PermutationModule, ONLY : Permutation_t, ConstructRandomPermutation, DestructPermutation
   USE ProcessGridModule, ONLY : ConstructProcessGrid, DestructProcessGrid, IsRoot
   USE PSMatrixModule, ONLY : Matrix_ps, ConstructMatrixFromMatrixMarket, DestructMatrix, &
+       & ConstructMatrixFromBinary, &
        & ConstructEmptyMatrix, FillMatrixIdentity, CopyMatrix, TransposeMatrix, GetMatrixSize
   USE PSMatrixAlgebraModule, ONLY : DotMatrix, IncrementMatrix, ScaleMatrix, SimilarityTransform
   USE SignSolversModule, ONLY : SignFunction
@@ -90,7 +91,7 @@ PROGRAM NTPolyDensity
   IF (TRIM(method) == "sign" .AND. .NOT. have_mu) bad = .TRUE.
   IF (eps < 0 .OR. slices < 1 .OR. MOD(nranks, slices) /= 0) bad = .TRUE.
   IF (bad) THEN
-     IF (rank == 0) WRITE(*, '(A)') "usage: ntpoly_density --hamiltonian H.mtx --overlap S.mtx " // &
+     IF (rank == 0) WRITE(*, '(A)') "usage: ntpoly_density --hamiltonian H.mtx|H.bin --overlap S.mtx|S.bin " // &
           & "--electrons N (> 0) [--method trs4|sign (needs --mu X)] [--eps E >= 0] " // &
           & "[--converge-overlap C] [--converge-density C] [--slices L dividing ranks] " // &
           & "[--balance 0|1] [--json FILE]"
@@ -99,8 +100,8 @@ PROGRAM NTPolyDensity
   END IF
 
   CALL ConstructProcessGrid(MPI_COMM_WORLD, slices)
-  CALL ConstructMatrixFromMatrixMarket(H, hfile)
-  CALL ConstructMatrixFromMatrixMarket(S, sfile)
+  CALL read_input(H, hfile)
+  CALL read_input(S, sfile)
 
   CALL MPI_Barrier(MPI_COMM_WORLD, ierr)
   t0 = MPI_Wtime()
@@ -188,4 +189,20 @@ PROGRAM NTPolyDensity
   CALL DestructMatrix(D)
   CALL DestructProcessGrid
   CALL MPI_Finalize(ierr)
+CONTAINS
+
+  !> A matrix file: NTPoly's binary format when the name ends in .bin, else Matrix Market.
+  SUBROUTINE read_input(M, file_name)
+    TYPE(Matrix_ps), INTENT(INOUT) :: M
+    CHARACTER(len=*), INTENT(IN) :: file_name
+    INTEGER :: n
+    n = LEN_TRIM(file_name)
+    IF (n > 4) THEN
+       IF (file_name(n - 3:n) == '.bin') THEN
+          CALL ConstructMatrixFromBinary(M, TRIM(file_name))
+          RETURN
+       END IF
+    END IF
+    CALL ConstructMatrixFromMatrixMarket(M, TRIM(file_name))
+  END SUBROUTINE read_input
 END PROGRAM NTPolyDensity

@@ -184,7 +184,7 @@ GemmCost price_rank(const GemmPlan& p, const MachineModel& mm, bool complex,
       c.compute_s += count * comp;
       const double one = std::min(tr.bw_s + tr.lat_s, comp);
       hidden += static_cast<double>(count) * one;
-      if (which == (n_hi > 0 ? 1 : 0)) hidden -= one;  // the first round is a longer one
+      if (which == (n_hi > 0 ? 1 : 0)) hidden -= one;  // the first round (a longer one) hides none
     }
     c.overlap_s = -mm.overlap * hidden;
     // Reduce-scatter of C over pk: pk - 1 copies of this rank's piece of C[I_i, J_j].

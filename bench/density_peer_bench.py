@@ -56,21 +56,26 @@ def case_args(case):
     raise SystemExit(f"density_peer_bench: case '{case}': expected cp2k:DIR or water:N")
 
 
-def csr_to_mtx(src, dst):
-    """CP2K CSR text (`row col value`, 1-based, both triangles; plain or .gz) -> Matrix Market
-    `coordinate real general` (what NTPoly's ConstructMatrixFromMatrixMarket reads)."""
+def csr_entries(src):
+    """The entries (row, column, value text) of CP2K CSR text (`row col value`, 1-based, both
+    triangles; plain or .gz)."""
     import gzip
     opener = gzip.open if str(src).endswith(".gz") else open
-    rows = cols = 0
-    lines = []
     with opener(src, "rt") as f:
         for line in f:
             t = line.split()
-            if len(t) != 3:
-                continue
-            r, c = int(t[0]), int(t[1])
-            rows, cols = max(rows, r), max(cols, c)
-            lines.append(f"{r} {c} {t[2]}\n")
+            if len(t) == 3:
+                yield int(t[0]), int(t[1]), t[2]
+
+
+def csr_to_mtx(src, dst):
+    """CP2K CSR text -> Matrix Market `coordinate real general` (what NTPoly's
+    ConstructMatrixFromMatrixMarket reads)."""
+    rows = cols = 0
+    lines = []
+    for r, c, v in csr_entries(src):
+        rows, cols = max(rows, r), max(cols, c)
+        lines.append(f"{r} {c} {v}\n")
     with open(dst, "w") as f:
         f.write("%%MatrixMarket matrix coordinate real general\n")
         f.write(f"{rows} {cols} {len(lines)}\n")
@@ -78,33 +83,26 @@ def csr_to_mtx(src, dst):
 
 
 def csr_to_ntpoly_bin(src, dst):
-    """CP2K CSR text (as csr_to_mtx) -> NTPoly's binary matrix file, what its
-    ConstructMatrixFromBinary reads with MPI-IO: int32 rows, columns, complex flag (0), int64
-    number of values, then per value int32 row, int32 column (1-based) and float64 value. (Its
-    Matrix Market reader was killed at 6.3 GB on one of 4 ranks reading the 730 MB H of
-    water:8000; the binary reader takes each rank's share of the triplets directly.)"""
-    import array
-    import gzip
+    """CP2K CSR text -> NTPoly's binary matrix file, what its ConstructMatrixFromBinary reads
+    with MPI-IO: int32 rows, columns, complex flag (0), int64 number of values, then per value
+    int32 row, int32 column (1-based) and float64 value. (Its Matrix Market reader was killed
+    at 6.3 GB on one of 4 ranks reading the 730 MB H of water:8000; the binary reader takes
+    each rank's share of the triplets directly.)"""
     import struct
-    opener = gzip.open if str(src).endswith(".gz") else open
     rows = cols = count = 0
-    with opener(src, "rt") as f, open(dst + ".tmp", "wb") as out:
-        out.write(b"\0" * 20)  # header, written below
+    with open(dst + ".tmp", "wb") as out:
+        out.write(b"\0" * 20)  # the header, written at the end
         buf = bytearray()
-        for line in f:
-            t = line.split()
-            if len(t) != 3:
-                continue
-            r, c = int(t[0]), int(t[1])
+        for r, c, v in csr_entries(src):
             rows, cols = max(rows, r), max(cols, c)
-            buf += struct.pack("<iid", r, c, float(t[2]))
+            buf += struct.pack("<iid", r, c, float(v))
             count += 1
             if len(buf) >= 1 << 24:
                 out.write(buf)
                 buf.clear()
         out.write(buf)
         out.seek(0)
-        out.write(array.array("i", [rows, cols, 0]).tobytes() + struct.pack("<q", count))
+        out.write(struct.pack("<iiiq", rows, cols, 0, count))
     os.replace(dst + ".tmp", dst)
 
 

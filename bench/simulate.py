@@ -209,6 +209,9 @@ def main():
                     help="ranks above which smpirun -no-privatize is used (no program copy per rank)")
     ap.add_argument("case", nargs=argparse.REMAINDER, help="-- tessel SUBCOMMAND ARGS")
     a = ap.parse_args()
+    # SIGTERM ends this script through SystemExit, so the runner below is terminated (not
+    # SIGKILLed) and smpi_run.py takes the simulator down with it.
+    signal.signal(signal.SIGTERM, lambda signum, _f: sys.exit(128 + signum))
     case = a.case[1:] if a.case[:1] == ["--"] else a.case
     if bool(a.nodes) == bool(a.ranks):
         ap.error("give one of --nodes and --ranks")
@@ -239,7 +242,6 @@ def main():
             p = subprocess.Popen(cmd + ["--", a.tessel] + case + ["--json", jpath],
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                  stdin=subprocess.DEVNULL)
-            signal.signal(signal.SIGTERM, lambda signum, _f: sys.exit(128 + signum))
             try:
                 text, _ = p.communicate()
             except BaseException:

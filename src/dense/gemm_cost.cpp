@@ -49,38 +49,36 @@ PieceCount pieces_in(std::int64_t n, int q, std::int64_t a, std::int64_t b) {
 
 // One gather (or reduce) group of q ranks base + stride * g, g != me: member g sends
 // `other` x len(split, q, g) words to rank base + stride * me. In closed form: the members on
-// this rank's node are one contiguous range of g (the group's ranks increase with g), the
-// others all cross the node's link (MachineModel::link). O(1) per group.
+// this rank's node are one contiguous range of g (the group's ranks increase with g), and
+// every member of a range outside it reaches this rank over the same link
+// (MachineModel::link), so each range is priced through its first member. O(1) per group.
 void add_group(Traffic& t, const MachineModel& mm, double bpw, int base, int stride, int q, int me,
                std::int64_t other, std::int64_t split) {
   const std::int64_t lo = split / q;
-  auto add_range = [&](const LinkModel& link, std::int64_t a, std::int64_t b) {
+  const int me_rank = base + stride * me, ns = mm.node_size;
+  auto add_range = [&](std::int64_t a, std::int64_t b) {
     const PieceCount c = pieces_in(split, q, a, b);
     const double words = static_cast<double>(other) * (c.all * static_cast<double>(lo) + c.large);
     const double msgs = other > 0 ? (lo > 0 ? c.all : c.large) : 0.0;
     if (words <= 0) return;
+    const LinkModel link = mm.link(me_rank, base + stride * static_cast<int>(a));
     t.words += words;
     t.msgs += msgs;
     t.bw_s += words * bpw / link.bandwidth_bps;
     t.lat_s += msgs * link.latency_s;
   };
-  const int me_rank = base + stride * me, ns = mm.node_size;
-  const LinkModel inter =
-      ns > 1 ? LinkModel{mm.inter.latency_s, mm.inter.bandwidth_bps / ns} : mm.inter;
-  if (ns <= 0) {  // nodes unknown: every peer over the inter-node link
-    add_range(inter, 0, me);
-    add_range(inter, me + 1, q);
-    return;
+  // This rank's node: the members g with base + stride g in [first, first + ns), i.e. g in
+  // [g0, g1); nodes unknown (ns <= 0): this rank alone.
+  std::int64_t g0 = me, g1 = me + 1;
+  if (ns > 0) {
+    const std::int64_t first = static_cast<std::int64_t>(me_rank / ns) * ns;
+    g0 = std::max<std::int64_t>(0, (first - base + stride - 1) / stride);
+    g1 = std::min<std::int64_t>(q, (first + ns - base + stride - 1) / stride);
   }
-  // This node's members: g with base + stride g in [first, first + ns), i.e. g in [g0, g1).
-  const std::int64_t first = static_cast<std::int64_t>(me_rank / ns) * ns;
-  const std::int64_t g0 = std::max<std::int64_t>(0, (first - base + stride - 1) / stride);
-  const std::int64_t g1 = std::min<std::int64_t>(q, (first + ns - base + stride - 1) / stride);
-  const LinkModel intra = mm.intra;
-  add_range(inter, 0, g0);
-  add_range(intra, g0, me);
-  add_range(intra, me + 1, g1);
-  add_range(inter, g1, q);
+  add_range(0, g0);
+  add_range(g0, me);
+  add_range(me + 1, g1);
+  add_range(g1, q);
 }
 
 // One round of the plan with k chunk kr on rank (i, j, l): A and B panel receives. The A panel

@@ -585,8 +585,8 @@ GemmPlan make_gemm_plan(const GemmPlanRequest& req, const CallerLayouts* caller)
   if (cands.empty()) fit.throw_no_plan();
   if (caller == nullptr) {
     // Above 256 ranks on nodes of several ranks the search priced representative ranks that
-    // ignore which peers share a node (price_gemm_plan_search): the best few are priced again
-    // on every rank and ranked by that.
+    // ignore which peers share a node (price_gemm_plan_search, a lower bound): the fastest are
+    // found by exact prices on every rank.
     keep_fastest_exactly(cands, req, nullptr, kMostExactlyPriced);  // 8 > the largest choice (4)
     return pick(cands, time_key, better, req.choice);
   }

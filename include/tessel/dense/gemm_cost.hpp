@@ -86,9 +86,9 @@ GemmCost price_gemm_plan(const GemmPlan& plan, const MachineModel& machine, bool
 /// costs depend on its grid index only through "is this piece of a balanced split one of the
 /// larger ones" tests, so one index per interval between the splits' remainders stands for
 /// all (exact when links are alike); otherwise every used rank. Above 256 ranks on nodes of
-/// several ranks the representatives do not see which peers share a node, so the price can be
-/// below the busiest rank's: make_gemm_plan prices its best eight candidates again with
-/// price_gemm_plan and ranks them by that.
+/// several ranks the representatives do not see which peers share a node, so the price is a
+/// lower bound of the busiest rank's: make_gemm_plan prices candidates exactly
+/// (price_gemm_plan) in the order of that bound until no later one can be among its best 8.
 GemmCost price_gemm_plan_search(const GemmPlan& plan, const MachineModel& machine, bool complex);
 
 }  // namespace tessel::dense

@@ -231,18 +231,19 @@ Operands<T> read_operands(const Context& ctx, const GemmArgs& g, const Setup& s,
   return x;
 }
 
-/// Pure. The plan of the multiply, priced with the redistribution from and to the
+/// Collective from MultiplyOptions::shared_planning_from ranks up (the pricing split over the
+/// ranks). The plan of the multiply, priced with the redistribution from and to the
 /// block-cyclic layouts the inputs start in (multiply() plans the same way from the matrices'
 /// layouts); none with --layout plan. A GridError under --memory names it.
 template <class T>
-dense::GemmPlan make_plan(const GemmArgs& g, const Setup& s, const Operands<T>& x,
-                          const LayoutOf& bc, int p) {
+dense::GemmPlan make_plan(Context& ctx, const GemmArgs& g, const Setup& s, const Operands<T>& x,
+                          const LayoutOf& bc) {
   const dense::CallerLayouts caller{s.opa != Op::N, s.opb != Op::N, bc(x.ar, x.ac), bc(x.br, x.bcn),
                                     bc(x.m, x.n)};
   try {
-    return dense::plan_multiply(x.m, x.n, x.k, p, s.opt, s.in_plan ? nullptr : &caller,
+    return dense::plan_multiply(ctx, x.m, x.n, x.k, s.opt, s.in_plan ? nullptr : &caller,
                                 !std::is_same_v<T, double>);
-  } catch (const GridError& e) {  // same on every rank: the plan is a pure function
+  } catch (const GridError& e) {  // same on every rank: every rank fits every grid
     if (g.memory_mib <= 0) throw;
     throw GridError(detail::concat("--memory ", g.memory_mib, " (MiB per rank): ", e.what()));
   }
@@ -621,7 +622,7 @@ int run_gemm_typed(const GemmArgs& g) {
 
   Operands<T> x = read_operands<T>(ctx, g, s, bc);
   check_layout_options(g);
-  const dense::GemmPlan plan = make_plan(g, s, x, bc, p);
+  const dense::GemmPlan plan = make_plan(ctx, g, s, x, bc);
   const auto L = dense::make_plan_layouts(plan, s.opa != Op::N, s.opb != Op::N, p);
   generate_missing(ctx, g, s, L, bc, x);
   check_shapes(g, x);

@@ -239,6 +239,13 @@ GemmCost price_gemm_rank(const GemmPlan& p, const MachineModel& mm, bool complex
 
 GemmCost price_gemm_plan(const GemmPlan& p, const MachineModel& mm, bool complex,
                          const CallerLayouts* caller) {
+  return price_gemm_plan_ranks(p, mm, complex, caller, 0, 1);
+}
+
+GemmCost price_gemm_plan_ranks(const GemmPlan& p, const MachineModel& mm, bool complex,
+                               const CallerLayouts* caller, int first, int stride) {
+  TESSEL_CHECK(first >= 0 && stride >= 1, Error, "price_gemm_plan_ranks: first = ", first,
+               ", stride = ", stride, ": expected first >= 0, stride >= 1");
   // Without redistribution idle ranks cost nothing: look at the ranks the plan uses.
   const int ranks = caller != nullptr ? p.p : std::min(p.p, p.used());
   const bool live = p.m > 0 && p.n > 0 && p.k > 0;
@@ -256,10 +263,11 @@ GemmCost price_gemm_plan(const GemmPlan& p, const MachineModel& mm, bool complex
       return live ? price_caller_grid_rank(mm, complex, *caller, segs, r) : GemmCost{r};
     return price_rank(p, mm, complex, caller, L ? &*L : nullptr, r);
   };
-  GemmCost best = one(0);
-  for (int r = 1; r < ranks; ++r) {
+  GemmCost best;
+  best.rank = -1;
+  for (int r = first; r < ranks; r += stride) {
     GemmCost c = one(r);
-    if (c.total_s() > best.total_s()) best = c;
+    if (best.rank < 0 || c.total_s() > best.total_s()) best = c;
   }
   return best;
 }

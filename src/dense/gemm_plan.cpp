@@ -11,6 +11,7 @@
 #include <optional>
 #include <vector>
 
+#include "plan_share.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/layout/grid_shape.hpp"
 #include "tessel/layout/partition.hpp"
@@ -96,18 +97,9 @@ double compute_volume(const GemmPlan& g) {
          static_cast<double>(g.dom_k());
 }
 
-bool same_volume(double a, double b) {
-  return std::abs(a - b) <= 1e-12 * std::max({1.0, std::abs(a), std::abs(b)});
-}
-
 /// a strictly better than b: less volume, more ranks, less compute, fewer rounds.
 bool better(const GemmPlan& a, const GemmPlan& b) {
-  double va = a.recv_words(), vb = b.recv_words();
-  if (!same_volume(va, vb)) return va < vb;
-  if (a.used() != b.used()) return a.used() > b.used();
-  double ca = compute_volume(a), cb = compute_volume(b);
-  if (ca != cb) return ca < cb;
-  return a.rounds < b.rounds;
+  return detail::key_better(detail::key_of(a), detail::key_of(b));
 }
 
 /// The divisors of q, ascending.
@@ -436,9 +428,7 @@ bool same_time(double a, double b) {
 
 /// a strictly better than b by predicted time, then by better().
 bool faster(const GemmPlan& a, const GemmPlan& b) {
-  const double ta = a.cost.total_s(), tb = b.cost.total_s();
-  if (!same_time(ta, tb)) return ta < tb;
-  return better(a, b);
+  return detail::key_faster(detail::key_of(a), detail::key_of(b));
 }
 
 /// Prices g (without redistribution) at its rounds; then, unless rounds are forced, t_min alone
@@ -535,15 +525,24 @@ constexpr std::size_t kMostExactlyPriced = 64;
 /// kExactlyPriced-th exact price found (or kMostExactlyPriced are priced): no later one could
 /// be among the fastest. Each exact price is O(p) (with the caller's layouts O(p) per rank:
 /// there at most `most` = kExactlyPriced, as the redistribution puts most bounds far below).
+/// With `share` (collective) the first `most` are priced at once, each rank its share of
+/// the ranks (the walk then reads those prices: the same plans are kept).
 void keep_fastest_exactly(std::vector<GemmPlan>& cands, const GemmPlanRequest& req,
-                          const CallerLayouts* caller, std::size_t most) {
+                          const CallerLayouts* caller, std::size_t most, const PlanShare* share) {
   std::stable_sort(cands.begin(), cands.end(), faster);
+  std::vector<GemmCost> shared;
+  if (share != nullptr) {
+    std::vector<const GemmPlan*> first;
+    for (std::size_t x = 0; x < cands.size() && x < most; ++x) first.push_back(&cands[x]);
+    shared = detail::price_all(*share, first, req.machine, req.complex, caller);
+  }
   std::vector<double> exact;  // ascending
   std::size_t x = 0;
   for (; x < cands.size() && x < most; ++x) {
     if (exact.size() >= kExactlyPriced && cands[x].cost.total_s() > exact[kExactlyPriced - 1])
       break;
-    cands[x].cost = price_gemm_plan(cands[x], req.machine, req.complex, caller);
+    cands[x].cost =
+        share != nullptr ? shared[x] : price_gemm_plan(cands[x], req.machine, req.complex, caller);
     exact.insert(std::upper_bound(exact.begin(), exact.end(), cands[x].cost.total_s()),
                  cands[x].cost.total_s());
   }
@@ -554,8 +553,37 @@ void keep_fastest_exactly(std::vector<GemmPlan>& cands, const GemmPlanRequest& r
 
 }  // namespace
 
-GemmPlan make_gemm_plan(const GemmPlanRequest& req, const CallerLayouts* caller) {
+namespace {
+
+/// Collective over the share's ranks: the best `most` of all ranks' priced candidates
+/// (`mine`, in the search's order `at`), as plans priced by the search, in faster() order.
+std::vector<GemmPlan> best_of_all_ranks(const std::vector<GemmPlan>& mine,
+                                        const std::vector<std::int64_t>& at,
+                                        const GemmPlanRequest& req, const PlanShare& share,
+                                        std::size_t most) {
+  std::vector<detail::SearchEntry> entries;
+  for (std::size_t x = 0; x < mine.size(); ++x)
+    entries.push_back({detail::key_of(mine[x]), at[x], mine[x].pm, mine[x].pn, mine[x].pk});
+  std::stable_sort(entries.begin(), entries.end(), detail::entry_before);
+  std::vector<GemmPlan> best;
+  for (const detail::SearchEntry& e : detail::best_of_all(share, entries, most)) {
+    GemmPlan g = detail::base_plan(req);
+    g.pm = e.pm;
+    g.pn = e.pn;
+    g.pk = e.pk;
+    g.rounds = e.key.rounds;
+    g.cost = price_gemm_plan_search(g, req.machine, req.complex);  // what its rank found
+    best.push_back(std::move(g));
+  }
+  return best;
+}
+
+}  // namespace
+
+GemmPlan make_gemm_plan(const GemmPlanRequest& req, const CallerLayouts* caller,
+                        const PlanShare* share) {
   validate(req);
+  if (share != nullptr && share->count <= 1) share = nullptr;
   GemmPlan best = detail::base_plan(req);
   if (req.m == 0 || req.n == 0 || req.k == 0) return best;  // trivial 1x1x1, 1 round
 
@@ -570,7 +598,9 @@ GemmPlan make_gemm_plan(const GemmPlanRequest& req, const CallerLayouts* caller)
   }
 
   std::vector<GemmPlan> cands;
-  RoundsFit fit{req};
+  std::vector<std::int64_t> at;  // each candidate's place in the search (with a share)
+  RoundsFit fit{req};            // every rank fits every grid: the same error everywhere
+  std::int64_t fitted = 0;
   for (int q = qhi; q >= qlo; --q) {
     for_each_grid(q, req.m, req.n, req.k, [&](int pm, int pn, int pk) {
       GemmPlan g = detail::base_plan(req);
@@ -578,27 +608,42 @@ GemmPlan make_gemm_plan(const GemmPlanRequest& req, const CallerLayouts* caller)
       g.pn = pn;
       g.pk = pk;
       if (!fit.rounds(g, std::clamp<std::int64_t>(g.dom_k() / 512, 1, 8))) return;
+      const std::int64_t x = fitted++;
+      if (share != nullptr && x % share->count != share->index) return;
       price_rounds(g, req);
       cands.push_back(std::move(g));
+      at.push_back(x);
     });
   }
-  if (cands.empty()) fit.throw_no_plan();
+  if (fitted == 0) fit.throw_no_plan();
+  const std::size_t most = caller == nullptr ? kMostExactlyPriced : kExactlyPriced;
+  if (share != nullptr) cands = best_of_all_ranks(cands, at, req, *share, most);
   if (caller == nullptr) {
     // Above 256 ranks on nodes of several ranks the search priced representative ranks that
     // ignore which peers share a node (price_gemm_plan_search, a lower bound): the fastest are
     // found by exact prices on every rank.
-    keep_fastest_exactly(cands, req, nullptr, kMostExactlyPriced);  // 8 > the largest choice (4)
+    keep_fastest_exactly(cands, req, nullptr, most, share);  // 8 > the largest choice (4)
     return pick(cands, time_key, better, req.choice);
   }
   // From the caller's layouts: the best few again with the redistribution, their aligned
   // variants, and 2D SUMMA on the caller's layouts.
-  keep_fastest_exactly(cands, req, caller, kExactlyPriced);
+  keep_fastest_exactly(cands, req, caller, most, share);
   const std::size_t aligned = std::min<std::size_t>(cands.size(), 4);  // pricing is per rank
+  std::vector<GemmPlan> variants;
   for (std::size_t x = 0; x < aligned; ++x) {
     GemmPlan a = align_gemm_plan(cands[x], *caller);
-    if (!a.aligned()) continue;
-    a.cost = price_gemm_plan(a, req.machine, req.complex, caller);
-    cands.push_back(std::move(a));
+    if (a.aligned()) variants.push_back(std::move(a));
+  }
+  std::vector<const GemmPlan*> to_price;
+  for (const GemmPlan& a : variants) to_price.push_back(&a);
+  const std::vector<GemmCost> costs =
+      share != nullptr ? detail::price_all(*share, to_price, req.machine, req.complex, caller)
+                       : std::vector<GemmCost>{};
+  for (std::size_t x = 0; x < variants.size(); ++x) {
+    variants[x].cost = share != nullptr
+                           ? costs[x]
+                           : price_gemm_plan(variants[x], req.machine, req.complex, caller);
+    cands.push_back(std::move(variants[x]));
   }
   if (req.allow_caller_grid && summa2d_on_caller_applies(*caller)) {
     GemmPlan n = caller_grid_plan(req, *caller);

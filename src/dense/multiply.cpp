@@ -11,6 +11,7 @@
 
 #include "gemm_executor.hpp"
 #include "summa_native.hpp"
+#include "tessel/comm/blob_reduce.hpp"
 #include "tessel/dense/plan_layouts.hpp"
 #include "tessel/layout/redistribute.hpp"
 
@@ -42,8 +43,10 @@ std::string to_string(Algorithm a) {
   return "?";
 }
 
-GemmPlan plan_multiply(std::int64_t m, std::int64_t n, std::int64_t k, int p,
-                       const MultiplyOptions& opt, const CallerLayouts* caller, bool complex) {
+namespace {
+GemmPlan plan_request(std::int64_t m, std::int64_t n, std::int64_t k, int p,
+                      const MultiplyOptions& opt, const CallerLayouts* caller, bool complex,
+                      const PlanShare* share) {
   GemmPlanRequest req;
   req.m = m;
   req.n = n;
@@ -68,7 +71,32 @@ GemmPlan plan_multiply(std::int64_t m, std::int64_t n, std::int64_t k, int p,
     return make_summa_plan(req);
   }
   req.allow_caller_grid = opt.algorithm == Algorithm::Auto;
-  return make_gemm_plan(req, caller);
+  return make_gemm_plan(req, caller, share);
+}
+}  // namespace
+
+GemmPlan plan_multiply(std::int64_t m, std::int64_t n, std::int64_t k, int p,
+                       const MultiplyOptions& opt, const CallerLayouts* caller, bool complex) {
+  return plan_request(m, n, k, p, opt, caller, complex, nullptr);
+}
+
+PlanShare plan_share(Context& ctx) {
+  PlanShare s;
+  s.index = ctx.rank();
+  s.count = ctx.size();
+  s.all_reduce = [&ctx](std::vector<unsigned char>& blob, const PlanShare::Combine& combine) {
+    PhaseScope ph(ctx.ledger(), "gemm/plan");
+    comm::allreduce_blob(ctx.comm(), blob, combine);
+  };
+  return s;
+}
+
+GemmPlan plan_multiply(Context& ctx, std::int64_t m, std::int64_t n, std::int64_t k,
+                       const MultiplyOptions& opt, const CallerLayouts* caller, bool complex) {
+  if (ctx.size() < std::max(2, opt.shared_planning_from))
+    return plan_multiply(m, n, k, ctx.size(), opt, caller, complex);
+  const PlanShare share = plan_share(ctx);
+  return plan_request(m, n, k, ctx.size(), opt, caller, complex, &share);
 }
 
 PredictedWords predict_words(int p, const GemmPlan& plan, Op opa, Op opb, const layout::Layout& a,
@@ -125,16 +153,16 @@ void check_given_plan(const GemmPlan& g, std::int64_t m, std::int64_t n, std::in
                "pm x pn x pk plan, or the layouts the plan was made for");
 }
 
-// Not collective (the same on every rank): opt.plan, checked, else the planner's choice by
-// predicted time among its own plans, the plans aligned with the caller's layouts and (auto)
-// 2D SUMMA on the caller's layouts as they are.
+// Collective from opt.shared_planning_from ranks up (plan_multiply(ctx, ...)), the same on
+// every rank: opt.plan, checked, else the planner's choice by predicted time among its own
+// plans, the plans aligned with the caller's layouts and (auto) 2D SUMMA on the caller's
+// layouts as they are.
 template <class T>
-GemmPlan plan_to_run(const Context& ctx, Op opa, const DistMatrix<T>& A, Op opb,
-                     const DistMatrix<T>& B, const DistMatrix<T>& C, std::int64_t k,
-                     const MultiplyOptions& opt) {
+GemmPlan plan_to_run(Context& ctx, Op opa, const DistMatrix<T>& A, Op opb, const DistMatrix<T>& B,
+                     const DistMatrix<T>& C, std::int64_t k, const MultiplyOptions& opt) {
   const CallerLayouts caller{opa != Op::N, opb != Op::N, A.layout(), B.layout(), C.layout()};
   const bool complex = !std::is_same_v<T, double>;
-  if (!opt.plan) return plan_multiply(C.rows(), C.cols(), k, ctx.size(), opt, &caller, complex);
+  if (!opt.plan) return plan_multiply(ctx, C.rows(), C.cols(), k, opt, &caller, complex);
   check_given_plan(*opt.plan, C.rows(), C.cols(), k, ctx.size(), caller, complex,
                    detail::summa_native_applies(opa, opb, A.layout(), B.layout(), C.layout()));
   return *opt.plan;

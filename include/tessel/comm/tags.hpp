@@ -78,6 +78,8 @@ inline constexpr int kHalo = 7311;
 inline constexpr int kTraceGather = 7401;
 /// Comm::create_group (the tag argument of MPI_Comm_create_group on the parent).
 inline constexpr int kCreateGroup = 7501;
+/// allreduce_blob (blob_reduce.cpp): a blob from a child to its parent in the binomial tree.
+inline constexpr int kBlobReduce = 7502;
 
 // ---- apps: tessel calibrate (cmd_calibrate.cpp)
 /// The ping-pong between two ranks (latency and bandwidth samples).
@@ -125,6 +127,7 @@ inline constexpr int kAll[] = {kSscD2,
                                kHalo,
                                kTraceGather,
                                kCreateGroup,
+                               kBlobReduce,
                                kCalibratePingPong,
                                kCalibrateOverlap};
 constexpr bool all_distinct_and_below_failure() {

@@ -81,6 +81,11 @@ GemmCost price_gemm_rank(const GemmPlan& plan, const MachineModel& machine, bool
 /// Not collective, pure. The busiest rank's cost (the largest total_s(); ties: lowest rank).
 GemmCost price_gemm_plan(const GemmPlan& plan, const MachineModel& machine, bool complex,
                          const CallerLayouts* caller = nullptr);
+/// Not collective, pure. As price_gemm_plan over the ranks first, first + stride, ... only
+/// (a share of the ranks, for planning split over a communicator: the busiest of all is the
+/// busiest of the shares' answers, ties to the lowest rank). No such rank priced: rank = -1.
+GemmCost price_gemm_plan_ranks(const GemmPlan& plan, const MachineModel& machine, bool complex,
+                               const CallerLayouts* caller, int first, int stride);
 /// As price_gemm_plan without caller layouts, for the planner's search: when every link is
 /// alike (node_size 0, 1 or >= p) or p > 256, only representative ranks are priced: a rank's
 /// costs depend on its grid index only through "is this piece of a balanced split one of the

@@ -15,6 +15,7 @@
 /// All volumes and memory sizes are per rank, in words (matrix elements), maximised over the
 /// ranks by using the largest piece sizes: dm = ceil(m/pm), dn = ceil(n/pn), dk = ceil(k/pk).
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -173,7 +174,23 @@ double recv_lower_bound_words(std::int64_t m, std::int64_t n, std::int64_t k, in
 /// Most ranks that may idle: floor(delta * p) (with a tiny tolerance for rounding).
 int gemm_max_idle(int p, double delta);
 
+/// How make_gemm_plan splits its pricing over the ranks of a communicator (dense::plan_share
+/// in multiply.hpp makes one from a Context). With a share the planner is collective over
+/// those ranks and returns the same plan on each, the plan it makes alone: rank `index` of
+/// `count` prices the search candidates x (in the search's order, after the memory fit) with
+/// x % count == index, and in every exact price the ranks r with r % count == index; the
+/// results meet in all_reduce. Nothing else differs.
+struct PlanShare {
+  int index = 0, count = 1;
+  /// Combines what two ranks found: `inout` = in (+) inout, associative and commutative.
+  using Combine = std::function<void(const unsigned char* in, unsigned char* inout)>;
+  /// Collective over the share's ranks: replaces `blob` (the same size on every rank) by the
+  /// combination of every rank's blob, the same on every rank.
+  std::function<void(std::vector<unsigned char>& blob, const Combine& combine)> all_reduce;
+};
+
 /// The plan with the least predicted time on req.machine. Not collective; deterministic.
+/// With `share` (count > 1) collective over its ranks, same result (PlanShare).
 ///
 /// Validation: m, n, k >= 0 (DimensionMismatch); p >= 1, 0 <= delta < 1, rounds >= 0,
 /// memory_words not NaN (InputError). Any of m, n, k == 0: the trivial plan 1x1x1, 1 round.
@@ -205,7 +222,8 @@ int gemm_max_idle(int p, double delta);
 /// Throws GridError if the budget is too small for every candidate grid (the message gives the
 /// budget and the least memory needed, in words and MiB of 8-byte words), or for the forced
 /// rounds.
-GemmPlan make_gemm_plan(const GemmPlanRequest& req, const CallerLayouts* caller = nullptr);
+GemmPlan make_gemm_plan(const GemmPlanRequest& req, const CallerLayouts* caller = nullptr,
+                        const PlanShare* share = nullptr);
 
 /// Not collective, pure. The aligned variant of the grid plan `g` for the caller's layouts:
 /// the same grid, rounds and group sizes, but the global indices of m, n and k are dealt to

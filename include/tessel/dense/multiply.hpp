@@ -41,6 +41,13 @@ struct MultiplyOptions {
   /// layouts that do not allow SUMMA on them, is an InputError (on every rank).
   std::optional<GemmPlan> plan;
   bool check_finite = false;  ///< refuse NaN/Inf in A, B (and C when beta != 0)
+  /// From this many ranks up, multiply() and plan_multiply(ctx, ...) split the planner's
+  /// pricing over the ranks (plan_share): each rank prices 1/p of the candidate grids and of
+  /// the ranks in each exact price, and two small reductions (the best 64 candidates, 56 bytes
+  /// each; 64 prices) give every rank the plan it would have made alone. Below it each rank
+  /// plans alone, without messages. Planning alone takes ~0.3 s per rank at 2,048 ranks and
+  /// 2-3 s at 16,384 (36 per node; docs/gemm.md). 1: always split.
+  int shared_planning_from = 256;
   /// Prices the candidate plans (gemm_cost.hpp). Default: the documented defaults; the CLI
   /// and the p?gemm_ entry points use resolve_machine_model (--machine, else the Context's
   /// machine file, which they take from TESSEL_MACHINE).
@@ -72,6 +79,18 @@ PredictedWords predict_words(int p, const GemmPlan& plan, Op opa, Op opb, const 
 /// `caller` the plan is priced without redistribution (inputs already in its layouts); with
 /// it (what multiply() does), the redistribution from and to the caller's layouts counts.
 GemmPlan plan_multiply(std::int64_t m, std::int64_t n, std::int64_t k, int p,
+                       const MultiplyOptions& opt, const CallerLayouts* caller = nullptr,
+                       bool complex = false);
+
+/// Not collective to make; its all_reduce is collective over ctx (allreduce_blob on
+/// ctx.comm(), recorded in the ledger under the phase "gemm/plan"): the planner's work split
+/// over ctx's ranks (PlanShare). It refers to ctx, which must outlive it.
+PlanShare plan_share(Context& ctx);
+
+/// Collective over ctx when ctx.size() >= opt.shared_planning_from (then the pricing is
+/// split over the ranks, plan_share), else not: the plan plan_multiply(m, n, k, ctx.size(),
+/// opt, caller, complex) gives, the same on every rank.
+GemmPlan plan_multiply(Context& ctx, std::int64_t m, std::int64_t n, std::int64_t k,
                        const MultiplyOptions& opt, const CallerLayouts* caller = nullptr,
                        bool complex = false);
 

@@ -42,6 +42,7 @@ struct GemmArgs {
   std::string layout = "block-cyclic", entry = "library";
   double alpha = 1.0, beta = 0.0, memory_mib = 0, delta = 0.15;
   int rounds = 0, repeat = 3, nb = 128, plan_choice = 0;
+  int shared_planning_from = dense::MultiplyOptions{}.shared_planning_from;
   std::string grid, a, b, c, out, json, trace, machine, simulate_compute = "run";
   bool verify = false, explain = false;
   std::uint64_t seed = 42;
@@ -145,6 +146,9 @@ Setup check_options(const Context& ctx, const GemmArgs& g) {
   TESSEL_CHECK(g.plan_choice >= 0 && g.plan_choice <= 4, InputError, "--plan-choice ",
                g.plan_choice, ": expected 0 (the planner's best) .. 4");
   opt.plan_choice = g.plan_choice;
+  TESSEL_CHECK(g.shared_planning_from >= 1, InputError, "--shared-planning-from ",
+               g.shared_planning_from, ": expected a rank count >= 1");
+  opt.shared_planning_from = g.shared_planning_from;
   opt.machine = machine_model(ctx, g.machine);  // --machine > TESSEL_MACHINE > defaults
   opt.check_finite = g.verify;
   TESSEL_CHECK(g.repeat >= 1, InputError, "--repeat ", g.repeat, ": expected >= 1");
@@ -626,8 +630,11 @@ int run_gemm_typed(const GemmArgs& g) {
   const auto L = dense::make_plan_layouts(plan, s.opa != Op::N, s.opb != Op::N, p);
   generate_missing(ctx, g, s, L, bc, x);
   check_shapes(g, x);
-  const auto pw =
-      dense::predict_words(p, plan, s.opa, s.opb, x.A->layout(), x.B->layout(), x.C->layout());
+  // For rank 0's report only: O(p) redistribution plans (2,048 ranks each computing it took
+  // most of a simulated --explain's wall time).
+  const auto pw = root ? dense::predict_words(p, plan, s.opa, s.opb, x.A->layout(),
+                                              x.B->layout(), x.C->layout())
+                       : dense::PredictedWords{};
   if (root) print_plan(g, s, x.m, x.n, p, plan, pw);
   if (g.explain && root) print_redistributions(x, L);
   if (g.explain) return trace.finish(0);
@@ -680,6 +687,10 @@ std::function<int()> add_gemm(CLI::App& app) {
   s->add_option("--plan-choice", g->plan_choice,
                 "Run the planner's k-th runner-up instead of its best plan (0 = the best, up to "
                 "4): to measure how well the cost model ranks plans (docs/gemm.md)")
+      ->capture_default_str();
+  s->add_option("--shared-planning-from", g->shared_planning_from,
+                "From this many ranks up the ranks split the planner's pricing and meet in two "
+                "small reductions (the same plan as planning alone on every rank; docs/gemm.md)")
       ->capture_default_str();
   s->add_option("--rounds", g->rounds, "Sequential rounds over k (0 = automatic)")
       ->capture_default_str();

@@ -108,10 +108,12 @@ PredictedWords predict_words(int p, const GemmPlan& plan, Op opa, Op opb, const 
   if (!caller_grid) L = make_plan_layouts(plan, opa != Op::N, opb != Op::N, p);
   for (int r = 0; r < p; ++r) {
     if (L) {
-      const double redist = static_cast<double>(layout::redist_volume(a, L->a, r).recv_elems +
-                                                layout::redist_volume(b, L->b, r).recv_elems +
-                                                layout::redist_volume(L->c, c, r).recv_elems);
-      w.redistribution = std::max(w.redistribution, redist);
+      auto recv = [r](const layout::Layout& src, const layout::Layout& dst) {
+        if (layout::same_storage(src, dst)) return 0.0;  // used in place: nothing moves
+        return static_cast<double>(layout::redist_volume(src, dst, r).recv_elems);
+      };
+      w.redistribution =
+          std::max(w.redistribution, recv(a, L->a) + recv(b, L->b) + recv(L->c, c));
     }
     if (native)
       w.native =

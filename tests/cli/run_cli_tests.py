@@ -563,7 +563,7 @@ def error_cases(runner, tally, nranks, work):
                      + outs(d), d, must=["--transb", "Q"], option_only=True)
     # Other numeric options out of range.
     for opt_args in (["--delta", "1.5"], ["--rounds", "-2"], ["--repeat", "0"], ["--alpha", "nan"],
-                     ["--beta", "inf"], ["--plan-choice", "5"]):
+                     ["--beta", "inf"], ["--plan-choice", "5"], ["--shared-planning-from", "0"]):
         d = case("range")
         check_error_case(runner, tally, nranks, f"{tag} error: {' '.join(opt_args)}",
                          ["gemm", "--m", "20", "--n", "20", "--k", "20", "--nb", "4"] + opt_args
@@ -627,6 +627,14 @@ def positive_cases(runner, tally, nranks, work):
     if n_verify != 1:
         problems.append(f"{n_verify} 'verify:' lines on stdout, expected 1 (rank 0 only)")
     tally.report(f"{tag} gemm --verify 37x23x41 nb 5 PASSED", problems, run)
+
+    # The planner split over the ranks (every rank count here, not only from 256 ranks).
+    problems = []
+    run = run_ok(runner, nranks, ["gemm", "--verify", "--m", "53", "--n", "44", "--k", "61",
+                                  "--nb", "4", "--shared-planning-from", "1"], d, problems)
+    if not any("PASSED" in t for t in rank0_stdout(run)):
+        problems.append("no 'PASSED' on stdout")
+    tally.report(f"{tag} gemm --verify --shared-planning-from 1 PASSED", problems, run)
 
     for algo in ("optimal", "summa2d"):
         problems = []

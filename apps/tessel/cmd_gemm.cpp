@@ -632,8 +632,8 @@ int run_gemm_typed(const GemmArgs& g) {
   check_shapes(g, x);
   // For rank 0's report only: O(p) redistribution plans (2,048 ranks each computing it took
   // most of a simulated --explain's wall time).
-  const auto pw = root ? dense::predict_words(p, plan, s.opa, s.opb, x.A->layout(),
-                                              x.B->layout(), x.C->layout())
+  const auto pw = root ? dense::predict_words(p, plan, s.opa, s.opb, x.A->layout(), x.B->layout(),
+                                              x.C->layout())
                        : dense::PredictedWords{};
   if (root) print_plan(g, s, x.m, x.n, p, plan, pw);
   if (g.explain && root) print_redistributions(x, L);

@@ -112,8 +112,7 @@ PredictedWords predict_words(int p, const GemmPlan& plan, Op opa, Op opb, const 
         if (layout::same_storage(src, dst)) return 0.0;  // used in place: nothing moves
         return static_cast<double>(layout::redist_volume(src, dst, r).recv_elems);
       };
-      w.redistribution =
-          std::max(w.redistribution, recv(a, L->a) + recv(b, L->b) + recv(L->c, c));
+      w.redistribution = std::max(w.redistribution, recv(a, L->a) + recv(b, L->b) + recv(L->c, c));
     }
     if (native)
       w.native =

@@ -125,8 +125,8 @@ std::vector<GemmCost> price_all(const PlanShare& share, const std::vector<const 
   for (std::size_t x = 0; x < n; ++x) {
     Busiest b;
     std::memcpy(&b, blob.data() + x * sizeof(Busiest), sizeof b);
-    TESSEL_CHECK(b.rank >= 0, Error, "price_all: no rank priced plan ", x, " (share ",
-                 share.index, " of ", share.count, ")");
+    TESSEL_CHECK(b.rank >= 0, Error, "price_all: no rank priced plan ", x, " (share ", share.index,
+                 " of ", share.count, ")");
     out[x] = price_gemm_rank(*plans[x], machine, complex, caller, static_cast<int>(b.rank));
   }
   return out;

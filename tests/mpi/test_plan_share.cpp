@@ -83,15 +83,15 @@ TEST(PlanShare, SameAsPlanningAloneWithoutCallerLayouts) {
       {131072, 131072, 512, 300, xc40()},  // flat, a rank count that factors badly
       {4096, 4096, 4096, 97, xc40()},      // prime p, node-aware exact search
       {17, 13, 11, 12, MachineModel{}},    // small shapes, links alike
-      {64, 64, 64, 64, MachineModel{}},    {40, 3, 150, 7, MachineModel{}},
-      {31, 29, 97, 1, MachineModel{}},     {1, 9, 7, 5, MachineModel{}}};
+      {64, 64, 64, 64, MachineModel{}},   {40, 3, 150, 7, MachineModel{}},
+      {31, 29, 97, 1, MachineModel{}},    {1, 9, 7, 5, MachineModel{}}};
   for (const Case& c : cases)
     for (int choice : {0, 2}) {
       GemmPlanRequest r = request(c.m, c.n, c.k, c.p, c.mm);
       r.choice = choice;
       const std::string what = std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
-                               std::to_string(c.k) + " on " + std::to_string(c.p) +
-                               " choice " + std::to_string(choice);
+                               std::to_string(c.k) + " on " + std::to_string(c.p) + " choice " +
+                               std::to_string(choice);
       GemmPlan alone, shared;
       try {
         alone = make_gemm_plan(r);
@@ -133,14 +133,10 @@ TEST(PlanShare, TooLittleMemoryIsTheSameErrorOnEveryRank) {
   std::string alone, shared;
   try {
     make_gemm_plan(r);
-  } catch (const GridError& e) {
-    alone = e.what();
-  }
+  } catch (const GridError& e) { alone = e.what(); }
   try {
     make_gemm_plan(r, nullptr, &share);
-  } catch (const GridError& e) {
-    shared = e.what();
-  }
+  } catch (const GridError& e) { shared = e.what(); }
   EXPECT_FALSE(alone.empty());
   EXPECT_EQ(alone, shared);
 }
@@ -199,8 +195,7 @@ TEST(PlanShare, MultiplyWithSharedPlanningMatchesBlas) {
       const std::string what = std::to_string(m) + "x" + std::to_string(n) + "x" +
                                std::to_string(k) + " " + to_string(oa) + " ran " +
                                describe(rep.plan);
-      expect_same(plan_multiply(m, n, k, p, opt, nullptr), plan_multiply(ctx, m, n, k, opt),
-                  what);
+      expect_same(plan_multiply(m, n, k, p, opt, nullptr), plan_multiply(ctx, m, n, k, opt), what);
       expect_matches_blas(ctx, x, oa, Op::N, 0.5, 1.5, what);
     }
 }

@@ -20,6 +20,9 @@ namespace tessel::dense {
 
 namespace {
 
+using detail::compute_volume;
+using detail::same_time;
+
 /// The largest piece of a balanced split of n into `parts` (= ceil(n / parts)).
 std::int64_t max_piece(std::int64_t n, int parts) {
   if (parts <= 1) return n;
@@ -90,11 +93,6 @@ std::optional<int> choose_rounds(const GemmPlan& g, int forced, std::int64_t aut
   auto tmin = min_rounds(g);
   if (!tmin) return std::nullopt;
   return std::max(*tmin, clamp_rounds(auto_rounds, g.dom_k()));
-}
-
-double compute_volume(const GemmPlan& g) {
-  return static_cast<double>(g.dom_m()) * static_cast<double>(g.dom_n()) *
-         static_cast<double>(g.dom_k());
 }
 
 /// a strictly better than b: less volume, more ranks, less compute, fewer rounds.
@@ -422,10 +420,6 @@ struct RoundsFit {
 
 namespace {
 
-bool same_time(double a, double b) {
-  return std::abs(a - b) <= 1e-9 * std::max({std::abs(a), std::abs(b), 1e-300});
-}
-
 /// a strictly better than b by predicted time, then by better().
 bool faster(const GemmPlan& a, const GemmPlan& b) {
   return detail::key_faster(detail::key_of(a), detail::key_of(b));
@@ -534,7 +528,7 @@ void keep_fastest_exactly(std::vector<GemmPlan>& cands, const GemmPlanRequest& r
   if (share != nullptr) {
     std::vector<const GemmPlan*> first;
     for (std::size_t x = 0; x < cands.size() && x < most; ++x) first.push_back(&cands[x]);
-    shared = detail::price_all(*share, first, req.machine, req.complex, caller);
+    shared = detail::price_all(share, first, req.machine, req.complex, caller);
   }
   std::vector<double> exact;  // ascending
   std::size_t x = 0;
@@ -637,12 +631,9 @@ GemmPlan make_gemm_plan(const GemmPlanRequest& req, const CallerLayouts* caller,
   std::vector<const GemmPlan*> to_price;
   for (const GemmPlan& a : variants) to_price.push_back(&a);
   const std::vector<GemmCost> costs =
-      share != nullptr ? detail::price_all(*share, to_price, req.machine, req.complex, caller)
-                       : std::vector<GemmCost>{};
+      detail::price_all(share, to_price, req.machine, req.complex, caller);
   for (std::size_t x = 0; x < variants.size(); ++x) {
-    variants[x].cost = share != nullptr
-                           ? costs[x]
-                           : price_gemm_plan(variants[x], req.machine, req.complex, caller);
+    variants[x].cost = costs[x];
     cands.push_back(std::move(variants[x]));
   }
   if (req.allow_caller_grid && summa2d_on_caller_applies(*caller)) {

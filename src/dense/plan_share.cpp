@@ -14,10 +14,6 @@ namespace tessel::dense::detail {
 
 namespace {
 
-bool same_time(double a, double b) {
-  return std::abs(a - b) <= 1e-9 * std::max({std::abs(a), std::abs(b), 1e-300});
-}
-
 bool same_volume(double a, double b) {
   return std::abs(a - b) <= 1e-12 * std::max({1.0, std::abs(a), std::abs(b)});
 }
@@ -56,12 +52,20 @@ void take_busier(Busiest& x, const Busiest& y) {
 
 }  // namespace
 
+bool same_time(double a, double b) {
+  return std::abs(a - b) <= 1e-9 * std::max({std::abs(a), std::abs(b), 1e-300});
+}
+
+double compute_volume(const GemmPlan& g) {
+  return static_cast<double>(g.dom_m()) * static_cast<double>(g.dom_n()) *
+         static_cast<double>(g.dom_k());
+}
+
 PlanKey key_of(const GemmPlan& g) {
   PlanKey k;
   k.t = g.cost.total_s();
   k.words = g.recv_words();
-  k.volume = static_cast<double>(g.dom_m()) * static_cast<double>(g.dom_n()) *
-             static_cast<double>(g.dom_k());
+  k.volume = compute_volume(g);
   k.used = g.used();
   k.rounds = g.rounds;
   return k;
@@ -99,10 +103,16 @@ std::vector<SearchEntry> best_of_all(const PlanShare& share, const std::vector<S
   return unpack(blob.data());
 }
 
-std::vector<GemmCost> price_all(const PlanShare& share, const std::vector<const GemmPlan*>& plans,
+std::vector<GemmCost> price_all(const PlanShare* s, const std::vector<const GemmPlan*>& plans,
                                 const MachineModel& machine, bool complex,
                                 const CallerLayouts* caller) {
   const std::size_t n = plans.size();
+  if (s == nullptr || s->count <= 1) {
+    std::vector<GemmCost> out;
+    for (const GemmPlan* g : plans) out.push_back(price_gemm_plan(*g, machine, complex, caller));
+    return out;
+  }
+  const PlanShare& share = *s;
   std::vector<Busiest> mine(n);
   for (std::size_t x = 0; x < n; ++x) {
     const GemmCost c =
@@ -111,7 +121,7 @@ std::vector<GemmCost> price_all(const PlanShare& share, const std::vector<const 
   }
   std::vector<unsigned char> blob(n * sizeof(Busiest));
   if (n > 0) std::memcpy(blob.data(), mine.data(), blob.size());
-  if (share.count > 1 && n > 0)
+  if (n > 0)
     share.all_reduce(blob, [n](const unsigned char* in, unsigned char* inout) {
       for (std::size_t x = 0; x < n; ++x) {
         Busiest a, b;

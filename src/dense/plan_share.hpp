@@ -18,6 +18,10 @@ struct PlanKey {
   int used = 0, rounds = 0;
 };
 
+/// Pure. Two predicted times within 1e-9 of each other (relative): a tie.
+bool same_time(double a, double b);
+/// Pure. The local GEMM volume dm dn dk of the largest domain.
+double compute_volume(const GemmPlan& g);
 /// Pure. g's key (t: g.cost.total_s()).
 PlanKey key_of(const GemmPlan& g);
 /// Pure. a strictly better than b without the time: less volume (relative 1e-12), more ranks,
@@ -43,11 +47,11 @@ bool entry_before(const SearchEntry& a, const SearchEntry& b);
 std::vector<SearchEntry> best_of_all(const PlanShare& share, const std::vector<SearchEntry>& mine,
                                      std::size_t keep);
 
-/// Collective over the share's ranks. For each plan the busiest rank's cost, as
-/// price_gemm_plan gives it (the same on every rank): each rank prices its share of the
-/// ranks (price_gemm_plan_ranks), the largest time wins (ties: the lowest rank), and that
-/// rank's cost is priced again where it is needed.
-std::vector<GemmCost> price_all(const PlanShare& share, const std::vector<const GemmPlan*>& plans,
+/// For each plan the busiest rank's cost, as price_gemm_plan gives it (the same on every
+/// rank). Without a share (null, or one rank): price_gemm_plan, not collective. With one:
+/// collective over its ranks; each prices its share of the ranks (price_gemm_plan_ranks),
+/// the largest time wins (ties: the lowest rank), and that rank's cost is priced again.
+std::vector<GemmCost> price_all(const PlanShare* share, const std::vector<const GemmPlan*>& plans,
                                 const MachineModel& machine, bool complex,
                                 const CallerLayouts* caller);
 

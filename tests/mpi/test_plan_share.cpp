@@ -46,16 +46,7 @@ void expect_same(const GemmPlan& alone, const GemmPlan& shared, const std::strin
 }
 
 /// The simulated XC40 of bench/simulate/platforms/daint-xc40.machine.json: nodes of 36.
-MachineModel xc40() {
-  MachineModel mm;
-  mm.dgemm_flops = mm.zgemm_flops = 30e9;
-  mm.mem_bandwidth_bps = 1000e9;
-  mm.intra = LinkModel{0.3e-6, 8e9};
-  mm.inter = LinkModel{1.75e-6, 10e9};
-  mm.node_size = 36;
-  mm.overlap = 1.0;
-  return mm;
-}
+MachineModel xc40() { return load_machine_model(TESSEL_XC40_MACHINE); }
 
 GemmPlanRequest request(std::int64_t m, std::int64_t n, std::int64_t k, int p,
                         const MachineModel& mm) {

@@ -363,13 +363,7 @@ TEST(GemmCost, AboveTheExactSearchThePlanAndItsRunnersUpArePricedOnEveryRank) {
   // 512 ranks on nodes of 36 (daint-xc40.xml's model): the search prices representative ranks
   // that do not see which peers share a node. Found: it chose 16 x 32 x 1, 642.7 ms on its
   // busiest rank, above three runners-up shown at 585-586 ms.
-  MachineModel mm;
-  mm.dgemm_flops = mm.zgemm_flops = 30e9;
-  mm.mem_bandwidth_bps = 1000e9;
-  mm.intra = LinkModel{0.3e-6, 8e9};
-  mm.inter = LinkModel{1.75e-6, 10e9};
-  mm.node_size = 36;
-  mm.overlap = 1.0;
+  const MachineModel mm = load_machine_model(TESSEL_XC40_MACHINE);
   const GemmPlan g = make_gemm_plan(req(16384, 16384, 16384, 512, mm));
   EXPECT_DOUBLE_EQ(g.cost.total_s(), price_gemm_plan(g, mm, false).total_s());
   ASSERT_FALSE(g.runners_up.empty());
@@ -406,12 +400,7 @@ TEST(GemmCost, OverlapHidesNoMoreThanTheTransferOrTheGemm) {
   // Found on the simulated XC40 (30 GF/s, 10 GB/s per node of 36, overlap 1): 131072^2 x 512
   // on 256 ranks, 252 x 1 x 1 in 160 rounds (32 of k = 4, 128 of k = 3) was priced 2.10 s,
   // below its 2.50 s of GEMM alone.
-  MachineModel xc40 = mm;
-  xc40.dgemm_flops = 30e9;
-  xc40.mem_bandwidth_bps = 1000e9;
-  xc40.intra = LinkModel{0.3e-6, 8e9};
-  xc40.inter = LinkModel{1.75e-6, 10e9};
-  xc40.node_size = 36;
+  const MachineModel xc40 = load_machine_model(TESSEL_XC40_MACHINE);
   GemmPlanRequest r = req(131072, 131072, 512, 256, xc40);
   r.memory_words = 238551040;  // 1820 MiB per rank
   const GemmPlan g = make_gemm_plan(r);

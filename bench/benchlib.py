@@ -16,16 +16,20 @@ MPI_ENV = ROOT / "scripts" / "mpi-env.sh"
 NC = ROOT.parent / "shared" / "tools" / "netcluster" / "netcluster.sh"
 
 
-def nc_stats():
-    """Bytes sent per emulated node so far (`netcluster.sh stats`, column 6)."""
+def nc_stats(field="tbf_tx_bytes"):
+    """Bytes per emulated node so far (`netcluster.sh stats`): by default those it sent
+    (tbf_tx_bytes, column 6); field="tbf_rx_bytes" those it received."""
     out = subprocess.run([str(NC), "stats"], capture_output=True, text=True).stdout
-    nodes = {}
+    nodes, col = {}, {"tbf_tx_bytes": 5, "tbf_rx_bytes": 7}[field]
     for line in out.splitlines():
         f = line.split()
+        if f and f[0] == "#" and field in f:
+            col = f.index(field) - 1  # the header starts with "#" and then the node column
+            continue
         if not f or f[0].startswith("#"):
             continue
         try:
-            nodes[f[0]] = int(f[5])
+            nodes[f[0]] = int(f[col])
         except (IndexError, ValueError):
             pass
     return nodes
@@ -87,7 +91,8 @@ class Config:
     def run(self, cmd, timeout, log, done=None):
         """Runs `cmd`, writes its command line and output to `log`; returns (process, wall
         seconds, bytes sent on the emulated wire or None locally). The process has `.returncode`,
-        `.stdout`, `.stderr` and `.note`: "" or why it was ended. A run past `timeout` is killed
+        `.stdout`, `.stderr`, `.note`: "" or why it was ended, and `.wire_rx`: {node: bytes it
+        received on its emulated link during the run} (None locally). A run past `timeout` is killed
         (returncode None, note "timeout"). `done`: the path of the run's result file (written
         last, atomically, before MPI_Finalize): once it holds valid JSON, a run that has not
         exited within FINALIZE_GRACE seconds is killed and counted as finished (note "hung in
@@ -96,6 +101,7 @@ class Config:
         if done is not None:
             Path(done).unlink(missing_ok=True)  # a stale result must not end this run
         s0 = nc_stats() if self.kind == "nc" else None
+        r0 = nc_stats("tbf_rx_bytes") if self.kind == "nc" else None
         t0 = time.time()
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              start_new_session=True)
@@ -119,12 +125,14 @@ class Config:
         rc = 0 if hung else (None if note else p.returncode)
         wall = (t_done if hung else time.time()) - t0
         Path(log).write_text(" ".join(cmd) + "\n" + out + err + (f"\n[benchlib: {note}]\n" if note else ""))
-        wire = None
+        wire, wire_rx = None, None
         if s0 is not None:
-            s1 = nc_stats()
+            s1, r1 = nc_stats(), nc_stats("tbf_rx_bytes")
             wire = sum(s1[k] - s0.get(k, 0) for k in s1)
+            wire_rx = {k: r1[k] - r0.get(k, 0) for k in r1}
         res = subprocess.CompletedProcess(cmd, rc, out, err)
         res.note = note
+        res.wire_rx = wire_rx  # bytes each emulated node received on its link during the run
         if note:
             print(f"  note: {note}: {' '.join(cmd[-6:])}", flush=True)
         return res, wall, wire

@@ -23,7 +23,10 @@ warm-up first) and reports its median (slowest rank); commcount (LD_PRELOAD, cou
 MPI_Pcontrol(2) and MPI_Pcontrol(0), divided by --repeat) gives the bytes each rank received
 per multiply. Configs are benchlib's: local:NP, or nc:NODESxPPN (../shared/tools/netcluster,
 brought up per config at --rate/--delay and torn down; root; the wire bytes of each run are
-recorded too, launch and finalize included).
+recorded too, launch and finalize included). On an emulated cluster each program also runs once
+with --repeat 1 per case (--no-wire: not): the first pair's bytes received by each node on its
+link less that run's, over REPEAT - 1, are the bytes per multiply on the network (launch, set-up
+and finalize cancel; traffic within a node, which commcount counts, is not on it).
 
 Reported per case and config: median time and max received MB per rank of each program, each
 program's bytes against its yardstick (the block-cyclic programs: bench/layout_bound.py's bound
@@ -132,7 +135,7 @@ def run_one(place, tool, prog, raw, stem, a, commcount, env=()):
     except Exception as e:  # timeout
         rec["error"] = str(e)
         return rec
-    rec.update(wall_s=wall, wire_bytes=wire, rc=p.returncode)
+    rec.update(wall_s=wall, wire_bytes=wire, wire_rx=getattr(p, "wire_rx", None), rc=p.returncode)
     if p.returncode != 0:
         rec["error"] = f"exit status {p.returncode}: {(p.stdout + p.stderr)[-800:]}"
         return rec
@@ -144,6 +147,22 @@ def run_one(place, tool, prog, raw, stem, a, commcount, env=()):
     except (OSError, ValueError, KeyError) as e:
         rec.setdefault("error", f"{js} / {cc}: {e}")
     return rec
+
+
+def wire_per_multiply(place, tool, prog1, raw, stem, a, env, runs):
+    """The bytes each emulated node receives on its link per multiply: the first pair's run of
+    `tool` (a.repeat multiplies) less one run of `prog1` (the same with --repeat 1), over
+    a.repeat - 1, so that launch, set-up, warm-up and finalize cancel. Returns {node: MB} or None
+    (local configs, --repeat 1, a failed run). Bytes on the wire include TCP/IP headers (~1 %)
+    and no traffic within a node, which commcount counts with the rest."""
+    first = next((r for r in runs if r["tool"] == tool and r["ok"] and r.get("wire_rx")), None)
+    if place.kind != "nc" or a.repeat < 2 or first is None:
+        return None
+    one = run_one(place, tool, prog1, raw, stem, a, None, env)
+    if not one["ok"] or not one.get("wire_rx"):
+        return None
+    return {node: (first["wire_rx"][node] - one["wire_rx"].get(node, 0)) / (a.repeat - 1) / 1e6
+            for node in first["wire_rx"]}
 
 
 def med(xs):
@@ -228,6 +247,25 @@ def table(results, tools):
                          + (f" ({x:.2f}x {BOUND_OF[base_tool(t)]} bound)" if x is not None else ""))
         cells.append(f"{f(b.get('layout'), '.2f')}, {f(b.get('own'), '.2f')}")
         cells += [f"{f(s[k]['time'], '.2f')}, {f(s[k]['bytes'], '.2f')}" for k in ratios]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def wire_table(results, tools):
+    """MB per multiply received on the emulated wire by the busiest node (wire_per_multiply), per
+    program, and the ratios; "" when no case has them."""
+    if not any(r.get("wire_mb_per_node") for r in results):
+        return ""
+    ratios = [k for k in ("tessel/cosma", "tessel-pdgemm/cosma-pdgemm", "tessel-pdgemm/scalapack")
+              if all(t in tools for t in k.split("/"))]
+    lines = ["| " + " | ".join(["case", "config"] + list(tools) + ratios) + " |",
+             "|" + "---|" * (2 + len(tools) + len(ratios))]
+    for r in results:
+        s = r["summary"]
+        cells = [r["case"], r["config"]]
+        cells += [f"{s[t]['wire_mb_node_max']:.1f}" if s[t].get("wire_mb_node_max") is not None else "-"
+                  for t in tools]
+        cells += [f"{s[k]['wire']:.2f}" if s[k].get("wire") is not None else "-" for k in ratios]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -323,6 +361,9 @@ def main():
     ap.add_argument("--timeout", type=float, default=3600)
     ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
     ap.add_argument("--markdown", default="")
+    ap.add_argument("--no-wire", action="store_true",
+                    help="skip the extra --repeat 1 run per case and program on an emulated cluster that gives "
+                         "the bytes per multiply on the wire (into the busiest node)")
     ap.add_argument("--check", action="store_true", help="functional check only (see above)")
     ap.add_argument("--check-size", default="256", help="N (N^3) or MxNxK of --check")
     ap.add_argument("--force", action="store_true", help="use the emulated cluster even if node namespaces exist")
@@ -399,9 +440,29 @@ def main():
                         else:
                             print(f"  {t:14s} pair {pair}: FAILED {rec.get('error', '')[:300]}\n    log {rec['log']}",
                                   flush=True)
+                wire = {}
+                if not a.no_wire:
+                    a1 = argparse.Namespace(**{**vars(a), "repeat": 1})
+                    for t in tools:
+                        st = f"{t}-{name.replace('^', 'p')}-{place.cfg.replace(':', '')}-repeat1"
+                        env = (["-x", f"TESSEL_MACHINE={machine[place.cfg]}"]
+                               if t.startswith("tessel") and place.cfg in machine else [])
+                        w = wire_per_multiply(place, t, program(t, bins, m, n, k, a1, str(raw / f"{st}.json")),
+                                              raw, st, a, env, runs)
+                        if w:
+                            wire[t] = w
+                            print(f"  {t:14s} on the wire: {max(w.values()):.2f} MB per multiply into the "
+                                  "busiest node", flush=True)
+                summary = summarize(runs, tools)
+                for t, w in wire.items():
+                    summary[t]["wire_mb_node_max"] = max(w.values())
+                for x, y in (("tessel", "cosma"), ("tessel-pdgemm", "cosma-pdgemm"), ("tessel-pdgemm", "scalapack")):
+                    if f"{x}/{y}" in summary:
+                        summary[f"{x}/{y}"]["wire"] = ratio(summary[x].get("wire_mb_node_max"),
+                                                            summary[y].get("wire_mb_node_max"))
                 results.append({"case": name, "m": m, "n": n, "k": k, "config": place.cfg,
-                                "machine": machine.get(place.cfg, ""), "runs": runs,
-                                "summary": summarize(runs, tools),
+                                "machine": machine.get(place.cfg, ""), "runs": runs, "wire_mb_per_node": wire,
+                                "summary": summary,
                                 "bound_mb": {"layout": layout_bound_mb(m, n, k, grid_of(a.grid, place.np),
                                                                        a.nb),
                                              "own": own_bound_mb(runs)}})
@@ -412,6 +473,10 @@ def main():
                                "repeat": a.repeat, "pairs": a.pairs, "rate": a.rate, "delay": a.delay,
                                "results": results}, indent=1) + "\n")
     t = table(results, tools)
+    w = wire_table(results, tools)
+    if w:
+        t += ("\nMB per multiply received on the emulated wire by the busiest node (a run of --repeat R less one "
+              "of --repeat 1, over R - 1; no traffic within a node; TCP/IP headers included)\n\n" + w)
     if any(base_tool(x).startswith("tessel") for x in tools):
         t += "\nthe cost model: predicted and measured time of each tessel plan run\n\n" + model_table(results, tools)
     print("\nmedian time (slowest rank) and max MB received per rank per multiply (commcount)\n" + t, end="")

@@ -59,8 +59,8 @@ def number(cell):
 
 
 def pair(cell):
-    """'0.84, 0.50' -> (0.84, 0.50): time ratio, bytes ratio."""
-    a, b = cell.split(",")[:2]
+    """'0.84, 0.50' or '**1.05**, **1.39**, 0.66' -> (0.84, 0.50): time ratio, bytes ratio."""
+    a, b = cell.replace("*", "").split(",")[:2]
     return float(a), float(b)
 
 
@@ -70,7 +70,7 @@ ANCHORS = {
     "density_dense": ("docs/density.md", "Session 9 (idle machine"),
     "density_sign": ("docs/density.md", "**Memory, session 12.**"),
     "density_trs4": ("docs/density.md", "TRS4 at 2 products per step (session 15"),
-    "gemm_peers": ("bench/README.md", "**Session 15: the redistribution's local copies"),
+    "gemm_peers": ("bench/README.md", "**The full table again on a faster VM (2026-12-08"),
     "seed001": ("docs/simulation.md", "**Seed 001 on one build, tuned collectives (2026-12-01)."),
 }
 
@@ -167,8 +167,8 @@ def plot_gemm(plt, out):
     axes[1].set_xticklabels(labels, fontsize=8)
     axes[0].legend(fontsize=8, ncol=3, loc="upper center")
     fig.suptitle("Dense multiply: tessel over its peers (below 1: tessel better), emulated 8×1 "
-                 "and 4×2 clusters, 1 Gbit\nbench/README.md, COSMA runs of 2026-11-28 "
-                 "(machine files from `tessel calibrate`)", fontsize=10)
+                 "and 4×2 clusters, 1 Gbit\nbench/README.md, Issue 34 item 5: runs of 2026-12-08, idle "
+                 "(machine files from `tessel calibrate`; bytes per rank by commcount)", fontsize=10)
     fig.tight_layout()
     fig.savefig(out, dpi=100)
 

@@ -16,23 +16,23 @@ MPI_ENV = ROOT / "scripts" / "mpi-env.sh"
 NC = ROOT.parent / "shared" / "tools" / "netcluster" / "netcluster.sh"
 
 
-def nc_stats(field="tbf_tx_bytes"):
-    """Bytes per emulated node so far (`netcluster.sh stats`): by default those it sent
-    (tbf_tx_bytes, column 6); field="tbf_rx_bytes" those it received."""
+def nc_link_bytes():
+    """Bytes per emulated node so far, from one `netcluster.sh stats`: (sent, received), each
+    {node: bytes} (its columns tbf_tx_bytes and tbf_rx_bytes, found by the header)."""
     out = subprocess.run([str(NC), "stats"], capture_output=True, text=True).stdout
-    nodes, col = {}, {"tbf_tx_bytes": 5, "tbf_rx_bytes": 7}[field]
+    sent, received, tx, rx = {}, {}, 5, 7  # the columns of netcluster.sh's current header
     for line in out.splitlines():
         f = line.split()
-        if f and f[0] == "#" and field in f:
-            col = f.index(field) - 1  # the header starts with "#" and then the node column
+        if f and f[0] == "#" and "tbf_tx_bytes" in f and "tbf_rx_bytes" in f:
+            tx, rx = f.index("tbf_tx_bytes") - 1, f.index("tbf_rx_bytes") - 1  # "#" is a field here
             continue
         if not f or f[0].startswith("#"):
             continue
         try:
-            nodes[f[0]] = int(f[col])
+            sent[f[0]], received[f[0]] = int(f[tx]), int(f[rx])
         except (IndexError, ValueError):
             pass
-    return nodes
+    return sent, received
 
 
 class Config:
@@ -100,8 +100,7 @@ class Config:
         (docs/mpich.md); wall seconds then end when the file appeared."""
         if done is not None:
             Path(done).unlink(missing_ok=True)  # a stale result must not end this run
-        s0 = nc_stats() if self.kind == "nc" else None
-        r0 = nc_stats("tbf_rx_bytes") if self.kind == "nc" else None
+        s0, r0 = nc_link_bytes() if self.kind == "nc" else (None, None)
         t0 = time.time()
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              start_new_session=True)
@@ -127,7 +126,7 @@ class Config:
         Path(log).write_text(" ".join(cmd) + "\n" + out + err + (f"\n[benchlib: {note}]\n" if note else ""))
         wire, wire_rx = None, None
         if s0 is not None:
-            s1, r1 = nc_stats(), nc_stats("tbf_rx_bytes")
+            s1, r1 = nc_link_bytes()
             wire = sum(s1[k] - s0.get(k, 0) for k in s1)
             wire_rx = {k: r1[k] - r0.get(k, 0) for k in r1}
         res = subprocess.CompletedProcess(cmd, rc, out, err)

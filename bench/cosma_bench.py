@@ -149,6 +149,16 @@ def run_one(place, tool, prog, raw, stem, a, commcount, env=()):
     return rec
 
 
+def run_stem(tool, case, place, what):
+    """The file stem of one run: tool, case, config and which run (pairN, repeat1)."""
+    return f"{tool}-{case.replace('^', 'p')}-{place.cfg.replace(':', '')}-{what}"
+
+
+def machine_env(tool, place, machine):
+    """mpirun flags giving tessel's programs the config's --machine file (none for the peers)."""
+    return ["-x", f"TESSEL_MACHINE={machine[place.cfg]}"] if tool.startswith("tessel") and place.cfg in machine else []
+
+
 def wire_per_multiply(place, tool, prog1, raw, stem, a, env, runs):
     """The bytes each emulated node receives on its link per multiply: the first pair's run of
     `tool` (a.repeat multiplies) less one run of `prog1` (the same with --repeat 1), over
@@ -174,7 +184,15 @@ def ratio(x, y):
     return x / y if x is not None and y else None
 
 
-def summarize(runs, tools):
+# The ratios a summary holds (x/y), and the ones the tables print.
+RATIOS = ("tessel/cosma", "tessel-pdgemm/cosma-pdgemm", "tessel-pdgemm/scalapack", "cosma-pdgemm/scalapack")
+TABLE_RATIOS = RATIOS[:3]
+
+
+def summarize(runs, tools, wire=None):
+    """Per program: median time, commcount MB (max, mean), and with `wire` ({tool: {node: MB}},
+    wire_per_multiply) the busiest node's MB per multiply on the network; per ratio x/y of
+    RATIOS: time, bytes and wire."""
     s = {}
     for t in tools:
         ok = [r for r in runs if r["tool"] == t and r["ok"]]
@@ -182,11 +200,14 @@ def summarize(runs, tools):
                 "recv_mb_max": med([r["commcount"]["max"] / 1e6 for r in ok if "commcount" in r]),
                 "recv_mb_mean": med([r["commcount"]["mean"] / 1e6 for r in ok if "commcount" in r]),
                 "runs_ok": len(ok), "runs_failed": len([r for r in runs if r["tool"] == t and not r["ok"]])}
-    for x, y in (("tessel", "cosma"), ("tessel-pdgemm", "cosma-pdgemm"), ("tessel-pdgemm", "scalapack"),
-                 ("cosma-pdgemm", "scalapack")):
+        if (wire or {}).get(t):
+            s[t]["wire_mb_node_max"] = max(wire[t].values())
+    for key in RATIOS:
+        x, y = key.split("/")
         if x in s and y in s:
-            s[f"{x}/{y}"] = {"time": ratio(s[x]["median_s"], s[y]["median_s"]),
-                             "bytes": ratio(s[x]["recv_mb_max"], s[y]["recv_mb_max"])}
+            s[key] = {"time": ratio(s[x]["median_s"], s[y]["median_s"]),
+                      "bytes": ratio(s[x]["recv_mb_max"], s[y]["recv_mb_max"]),
+                      "wire": ratio(s[x].get("wire_mb_node_max"), s[y].get("wire_mb_node_max"))}
     return s
 
 
@@ -233,8 +254,7 @@ def table(results, tools):
     def f(v, spec):
         return format(v, spec) if isinstance(v, (int, float)) else "-"
     head = ["case", "config"] + list(tools) + ["bound MB (layout, own)"]
-    ratios = [k for k in ("tessel/cosma", "tessel-pdgemm/cosma-pdgemm", "tessel-pdgemm/scalapack")
-              if all(t in tools for t in k.split("/"))]
+    ratios = [k for k in TABLE_RATIOS if all(t in tools for t in k.split("/"))]
     lines = ["| " + " | ".join(head + [f"{r} (time, bytes)" for r in ratios]) + " |",
              "|" + "---|" * (len(head) + len(ratios))]
     for r in results:
@@ -256,8 +276,7 @@ def wire_table(results, tools):
     program, and the ratios; "" when no case has them."""
     if not any(r.get("wire_mb_per_node") for r in results):
         return ""
-    ratios = [k for k in ("tessel/cosma", "tessel-pdgemm/cosma-pdgemm", "tessel-pdgemm/scalapack")
-              if all(t in tools for t in k.split("/"))]
+    ratios = [k for k in TABLE_RATIOS if all(t in tools for t in k.split("/"))]
     lines = ["| " + " | ".join(["case", "config"] + list(tools) + ratios) + " |",
              "|" + "---|" * (2 + len(tools) + len(ratios))]
     for r in results:
@@ -426,9 +445,8 @@ def main():
                 runs = []
                 for pair in range(1, a.pairs + 1):
                     for t in tools:
-                        st = f"{t}-{name.replace('^', 'p')}-{place.cfg.replace(':', '')}-pair{pair}"
-                        env = (["-x", f"TESSEL_MACHINE={machine[place.cfg]}"]
-                               if t.startswith("tessel") and place.cfg in machine else [])
+                        st = run_stem(t, name, place, f"pair{pair}")
+                        env = machine_env(t, place, machine)
                         rec = run_one(place, t, program(t, bins, m, n, k, a, str(raw / f"{st}.json")), raw, st, a,
                                       commcount, env)
                         rec["pair"] = pair
@@ -444,22 +462,15 @@ def main():
                 if not a.no_wire:
                     a1 = argparse.Namespace(**{**vars(a), "repeat": 1})
                     for t in tools:
-                        st = f"{t}-{name.replace('^', 'p')}-{place.cfg.replace(':', '')}-repeat1"
-                        env = (["-x", f"TESSEL_MACHINE={machine[place.cfg]}"]
-                               if t.startswith("tessel") and place.cfg in machine else [])
+                        st = run_stem(t, name, place, "repeat1")
+                        env = machine_env(t, place, machine)
                         w = wire_per_multiply(place, t, program(t, bins, m, n, k, a1, str(raw / f"{st}.json")),
                                               raw, st, a, env, runs)
                         if w:
                             wire[t] = w
                             print(f"  {t:14s} on the wire: {max(w.values()):.2f} MB per multiply into the "
                                   "busiest node", flush=True)
-                summary = summarize(runs, tools)
-                for t, w in wire.items():
-                    summary[t]["wire_mb_node_max"] = max(w.values())
-                for x, y in (("tessel", "cosma"), ("tessel-pdgemm", "cosma-pdgemm"), ("tessel-pdgemm", "scalapack")):
-                    if f"{x}/{y}" in summary:
-                        summary[f"{x}/{y}"]["wire"] = ratio(summary[x].get("wire_mb_node_max"),
-                                                            summary[y].get("wire_mb_node_max"))
+                summary = summarize(runs, tools, wire)
                 results.append({"case": name, "m": m, "n": n, "k": k, "config": place.cfg,
                                 "machine": machine.get(place.cfg, ""), "runs": runs, "wire_mb_per_node": wire,
                                 "summary": summary,
